@@ -1,0 +1,12 @@
+from django.apps import AppConfig
+
+
+class TimersConfig(AppConfig):
+    name = "timers"
+    verbose_name = "Timers"
+    default_auto_field = "django.db.models.BigAutoField"
+
+    def ready(self) -> None:
+        from . import handlers
+
+        handlers.register_builtin()

@@ -1,0 +1,94 @@
+"""`tick <span> --compare [--redeliver]`: run one clock's span every way and hash each record.
+
+Each way starts from the same state and is rolled back when its hash is taken, so the clock itself
+is left where it was. All ways must agree.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+
+from django.db import transaction
+from django.db.models import Count, Max
+
+from .clock import VirtualWallClock
+from .models import Event, Outbox, TestClock
+from .timeutil import duration_text
+from .worker import Worker, advance, record_hash
+
+
+@dataclass
+class Way:
+    label: str
+    events: int
+    sha256: str
+    replayed: int | None = None
+    sent_twice: int | None = None
+    fired: int = 0
+
+
+class _Rollback(Exception):
+    pass
+
+
+def _sent_twice(domain: str) -> int:
+    # Keys whose outside send left more than once: a second submission for one firing is a double send.
+    return (
+        Outbox.objects.filter(domain=domain, status=Outbox.Status.SENT)
+        .values("key")
+        .annotate(n=Count("id"))
+        .filter(n__gt=1)
+        .count()
+    )
+
+
+def _one_way(clock: TestClock, label: str, drive) -> Way:
+    after = Event.objects.aggregate(m=Max("seq"))["m"] or 0
+    result: Way | None = None
+    try:
+        with transaction.atomic():
+            fired, replayed = drive()
+            count, digest = record_hash(clock.id, after_seq=after)
+            result = Way(label, count, digest, replayed, _sent_twice(clock.id), fired)
+            raise _Rollback
+    except _Rollback:
+        pass
+    assert result is not None
+    return result
+
+
+def compare(clock_id: str, to: datetime, *, redeliver: bool = False, span_label: str | None = None) -> list[Way]:
+    clock = TestClock.objects.get(pk=clock_id)
+    start = clock.frozen_time
+    span = to - start
+    days = max(1, -(-span // timedelta(days=1)))
+
+    def one():
+        s = advance(clock.id, to)
+        return s.fired, None
+
+    def daily():
+        fired = 0
+        for i in range(1, days + 1):
+            fired += advance(clock.id, min(to, start + timedelta(days=i))).fired
+        return fired, None
+
+    def wall():
+        worker = Worker(VirtualWallClock(start), domain=clock.id, until=to, test_clocks=False)
+        worker.run()
+        return worker.steps, None
+
+    def twice():
+        s = advance(clock.id, to, redeliver=True)
+        return s.fired, s.replayed
+
+    span_text = span_label or duration_text(span)
+    ways = [
+        _one_way(clock, f"one advance of {span_text} on a test clock", one),
+        _one_way(clock, f"{days} advances of 1d on a test clock", daily),
+        _one_way(clock, f"{span_text} of wall time, the live loop, one alarm wake each", wall),
+    ]
+    if redeliver:
+        ways.append(_one_way(clock, "one advance, every wake delivered twice", twice))
+    return ways

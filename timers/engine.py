@@ -1,0 +1,465 @@
+"""The tick: fire every owed timer of one clock domain exactly once, in one fixed order.
+
+Order at one instant: owed time, place (1 cycle … 8 money), when the owner opened, key byte by byte.
+A firing that arms a timer owed at or before its instant fires it in a further pass of the same instant
+(a fixpoint, at most MAX_PASSES deep). A test clock visits every instant in turn, so an advance is never
+a gap; the live loop visits them the same way after an outage, with the wall's time as `now`.
+
+Fast and exact together: one indexed query takes the next batch of armed timers in tick order; they
+fire in memory from a heap, into which every timer a firing arms is merged; the batch's effects are
+written with set statements in one transaction (timers/store.py). The order and the record are exactly
+as if each instant were processed alone, because a heap entry is only taken while it sorts before the
+last row the query returned (the horizon): anything still in the database sorts after it.
+"""
+
+from __future__ import annotations
+
+import heapq
+import itertools
+import json
+import logging
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from datetime import datetime, timedelta
+from typing import Any
+
+from django.conf import settings
+from django.db import transaction
+
+from . import handlers
+from .errors import Refused
+from .ids import new_id
+from .keys import PLACES, Key, parse
+
+log = logging.getLogger(__name__)
+
+ZERO = timedelta(0)
+TIMER_FIELDS = (
+    "id", "key", "owner", "kind", "place", "handler", "status", "owed_at", "opened_at", "armed_at",
+    "fired_at", "late_by", "attempt", "wakes", "version", "superseded_by", "by", "held_since", "held_by",
+    "remaining", "armed_by", "data", "brand_id",
+)  # fmt: skip
+
+
+class Item:
+    """A timer in memory while the tick holds it: the row's fields plus its place in this run."""
+
+    __slots__ = (*TIMER_FIELDS, "domain", "new", "dirty", "pass_no", "instant", "gen")
+
+    def __init__(self, **values: Any):
+        for name in TIMER_FIELDS:
+            setattr(self, name, values.get(name))
+        self.domain = values.get("domain")
+        self.new = values.get("new", False)
+        self.dirty = self.new
+        self.pass_no = 1
+        self.instant = None
+        self.gen = 0
+
+    def sort_key(self) -> tuple:
+        # Python compares str by code point, which is UTF-8 byte order: the same as collation "C".
+        return (self.instant, self.pass_no, self.owed_at, self.place, self.opened_at, self.key)
+
+
+@dataclass
+class TraceRow:
+    kind: str  # fired | armed | held | superseded | refused | failed | replayed | runaway
+    pass_no: int
+    owed_at: datetime | None
+    fired_at: datetime | None
+    place: int
+    timer_kind: str
+    owner: str
+    what: str
+    children: list[TraceRow] = field(default_factory=list)
+
+
+@dataclass
+class RunStats:
+    domain: str
+    start: datetime | None
+    to: datetime
+    fired: int = 0
+    armed: int = 0
+    held: int = 0
+    superseded: int = 0
+    refused: int = 0
+    failed: int = 0
+    replayed: int = 0
+    runaways: int = 0
+    passes: int = 0
+    instants: int = 0
+    batches: int = 0
+    trace: list[TraceRow] = field(default_factory=list)
+
+
+class Firing:
+    """What a handler sees and proposes through. Nothing it proposes lands unless the gate commits it."""
+
+    __slots__ = ("run", "timer", "instant", "now", "pass_no", "events", "ops", "what", "_key")
+
+    def __init__(self, run: Run, item: Item, instant: datetime, pass_no: int):
+        self.run = run
+        self.timer = item
+        self.instant = instant
+        self.now = run.now
+        self.pass_no = pass_no
+        self.events: list[tuple[str, str, dict, str | None]] = []
+        self.ops: list[tuple] = []
+        self.what = ""
+        self._key: Key | None = None
+
+    @property
+    def key(self) -> Key:
+        if self._key is None:
+            self._key = parse(self.timer.key)
+        return self._key
+
+    @property
+    def domain(self) -> str:
+        return self.run.domain
+
+    @property
+    def gap(self) -> timedelta:
+        """How long after its instant this firing runs: zero on a test clock, an outage's length live."""
+        return max(ZERO, self.now - self.instant)
+
+    def record(self, type: str, *, subject: str | None = None, data: dict | None = None,
+               key: str | None = None) -> None:
+        self.events.append((type, subject or self.timer.owner, data or {}, key))
+
+    def arm(self, key: str, *, owed_at: datetime, handler: str | None = None, data: dict | None = None,
+            opened_at: datetime | None = None, version: str | None = None, what: str | None = None) -> str:
+        k = parse(key)
+        timer_id = new_id("tmr", seed=f"{self.run.domain}|{key}")
+        self.ops.append(("arm", k, timer_id, owed_at, handler or k.kind, data or {},
+                         opened_at or self.timer.opened_at, self.timer.version if version is None else version,
+                         what))
+        return timer_id
+
+    def supersede(self, key: str, *, by: str, successor: str = "") -> None:
+        self.ops.append(("supersede", key, by, successor))
+
+    def hold(self, key: str, *, by: str) -> None:
+        self.ops.append(("hold", key, by))
+
+    def resume(self, key: str, *, cap: datetime | None = None) -> None:
+        self.ops.append(("resume", key, cap))
+
+    def send(self, transport: str, payload: dict) -> str:
+        """Queue an outside send; it leaves through the outbox after the commit, one submission per attempt."""
+        attempt = (self.timer.attempt or 0) + 1
+        submission = new_id("sub", seed=f"{self.run.domain}|{self.timer.key}|{attempt}")
+        self.ops.append(("send", submission, transport, payload, attempt))
+        return submission
+
+
+class Run:
+    """One pass of the tick over one clock domain, from its floor to ``to``.
+
+    ``now`` is the domain's "now" for handlers: None on a test clock (each instant is now as it is
+    visited); the wall's (or a virtual wall's) time for the live loop.
+    """
+
+    def __init__(self, *, domain: str, floor: datetime | None, to: datetime, store,
+                 now: Callable[[], datetime] | None = None, redeliver: bool = False, trace: bool = False,
+                 on: set[str] | None = None, on_flush: Callable[[datetime], None] | None = None,
+                 deliver: Callable[[], None] | None = None):
+        cfg = settings.KEEPING_TIME
+        self.domain = domain
+        self.floor = floor
+        self.to = to
+        self.store = store
+        self.now_fn = now
+        self.redeliver = redeliver
+        self.tracing = trace
+        self.on = on
+        self.on_flush = on_flush
+        self.deliver = deliver
+        self.batch_size = int(cfg["BATCH_SIZE"])
+        self.max_passes = int(cfg["MAX_PASSES"])
+        self.stats = RunStats(domain=domain, start=floor, to=to)
+        self.now: datetime = floor or to
+        self._heap: list = []
+        self._armed: dict[str, Item] = {}  # armed items in memory, by id
+        self._by_key: dict[str, Item] = {}  # every item touched since the last flush, by key
+        self._horizon: tuple | None = None
+        self._complete = False
+        self._seq = itertools.count()
+        self._instant: datetime | None = None
+        self.sends_flushed = False
+        self._runaway_instant: datetime | None = None
+        self._reset_buffers()
+
+    # -- buffers written at each flush -------------------------------------------------------------
+    def _reset_buffers(self) -> None:
+        self.commits: list[tuple] = []
+        self.events: list[tuple] = []
+        self.sends: list[tuple] = []
+        for item in self._by_key.values():
+            item.new = False
+            item.dirty = False
+
+    # -- the loop ----------------------------------------------------------------------------------
+    def execute(self) -> RunStats:
+        need_fetch = True
+        while True:
+            with transaction.atomic():
+                if self.now_fn is not None:
+                    self.now = self.now_fn()  # read "now" once per batch
+                if need_fetch and not self._complete:
+                    self._fetch()
+                need_fetch = self._drain()
+                self._flush()
+            if self.deliver is not None and self.sends_flushed:
+                self.deliver()
+            if self._complete and not self._heap:
+                return self.stats
+
+    def _fetch(self) -> None:
+        # Pass-1 items in memory sort after the horizon and are in the database now: the query
+        # returns them again, in order. Items of a later pass stay in memory with their pass.
+        keep = [e for e in self._heap if e[-1].pass_no > 1 and e[-1].gen == e[-2] and e[-1].status == "armed"]
+        self._armed = {e[-1].id: e[-1] for e in keep}
+        self._by_key = {e[-1].key: e[-1] for e in keep}
+        self._heap = keep
+        heapq.heapify(self._heap)
+        after = None if self._horizon is None else self._horizon[2:]
+        rows = self.store.fetch(self.domain, self.to, after, self.batch_size)
+        self.stats.batches += 1
+        for item in rows:
+            if item.id in self._armed:
+                continue
+            item.domain = self.domain
+            item.instant = item.owed_at if self.floor is None or item.owed_at > self.floor else self.floor
+            self._push(item)
+            self._by_key[item.key] = item
+        if len(rows) < self.batch_size:
+            self._complete = True
+            self._horizon = None
+        else:
+            last = rows[-1]
+            self._horizon = (last.instant, 1, last.owed_at, last.place, last.opened_at, last.key)
+
+    def _push(self, item: Item) -> None:
+        item.gen += 1
+        self._armed[item.id] = item
+        heapq.heappush(self._heap, (*item.sort_key(), next(self._seq), item.gen, item))
+
+    def _drain(self) -> bool:
+        """Fire from the heap; True when the next item waits on a fetch, False to flush and go on."""
+        heap = self._heap
+        budget = self.batch_size
+        while heap:
+            entry = heap[0]
+            if self._horizon is not None and entry[:6] > self._horizon:
+                return True
+            if budget <= 0:
+                return False  # a long chain: write what fired so far, keep the rest in memory
+            budget -= 1
+            heapq.heappop(heap)
+            item = entry[-1]
+            if entry[-2] != item.gen or item.status != "armed":
+                continue
+            self._armed.pop(item.id, None)
+            instant = entry[0]
+            if instant != self._instant:
+                self._instant = instant
+                self.stats.instants += 1
+            if item.pass_no > self.max_passes:
+                self._runaway(item, instant)
+                continue
+            if item.pass_no > self.stats.passes:
+                self.stats.passes = item.pass_no
+            self._fire(item, instant)
+        return not self._complete
+
+    # -- the gate ----------------------------------------------------------------------------------
+    def _fire(self, item: Item, instant: datetime) -> None:
+        now = instant if self.now_fn is None else self.now
+        f = Firing(self, item, instant, item.pass_no)
+        f.now = now
+        outcome, code = "committed", ""
+        try:
+            handler = handlers.get(item.handler)
+            if handler.atomic:
+                with transaction.atomic():
+                    handler.fire(f)
+            else:
+                handler.fire(f)
+        except Refused as refusal:
+            outcome, code = "refused", refusal.code
+            f.ops.clear()
+            f.events = [("gate.refused", item.owner, {"code": refusal.code, "message": refusal.message,
+                                                      **refusal.data}, None)]
+            f.what = f"refused {refusal.code}"
+        except Exception as exc:  # a bad row is pushed out, never crash-looped
+            log.exception("timer %s failed", item.key)
+            self._push_out(item, now, f"{type(exc).__name__}: {exc}")
+            return
+        tracing = self.tracing and (self.on is None or item.owner in self.on)
+        row = None
+        if tracing:
+            row = TraceRow("fired" if outcome == "committed" else "refused", item.pass_no, item.owed_at, now,
+                           item.place, item.kind, item.owner, f.what or item.key)
+            self.stats.trace.append(row)
+        # Commit: the key once (the unique constraint backs this), the events in order, the ops.
+        self.commits.append((new_id("cmt"), self.domain, item.key, item.id, outcome, code, now))
+        item.status = "fired"
+        item.fired_at = now
+        item.late_by = self._late_by(item, now)
+        item.attempt = (item.attempt or 0) + 1
+        item.wakes = (item.wakes or 0) + 1
+        item.dirty = True
+        for type_, subject, data, key in f.events:
+            self.events.append((new_id("evt"), self.domain, item.brand_id, type_, subject, item.owed_at,
+                                item.key if key is None else key, data, now))
+        for op in f.ops:
+            self._apply(op, item, instant, now, row)
+        if outcome == "committed":
+            self.stats.fired += 1
+        else:
+            self.stats.refused += 1
+        if self.redeliver:
+            # The second wake of a fired timer: the gate answers replayed: true with the first commit.
+            item.wakes += 1
+            self.stats.replayed += 1
+
+    def _late_by(self, item: Item, now: datetime) -> timedelta:
+        if self.now_fn is None:
+            return ZERO
+        due = item.owed_at if item.owed_at >= item.armed_at else item.armed_at
+        return max(ZERO, now - due)
+
+    def _push_out(self, item: Item, now: datetime, error: str) -> None:
+        self._set_held(item, now, by="error")
+        self.stats.failed += 1
+        self.events.append((new_id("evt"), self.domain, item.brand_id, "timer.failed", item.owner,
+                            item.owed_at, item.key, {"error": error[:500]}, now))
+        if self.tracing and (self.on is None or item.owner in self.on):
+            self.stats.trace.append(TraceRow("failed", item.pass_no, item.owed_at, now, item.place,
+                                             item.kind, item.owner, error[:120]))
+
+    def _runaway(self, item: Item, instant: datetime) -> None:
+        # The chain is deeper than MAX_PASSES: hold what is left of it and alarm, once per instant.
+        self._set_held(item, instant, by="tick.runaway")
+        if self._runaway_instant != instant:
+            self._runaway_instant = instant
+            self.stats.runaways += 1
+            self.events.append((new_id("evt"), self.domain, item.brand_id, "tick.runaway", item.owner, instant,
+                                "", {"passes": self.max_passes, "held": item.key}, instant))
+            if self.tracing:
+                self.stats.trace.append(TraceRow("runaway", item.pass_no, item.owed_at, instant, item.place,
+                                                 item.kind, item.owner, f"chain deeper than {self.max_passes}"
+                                                 f" passes · {item.key} held"))
+
+    def _set_held(self, item: Item, now: datetime, *, by: str) -> None:
+        owed = item.owed_at
+        item.status = "held"
+        item.remaining = max(ZERO, owed - now) if owed is not None else ZERO
+        item.owed_at = None
+        item.held_since = now
+        item.held_by = by
+        item.dirty = True
+        item.gen += 1
+        self._armed.pop(item.id, None)
+        self.stats.held += 1
+
+    def _lookup(self, key: str) -> Item | None:
+        item = self._by_key.get(key)
+        if item is None:
+            item = self.store.load(self.domain, key)
+            if item is not None:
+                item.domain = self.domain
+                self._by_key[key] = item
+        return item
+
+    def _arm_item(self, item: Item, instant: datetime, pass_no: int) -> None:
+        if item.owed_at <= instant:
+            item.instant, item.pass_no = instant, pass_no + 1
+        else:
+            item.instant, item.pass_no = item.owed_at, 1
+        if item.owed_at <= self.to:
+            self._push(item)
+
+    def _apply(self, op: tuple, parent: Item, instant: datetime, now: datetime, row: TraceRow | None) -> None:
+        kind = op[0]
+        if kind == "arm":
+            _, k, timer_id, owed_at, handler, data, opened_at, version, what = op
+            key = str(k)
+            if self._lookup(key) is not None:
+                return  # a replay arms the same key: arming it again changes nothing
+            item = Item(id=timer_id, key=key, owner=k.owner, kind=k.kind, place=PLACES[k.kind], handler=handler,
+                        status="armed", owed_at=owed_at, opened_at=opened_at, armed_at=now, attempt=0, wakes=0,
+                        version=version or "", superseded_by="", by="", held_by="", armed_by=parent.id,
+                        data=data, brand_id=parent.brand_id, domain=self.domain, new=True)
+            self._by_key[key] = item
+            self._arm_item(item, instant, parent.pass_no)
+            self.stats.armed += 1
+            if row is not None:
+                row.children.append(TraceRow("armed", parent.pass_no, owed_at, None, item.place, item.kind,
+                                             item.owner, what or f"{k.name} · {k.occurrence}"))
+        elif kind == "supersede":
+            _, key, by, successor = op
+            item = self._lookup(key)
+            if item is None or item.status not in ("armed", "held"):
+                return
+            succ = self._lookup(successor) if successor else None
+            item.status, item.by, item.dirty = "superseded", by, True
+            item.superseded_by = succ.id if succ is not None else successor
+            item.gen += 1
+            self._armed.pop(item.id, None)
+            self.stats.superseded += 1
+            if row is not None:
+                row.children.append(TraceRow("superseded", parent.pass_no, item.owed_at, None, item.place,
+                                             item.kind, item.owner, f"{key} by {by}"))
+        elif kind == "hold":
+            _, key, by = op
+            item = self._lookup(key)
+            if item is None or item.status != "armed":
+                return
+            self._set_held(item, now, by=by)
+            if row is not None:
+                row.children.append(TraceRow("held", parent.pass_no, None, None, item.place, item.kind,
+                                             item.owner, f"{key} by {by} · {item.remaining} left"))
+        elif kind == "resume":
+            _, key, cap = op
+            item = self._lookup(key)
+            if item is None or item.status != "held":
+                return
+            owed = now + item.remaining
+            if cap is not None and cap < owed:
+                owed = cap
+            item.status, item.owed_at, item.dirty = "armed", owed, True
+            item.held_since, item.held_by, item.remaining = None, "", None
+            self._arm_item(item, instant, parent.pass_no)
+            if row is not None:
+                row.children.append(TraceRow("armed", parent.pass_no, owed, None, item.place, item.kind,
+                                             item.owner, f"{key} resumed"))
+        elif kind == "send":
+            _, submission, transport, payload, attempt = op
+            self.sends.append((submission, self.domain, parent.brand_id, parent.key, attempt, transport, payload,
+                               now))
+        else:  # pragma: no cover - the Firing only builds the ops above
+            raise ValueError(kind)
+
+    # -- writing -----------------------------------------------------------------------------------
+    def _flush(self) -> None:
+        dirty = [i for i in self._by_key.values() if i.dirty]
+        self.store.write(
+            domain=self.domain,
+            new=[i for i in dirty if i.new],
+            changed=[i for i in dirty if not i.new],
+            commits=self.commits,
+            events=self.events,
+            sends=self.sends,
+        )
+        self.sends_flushed = bool(self.sends)
+        if self.on_flush is not None:
+            self.on_flush(self.to if (self._complete and not self._heap) else (self._instant or self.to))
+        self._reset_buffers()
+
+
+def canonical(obj: Any) -> str:
+    return json.dumps(obj, sort_keys=True, separators=(",", ":"), ensure_ascii=False, default=str)
+

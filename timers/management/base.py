@@ -1,0 +1,35 @@
+"""Commands say what is wrong in one line and exit non-zero: never a traceback."""
+
+from __future__ import annotations
+
+from django.core.management.base import BaseCommand, CommandError
+
+from ..errors import KeepingTimeError
+from ..models import Brand, TestClock
+
+
+class KTCommand(BaseCommand):
+    def execute(self, *args, **options):
+        try:
+            return super().execute(*args, **options)
+        except KeepingTimeError as exc:
+            raise CommandError(f"{exc.code}: {exc.message}") from None
+
+    def test_clock(self, clock_id: str | None) -> TestClock | None:
+        if not clock_id:
+            return None
+        clock = TestClock.objects.exclude(status=TestClock.Status.DELETED).filter(pk=clock_id).first()
+        if clock is None:
+            raise CommandError(f"resource_missing: no test clock {clock_id!r}")
+        return clock
+
+    def brand(self, name: str | None) -> Brand:
+        if name:
+            brand = Brand.objects.filter(name=name).first() or Brand.objects.filter(pk=name).first()
+            if brand is None:
+                raise CommandError(f"resource_missing: no brand {name!r} (createapikey --brand {name!r} makes one)")
+            return brand
+        brands = list(Brand.objects.all()[:2])
+        if len(brands) != 1:
+            raise CommandError("brand_required: name the brand with --brand")
+        return brands[0]

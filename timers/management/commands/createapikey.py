@@ -1,0 +1,21 @@
+"""createapikey --brand <name> [--name label]: prints a secret key once; only its sha256 is kept."""
+
+from __future__ import annotations
+
+from timers.services import api_key_create, brand_get_or_create
+
+from ..base import KTCommand
+
+
+class Command(KTCommand):
+    help = "Create a secret API key for a brand (the brand is created if new)."
+
+    def add_arguments(self, parser):
+        parser.add_argument("--brand", required=True)
+        parser.add_argument("--name", default="")
+
+    def handle(self, *args, **o):
+        brand = brand_get_or_create(name=o["brand"])
+        row, secret = api_key_create(brand=brand, name=o["name"])
+        self.stdout.write(f"{brand.id} · {brand.name} · {row.id}")
+        self.stdout.write(secret)

@@ -1,0 +1,37 @@
+"""testclocks create --frozen-time <instant> [--name] [--brand] · testclocks list · testclocks delete tc_…"""
+
+from __future__ import annotations
+
+from timers.models import TestClock
+from timers.services import test_clock_create, test_clock_delete
+from timers.timeutil import parse_instant, trace_z
+
+from ..base import KTCommand
+
+
+class Command(KTCommand):
+    help = "Create, list and delete test clocks."
+
+    def add_arguments(self, parser):
+        sub = parser.add_subparsers(dest="action", required=True)
+        c = sub.add_parser("create")
+        c.add_argument("--frozen-time", required=True)
+        c.add_argument("--name", default="")
+        c.add_argument("--brand")
+        sub.add_parser("list")
+        d = sub.add_parser("delete")
+        d.add_argument("clock_id")
+
+    def handle(self, *args, **o):
+        if o["action"] == "create":
+            clock = test_clock_create(brand=self.brand(o["brand"]), frozen_time=parse_instant(o["frozen_time"]),
+                                      name=o["name"])
+            self.stdout.write(f"{clock.id} · frozen at {trace_z(clock.frozen_time)} · {clock.brand.name}")
+        elif o["action"] == "list":
+            for clock in TestClock.objects.exclude(status="deleted").select_related("brand").order_by("created_at"):
+                self.stdout.write(f"{clock.id} · {clock.status} · frozen at {trace_z(clock.frozen_time)} · "
+                                  f"{clock.brand.name} · {clock.name}")
+        else:
+            clock = self.test_clock(o["clock_id"])
+            test_clock_delete(clock=clock)
+            self.stdout.write(f"{clock.id} deleted · everything on it voided")

@@ -1,0 +1,100 @@
+"""tick: fire what is owed.
+
+  tick                                   the live clock to now, then requested test-clock advances
+  tick --forever                         loop, sleeping until the next owed timer; SIGTERM stops it
+  tick 1y --test-clock tc_…              advance a test clock by a span (6h, 7d, 1mo, 1y)
+  tick --to 2028-02-01T20:00Z --test-clock tc_… --trace [--on sbn_…,job_…]
+  tick 1y --compare [--redeliver] --test-clock tc_…
+"""
+
+from __future__ import annotations
+
+import signal
+
+from django.core.management.base import CommandError
+
+from timers import cli
+from timers.clock import WallClock
+from timers.compare import compare
+from timers.timeutil import parse_instant, parse_span
+from timers.worker import Worker, advance, live_step, run_requested_advances
+
+from ..base import KTCommand
+
+
+class Command(KTCommand):
+    help = "Fire every owed timer, in the tick's order, on the live clock or a test clock."
+
+    def add_arguments(self, parser):
+        parser.add_argument("span", nargs="?", help="advance a test clock by a span: 6h, 7d, 1mo, 1y")
+        parser.add_argument("--to", help="advance a test clock to this instant (ISO 8601 with Z)")
+        parser.add_argument("--test-clock", help="the test clock tc_… to advance")
+        parser.add_argument("--trace", action="store_true", help="print each pass: what fired and what it armed")
+        parser.add_argument("--on", help="trace only these owners (comma-separated ids)")
+        parser.add_argument("--compare", action="store_true", help="run the span every way and hash each record")
+        parser.add_argument("--redeliver", action="store_true", help="deliver every wake twice")
+        parser.add_argument("--forever", action="store_true", help="keep ticking the live clock until SIGTERM")
+
+    def handle(self, *args, **o):
+        clock = self.test_clock(o["test_clock"])
+        if o["span"] and o["to"]:
+            raise CommandError("invalid_request: give a span or --to, not both")
+        if clock is None:
+            if o["span"] or o["to"] or o["compare"]:
+                raise CommandError(
+                    "test_clock_required: the live clock moves with the wall; name a test clock with --test-clock tc_…"
+                )
+            return self._live(o)
+        if o["span"]:
+            to = clock.frozen_time + parse_span(o["span"])
+        elif o["to"]:
+            to = parse_instant(o["to"])
+        else:
+            raise CommandError("invalid_request: say how far: a span (1y) or --to <instant>")
+        if o["compare"]:
+            return self._compare(clock, to, o["redeliver"], o["span"])
+        on = {x.strip() for x in o["on"].split(",") if x.strip()} if o["on"] else None
+        stats = advance(clock.id, to, redeliver=o["redeliver"], trace=o["trace"], on=on)
+        self.stdout.write(cli.header(clock.id, stats))
+        if o["trace"]:
+            for line in cli.trace_lines(stats):
+                self.stdout.write(line)
+
+    def _compare(self, clock, to, redeliver: bool, span: str | None) -> None:
+        ways = compare(clock.id, to, redeliver=redeliver, span_label=span)
+        self.stdout.write(
+            f"# {clock.id}, {cli.span_text(clock.frozen_time, to)} UTC, run {len(ways)} ways: the hash is over each "
+            "event's type, subject, owed time, key and data, in order"
+        )
+        width = max(len(w.label) for w in ways)
+        for w in ways:
+            line = f"{w.label.ljust(width)}  {w.events} events · sha256:{w.sha256[:16]}…"
+            if w.replayed is not None:
+                line += f" · {w.replayed} replayed: true · {w.sent_twice} submissions sent twice"
+            self.stdout.write(line)
+        hashes = {w.sha256 for w in ways}
+        if len(hashes) != 1:
+            raise CommandError("compare_mismatch: the ways disagree; the record depends on how time was driven")
+        self.stdout.write(f"all {len(ways)} agree · sha256:{ways[0].sha256}")
+
+    def _live(self, o) -> None:
+        if o["forever"]:
+            worker = Worker(WallClock())
+
+            def stop(signum, frame):
+                worker.stop.set()  # checked between steps
+
+            signal.signal(signal.SIGTERM, stop)
+            signal.signal(signal.SIGINT, stop)
+            self.stdout.write("ticking the live clock until SIGTERM")
+            worker.run()
+            self.stdout.write(f"stopped after {worker.steps} steps")
+            return
+        stats = live_step(WallClock(), trace=o["trace"])
+        self.stdout.write(cli.header("live", stats))
+        if o["trace"]:
+            for line in cli.trace_lines(stats):
+                self.stdout.write(line)
+        ran = run_requested_advances()
+        if ran:
+            self.stdout.write(f"{ran} requested test clock advance{'s' if ran != 1 else ''} run")

@@ -1,0 +1,85 @@
+"""timers list --on <owner> [--status armed] [--test-clock tc_…] · timers show tmr_… · timers arm <key> …"""
+
+from __future__ import annotations
+
+import json
+
+from django.core.management.base import CommandError
+
+from timers import cli
+from timers.api.serializers import timer_json
+from timers.models import LIVE, Timer
+from timers.services import domain_now, timer_arm
+from timers.timeutil import parse_instant, trace_z
+
+from ..base import KTCommand
+
+
+class Command(KTCommand):
+    help = "List, show and arm timers."
+
+    def add_arguments(self, parser):
+        sub = parser.add_subparsers(dest="action", required=True)
+        ls = sub.add_parser("list", help="timers on an owner")
+        ls.add_argument("--on", required=True, help="owner id: job_…, clk_…#US, sbn_…")
+        ls.add_argument("--status", choices=[s.value for s in Timer.Status])
+        ls.add_argument("--test-clock")
+        ls.add_argument("--next", type=int, default=6, help="how many armed timers to list (default 6)")
+        show = sub.add_parser("show", help="one timer, whole, as the API returns it")
+        show.add_argument("timer_id")
+        arm = sub.add_parser("arm", help="arm a timer")
+        arm.add_argument("key", help="<owner>:<kind>:<name>:<occurrence>[@<move>]")
+        arm.add_argument("--owed", required=True, help="owed instant, ISO 8601 with Z")
+        arm.add_argument("--handler", help="registered handler (default: the key's kind)")
+        arm.add_argument("--data", default="{}", help="JSON data for the handler")
+        arm.add_argument("--test-clock")
+        arm.add_argument("--brand")
+
+    def handle(self, *args, **o):
+        getattr(self, f"_{o['action']}")(o)
+
+    def _list(self, o):
+        clock = self.test_clock(o["test_clock"])
+        domain = clock.id if clock else LIVE
+        owner = o["on"]
+        qs = Timer.objects.filter(domain=domain).filter(owner__in=[owner]) | Timer.objects.filter(
+            domain=domain, owner__startswith=f"{owner}#"
+        )
+        if o["status"]:
+            qs = qs.filter(status=o["status"])
+        timers = list(qs.order_by("fired_at", "owed_at", "place", "key"))
+        counts = {s: sum(1 for t in timers if t.status == s) for s in Timer.Status.values}
+        armed = sorted((t for t in timers if t.status == "armed"), key=lambda t: (t.owed_at, t.place, t.key))
+        shown_armed = armed[: o["next"]]
+        rest = [t for t in timers if t.status != "armed"]
+        rest.sort(key=lambda t: (t.fired_at or t.held_since or t.owed_at, t.place, t.key.encode()))
+        now = domain_now(domain=domain)
+        parts = [owner, f"at {trace_z(now)}", "UTC", f"{counts['fired']} fired", f"{counts['held']} held"]
+        if counts["superseded"]:
+            parts.append(f"{counts['superseded']} superseded")
+        armed_text = f"{counts['armed']} armed"
+        if len(armed) > len(shown_armed):
+            armed_text += f", the next {len(shown_armed)} below"
+        parts.append(armed_text)
+        self.stdout.write(" · ".join(parts))
+        if not timers:
+            return
+        for line in cli.timer_rows(rest + shown_armed):
+            self.stdout.write(line)
+
+    def _show(self, o):
+        timer = Timer.objects.filter(pk=o["timer_id"]).first()
+        if timer is None:
+            raise CommandError(f"resource_missing: no timer {o['timer_id']!r}")
+        self.stdout.write(json.dumps(timer_json(timer), indent=2))
+
+    def _arm(self, o):
+        clock = self.test_clock(o["test_clock"])
+        brand = clock.brand if clock else self.brand(o["brand"])
+        try:
+            data = json.loads(o["data"])
+        except json.JSONDecodeError as exc:
+            raise CommandError(f"invalid_data: --data is not JSON ({exc.msg})") from None
+        timer = timer_arm(brand=brand, key=o["key"], owed_at=parse_instant(o["owed"]),
+                          domain=clock.id if clock else LIVE, handler=o["handler"], data=data)
+        self.stdout.write(f"{timer.id} armed · {timer.key} · owed {trace_z(timer.owed_at)} · place {timer.place}")

@@ -1,0 +1,264 @@
+"""The runtime's tables: brands and their keys, test clocks, timers, the gate's commits, the record, the outbox.
+
+A clock domain is the live clock ("live") or one test clock (its id). Keys are unique per domain.
+"""
+
+from __future__ import annotations
+
+from datetime import timedelta
+
+from django.db import models
+from django.db.models import Q
+
+from .fields import ByteOrderCharField
+from .ids import new_id
+from .keys import KINDS
+
+LIVE = "live"
+
+
+def new_brand_id() -> str:
+    return new_id("brd")
+
+
+def new_key_id() -> str:
+    return new_id("key")
+
+
+def new_test_clock_id() -> str:
+    return new_id("tc")
+
+
+def new_timer_id() -> str:
+    return new_id("tmr")
+
+
+def new_event_id() -> str:
+    return new_id("evt")
+
+
+def new_commit_id() -> str:
+    return new_id("cmt")
+
+
+class Brand(models.Model):
+    """The tenant: a brand owns its test clocks, timers and events, and sees only its own."""
+
+    id = models.CharField(primary_key=True, max_length=32, default=new_brand_id, editable=False)
+    name = models.CharField(max_length=200, unique=True)
+    created_at = models.DateTimeField()
+
+    def __str__(self) -> str:
+        return self.name
+
+
+class ApiKey(models.Model):
+    """A brand's secret key, stored as its sha256: the secret itself is shown once, at creation."""
+
+    id = models.CharField(primary_key=True, max_length=32, default=new_key_id, editable=False)
+    brand = models.ForeignKey(Brand, on_delete=models.CASCADE, related_name="api_keys")
+    name = models.CharField(max_length=200, blank=True)
+    prefix = models.CharField(max_length=16, help_text="The first characters, to recognise a key.")
+    digest = models.CharField(max_length=64, unique=True)
+    created_at = models.DateTimeField()
+    revoked_at = models.DateTimeField(null=True, blank=True)
+
+    def __str__(self) -> str:
+        return f"{self.prefix}… ({self.brand})"
+
+
+class TestClock(models.Model):
+    """A frozen time that moves only forward; each one is its own clock domain."""
+
+    class Status(models.TextChoices):
+        READY = "ready"
+        ADVANCING = "advancing"
+        INTERNAL_FAILURE = "internal_failure"
+        DELETED = "deleted"
+
+    id = models.CharField(primary_key=True, max_length=32, default=new_test_clock_id, editable=False)
+    brand = models.ForeignKey(Brand, on_delete=models.CASCADE, related_name="test_clocks")
+    name = models.CharField(max_length=200, blank=True)
+    frozen_time = models.DateTimeField()
+    status = models.CharField(max_length=20, choices=Status.choices, default=Status.READY)
+    advance_to = models.DateTimeField(null=True, blank=True)
+    redeliver = models.BooleanField(default=False)
+    failure = models.TextField(blank=True)
+    created_at = models.DateTimeField()
+
+    class Meta:
+        constraints = [
+            models.CheckConstraint(
+                name="test_clock_advancing_has_target",
+                condition=~Q(status="advancing") | Q(advance_to__isnull=False),
+            ),
+        ]
+        indexes = [
+            # `tick` (timers/worker.py) claims requested advances with SKIP LOCKED.
+            models.Index(fields=["status"], name="test_clock_advancing", condition=Q(status="advancing")),
+        ]
+
+    def __str__(self) -> str:
+        return self.id
+
+
+class LiveClock(models.Model):
+    """How far the live clock domain has ticked: the floor of the next instant it visits."""
+
+    id = models.CharField(primary_key=True, max_length=32, default=LIVE)
+    position = models.DateTimeField(null=True, blank=True)
+
+
+class Timer(models.Model):
+    class Status(models.TextChoices):
+        ARMED = "armed"
+        FIRED = "fired"
+        SUPERSEDED = "superseded"
+        HELD = "held"
+
+    id = models.CharField(primary_key=True, max_length=32, default=new_timer_id, editable=False)
+    domain = models.CharField(max_length=32, help_text='"live" or the test clock id')
+    brand = models.ForeignKey(Brand, on_delete=models.CASCADE, related_name="timers")
+    key = ByteOrderCharField(max_length=255)
+    owner = models.CharField(max_length=160)
+    kind = models.CharField(max_length=16, choices=[(k, k) for k in KINDS])
+    place = models.PositiveSmallIntegerField()
+    handler = models.CharField(max_length=64)
+    status = models.CharField(max_length=12, choices=Status.choices, default=Status.ARMED)
+    owed_at = models.DateTimeField(null=True, blank=True)
+    opened_at = models.DateTimeField(help_text="When the timer's owner opened: the tick's third tie-break.")
+    armed_at = models.DateTimeField()
+    fired_at = models.DateTimeField(null=True, blank=True)
+    late_by = models.DurationField(null=True, blank=True)
+    attempt = models.PositiveIntegerField(default=0)
+    wakes = models.PositiveIntegerField(default=0)
+    version = models.CharField(max_length=80, blank=True)
+    superseded_by = models.CharField(max_length=32, blank=True)
+    by = models.CharField(max_length=64, blank=True)
+    held_since = models.DateTimeField(null=True, blank=True)
+    held_by = models.CharField(max_length=64, blank=True)
+    remaining = models.DurationField(null=True, blank=True)
+    armed_by = models.CharField(max_length=32, blank=True, help_text="The timer whose firing armed this one.")
+    data = models.JSONField(default=dict, blank=True)
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(fields=["domain", "key"], name="timer_key_unique_per_domain"),
+            models.CheckConstraint(name="timer_place_1_to_8", condition=Q(place__gte=1, place__lte=8)),
+            models.CheckConstraint(
+                name="timer_status_known", condition=Q(status__in=["armed", "fired", "superseded", "held"])
+            ),
+            models.CheckConstraint(
+                name="timer_armed_is_owed", condition=~Q(status="armed") | Q(owed_at__isnull=False)
+            ),
+            models.CheckConstraint(
+                name="timer_held_keeps_remaining",
+                condition=~Q(status="held")
+                | Q(owed_at__isnull=True, held_since__isnull=False, remaining__isnull=False),
+            ),
+            models.CheckConstraint(
+                name="timer_fired_has_fired_at", condition=~Q(status="fired") | Q(fired_at__isnull=False)
+            ),
+        ]
+        indexes = [
+            # The tick's claim query (timers/engine.py, Store.fetch): armed timers in tick order.
+            models.Index(
+                fields=["domain", "owed_at", "place", "opened_at", "key"],
+                name="timer_tick_order",
+                condition=Q(status="armed"),
+            ),
+            # `timers list --on` and GET /timers?on=.
+            models.Index(fields=["domain", "owner"], name="timer_domain_owner"),
+            # The owner console's late list.
+            models.Index(fields=["late_by"], name="timer_late", condition=Q(late_by__gt=timedelta(minutes=5))),
+        ]
+
+    def __str__(self) -> str:
+        return self.key
+
+    def commit(self) -> Commit | None:
+        return Commit.objects.filter(domain=self.domain, key=self.key).first()
+
+
+class Commit(models.Model):
+    """The gate's answer under one key: committed or refused, once, whatever the number of wakes."""
+
+    class Outcome(models.TextChoices):
+        COMMITTED = "committed"
+        REFUSED = "refused"
+
+    id = models.CharField(primary_key=True, max_length=32, default=new_commit_id, editable=False)
+    domain = models.CharField(max_length=32)
+    key = ByteOrderCharField(max_length=255)
+    timer_id = models.CharField(max_length=32)
+    outcome = models.CharField(max_length=12, choices=Outcome.choices)
+    code = models.CharField(max_length=64, blank=True)
+    at = models.DateTimeField(help_text="The instant the gate committed, in the domain's time.")
+
+    class Meta:
+        constraints = [
+            # Exactly once: the gate commits a key once per clock domain; this is the constraint, not a check.
+            models.UniqueConstraint(fields=["domain", "key"], name="commit_key_once_per_domain"),
+        ]
+
+
+class Event(models.Model):
+    """The record: append-only. Order is seq within a domain, which is tick order."""
+
+    seq = models.BigAutoField(primary_key=True)
+    id = models.CharField(max_length=32, unique=True, default=new_event_id, editable=False)
+    domain = models.CharField(max_length=32)
+    brand = models.ForeignKey(Brand, on_delete=models.CASCADE, related_name="events", null=True)
+    type = models.CharField(max_length=64)
+    subject = models.CharField(max_length=160, blank=True)
+    owed_at = models.DateTimeField(null=True, blank=True)
+    key = ByteOrderCharField(max_length=255, blank=True)
+    data = models.JSONField(default=dict, blank=True)
+    fired_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        indexes = [
+            models.Index(fields=["domain", "seq"], name="event_domain_seq"),
+            models.Index(fields=["brand", "type", "seq"], name="event_brand_type"),
+            models.Index(fields=["domain", "key"], name="event_domain_key"),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.type} {self.key}"
+
+
+class Outbox(models.Model):
+    """Sends to outside systems leave from here after the commit, one submission id per attempt.
+
+    A row left in ``sending`` (the process died between the send and its receipt) is *in doubt*: the
+    sender asks the outside system about that submission before it sends anything again.
+    """
+
+    class Status(models.TextChoices):
+        PENDING = "pending"
+        SENDING = "sending"
+        SENT = "sent"
+        FAILED = "failed"
+
+    id = models.CharField(primary_key=True, max_length=40, help_text="The submission id.")
+    domain = models.CharField(max_length=32)
+    brand = models.ForeignKey(Brand, on_delete=models.CASCADE, related_name="outbox", null=True)
+    key = ByteOrderCharField(max_length=255)
+    attempt = models.PositiveIntegerField()
+    transport = models.CharField(max_length=64)
+    payload = models.JSONField(default=dict)
+    status = models.CharField(max_length=12, choices=Status.choices, default=Status.PENDING)
+    receipt = models.JSONField(null=True, blank=True)
+    error = models.TextField(blank=True)
+    created_at = models.DateTimeField()
+    sent_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(fields=["domain", "key", "attempt"], name="outbox_one_submission_per_attempt"),
+        ]
+        indexes = [
+            # The outbox sender (timers/outbox.py) claims pending rows with SKIP LOCKED.
+            models.Index(fields=["created_at"], name="outbox_pending", condition=Q(status__in=["pending", "sending"])),
+        ]
+

@@ -1,0 +1,183 @@
+"""The runtime's service functions: keyword-only writes that views, commands and domain code call.
+
+Timers armed here (outside a firing) fire on the next tick of their domain; one armed after its owed
+time fires at once, in place, and is never late.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import secrets
+from datetime import datetime, timedelta
+
+from django.db import IntegrityError, transaction
+from django.dispatch import Signal
+
+from .clock import wall_now
+from .errors import KeepingTimeError, NotFound, TestClockAdvancing, TestClockBackward
+from .handlers import get as get_handler
+from .ids import new_id
+from .keys import parse
+from .models import LIVE, ApiKey, Brand, Commit, Event, TestClock, Timer
+from .timeutil import iso_z
+
+# Sent when a test clock is deleted, so domain apps void what they keep on it (jobs, subscriptions…).
+test_clock_deleted = Signal()
+
+
+def brand_get_or_create(*, name: str) -> Brand:
+    brand = Brand.objects.filter(name=name).first()
+    if brand is None:
+        brand, _ = Brand.objects.get_or_create(name=name, defaults={"created_at": wall_now()})
+    return brand
+
+
+def api_key_create(*, brand: Brand, name: str = "", live: bool = False) -> tuple[ApiKey, str]:
+    """Make a secret key; returns (row, secret). Only the secret's sha256 is stored."""
+    secret = f"sk_{'live' if live else 'test'}_{secrets.token_urlsafe(32)}"
+    row = ApiKey.objects.create(brand=brand, name=name, prefix=secret[:12], digest=api_key_digest(secret),
+                                created_at=wall_now())
+    return row, secret
+
+
+def api_key_digest(secret: str) -> str:
+    # A key is 256 random bits: a fast hash is right (a slow KDF protects low-entropy passwords).
+    return hashlib.sha256(secret.encode()).hexdigest()
+
+
+def api_key_brand(*, secret: str) -> Brand | None:
+    row = ApiKey.objects.select_related("brand").filter(digest=api_key_digest(secret), revoked_at=None).first()
+    return None if row is None else row.brand
+
+
+# -- test clocks -------------------------------------------------------------------------------------
+def test_clock_create(*, brand: Brand, frozen_time: datetime, name: str = "") -> TestClock:
+    return TestClock.objects.create(brand=brand, frozen_time=frozen_time, name=name, created_at=wall_now())
+
+
+def test_clock_get(*, clock_id: str, brand: Brand | None = None) -> TestClock:
+    qs = TestClock.objects.exclude(status=TestClock.Status.DELETED)
+    if brand is not None:
+        qs = qs.filter(brand=brand)
+    clock = qs.filter(pk=clock_id).first()
+    if clock is None:
+        raise NotFound(f"no test clock {clock_id!r}")
+    return clock
+
+
+def backward_message(clock: TestClock, to: datetime) -> str:
+    return (
+        f"test clock {clock.id} is at {iso_z(clock.frozen_time)} and moves only forward; {iso_z(to)} is before it. "
+        f'To start there, create a clock: POST /test_clocks {{"frozen_time": "{iso_z(to)}"}}'
+    )
+
+
+def test_clock_request_advance(*, clock: TestClock, to: datetime, redeliver: bool = False) -> TestClock:
+    """Ask the worker to advance the clock (202 advancing); the worker fires and then marks it ready."""
+    with transaction.atomic():
+        clock = TestClock.objects.select_for_update().get(pk=clock.pk)
+        if clock.status == TestClock.Status.DELETED:
+            raise NotFound(f"no test clock {clock.id!r}")
+        if clock.status == TestClock.Status.ADVANCING:
+            raise TestClockAdvancing(
+                f"test clock {clock.id} is already advancing to {iso_z(clock.advance_to)}; wait for test_clock.ready"
+            )
+        if to < clock.frozen_time:
+            raise TestClockBackward(backward_message(clock, to))
+        clock.status = TestClock.Status.ADVANCING
+        clock.advance_to = to
+        clock.redeliver = redeliver
+        clock.failure = ""
+        clock.save(update_fields=["status", "advance_to", "redeliver", "failure"])
+        transaction.on_commit(_notify_worker)
+    return clock
+
+
+def test_clock_delete(*, clock: TestClock) -> TestClock:
+    """Void everything on the clock: armed and held timers are superseded by the deletion."""
+    with transaction.atomic():
+        Timer.objects.filter(domain=clock.id, status__in=["armed", "held"]).update(
+            status="superseded", by="test_clock.deleted", owed_at=None, held_since=None, remaining=None,
+            held_by="",
+        )
+        clock.status = TestClock.Status.DELETED
+        clock.advance_to = None
+        clock.save(update_fields=["status", "advance_to"])
+        test_clock_deleted.send(sender=TestClock, clock=clock)
+    return clock
+
+
+def _notify_worker() -> None:
+    from django.db import connection
+
+    if connection.vendor == "postgresql":
+        with connection.cursor() as cur:
+            cur.execute("NOTIFY keeping_time_wake")
+
+
+# -- timers outside a firing -------------------------------------------------------------------------
+def domain_now(*, domain: str) -> datetime:
+    """The clock domain's "now": a test clock's frozen time, or the wall's for the live domain."""
+    if domain == LIVE:
+        return wall_now()
+    return TestClock.objects.values_list("frozen_time", flat=True).get(pk=domain)
+
+
+def timer_arm(*, brand: Brand, key: str, owed_at: datetime, domain: str = LIVE, handler: str | None = None,
+              data: dict | None = None, opened_at: datetime | None = None, version: str = "") -> Timer:
+    k = parse(key)
+    handler = handler or k.kind
+    get_handler(handler)  # unknown handler: an error now, never at fire time
+    now = domain_now(domain=domain)
+    try:
+        with transaction.atomic():
+            timer = Timer.objects.create(
+                id=new_id("tmr", seed=f"{domain}|{key}"), domain=domain, brand=brand, key=key, owner=k.owner,
+                kind=k.kind, place=k.place, handler=handler, owed_at=owed_at, opened_at=opened_at or now,
+                armed_at=now, version=version, data=data or {},
+            )
+    except IntegrityError:
+        raise KeepingTimeError(f"timer {key!r} is already armed on {domain}", code="timer_exists",
+                               status=409) from None
+    if domain == LIVE:
+        transaction.on_commit(_notify_worker)
+    return timer
+
+
+def timer_hold(*, timer: Timer, by: str, now: datetime) -> Timer:
+    if timer.status != Timer.Status.ARMED:
+        raise KeepingTimeError(f"timer {timer.id} is {timer.status}; only an armed timer can be held",
+                               code="timer_not_armed", status=409)
+    timer.remaining = max(timedelta(0), timer.owed_at - now)
+    timer.status, timer.owed_at, timer.held_since, timer.held_by = "held", None, now, by
+    timer.save(update_fields=["status", "owed_at", "held_since", "held_by", "remaining"])
+    return timer
+
+
+def timer_resume(*, timer: Timer, now: datetime, cap: datetime | None = None) -> Timer:
+    """Resume under the same key at now + remaining (or the cap, if earlier)."""
+    if timer.status != Timer.Status.HELD:
+        raise KeepingTimeError(f"timer {timer.id} is {timer.status}; only a held timer resumes",
+                               code="timer_not_held", status=409)
+    owed = now + timer.remaining
+    timer.owed_at = min(owed, cap) if cap is not None else owed
+    timer.status, timer.held_since, timer.held_by, timer.remaining = "armed", None, "", None
+    timer.save(update_fields=["status", "owed_at", "held_since", "held_by", "remaining"])
+    return timer
+
+
+def timer_wake(*, timer: Timer) -> dict:
+    """A wake delivered outside the tick: a fired timer answers replayed: true with its first commit."""
+    if timer.status != Timer.Status.FIRED:
+        return {"replayed": False, "status": timer.status, "commit": None}
+    Timer.objects.filter(pk=timer.pk).update(wakes=timer.wakes + 1)
+    commit = Commit.objects.filter(domain=timer.domain, key=timer.key).first()
+    return {"replayed": True, "status": timer.status, "commit": commit_json(commit)}
+
+
+def commit_json(commit: Commit | None) -> dict | None:
+    if commit is None:
+        return None
+    events = list(Event.objects.filter(domain=commit.domain, key=commit.key).order_by("seq").values_list("id", flat=True))
+    return {"id": commit.id, "outcome": commit.outcome, "code": commit.code or None, "at": iso_z(commit.at),
+            "events": events}

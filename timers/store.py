@@ -1,0 +1,177 @@
+"""The tick's reads and writes: one claim query per batch, set statements per flush.
+
+PostgreSQL (production) uses keyset row comparison and ``unnest`` arrays, so a batch of thousands of
+timers costs a handful of statements. Other databases (the embedded SQLite default) go through the ORM.
+"""
+
+from __future__ import annotations
+
+import json
+from datetime import datetime
+
+from django.db import connection
+from django.db.models import Q
+
+from .engine import TIMER_FIELDS, Item
+from .models import Commit, Event, Outbox, Timer
+
+_COLUMNS = ", ".join(f'"{c}"' for c in TIMER_FIELDS)
+
+
+def _json(value) -> dict:
+    if value is None:
+        return {}
+    return json.loads(value) if isinstance(value, str | bytes) else value
+
+
+class PostgresStore:
+    def fetch(self, domain: str, to: datetime, after: tuple | None, limit: int) -> list[Item]:
+        sql = f"SELECT {_COLUMNS} FROM timers_timer WHERE domain = %s AND status = 'armed' AND owed_at <= %s"
+        params: list = [domain, to]
+        if after is not None:
+            sql += " AND (owed_at, place, opened_at, key) > (%s, %s, %s, %s)"
+            params.extend(after)
+        sql += " ORDER BY owed_at, place, opened_at, key LIMIT %s"
+        params.append(limit)
+        with connection.cursor() as cur:
+            cur.execute(sql, params)
+            rows = cur.fetchall()
+        out = []
+        for row in rows:
+            item = Item(**dict(zip(TIMER_FIELDS, row, strict=True)))
+            item.data = _json(item.data)
+            out.append(item)
+        return out
+
+    def load(self, domain: str, key: str) -> Item | None:
+        with connection.cursor() as cur:
+            cur.execute(f"SELECT {_COLUMNS} FROM timers_timer WHERE domain = %s AND key = %s", [domain, key])
+            row = cur.fetchone()
+        if row is None:
+            return None
+        item = Item(**dict(zip(TIMER_FIELDS, row, strict=True)))
+        item.data = _json(item.data)
+        return item
+
+    def write(self, *, domain: str, new: list[Item], changed: list[Item], commits: list[tuple],
+              events: list[tuple], sends: list[tuple]) -> None:
+        with connection.cursor() as cur:
+            if new:
+                cols = [c for c in TIMER_FIELDS if c != "data"]
+                arrays = [[getattr(i, c) for i in new] for c in cols]
+                arrays.append([json.dumps(i.data or {}) for i in new])
+                arrays.append([domain] * len(new))
+                cur.execute(
+                    "INSERT INTO timers_timer (" + ", ".join(f'"{c}"' for c in cols) + ", data, domain) "
+                    "SELECT " + ", ".join(f"v{n}" for n in range(len(cols))) + ", v_data::jsonb, v_domain FROM unnest("
+                    + ", ".join(f"%s::{_PG_TYPES[c]}[]" for c in cols)
+                    + ", %s::text[], %s::varchar[]) AS v("
+                    + ", ".join(f"v{n}" for n in range(len(cols)))
+                    + ", v_data, v_domain)",
+                    arrays,
+                )
+            if changed:
+                cols = ("status", "owed_at", "fired_at", "late_by", "attempt", "wakes", "superseded_by", "by",
+                        "held_since", "held_by", "remaining")
+                arrays = [[i.id for i in changed]] + [[getattr(i, c) for i in changed] for c in cols]
+                cur.execute(
+                    "UPDATE timers_timer AS t SET "
+                    + ", ".join(f'"{c}" = v."{c}"' for c in cols)
+                    + " FROM unnest(%s::varchar[], "
+                    + ", ".join(f"%s::{_PG_TYPES[c]}[]" for c in cols)
+                    + ') AS v(id, ' + ", ".join(f'"{c}"' for c in cols) + ") WHERE t.id = v.id",
+                    arrays,
+                )
+            if commits:
+                cur.execute(
+                    "INSERT INTO timers_commit (id, domain, key, timer_id, outcome, code, at) "
+                    "SELECT * FROM unnest(%s::varchar[], %s::varchar[], %s::varchar[], %s::varchar[], "
+                    "%s::varchar[], %s::varchar[], %s::timestamptz[])",
+                    [list(col) for col in zip(*commits, strict=True)],
+                )
+            if events:
+                cols = list(zip(*events, strict=True))
+                cur.execute(
+                    "INSERT INTO timers_event (id, domain, brand_id, type, subject, owed_at, key, data, fired_at) "
+                    "SELECT v.id, v.domain, v.brand_id, v.type, v.subject, v.owed_at, v.key, v.data::jsonb, "
+                    "v.fired_at FROM unnest(%s::varchar[], %s::varchar[], %s::varchar[], %s::varchar[], "
+                    "%s::varchar[], %s::timestamptz[], %s::varchar[], %s::text[], %s::timestamptz[]) "
+                    "AS v(id, domain, brand_id, type, subject, owed_at, key, data, fired_at) ",
+                    [list(cols[0]), list(cols[1]), list(cols[2]), list(cols[3]), list(cols[4]), list(cols[5]),
+                     list(cols[6]), [json.dumps(d, sort_keys=True) for d in cols[7]], list(cols[8])],
+                )
+        if sends:
+            _write_sends(sends)
+
+
+_PG_TYPES = {
+    "id": "varchar", "key": "varchar", "owner": "varchar", "kind": "varchar", "place": "smallint",
+    "handler": "varchar", "status": "varchar", "owed_at": "timestamptz", "opened_at": "timestamptz",
+    "armed_at": "timestamptz", "fired_at": "timestamptz", "late_by": "interval", "attempt": "integer",
+    "wakes": "integer", "version": "varchar", "superseded_by": "varchar", "by": "varchar",
+    "held_since": "timestamptz", "held_by": "varchar", "remaining": "interval", "armed_by": "varchar",
+    "brand_id": "varchar",
+}  # fmt: skip
+
+
+def _write_sends(sends: list[tuple]) -> None:
+    Outbox.objects.bulk_create(
+        [
+            Outbox(id=s[0], domain=s[1], brand_id=s[2], key=s[3], attempt=s[4], transport=s[5], payload=s[6],
+                   created_at=s[7])
+            for s in sends
+        ]
+    )
+
+
+class OrmStore:
+    """Portable reads and writes for the embedded default; the same contract, row by row where needed."""
+
+    def fetch(self, domain: str, to: datetime, after: tuple | None, limit: int) -> list[Item]:
+        qs = Timer.objects.filter(domain=domain, status="armed", owed_at__lte=to)
+        if after is not None:
+            o, p, op, k = after
+            qs = qs.filter(
+                Q(owed_at__gt=o)
+                | Q(owed_at=o, place__gt=p)
+                | Q(owed_at=o, place=p, opened_at__gt=op)
+                | Q(owed_at=o, place=p, opened_at=op, key__gt=k)
+            )
+        rows = qs.order_by("owed_at", "place", "opened_at", "key").values_list(*TIMER_FIELDS)[:limit]
+        return [Item(**dict(zip(TIMER_FIELDS, row, strict=True))) for row in rows]
+
+    def load(self, domain: str, key: str) -> Item | None:
+        row = Timer.objects.filter(domain=domain, key=key).values_list(*TIMER_FIELDS).first()
+        return None if row is None else Item(**dict(zip(TIMER_FIELDS, row, strict=True)))
+
+    def write(self, *, domain: str, new: list[Item], changed: list[Item], commits: list[tuple],
+              events: list[tuple], sends: list[tuple]) -> None:
+        if new:
+            Timer.objects.bulk_create(
+                [Timer(domain=domain, **{f: getattr(i, f) for f in TIMER_FIELDS}) for i in new]
+            )
+        for i in changed:
+            Timer.objects.filter(pk=i.id).update(
+                status=i.status, owed_at=i.owed_at, fired_at=i.fired_at, late_by=i.late_by, attempt=i.attempt,
+                wakes=i.wakes, superseded_by=i.superseded_by or "", by=i.by or "", held_since=i.held_since,
+                held_by=i.held_by or "", remaining=i.remaining,
+            )
+        if commits:
+            Commit.objects.bulk_create(
+                [Commit(id=c[0], domain=c[1], key=c[2], timer_id=c[3], outcome=c[4], code=c[5], at=c[6])
+                 for c in commits]
+            )
+        if events:
+            Event.objects.bulk_create(
+                [Event(id=e[0], domain=e[1], brand_id=e[2], type=e[3], subject=e[4], owed_at=e[5], key=e[6],
+                       data=e[7], fired_at=e[8]) for e in events]
+            )
+        if sends:
+            _write_sends(sends)
+
+
+def get_store():
+    return PostgresStore() if connection.vendor == "postgresql" else OrmStore()
+
+
+__all__ = ["OrmStore", "PostgresStore", "get_store"]

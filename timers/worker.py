@@ -1,0 +1,208 @@
+"""Running the tick: leases, test clock advances, the live clock, and the loop behind `tick --forever`.
+
+One worker holds a clock domain at a time (a PostgreSQL advisory lock), so more workers scale across
+domains, never by racing on one. Requested advances are claimed with SKIP LOCKED.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import logging
+import threading
+from collections.abc import Iterator
+from datetime import datetime
+
+from django.db import connection, transaction
+
+from . import outbox
+from .clock import Clock, WallClock
+from .engine import Run, RunStats, canonical
+from .errors import NotFound, TestClockBackward
+from .models import LIVE, Event, LiveClock, TestClock, Timer
+from .services import backward_message
+from .store import get_store
+from .timeutil import iso_z
+
+log = logging.getLogger(__name__)
+
+
+@contextlib.contextmanager
+def lease(domain: str, *, wait: bool = True) -> Iterator[bool]:
+    """Hold the clock domain for the duration: a session-level advisory lock on PostgreSQL."""
+    if connection.vendor != "postgresql":
+        yield True  # SQLite has one writer at a time already
+        return
+    with connection.cursor() as cur:
+        fn = "pg_advisory_lock" if wait else "pg_try_advisory_lock"
+        cur.execute(f"SELECT {fn}(hashtextextended(%s, 7))", [f"keeping_time:{domain}"])
+        got = True if wait else bool(cur.fetchone()[0])
+    try:
+        yield got
+    finally:
+        if got:
+            with connection.cursor() as cur:
+                cur.execute("SELECT pg_advisory_unlock(hashtextextended(%s, 7))", [f"keeping_time:{domain}"])
+
+
+def _set_frozen(clock_id: str):
+    def write(at: datetime) -> None:
+        TestClock.objects.filter(pk=clock_id, frozen_time__lt=at).update(frozen_time=at)
+
+    return write
+
+
+def advance(clock_id: str, to: datetime, *, redeliver: bool = False, trace: bool = False,
+            on: set[str] | None = None) -> RunStats:
+    """Advance a test clock to ``to``, firing every timer owed on the way, each instant in turn."""
+    with lease(clock_id):
+        clock = TestClock.objects.exclude(status=TestClock.Status.DELETED).filter(pk=clock_id).first()
+        if clock is None:
+            raise NotFound(f"no test clock {clock_id!r}")
+        if to < clock.frozen_time:
+            raise TestClockBackward(backward_message(clock, to))
+        run = Run(domain=clock.id, floor=clock.frozen_time, to=to, store=get_store(), redeliver=redeliver,
+                  trace=trace, on=on, on_flush=_set_frozen(clock.id), deliver=lambda: outbox.deliver(clock.id))
+        stats = run.execute()
+        with transaction.atomic():
+            TestClock.objects.filter(pk=clock.id).update(frozen_time=to)
+            if clock.status == TestClock.Status.ADVANCING and clock.advance_to is not None and clock.advance_to <= to:
+                _mark_ready(clock, to)
+        return stats
+
+
+def _mark_ready(clock: TestClock, at: datetime) -> None:
+    TestClock.objects.filter(pk=clock.id).update(status=TestClock.Status.READY, advance_to=None, redeliver=False)
+    Event.objects.create(domain=clock.id, brand_id=clock.brand_id, type="test_clock.ready", subject=clock.id,
+                         owed_at=at, data={"frozen_time": iso_z(at)}, fired_at=at)
+
+
+def run_requested_advances(*, limit: int = 10) -> int:
+    """Claim clocks whose advance was requested (SKIP LOCKED) and run each; returns how many ran."""
+    done = 0
+    for _ in range(limit):
+        with transaction.atomic():
+            clock = (
+                TestClock.objects.select_for_update(skip_locked=True)
+                .filter(status=TestClock.Status.ADVANCING)
+                .order_by("created_at")
+                .first()
+            )
+            if clock is None:
+                return done
+            # The row lock is only the claim; the advance itself runs under the domain's lease.
+            target, redeliver = clock.advance_to, clock.redeliver
+        with lease(clock.id, wait=False) as got:
+            if not got:
+                continue  # another worker holds this clock
+            clock.refresh_from_db()
+            if clock.status != TestClock.Status.ADVANCING:
+                continue
+            try:
+                advance(clock.id, target, redeliver=redeliver)
+            except Exception as exc:  # pushed out, never crash-looped
+                log.exception("advance of %s failed", clock.id)
+                TestClock.objects.filter(pk=clock.id).update(status=TestClock.Status.INTERNAL_FAILURE,
+                                                             failure=str(exc)[:500])
+            done += 1
+    return done
+
+
+# -- the live clock ----------------------------------------------------------------------------------
+def live_step(clock: Clock, *, domain: str = LIVE, trace: bool = False, on: set[str] | None = None) -> RunStats:
+    """Fire what is owed now on a live-style domain: the wall clock's (or a virtual wall's) now."""
+    now = clock.now()
+    with lease(domain):
+        floor = _position(domain)
+        run = Run(domain=domain, floor=floor, to=now, store=get_store(), now=clock.now, trace=trace, on=on,
+                  on_flush=lambda at: _set_position(domain, at), deliver=lambda: outbox.deliver(domain))
+        stats = run.execute()
+        _set_position(domain, now)
+        return stats
+
+
+def _position(domain: str) -> datetime | None:
+    if domain == LIVE:
+        return LiveClock.objects.filter(pk=domain).values_list("position", flat=True).first()
+    return TestClock.objects.filter(pk=domain).values_list("frozen_time", flat=True).first()
+
+
+def _set_position(domain: str, at: datetime) -> None:
+    if domain == LIVE:
+        updated = LiveClock.objects.filter(pk=domain).update(position=at)
+        if not updated:
+            LiveClock.objects.get_or_create(pk=domain, defaults={"position": at})
+    else:
+        TestClock.objects.filter(pk=domain, frozen_time__lt=at).update(frozen_time=at)
+
+
+def next_owed(domain: str) -> datetime | None:
+    return (
+        Timer.objects.filter(domain=domain, status="armed")
+        .order_by("owed_at")
+        .values_list("owed_at", flat=True)
+        .first()
+    )
+
+
+class Worker:
+    """The loop behind `tick --forever`: each step returns whether it found work (healthchecks' shape)."""
+
+    def __init__(self, clock: Clock | None = None, *, domain: str = LIVE, until: datetime | None = None,
+                 test_clocks: bool = True):
+        self.clock = clock or WallClock()
+        self.domain = domain
+        self.until = until
+        self.test_clocks = test_clocks
+        self.stop = threading.Event()
+        self.wakes = 0
+        self.steps = 0
+
+    def step(self) -> bool:
+        stats = live_step(self.clock, domain=self.domain)
+        self.steps += 1
+        found = stats.fired + stats.refused + stats.failed > 0
+        if self.test_clocks:
+            found = run_requested_advances() > 0 or found
+        outbox.deliver(None)
+        return found
+
+    def sleep(self) -> None:
+        nxt = next_owed(self.domain)
+        if self.until is not None and (nxt is None or nxt > self.until):
+            nxt = None
+        self.wakes += 1
+        self.clock.sleep_until(nxt, self.stop)
+
+    def run(self) -> None:
+        while not self.stop.is_set():
+            if self.until is not None and self.clock.now() >= self.until:
+                return
+            if not self.step():
+                if self.until is not None:
+                    nxt = next_owed(self.domain)
+                    if nxt is None or nxt > self.until:
+                        return
+                self.sleep()
+
+
+# -- the record's hash -------------------------------------------------------------------------------
+def record_hash(domain: str, *, after_seq: int = 0) -> tuple[int, str]:
+    """sha256 over the record in order: each event's type, subject, owed time, key and data.
+
+    Fired time, late_by, attempt and wakes are left out (they differ by way), and so are the test
+    clock's own events, which say how the clock was driven rather than what happened.
+    """
+    digest = hashlib.sha256()
+    count = 0
+    rows = (
+        Event.objects.filter(domain=domain, seq__gt=after_seq)
+        .exclude(type__startswith="test_clock.")
+        .order_by("seq")
+        .values_list("type", "subject", "owed_at", "key", "data")
+    )
+    for type_, subject, owed_at, key, data in rows.iterator(chunk_size=5000):
+        digest.update(canonical([type_, subject, iso_z(owed_at), key, data]).encode())
+        digest.update(b"\n")
+        count += 1
+    return count, digest.hexdigest()
