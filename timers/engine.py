@@ -228,10 +228,10 @@ class Run:
         rows = self.store.fetch(self.domain, self.to, after, self.batch_size)
         self.stats.batches += 1
         for item in rows:
+            item.instant = item.owed_at if self.floor is None or item.owed_at > self.floor else self.floor
             if item.id in self._armed:
                 continue
             item.domain = self.domain
-            item.instant = item.owed_at if self.floor is None or item.owed_at > self.floor else self.floor
             self._push(item)
             self._by_key[item.key] = item
         if len(rows) < self.batch_size:

@@ -70,6 +70,8 @@ class ApiKey(models.Model):
 class TestClock(models.Model):
     """A frozen time that moves only forward; each one is its own clock domain."""
 
+    __test__ = False  # not a pytest class
+
     class Status(models.TextChoices):
         READY = "ready"
         ADVANCING = "advancing"

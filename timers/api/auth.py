@@ -1,12 +1,96 @@
-from rest_framework.authentication import BaseAuthentication
+"""Secret keys, as Stripe takes them: ``Authorization: Bearer sk_test_…`` or HTTP basic with the key as username.
+
+A good key authenticates as its brand: ``request.auth`` is the Brand and ``request.user`` a BrandUser, so
+every view filters what it reads and writes by ``request.auth``.
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+
+from drf_spectacular.extensions import OpenApiAuthenticationExtension
+from rest_framework.authentication import BaseAuthentication, get_authorization_header
+from rest_framework.exceptions import AuthenticationFailed
 from rest_framework.permissions import BasePermission
+
+from .. import services
+from ..models import Brand
+
+INVALID_KEY = "Invalid API key provided. Send it as 'Authorization: Bearer sk_test_…'."
+
+
+class BrandUser:
+    """What ``request.user`` is for a request made with a brand's key: not a Django user."""
+
+    is_authenticated = True
+    is_anonymous = False
+    is_active = True
+    is_staff = False
+    is_superuser = False
+
+    def __init__(self, brand: Brand):
+        self.brand = brand
+        self.pk = self.id = brand.pk
+        self.username = brand.name
+
+    def __str__(self) -> str:
+        return self.username
+
+
+def _secret_from(header: bytes) -> str | None:
+    """The secret in an Authorization header, or None when the header is not one we understand."""
+    parts = header.split()
+    if len(parts) != 2:
+        return None
+    scheme, credential = parts[0].lower(), parts[1]
+    try:
+        if scheme == b"bearer":
+            return credential.decode("ascii")
+        if scheme == b"basic":
+            decoded = base64.b64decode(credential, validate=True).decode("utf-8")
+            return decoded.partition(":")[0]  # Stripe: the key is the username, the password is empty
+    except (binascii.Error, UnicodeDecodeError, ValueError):
+        return None
+    return None
 
 
 class SecretKeyAuthentication(BaseAuthentication):
     def authenticate(self, request):
-        return None
+        header = get_authorization_header(request)
+        if not header:
+            return None  # HasBrand then answers 401 (NotAuthenticated), as authenticate_header says Bearer
+        secret = _secret_from(header)
+        if not secret or "\x00" in secret:
+            raise AuthenticationFailed(INVALID_KEY)
+        brand = services.api_key_brand(secret=secret)
+        if brand is None:
+            raise AuthenticationFailed(INVALID_KEY)
+        return BrandUser(brand), brand
+
+    def authenticate_header(self, request) -> str:
+        # A WWW-Authenticate value makes DRF answer 401 rather than 403.
+        return 'Bearer realm="api"'
 
 
 class HasBrand(BasePermission):
-    def has_permission(self, request, view):
-        return False
+    message = "You did not provide an API key. Send it as 'Authorization: Bearer sk_test_…'."
+
+    def has_permission(self, request, view) -> bool:
+        return isinstance(request.auth, Brand)
+
+
+class SecretKeyScheme(OpenApiAuthenticationExtension):
+    """The OpenAPI security schemes: a bearer secret key, or basic auth with the key as username."""
+
+    target_class = SecretKeyAuthentication
+    name = ["secretKey", "secretKeyBasic"]
+
+    def get_security_requirement(self, auto_schema):
+        return [{"secretKey": []}, {"secretKeyBasic": []}]  # either one (OR)
+
+    def get_security_definition(self, auto_schema):
+        return [
+            {"type": "http", "scheme": "bearer", "description": "A secret key: Authorization: Bearer sk_test_…"},
+            {"type": "http", "scheme": "basic", "description": "The secret key as username, no password"},
+        ]

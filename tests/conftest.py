@@ -1,0 +1,53 @@
+from __future__ import annotations
+
+from datetime import UTC, datetime, timedelta
+
+import pytest
+
+from timers import handlers
+from timers.services import brand_get_or_create, test_clock_create, timer_arm
+
+T0 = datetime(2026, 11, 24, 9, 0, tzinfo=UTC)
+
+
+def at(text: str) -> datetime:
+    return datetime.fromisoformat(text.replace("Z", "+00:00"))
+
+
+@pytest.fixture
+def brand(db):
+    return brand_get_or_create(name="apis.test")
+
+
+@pytest.fixture
+def clock(brand):
+    return test_clock_create(brand=brand, frozen_time=T0, name="test")
+
+
+@pytest.fixture
+def arm(brand, clock):
+    def arm_(key: str, owed, *, handler: str = "noop", data: dict | None = None, domain: str | None = None,
+             opened_at=None):
+        owed_at = at(owed) if isinstance(owed, str) else owed
+        return timer_arm(brand=brand, key=key, owed_at=owed_at, domain=domain or clock.id, handler=handler,
+                         data=data, opened_at=opened_at)
+
+    return arm_
+
+
+@pytest.fixture
+def handler():
+    """Register a handler for one test: ``handler("name", fn, atomic=False)``."""
+    names: list[str] = []
+
+    def register(name: str, fn, *, atomic: bool = False):
+        handlers.register(name, fn, atomic=atomic, replace=True)
+        names.append(name)
+        return name
+
+    yield register
+    for name in names:
+        handlers.unregister(name)
+
+
+__all__ = ["T0", "at", "timedelta"]
