@@ -2,10 +2,10 @@
 
 import pytest
 
+from tests.conftest import at
 from timers.errors import InvalidKey, InvalidSpan
 from timers.keys import PLACES, Key, format_key, parse
 from timers.timeutil import parse_span, trace_z
-from tests.conftest import at
 
 GOOD = [
     "clk_8Tx1#US:rung:notice 90d:2027@0",

@@ -8,13 +8,13 @@ import pytest
 from django.db import IntegrityError, transaction
 from django.test import override_settings
 
+from tests.conftest import T0, at
 from timers import outbox
 from timers.clock import VirtualWallClock
 from timers.errors import Refused, TestClockBackward
 from timers.models import LIVE, Commit, Event, Outbox, Timer
 from timers.services import timer_hold, timer_resume, timer_wake
 from timers.worker import Worker, advance, live_step, record_hash
-from tests.conftest import T0, at
 
 
 def record(domain: str) -> list[tuple[str, str]]:
@@ -319,6 +319,7 @@ def test_compare_four_ways_agree(arm, clock, handler):
     handler("t.send", send)
     build_mixed(arm)
     arm("job_x:task:efile:2027", T0 + timedelta(days=2), handler="t.send")
+    arm("job_x:task:last:2027", T0 + timedelta(days=30))  # owed exactly at the end of the span
     ways = compare(clock.id, T0 + timedelta(days=30), redeliver=True)
     assert len(ways) == 4
     assert len({w.sha256 for w in ways}) == 1, [(w.label, w.events, w.sha256) for w in ways]

@@ -110,6 +110,9 @@ class LiveClock(models.Model):
     id = models.CharField(primary_key=True, max_length=32, default=LIVE)
     position = models.DateTimeField(null=True, blank=True)
 
+    def __str__(self) -> str:
+        return f"{self.id} at {self.position}"
+
 
 class Timer(models.Model):
     class Status(models.TextChoices):
@@ -203,6 +206,9 @@ class Commit(models.Model):
             models.UniqueConstraint(fields=["domain", "key"], name="commit_key_once_per_domain"),
         ]
 
+    def __str__(self) -> str:
+        return f"{self.outcome} {self.key}"
+
 
 class Event(models.Model):
     """The record: append-only. Order is seq within a domain, which is tick order."""
@@ -263,4 +269,7 @@ class Outbox(models.Model):
             # The outbox sender (timers/outbox.py) claims pending rows with SKIP LOCKED.
             models.Index(fields=["created_at"], name="outbox_pending", condition=Q(status__in=["pending", "sending"])),
         ]
+
+    def __str__(self) -> str:
+        return f"{self.id} {self.status}"
 

@@ -157,6 +157,7 @@ class Worker:
         self.stop = threading.Event()
         self.wakes = 0
         self.steps = 0
+        self._listening = False
 
     def step(self) -> bool:
         stats = live_step(self.clock, domain=self.domain)
@@ -167,23 +168,31 @@ class Worker:
         outbox.deliver(None)
         return found
 
-    def sleep(self) -> None:
-        nxt = next_owed(self.domain)
-        if self.until is not None and (nxt is None or nxt > self.until):
-            nxt = None
-        self.wakes += 1
-        self.clock.sleep_until(nxt, self.stop)
-
     def run(self) -> None:
+        """Step until nothing is found, then sleep until the next owed timer (or a wake-up)."""
         while not self.stop.is_set():
-            if self.until is not None and self.clock.now() >= self.until:
+            if self.step():
+                continue
+            nxt = next_owed(self.domain)
+            if self.until is not None and (nxt is None or nxt > self.until):
                 return
-            if not self.step():
-                if self.until is not None:
-                    nxt = next_owed(self.domain)
-                    if nxt is None or nxt > self.until:
-                        return
-                self.sleep()
+            self.wakes += 1
+            self._sleep(nxt)
+
+    def _sleep(self, nxt: datetime | None) -> None:
+        if not isinstance(self.clock, WallClock) or connection.vendor != "postgresql":
+            self.clock.sleep_until(nxt, self.stop)
+            return
+        # Live on PostgreSQL: sleep until the next owed timer, or until arming one earlier NOTIFYs us.
+        delay = self.clock.max_sleep if nxt is None else (nxt - self.clock.now()).total_seconds()
+        delay = max(0.0, min(delay, self.clock.max_sleep))
+        connection.ensure_connection()
+        conn = connection.connection
+        if not self._listening:
+            conn.execute("LISTEN keeping_time_wake")
+            self._listening = True
+        for _ in conn.notifies(timeout=delay, stop_after=1):
+            break
 
 
 # -- the record's hash -------------------------------------------------------------------------------

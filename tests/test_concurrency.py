@@ -1,0 +1,114 @@
+"""Real processes on PostgreSQL: two workers on one clock produce one record and no duplicate commits."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from datetime import timedelta
+from pathlib import Path
+
+import pytest
+from django.db import connection
+from django.db.models import Count
+
+from tests.conftest import T0
+from timers import services
+from timers.models import Commit, Event, TestClock, Timer
+from timers.services import timer_arm
+from timers.worker import advance, record_hash
+
+ROOT = Path(__file__).resolve().parent.parent
+pytestmark = [pytest.mark.slow, pytest.mark.django_db(transaction=True)]
+
+
+def _env(batch: int = 50) -> dict:
+    s = connection.settings_dict
+    env = dict(os.environ)
+    env["DATABASE_URL"] = f"postgres://{s['USER']}@{s['HOST'] or '127.0.0.1'}:{s['PORT'] or 5432}/{s['NAME']}"
+    env["DJANGO_SETTINGS_MODULE"] = "keeping_time.settings"
+    env["KT_BATCH_SIZE"] = str(batch)
+    return env
+
+
+def _scenario(brand, clock, n: int = 400) -> None:
+    for i in range(n):
+        timer_arm(brand=brand, key=f"job_{i % 17}:task:r:{i}", owed_at=T0 + timedelta(minutes=37 * i),
+                  domain=clock.id, handler="repeat", data={"every": {"days": 3}, "count": 4})
+
+
+def _spawn(*args: str, env: dict) -> subprocess.Popen:
+    return subprocess.Popen([sys.executable, "manage.py", *args], cwd=ROOT, env=env, stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True)
+
+
+def test_two_tick_processes_on_one_advance_make_one_record(brand):
+    reference = services.test_clock_create(brand=brand, frozen_time=T0, name="reference")
+    raced = services.test_clock_create(brand=brand, frozen_time=T0, name="raced")
+    _scenario(brand, reference)
+    _scenario(brand, raced)
+    to = T0 + timedelta(days=40)
+    advance(reference.id, to)
+
+    env = _env()
+    procs = [_spawn("tick", "--to", "2027-01-03T09:00Z", "--test-clock", raced.id, env=env) for _ in range(2)]
+    outs = [p.communicate(timeout=300) for p in procs]
+    for p, (_out, err) in zip(procs, outs, strict=True):
+        assert p.returncode == 0, err
+
+    assert record_hash(raced.id) == record_hash(reference.id)
+    fired = Timer.objects.filter(domain=raced.id, status="fired").count()
+    assert fired == Timer.objects.filter(domain=reference.id, status="fired").count() > 400
+    # Zero duplicate commits: one per key, and every timer woken once.
+    assert Commit.objects.filter(domain=raced.id).count() == fired
+    assert not Commit.objects.filter(domain=raced.id).values("key").annotate(n=Count("id")).filter(n__gt=1)
+    assert set(Timer.objects.filter(domain=raced.id, status="fired").values_list("wakes", flat=True)) == {1}
+    # Both processes finished their advance; the clock is where they were asked to take it.
+    assert TestClock.objects.get(pk=raced.id).frozen_time == to
+
+
+def test_requested_advances_are_claimed_once_across_workers(brand):
+    clocks = [services.test_clock_create(brand=brand, frozen_time=T0, name=f"c{i}") for i in range(4)]
+    for c in clocks:
+        _scenario(brand, c, n=60)
+        services.test_clock_request_advance(clock=c, to=T0 + timedelta(days=10))
+    env = _env(batch=20)
+    procs = [_spawn("tick", env=env) for _ in range(2)]
+    for p in procs:
+        out, err = p.communicate(timeout=300)
+        assert p.returncode == 0, err
+    hashes = set()
+    for c in clocks:
+        c.refresh_from_db()
+        assert c.status == "ready" and c.frozen_time == T0 + timedelta(days=10)
+        assert Event.objects.filter(domain=c.id, type="test_clock.ready").count() == 1
+        assert not Commit.objects.filter(domain=c.id).values("key").annotate(n=Count("id")).filter(n__gt=1)
+        hashes.add(record_hash(c.id))
+    assert len(hashes) == 1
+
+
+def test_tick_forever_fires_live_timers_and_stops_on_sigterm(brand):
+    import signal
+    import time
+
+    from timers.clock import wall_now
+
+    env = _env()
+    env["PYTHONUNBUFFERED"] = "1"
+    proc = _spawn("tick", "--forever", env=env)
+    try:
+        time.sleep(1.5)
+        timer = timer_arm(brand=brand, key="job_live:deadline:soon:1", owed_at=wall_now() + timedelta(seconds=1),
+                          handler="noop")
+        for _ in range(100):
+            timer.refresh_from_db()
+            if timer.status == "fired":
+                break
+            time.sleep(0.1)
+        assert timer.status == "fired"
+        assert timer.late_by < timedelta(seconds=5)
+    finally:
+        proc.send_signal(signal.SIGTERM)
+        out, err = proc.communicate(timeout=30)
+    assert proc.returncode == 0, err
+    assert "stopped after" in out

@@ -1,0 +1,74 @@
+"""The owner console's view of the runtime: timers, test clocks and the record, read-only."""
+
+from __future__ import annotations
+
+from django.contrib import admin
+
+from .models import ApiKey, Brand, Commit, Event, Outbox, TestClock, Timer
+from .timeutil import duration_text
+
+
+class ReadOnlyAdmin(admin.ModelAdmin):
+    def has_add_permission(self, request):
+        return False
+
+    def has_change_permission(self, request, obj=None):
+        return False
+
+    def has_delete_permission(self, request, obj=None):
+        return False
+
+
+@admin.register(Timer)
+class TimerAdmin(ReadOnlyAdmin):
+    list_display = ("id", "key", "status", "place", "kind", "owed_at", "fired_at", "late", "domain")
+    list_filter = ("status", "kind", "place", "domain")
+    search_fields = ("id", "key", "owner")
+    ordering = ("owed_at", "place", "key")
+    list_select_related = ()
+    show_full_result_count = False
+
+    @admin.display(description="late by", ordering="late_by")
+    def late(self, obj: Timer) -> str:
+        return duration_text(obj.late_by) or ""
+
+
+@admin.register(TestClock)
+class TestClockAdmin(ReadOnlyAdmin):
+    list_display = ("id", "name", "brand", "frozen_time", "status", "advance_to")
+    list_filter = ("status", "brand")
+    search_fields = ("id", "name")
+
+
+@admin.register(Event)
+class EventAdmin(ReadOnlyAdmin):
+    list_display = ("id", "type", "subject", "owed_at", "key", "domain")
+    list_filter = ("type", "domain")
+    search_fields = ("id", "key", "subject")
+    ordering = ("-seq",)
+    show_full_result_count = False
+
+
+@admin.register(Commit)
+class CommitAdmin(ReadOnlyAdmin):
+    list_display = ("id", "key", "outcome", "code", "at", "domain")
+    list_filter = ("outcome",)
+    search_fields = ("key",)
+
+
+@admin.register(Outbox)
+class OutboxAdmin(ReadOnlyAdmin):
+    list_display = ("id", "key", "transport", "status", "created_at", "sent_at")
+    list_filter = ("status", "transport")
+
+
+@admin.register(Brand)
+class BrandAdmin(admin.ModelAdmin):
+    list_display = ("id", "name", "created_at")
+    readonly_fields = ("created_at",)
+
+
+@admin.register(ApiKey)
+class ApiKeyAdmin(ReadOnlyAdmin):
+    list_display = ("id", "prefix", "brand", "name", "created_at", "revoked_at")
+    exclude = ("digest",)
