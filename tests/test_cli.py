@@ -1,0 +1,96 @@
+"""The CLI as a user types it, and the owner console's read-only lists."""
+
+from __future__ import annotations
+
+from io import StringIO
+
+import pytest
+from django.core.management import call_command
+from django.core.management.base import CommandError
+
+from timers.models import Timer
+
+
+def run(*args: str) -> str:
+    out = StringIO()
+    call_command(*args, stdout=out)
+    return out.getvalue()
+
+
+def test_tick_trace_prints_the_seed_header_and_rows(arm, clock):
+    arm("job_7Hq7:ask:glossary:1", "2026-11-24T14:02:11Z")
+    arm("sbn_7Hq2:cycle:renew:#2", "2026-11-25T14:02:11Z", handler="repeat",
+        data={"every": {"days": 30}, "count": 3, "n": 2})
+    out = run("tick", "--to", "2026-12-01T09:00Z", "--test-clock", clock.id, "--trace")
+    lines = out.splitlines()
+    assert lines[0] == (f"{clock.id} · 2026-11-24 09:00Z → 2026-12-01 09:00Z · UTC · 2 fired · 1 armed · 0 held · "
+                        "1 pass")
+    assert lines[1].split() == ["pass", "owed", "fired", "place", "kind", "on", "what"]
+    assert lines[2].split()[:7] == ["1", "2026-11-24", "14:02:11Z", "2026-11-24", "14:02:11Z", "3", "ask"]
+    assert "sbn_7Hq2" in lines[3] and lines[4].startswith("  armed 1") and "2026-12-25 14:02:11Z" in lines[4]
+
+
+def test_tick_on_filters_the_trace(arm, clock):
+    arm("job_1:ask:a:1", "2026-11-24T14:00Z")
+    arm("job_2:ask:a:1", "2026-11-24T15:00Z")
+    out = run("tick", "1d", "--test-clock", clock.id, "--trace", "--on", "job_2")
+    assert "job_2" in out and "job_1" not in out.split("\n", 2)[2]
+
+
+def test_tick_span_and_compare(arm, clock):
+    arm("job_1:ask:a:1", "2026-12-24T14:00Z", handler="repeat", data={"every": {"days": 7}, "count": 10})
+    out = run("tick", "1y", "--compare", "--redeliver", "--test-clock", clock.id)
+    lines = out.splitlines()
+    assert len(lines) == 6 and lines[-1].startswith("all 4 agree · sha256:")
+    assert "10 events" in lines[1] and "10 replayed: true · 0 submissions sent twice" in lines[4]
+    assert Timer.objects.filter(domain=clock.id, status="fired").count() == 0  # compare leaves the clock as it was
+    run("tick", "1y", "--test-clock", clock.id)
+    assert Timer.objects.filter(domain=clock.id, status="fired").count() == 10
+
+
+@pytest.mark.parametrize(
+    ("args", "code"),
+    [
+        (["tick", "1y"], "test_clock_required"),
+        (["tick", "1x", "--test-clock", "{clock}"], "invalid_span"),
+        (["tick", "--to", "yesterday", "--test-clock", "{clock}"], "invalid_time"),
+        (["tick", "--to", "2026-12-01T09:00", "--test-clock", "{clock}"], "invalid_time"),
+        (["tick", "--to", "2020-01-01T00:00Z", "--test-clock", "{clock}"], "test_clock_backward"),
+        (["tick", "1d", "--test-clock", "tc_nope"], "resource_missing"),
+        (["timers", "arm", "job_1:nope:a:1", "--owed", "2026-12-01T00:00Z", "--test-clock", "{clock}"], "invalid_key"),
+        (["timers", "arm", "job_1:ask:a:1", "--owed", "2026-12-01T00:00Z", "--handler", "x", "--test-clock",
+          "{clock}"], "unknown_handler"),
+        (["timers", "show", "tmr_nope"], "resource_missing"),
+    ],
+)
+def test_bad_input_is_one_line_with_a_code(clock, args, code):
+    with pytest.raises(CommandError) as err:
+        run(*[a.format(clock=clock.id) for a in args])
+    assert str(err.value).startswith(f"{code}: ") and "\n" not in str(err.value)
+
+
+def test_timers_list_and_show(arm, clock):
+    t = arm("job_4Tx9:deadline:at_risk:2027", "2026-11-25T14:00Z")
+    for i in range(8):
+        arm(f"job_4Tx9:rung:notice {i}d:2027@0", f"2026-12-0{i + 1}T14:00Z")
+    run("tick", "--to", "2026-11-26T00:00Z", "--test-clock", clock.id)
+    out = run("timers", "list", "--on", "job_4Tx9", "--test-clock", clock.id)
+    lines = out.splitlines()
+    assert lines[0] == "job_4Tx9 · at 2026-11-26 00:00Z · UTC · 1 fired · 0 held · 8 armed, the next 6 below"
+    assert lines[2].split()[:2] == [t.id, "fired"] and len(lines) == 2 + 1 + 6
+    out = run("timers", "list", "--on", "job_4Tx9", "--status", "armed", "--next", "20", "--test-clock", clock.id)
+    assert len(out.splitlines()) == 2 + 8
+    shown = run("timers", "show", t.id)
+    assert '"object": "timer"' in shown and '"replayed"' not in shown and '"commit": {' in shown
+
+
+def test_owner_console_lists_timers_clocks_and_events_read_only(admin_client, arm, clock):
+    arm("job_1:ask:a:1", "2026-11-24T14:00Z")
+    run("tick", "1d", "--test-clock", clock.id)
+    for url in ["/admin/timers/timer/", "/admin/timers/timer/?status__exact=fired&kind__exact=ask",
+                "/admin/timers/testclock/", "/admin/timers/event/", "/admin/timers/event/?type=timer.fired"]:
+        resp = admin_client.get(url)
+        assert resp.status_code == 200, url
+    page = admin_client.get("/admin/timers/timer/").content.decode()
+    assert "job_1:ask:a:1" in page and "By status" in page and "By kind" in page
+    assert admin_client.get("/admin/timers/timer/add/").status_code == 403
