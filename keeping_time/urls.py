@@ -5,3 +5,7 @@ urlpatterns = [
     path("admin/", admin.site.urls),
     path("", include("timers.api.urls")),
 ]
+
+# Unknown URLs and server errors answer in the API's error shape, never an HTML page.
+handler404 = "timers.api.errors.page_not_found"
+handler500 = "timers.api.errors.server_error"

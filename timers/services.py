@@ -11,6 +11,7 @@ import secrets
 from datetime import datetime, timedelta
 
 from django.db import IntegrityError, transaction
+from django.db.models import F
 from django.dispatch import Signal
 
 from .clock import wall_now
@@ -100,9 +101,12 @@ def test_clock_delete(*, clock: TestClock) -> TestClock:
             status="superseded", by="test_clock.deleted", owed_at=None, held_since=None, remaining=None,
             held_by="",
         )
+        voided = Timer.objects.filter(domain=clock.id, by="test_clock.deleted").count()
         clock.status = TestClock.Status.DELETED
         clock.advance_to = None
         clock.save(update_fields=["status", "advance_to"])
+        Event.objects.create(domain=clock.id, brand_id=clock.brand_id, type="test_clock.deleted", subject=clock.id,
+                             owed_at=clock.frozen_time, data={"timers_voided": voided}, fired_at=clock.frozen_time)
         test_clock_deleted.send(sender=TestClock, clock=clock)
     return clock
 
@@ -170,14 +174,17 @@ def timer_wake(*, timer: Timer) -> dict:
     """A wake delivered outside the tick: a fired timer answers replayed: true with its first commit."""
     if timer.status != Timer.Status.FIRED:
         return {"replayed": False, "status": timer.status, "commit": None}
-    Timer.objects.filter(pk=timer.pk).update(wakes=timer.wakes + 1)
+    Timer.objects.filter(pk=timer.pk).update(wakes=F("wakes") + 1)
     commit = Commit.objects.filter(domain=timer.domain, key=timer.key).first()
     return {"replayed": True, "status": timer.status, "commit": commit_json(commit)}
 
 
-def commit_json(commit: Commit | None) -> dict | None:
+def commit_json(commit: Commit | None, *, events: list[str] | None = None) -> dict | None:
     if commit is None:
         return None
-    events = list(Event.objects.filter(domain=commit.domain, key=commit.key).order_by("seq").values_list("id", flat=True))
+    if events is None:
+        events = list(
+            Event.objects.filter(domain=commit.domain, key=commit.key).order_by("seq").values_list("id", flat=True)
+        )
     return {"id": commit.id, "outcome": commit.outcome, "code": commit.code or None, "at": iso_z(commit.at),
             "events": events}

@@ -40,7 +40,9 @@ def parse_instant(text: str) -> datetime:
     candidate = raw[:-1] + "+00:00" if raw.endswith(("Z", "z")) else raw
     try:
         value = datetime.fromisoformat(candidate)
-    except ValueError:
+        if value.tzinfo is not None:
+            value.astimezone(UTC)  # an instant that overflows once in UTC is no instant
+    except (ValueError, OverflowError):
         raise KeepingTimeError(
             f"{raw!r} is not an ISO 8601 instant, e.g. 2026-12-01T09:00Z", code="invalid_time"
         ) from None
@@ -56,9 +58,10 @@ def iso_z(value: datetime | None) -> str | None:
     if value is None:
         return None
     value = value.astimezone(UTC)
+    text = f"{value.year:04d}-{value:%m-%dT%H:%M:%S}"
     if value.microsecond:
-        return value.strftime("%Y-%m-%dT%H:%M:%S.") + f"{value.microsecond // 1000:03d}Z"
-    return value.strftime("%Y-%m-%dT%H:%M:%SZ")
+        text += f".{value.microsecond // 1000:03d}"
+    return text + "Z"
 
 
 def trace_z(value: datetime | None, *, seconds: bool | None = None) -> str:

@@ -74,7 +74,7 @@ class SecretKeyAuthentication(BaseAuthentication):
 
 
 class HasBrand(BasePermission):
-    message = "You did not provide an API key. Send it as 'Authorization: Bearer sk_test_…'."
+    """Every API view needs a brand's key (without one, DRF raises NotAuthenticated: a 401)."""
 
     def has_permission(self, request, view) -> bool:
         return isinstance(request.auth, Brand)

@@ -1,5 +1,106 @@
-from rest_framework.views import exception_handler as drf_handler
+"""Every API error is one JSON shape: {"error": {"type", "code", "message"[, "param"]}} with its status.
+
+``exception_handler`` is DRF's EXCEPTION_HANDLER; ``page_not_found`` and ``server_error`` are the same
+shape for Django's handler404/handler500 (a URL no view matches never reaches DRF).
+"""
+
+from __future__ import annotations
+
+import logging
+
+from django.core.exceptions import PermissionDenied as DjangoPermissionDenied
+from django.http import Http404, JsonResponse
+from rest_framework import exceptions as drf
+from rest_framework.response import Response
+from rest_framework.views import set_rollback
+
+from ..errors import KeepingTimeError
+
+log = logging.getLogger(__name__)
+
+NO_KEY = "You did not provide an API key. Send it as 'Authorization: Bearer sk_test_…'."
+
+
+def error_body(code: str, message: str, *, param: str | None = None, type_: str | None = None,
+               status: int = 400) -> dict:
+    err = {"type": type_ or ("api_error" if status >= 500 else "invalid_request_error"), "code": code,
+           "message": message}
+    if param:
+        err["param"] = param
+    return {"error": err}
+
+
+def _first_error(detail, path: str = "") -> tuple[str | None, str]:
+    """The first message in a ValidationError's detail, and the field it is about (``a.b`` when nested)."""
+    if isinstance(detail, dict):
+        for field, sub in detail.items():
+            name = path if field in ("non_field_errors", "__all__") else (f"{path}.{field}" if path else str(field))
+            return _first_error(sub, name)
+        return (path or None), "invalid request"
+    if isinstance(detail, list):
+        for i, sub in enumerate(detail):
+            if isinstance(sub, dict):  # a list of nested objects: name the index
+                return _first_error(sub, f"{path}[{i}]")
+            return _first_error(sub, path)
+        return (path or None), "invalid request"
+    return (path or None), str(detail)
+
+
+def _validation(exc: drf.ValidationError) -> tuple[str, str, str | None]:
+    param, message = _first_error(exc.detail)
+    if param:
+        message = f"{param}: {message}"
+    return "invalid_request", message, param
 
 
 def exception_handler(exc, context):
-    return drf_handler(exc, context)
+    headers: dict[str, str] = {}
+    param = None
+    if isinstance(exc, KeepingTimeError):
+        status, code, message = exc.status, exc.code, exc.message
+        param = getattr(exc, "param", None)
+    elif isinstance(exc, drf.ValidationError):
+        status = 400
+        code, message, param = _validation(exc)
+    elif isinstance(exc, drf.ParseError):
+        status, code, message = 400, "invalid_json", str(exc.detail)
+    elif isinstance(exc, drf.NotAuthenticated | drf.AuthenticationFailed):
+        status, code = 401, "invalid_api_key"
+        message = NO_KEY if isinstance(exc, drf.NotAuthenticated) else str(exc.detail)
+        auth_header = getattr(exc, "auth_header", None)
+        headers["WWW-Authenticate"] = auth_header or 'Bearer realm="api"'
+    elif isinstance(exc, Http404 | drf.NotFound):
+        status, code = 404, "resource_missing"
+        message = str(exc) if isinstance(exc, Http404) and str(exc) else "no such resource"
+    elif isinstance(exc, drf.MethodNotAllowed):
+        status, code, message = 405, "method_not_allowed", str(exc.detail)
+        view = context.get("view")
+        if view is not None:
+            headers["Allow"] = ", ".join(view.allowed_methods)
+    elif isinstance(exc, DjangoPermissionDenied | drf.PermissionDenied):
+        status, code, message = 403, "permission_denied", str(getattr(exc, "detail", "") or "permission denied")
+    elif isinstance(exc, drf.APIException):
+        status, code, message = exc.status_code, exc.default_code, str(exc.detail)
+        if isinstance(exc, drf.Throttled) and exc.wait is not None:
+            headers["Retry-After"] = str(int(exc.wait))
+    else:
+        # A bug, never bad input: log it and answer in the same shape (DEBUG re-raises for the page).
+        from django.conf import settings
+
+        if settings.DEBUG:
+            return None
+        log.exception("unhandled error in %s", context.get("view").__class__.__name__, exc_info=exc)
+        status, code, message = 500, "internal_error", "an internal error occurred; it has been logged"
+    set_rollback()
+    return Response(error_body(code, message, param=param, status=status), status=status, headers=headers)
+
+
+# -- Django's handlers, for URLs no API view matches (wire them in keeping_time/urls.py) ---------------
+def page_not_found(request, exception=None):
+    return JsonResponse(error_body("resource_missing", f"no such URL: {request.method} {request.path}",
+                                   status=404), status=404)
+
+
+def server_error(request):
+    return JsonResponse(error_body("internal_error", "an internal error occurred; it has been logged",
+                                   status=500), status=500)

@@ -1,3 +1,26 @@
-from django.urls import path
+"""The REST API's routes, at the root and without trailing slashes (Stripe's paths)."""
 
-urlpatterns: list = []
+from django.urls import path
+from drf_spectacular.renderers import OpenApiJsonRenderer
+from drf_spectacular.views import SpectacularAPIView
+from rest_framework.permissions import AllowAny
+
+from . import views
+
+urlpatterns = [
+    path("timers", views.TimerListView.as_view(), name="timer-list"),
+    path("timers/<str:timer_id>", views.TimerDetailView.as_view(), name="timer-detail"),
+    path("timers/<str:timer_id>/wake", views.TimerWakeView.as_view(), name="timer-wake"),
+    path("test_clocks", views.TestClockListView.as_view(), name="test-clock-list"),
+    path("test_clocks/<str:clock_id>", views.TestClockDetailView.as_view(), name="test-clock-detail"),
+    path("test_clocks/<str:clock_id>/advance", views.TestClockAdvanceView.as_view(), name="test-clock-advance"),
+    path("events", views.EventListView.as_view(), name="event-list"),
+    path("events/<str:event_id>", views.EventDetailView.as_view(), name="event-detail"),
+    # The schema needs no key: anyone may read how to call the API.
+    path(
+        "openapi.json",
+        SpectacularAPIView.as_view(authentication_classes=[], permission_classes=[AllowAny],
+                                   renderer_classes=[OpenApiJsonRenderer]),
+        name="openapi",
+    ),
+]

@@ -1,0 +1,294 @@
+"""The REST API's views: each parses, calls a service function, renders. Every read is the caller's brand's.
+
+The caller's brand is ``request.auth`` (timers.api.auth); an id of another brand's is a 404, never a leak.
+Lists are Stripe's shape, {"object": "list", "data", "has_more", "url"}, paged with ``limit`` and
+``starting_after`` (an object id) over a stable order.
+"""
+
+from __future__ import annotations
+
+import re
+
+from django.db.models import Q, QuerySet
+from drf_spectacular.utils import OpenApiResponse, extend_schema
+from rest_framework.exceptions import ParseError
+from rest_framework.parsers import FormParser, JSONParser
+from rest_framework.response import Response
+from rest_framework.views import APIView
+
+from .. import services
+from ..errors import KeepingTimeError, NotFound
+from ..models import LIVE, Brand, Event, TestClock, Timer
+from .serializers import (
+    DeletedTestClockSerializer,
+    ErrorSerializer,
+    EventListQuerySerializer,
+    EventSerializer,
+    ListQuerySerializer,
+    TestClockAdvanceSerializer,
+    TestClockCreateSerializer,
+    TestClockSerializer,
+    TimerCreateSerializer,
+    TimerListQuerySerializer,
+    TimerSerializer,
+    WakeSerializer,
+    event_json,
+    list_serializer,
+    test_clock_json,
+    timer_json,
+    timers_json,
+)
+
+_ID = re.compile(r"^[A-Za-z0-9_]{1,32}$")
+
+
+def _error(description: str) -> OpenApiResponse:
+    return OpenApiResponse(ErrorSerializer, description=description)
+
+
+ERRORS = {
+    400: _error("Invalid request: the error's code and message say what (invalid_request, invalid_json …)"),
+    401: _error("No key, or not a valid one: invalid_api_key"),
+}
+NOT_FOUND = {404: _error("No such object for this brand: resource_missing")}
+
+
+class SafeJSONParser(JSONParser):
+    """JSON, with a body nested too deep for the parser answered as invalid JSON rather than a 500."""
+
+    def parse(self, stream, media_type=None, parser_context=None):
+        try:
+            return super().parse(stream, media_type, parser_context)
+        except ParseError as exc:
+            raise ParseError(
+                f"the body is not valid JSON: {str(exc.detail).removeprefix('JSON parse error - ')}"
+            ) from None
+        except RecursionError:
+            raise ParseError("the body is not valid JSON: nested too deep") from None
+
+
+class BrandAPIView(APIView):
+    # JSON, and form fields as Stripe's clients send them (flat fields only).
+    parser_classes = [SafeJSONParser, FormParser]
+
+    @property
+    def brand(self) -> Brand:
+        return self.request.auth
+
+    def body(self, serializer_class) -> dict:
+        s = serializer_class(data=self.request.data)
+        s.is_valid(raise_exception=True)
+        return s.validated_data
+
+    def query(self, serializer_class) -> dict:
+        s = serializer_class(data=self.request.query_params)
+        s.is_valid(raise_exception=True)
+        return s.validated_data
+
+
+# -- lookups, always within the brand -----------------------------------------------------------------
+def _missing(what: str, object_id: str) -> NotFound:
+    return NotFound(f"no {what} {object_id!r}")
+
+
+def get_timer(brand: Brand, timer_id: str) -> Timer:
+    timer = Timer.objects.filter(brand=brand, pk=timer_id).first() if _ID.match(timer_id) else None
+    if timer is None:
+        raise _missing("timer", timer_id)
+    return timer
+
+
+def get_test_clock(brand: Brand, clock_id: str, *, param: str | None = None) -> TestClock:
+    if not _ID.match(clock_id):
+        raise _missing("test clock", clock_id)
+    try:
+        return services.test_clock_get(clock_id=clock_id, brand=brand)
+    except NotFound as exc:
+        exc.param = param
+        raise
+
+
+def get_event(brand: Brand, event_id: str) -> Event:
+    event = Event.objects.filter(brand=brand, id=event_id).first() if _ID.match(event_id) else None
+    if event is None:
+        raise _missing("event", event_id)
+    return event
+
+
+def domain_of(brand: Brand, test_clock: str | None) -> str:
+    """The clock domain a request names: the live clock, or one of the brand's test clocks."""
+    if not test_clock:
+        return LIVE
+    return get_test_clock(brand, test_clock, param="test_clock").id
+
+
+# -- Stripe-style lists --------------------------------------------------------------------------------
+def _after(order: tuple[str, ...], row) -> Q:
+    """Keyset: the rows after ``row`` in ``order`` (every field non-null, the last one unique)."""
+    q, equal = Q(), {}
+    for field in order:
+        value = getattr(row, field)
+        q |= Q(**equal, **{f"{field}__gt": value})
+        equal[field] = value
+    return q
+
+
+def page(qs: QuerySet, *, scope: QuerySet, order: tuple[str, ...], lookup: str, params: dict, url: str,
+         render, what: str) -> dict:
+    """One page of ``qs`` in ``order``, after the object ``starting_after`` names (found within ``scope``)."""
+    limit = params["limit"]
+    after = params.get("starting_after")
+    if after:
+        cursor = scope.filter(**{lookup: after}).first() if _ID.match(after) else None
+        if cursor is None:
+            err = KeepingTimeError(f"starting_after: no {what} {after!r}", code="resource_missing")
+            err.param = "starting_after"
+            raise err
+        qs = qs.filter(_after(order, cursor))
+    rows = list(qs.order_by(*order)[: limit + 1])
+    return {"object": "list", "data": render(rows[:limit]), "has_more": len(rows) > limit,
+            "url": url}
+
+
+# -- timers ---------------------------------------------------------------------------------------------
+TIMER_ORDER = ("armed_at", "id")
+
+
+class TimerListView(BrandAPIView):
+    @extend_schema(
+        operation_id="timers_list", tags=["timers"], parameters=[TimerListQuerySerializer],
+        summary="List timers",
+        description="The live clock's timers, or a test clock's, in the order they were armed. `on` is the "
+                    "owner exactly, or a clock's occurrences (`on=clk_8Tx1` lists `clk_8Tx1#US`…).",
+        responses={200: list_serializer("TimerList", TimerSerializer), **ERRORS, **NOT_FOUND},
+    )
+    def get(self, request):
+        params = self.query(TimerListQuerySerializer)
+        scope = Timer.objects.filter(brand=self.brand)
+        qs = scope.filter(domain=domain_of(self.brand, params.get("test_clock")))
+        if params.get("on"):
+            on = params["on"]
+            qs = qs.filter(Q(owner=on) | Q(owner__startswith=f"{on}#"))
+        if params.get("status"):
+            qs = qs.filter(status=params["status"])
+        return Response(page(qs, scope=scope, order=TIMER_ORDER, lookup="pk", params=params, url="/timers",
+                             render=timers_json, what="timer"))
+
+    @extend_schema(
+        operation_id="timers_arm", tags=["timers"], request=TimerCreateSerializer, summary="Arm a timer",
+        description="Arms a timer under its key on the live clock or a test clock; it fires on the domain's "
+                    "next tick. Errors: invalid_key, unknown_handler, timer_exists (409).",
+        responses={201: TimerSerializer, **ERRORS, **NOT_FOUND,
+                   409: _error("A timer with this key is already armed on the domain: timer_exists")},
+    )
+    def post(self, request):
+        body = self.body(TimerCreateSerializer)
+        timer = services.timer_arm(
+            brand=self.brand, key=body["key"], owed_at=body["owed_at"],
+            domain=domain_of(self.brand, body.get("test_clock")), handler=body.get("handler") or None,
+            data=body.get("data") or {},
+        )
+        return Response(timer_json(timer), status=201)
+
+
+class TimerDetailView(BrandAPIView):
+    @extend_schema(operation_id="timers_retrieve", tags=["timers"], summary="Retrieve a timer",
+                   responses={200: TimerSerializer, 401: ERRORS[401], **NOT_FOUND})
+    def get(self, request, timer_id: str):
+        return Response(timer_json(get_timer(self.brand, timer_id)))
+
+
+class TimerWakeView(BrandAPIView):
+    @extend_schema(
+        operation_id="timers_wake", tags=["timers"], request=None, summary="Wake a timer",
+        description="A wake delivered outside the tick. A fired timer answers replayed: true with its first "
+                    "commit and counts the wake; any other timer answers replayed: false.",
+        responses={200: WakeSerializer, 401: ERRORS[401], **NOT_FOUND},
+    )
+    def post(self, request, timer_id: str):
+        return Response(services.timer_wake(timer=get_timer(self.brand, timer_id)))
+
+
+# -- test clocks ------------------------------------------------------------------------------------------
+CLOCK_ORDER = ("created_at", "id")
+
+
+class TestClockListView(BrandAPIView):
+    @extend_schema(operation_id="test_clocks_list", tags=["test_clocks"], parameters=[ListQuerySerializer],
+                   summary="List test clocks",
+                   responses={200: list_serializer("TestClockList", TestClockSerializer), **ERRORS})
+    def get(self, request):
+        params = self.query(ListQuerySerializer)
+        scope = TestClock.objects.filter(brand=self.brand)
+        qs = scope.exclude(status=TestClock.Status.DELETED)
+        return Response(page(qs, scope=scope, order=CLOCK_ORDER, lookup="pk", params=params,
+                             url="/test_clocks", render=lambda rows: [test_clock_json(c) for c in rows], what="test clock"))
+
+    @extend_schema(operation_id="test_clocks_create", tags=["test_clocks"], request=TestClockCreateSerializer,
+                   summary="Create a test clock", responses={201: TestClockSerializer, **ERRORS})
+    def post(self, request):
+        body = self.body(TestClockCreateSerializer)
+        clock = services.test_clock_create(brand=self.brand, frozen_time=body["frozen_time"],
+                                           name=body.get("name") or "")
+        return Response(test_clock_json(clock), status=201)
+
+
+class TestClockDetailView(BrandAPIView):
+    @extend_schema(operation_id="test_clocks_retrieve", tags=["test_clocks"], summary="Retrieve a test clock",
+                   responses={200: TestClockSerializer, 401: ERRORS[401], **NOT_FOUND})
+    def get(self, request, clock_id: str):
+        return Response(test_clock_json(get_test_clock(self.brand, clock_id)))
+
+    @extend_schema(operation_id="test_clocks_delete", tags=["test_clocks"], summary="Delete a test clock",
+                   description="Voids everything on the clock: its armed and held timers are superseded "
+                               "by test_clock.deleted.",
+                   responses={200: DeletedTestClockSerializer, 401: ERRORS[401], **NOT_FOUND})
+    def delete(self, request, clock_id: str):
+        clock = services.test_clock_delete(clock=get_test_clock(self.brand, clock_id))
+        return Response({"id": clock.id, "object": "test_clock", "deleted": True})
+
+
+class TestClockAdvanceView(BrandAPIView):
+    @extend_schema(
+        operation_id="test_clocks_advance", tags=["test_clocks"], request=TestClockAdvanceSerializer,
+        summary="Advance a test clock",
+        description="Answers 202 advancing; the worker fires every timer owed by `to`, then records "
+                    "test_clock.ready. A clock moves only forward.",
+        responses={202: TestClockSerializer, **ERRORS, **NOT_FOUND,
+                   409: _error("test_clock_backward (with the call that creates a clock there) or "
+                               "test_clock_advancing")},
+    )
+    def post(self, request, clock_id: str):
+        clock = get_test_clock(self.brand, clock_id)
+        body = self.body(TestClockAdvanceSerializer)
+        clock = services.test_clock_request_advance(clock=clock, to=body["to"], redeliver=body["redeliver"])
+        return Response(test_clock_json(clock), status=202)
+
+
+# -- the record -----------------------------------------------------------------------------------------
+class EventListView(BrandAPIView):
+    @extend_schema(
+        operation_id="events_list", tags=["events"], parameters=[EventListQuerySerializer],
+        summary="List events",
+        description="The brand's record, oldest first (tick order). `type` is exact, or a prefix ending in "
+                    "`*` (`timer.*`).",
+        responses={200: list_serializer("EventList", EventSerializer), **ERRORS, **NOT_FOUND},
+    )
+    def get(self, request):
+        params = self.query(EventListQuerySerializer)
+        scope = Event.objects.filter(brand=self.brand)
+        qs = scope
+        if params.get("test_clock"):
+            qs = qs.filter(domain=domain_of(self.brand, params["test_clock"]))
+        type_ = params.get("type")
+        if type_:
+            qs = qs.filter(type__startswith=type_[:-1]) if type_.endswith("*") else qs.filter(type=type_)
+        return Response(page(qs, scope=scope, order=("seq",), lookup="id", params=params, url="/events",
+                             render=lambda rows: [event_json(e) for e in rows], what="event"))
+
+
+class EventDetailView(BrandAPIView):
+    @extend_schema(operation_id="events_retrieve", tags=["events"], summary="Retrieve an event",
+                   responses={200: EventSerializer, 401: ERRORS[401], **NOT_FOUND})
+    def get(self, request, event_id: str):
+        return Response(event_json(get_event(self.brand, event_id)))
