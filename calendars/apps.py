@@ -3,4 +3,10 @@ from django.apps import AppConfig
 
 class CalendarsConfig(AppConfig):
     name = "calendars"
+    verbose_name = "Calendars"
     default_auto_field = "django.db.models.BigAutoField"
+
+    def ready(self) -> None:
+        from . import handlers
+
+        handlers.register()

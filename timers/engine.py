@@ -146,6 +146,15 @@ class Firing:
     def resume(self, key: str, *, cap: datetime | None = None) -> None:
         self.ops.append(("resume", key, cap))
 
+    def retime(self, key: str, *, owed_at: datetime) -> None:
+        """Move an armed timer under its own key (a run rung whose clock moved before it rang)."""
+        self.ops.append(("retime", key, owed_at))
+
+    def state(self, key: str) -> tuple[str, datetime | None] | None:
+        """A timer's status and owed time as the tick sees it now (before this firing's proposal lands)."""
+        item = self.run._lookup(key)
+        return None if item is None else (item.status, item.owed_at)
+
     def send(self, transport: str, payload: dict) -> str:
         """Queue an outside send; it leaves through the outbox after the commit, one submission per attempt."""
         attempt = (self.timer.attempt or 0) + 1
@@ -436,6 +445,18 @@ class Run:
             if row is not None:
                 row.children.append(TraceRow("armed", parent.pass_no, owed, None, item.place, item.kind,
                                              item.owner, f"{key} resumed"))
+        elif kind == "retime":
+            _, key, owed_at = op
+            item = self._lookup(key)
+            if item is None or item.status != "armed" or item.owed_at == owed_at:
+                return
+            item.owed_at, item.dirty = owed_at, True
+            item.gen += 1
+            self._armed.pop(item.id, None)
+            self._arm_item(item, instant, parent.pass_no)
+            if row is not None:
+                row.children.append(TraceRow("armed", parent.pass_no, owed_at, None, item.place, item.kind,
+                                             item.owner, f"{key} retimed"))
         elif kind == "send":
             _, submission, transport, payload, attempt = op
             self.sends.append((submission, self.domain, parent.brand_id, parent.key, attempt, transport, payload,

@@ -188,3 +188,8 @@ def commit_json(commit: Commit | None, *, events: list[str] | None = None) -> di
         )
     return {"id": commit.id, "outcome": commit.outcome, "code": commit.code or None, "at": iso_z(commit.at),
             "events": events}
+
+
+# Service functions named test_clock_* are not pytest tests when a test module imports them.
+for _fn in (test_clock_create, test_clock_get, test_clock_request_advance, test_clock_delete):
+    _fn.__test__ = False  # type: ignore[attr-defined]

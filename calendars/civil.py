@@ -1,0 +1,136 @@
+"""Business calendars, pure: zone, weekends, closed days, the closing minute, the roll, and DST.
+
+A due function returns a civil date; the calendar closes it at its minute in its zone and rolls a closed
+day forward. Instants are UTC; calendar math happens in the calendar's zone. No database here.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
+from datetime import UTC, date, datetime, time, timedelta
+from functools import cached_property
+from zoneinfo import ZoneInfo
+
+import holidays as holidays_lib
+
+WEEKDAYS = ("Monday", "Tuesday", "Wednesday", "Thursday", "Friday", "Saturday", "Sunday")
+MAX_ROLL_DAYS = 366
+
+
+@dataclass(frozen=True)
+class Rolled:
+    civil: date  # what the due function said
+    date: date  # the first open day on or after it
+    skipped: tuple[tuple[date, str], ...] = ()  # each closed day passed over, with why
+
+    @property
+    def moved(self) -> bool:
+        return self.date != self.civil
+
+    @property
+    def why(self) -> str:
+        """Every closed day passed over: "Saturday 2028-04-15: a weekend; … Monday 2028-04-17: Emancipation
+        Day (observed)"."""
+        return "; ".join(f"{WEEKDAYS[d.weekday()]} {d.isoformat()}: {reason}" for d, reason in self.skipped)
+
+    @property
+    def reason(self) -> str:
+        """Why the last closed day was closed: the one that pushed the date to where it is."""
+        return self.skipped[-1][1] if self.skipped else ""
+
+
+@dataclass
+class BusinessCalendar:
+    zone_name: str = "UTC"
+    weekends: frozenset[int] = frozenset()  # 0 Monday … 6 Sunday
+    closes: time = time(23, 59)
+    holiday_country: str = ""
+    holiday_subdiv: str = ""
+    closed_days: dict[date, str] = field(default_factory=dict)  # hand-written
+    _years: dict[int, dict[date, str]] = field(default_factory=dict, repr=False)
+
+    @cached_property
+    def zone(self) -> ZoneInfo:
+        return ZoneInfo(self.zone_name)
+
+    # -- closed days ---------------------------------------------------------------------------------
+    def closed_in(self, year: int) -> dict[date, str]:
+        if year not in self._years:
+            days: dict[date, str] = {}
+            if self.holiday_country:
+                source = holidays_lib.country_holidays(self.holiday_country, subdiv=self.holiday_subdiv or None,
+                                                       years=year)
+                for d, name in source.items():
+                    days[d] = name
+            for d, name in self.closed_days.items():
+                if d.year == year:
+                    days[d] = f"{days[d]}, {name}" if d in days and name not in days[d] else name
+            self._years[year] = days
+        return self._years[year]
+
+    def why_closed(self, d: date) -> str | None:
+        reasons = []
+        if d.weekday() in self.weekends:
+            reasons.append("a weekend")
+        holiday = self.closed_in(d.year).get(d)
+        if holiday:
+            reasons.append(holiday)
+        return ", ".join(reasons) if reasons else None
+
+    def roll(self, civil: date) -> Rolled:
+        """The first open day on or after ``civil``, with each closed day passed over and why."""
+        d, skipped = civil, []
+        for _ in range(MAX_ROLL_DAYS):
+            why = self.why_closed(d)
+            if why is None:
+                return Rolled(civil, d, tuple(skipped))
+            skipped.append((d, why))
+            d += timedelta(days=1)
+        raise ValueError(f"no open day within a year of {civil}")
+
+    # -- instants ------------------------------------------------------------------------------------
+    def at(self, d: date, t: time) -> datetime:
+        """The UTC instant of a local date and time. A skipped minute rings at the next minute that exists;
+        a repeated one at its first occurrence."""
+        return local_instant(d, t, self.zone)
+
+    def close_of(self, d: date) -> datetime:
+        """The start of the closing minute: a due is on time through its last instant (23:59:59.999)."""
+        return self.at(d, self.closes)
+
+    def on_time(self, when: datetime, d: date) -> bool:
+        return when < self.close_of(d) + timedelta(minutes=1)
+
+    def local(self, when: datetime) -> datetime:
+        return when.astimezone(self.zone)
+
+    def today(self, when: datetime) -> date:
+        return self.local(when).date()
+
+
+def local_instant(d: date, t: time, zone: ZoneInfo) -> datetime:
+    naive = datetime.combine(d, t.replace(tzinfo=None))
+    for _ in range(24 * 60):  # DST gaps are at most an hour or two; a day of minutes is a hard bound
+        aware = naive.replace(tzinfo=zone, fold=0)
+        instant = aware.astimezone(UTC)
+        if instant.astimezone(zone).replace(tzinfo=None) == naive:
+            return instant
+        naive = (naive + timedelta(minutes=1)).replace(second=0, microsecond=0)
+    raise ValueError(f"{d} {t} does not exist in {zone}")
+
+
+def calendar_from(*, zone: str = "UTC", weekends: Iterable[int] | None = None, closes: time | None = None,
+                  holiday_country: str = "", holiday_subdiv: str = "",
+                  closed_days: dict[date, str] | None = None) -> BusinessCalendar:
+    return BusinessCalendar(
+        zone_name=zone,
+        weekends=frozenset(weekends if weekends is not None else (5, 6)),
+        closes=closes or time(23, 59),
+        holiday_country=holiday_country,
+        holiday_subdiv=holiday_subdiv,
+        closed_days=dict(closed_days or {}),
+    )
+
+
+DueFunction = Callable[..., date]

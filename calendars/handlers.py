@@ -1,0 +1,100 @@
+"""The calendar's kind handlers: rungs and dues (place 6). Registered in CalendarsConfig.ready."""
+
+from __future__ import annotations
+
+from datetime import timedelta
+
+from timers import handlers
+from timers.engine import Firing
+from timers.timeutil import iso_z
+
+from . import specs
+from .models import ClockItem
+from .services import DUE_HANDLER, RUNG_HANDLER, FiringArmer, business_calendar, clock_step, rung_key
+
+NOTICES_TRANSPORT = "recording"
+
+
+def _item(f: Firing) -> ClockItem | None:
+    data = f.timer.data
+    return (ClockItem.objects.select_related("clock__subject__calendar")
+            .filter(clock_id=data["clock"], item=data.get("item", "")).first())
+
+
+def fire_rung(f: Firing) -> None:
+    item = _item(f)
+    if item is None or item.status != ClockItem.Status.OPEN:
+        f.what = "skipped: the clock is no longer open"
+        return
+    clock = item.clock
+    spec = specs.get(clock.spec)
+    rung = spec.rung(f.timer.data["rung"])
+    move = f.timer.data.get("move", 0)
+    cal = business_calendar(clock.subject)
+    base = {"clock": clock.name, "item": item.item, "period": clock.period, "rung": rung.text,
+            "due": item.due_date.isoformat(), "due_at": iso_z(item.due_at), "zone": cal.zone_name}
+    label = f"{clock.name} {item.item}".strip()
+    if rung.kind in ("notice", "escalate"):
+        # After a gap only the latest owed notice or escalate is sent; the earlier are recorded superseded.
+        later = _later_owed(f, item, spec, rung, move)
+        if later:
+            f.record("clock.rung_superseded", subject=item.owner_key, data={**base, "by": later})
+            f.what = f"{label} · {rung.text} superseded by {later.split(':')[2]}, owed by now"
+            return
+        f.record(f"clock.{rung.kind}", subject=item.owner_key, data=base)
+        f.send(NOTICES_TRANSPORT, {"to": clock.answers_for, "subject": clock.subject_id, **base})
+        f.what = f"{label} · {rung.text} · due {item.due_date} · to {clock.answers_for}"
+    elif rung.kind == "ack":
+        day, days = f.timer.data.get("day", 1), f.timer.data.get("days", 1)
+        f.record("clock.ack_requested", subject=item.owner_key, data={**base, "day": day, "of": days})
+        f.what = f"{label} · {rung.text} · day {day} of {days}"
+        if day < days:
+            nxt = rung_key(item, rung, move=move, day=day + 1)
+            f.arm(nxt, owed_at=cal.at(rung.day(item.due_date) + timedelta(days=day), spec.at),
+                  handler=RUNG_HANDLER, data={**f.timer.data, "day": day + 1}, opened_at=clock.opened_at,
+                  what=f"{label} · {rung.text} · day {day + 1} of {days}")
+    else:  # run: the step goes through the gate; a hard date past refuses it
+        outcome = clock_step(armer=FiringArmer(f), item=item, step=rung.step)
+        f.record("clock.rung_ran", subject=item.owner_key, data={**base, "step": rung.step, "outcome": outcome})
+        f.what = f"{label} · rung {rung.text} → {rung.step} {outcome}"
+
+
+def _later_owed(f: Firing, item: ClockItem, spec, rung, move: int) -> str | None:
+    mine = f.timer.owed_at
+    now = max(f.now, f.instant)
+    latest = None
+    for other in spec.parsed_rungs:
+        if other.kind not in ("notice", "escalate") or other.text == rung.text:
+            continue
+        key = rung_key(item, other, move=move)
+        state = f.state(key)
+        if state and state[0] == "armed" and state[1] is not None and mine < state[1] <= now:
+            if latest is None or state[1] > latest[1]:
+                latest = (key, state[1])
+    return latest[0] if latest else None
+
+
+def fire_due(f: Firing) -> None:
+    item = _item(f)
+    if item is None or item.status != ClockItem.Status.OPEN:
+        f.what = "skipped: the clock is no longer open"
+        return
+    clock = item.clock
+    base = {"clock": clock.name, "item": item.item, "period": clock.period, "due": item.due_date.isoformat(),
+            "answers_for": clock.answers_for}
+    label = f"{clock.name} {item.item}".strip()
+    if clock.hard:
+        item.status = ClockItem.Status.PASSED
+        f.record("clock.passed", subject=item.owner_key, data=base)
+        f.what = f"{label} · hard date passed unsatisfied · the gate now refuses what it bars (date_passed)"
+    else:
+        item.status = ClockItem.Status.DUE
+        f.record("clock.due", subject=item.owner_key, data=base)
+        f.what = f"{label} · came unsatisfied · waits on {clock.answers_for}'s choice"
+    item.changed_at = f.now
+    item.save(update_fields=["status", "changed_at"])
+
+
+def register() -> None:
+    handlers.register(RUNG_HANDLER, fire_rung, atomic=True, replace=True)
+    handlers.register(DUE_HANDLER, fire_due, atomic=True, replace=True)

@@ -1,0 +1,172 @@
+"""Business calendars, subjects, and clocks: dates the world sets, one item per state or form.
+
+A clock (clk_…) is one date-keeping of one owner (a job or a subject) for one period; each of its
+items (#US, #US-CA…) has its own date, its own moves, and owns its timers (``clk_…#US:rung:…``).
+"""
+
+from __future__ import annotations
+
+from datetime import time
+
+from django.db import models
+from django.db.models import Q
+
+from timers.ids import new_id
+from timers.models import Brand
+
+from .civil import BusinessCalendar, calendar_from
+
+
+def new_calendar_id() -> str:
+    return new_id("cal")
+
+
+def new_subject_id() -> str:
+    return new_id("sbj")
+
+
+def new_clock_id() -> str:
+    return new_id("clk", length=8)
+
+
+def default_weekends() -> list[int]:
+    return [5, 6]
+
+
+class Calendar(models.Model):
+    """Written on a brand or a Service: zone, weekends, closed days, and the minute a due closes."""
+
+    id = models.CharField(primary_key=True, max_length=32, default=new_calendar_id, editable=False)
+    brand = models.ForeignKey(Brand, on_delete=models.CASCADE, related_name="calendars")
+    name = models.CharField(max_length=200)
+    zone = models.CharField(max_length=64, default="UTC", help_text="An IANA zone, e.g. America/New_York")
+    weekends = models.JSONField(default=default_weekends, help_text="0 Monday … 6 Sunday")
+    closes = models.TimeField(default=time(23, 59))
+    holiday_country = models.CharField(max_length=8, blank=True, help_text="holidays package country, e.g. US")
+    holiday_subdiv = models.CharField(max_length=16, blank=True, help_text="its subdivision, e.g. DC")
+
+    class Meta:
+        constraints = [models.UniqueConstraint(fields=["brand", "name"], name="calendar_name_per_brand")]
+
+    def __str__(self) -> str:
+        return f"{self.name} ({self.zone})"
+
+    def civil(self) -> BusinessCalendar:
+        return calendar_from(
+            zone=self.zone, weekends=self.weekends, closes=self.closes, holiday_country=self.holiday_country,
+            holiday_subdiv=self.holiday_subdiv,
+            closed_days={c.date: c.why for c in self.closed.all()},
+        )
+
+
+class ClosedDay(models.Model):
+    """A hand-written closed day (an IRS disaster day, a office closure)."""
+
+    calendar = models.ForeignKey(Calendar, on_delete=models.CASCADE, related_name="closed")
+    date = models.DateField()
+    why = models.CharField(max_length=200)
+
+    class Meta:
+        constraints = [models.UniqueConstraint(fields=["calendar", "date"], name="closed_day_once")]
+
+    def __str__(self) -> str:
+        return f"{self.date} {self.why}"
+
+
+class Subject(models.Model):
+    """Who the work is for, across jobs and years: a taxpayer by EIN, an account by domain."""
+
+    id = models.CharField(primary_key=True, max_length=32, default=new_subject_id, editable=False)
+    brand = models.ForeignKey(Brand, on_delete=models.CASCADE, related_name="subjects")
+    domain = models.CharField(max_length=32, default="live", help_text='"live" or the test clock id')
+    kind = models.CharField(max_length=64)
+    key_name = models.CharField(max_length=64, help_text="e.g. ein")
+    key = models.CharField(max_length=128, help_text="e.g. 12-3456789")
+    name = models.CharField(max_length=200)
+    calendar = models.ForeignKey(Calendar, on_delete=models.PROTECT, null=True, blank=True, related_name="subjects")
+    keeps = models.JSONField(default=dict, blank=True)
+    input = models.JSONField(default=dict, blank=True)
+    feed_digest = models.CharField(max_length=64, blank=True, help_text="sha256 of the calendar feed token")
+    created_at = models.DateTimeField()
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(fields=["brand", "domain", "kind", "key"], name="subject_key_per_domain"),
+        ]
+        indexes = [
+            # The calendar feed looks a token up by its digest.
+            models.Index(fields=["feed_digest"], name="subject_feed", condition=~Q(feed_digest="")),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.name} ({self.key_name} {self.key})"
+
+    def business_calendar(self) -> BusinessCalendar:
+        return self.calendar.civil() if self.calendar_id else calendar_from(zone="UTC", weekends=())
+
+
+class Clock(models.Model):
+    """A date the world sets, for one owner and period, declared by a ClockSpec (calendars.specs)."""
+
+    class LivesOn(models.TextChoices):
+        JOB = "job"
+        SUBJECT = "subject"
+
+    id = models.CharField(primary_key=True, max_length=32, default=new_clock_id, editable=False)
+    brand = models.ForeignKey(Brand, on_delete=models.CASCADE, related_name="clocks")
+    domain = models.CharField(max_length=32, default="live")
+    subject = models.ForeignKey(Subject, on_delete=models.CASCADE, related_name="clocks")
+    spec = models.CharField(max_length=200, help_text="the registered ClockSpec, e.g. apis_tax.annual_return.file")
+    name = models.CharField(max_length=64, help_text="the clock's name in its Service: file, pay")
+    title = models.CharField(max_length=200, blank=True, help_text="what the calendar calls it: file the 2027 return")
+    lives_on = models.CharField(max_length=8, choices=LivesOn.choices, default=LivesOn.JOB)
+    owner_ref = models.CharField(max_length=32, help_text="the job or subject it belongs to")
+    period = models.CharField(max_length=32)
+    hard = models.BooleanField(default=False)
+    answers_for = models.CharField(max_length=200, blank=True, help_text="who answers for it: the brand, a member")
+    guarantee = models.JSONField(null=True, blank=True)
+    version = models.CharField(max_length=80, blank=True)
+    inputs = models.JSONField(default=dict, blank=True, help_text="what its due function read")
+    opened_at = models.DateTimeField()
+
+    class Meta:
+        indexes = [models.Index(fields=["subject", "domain"], name="clock_subject")]
+
+    def __str__(self) -> str:
+        return f"{self.id} {self.name} {self.period}"
+
+
+class ClockItem(models.Model):
+    """One coming of a clock's date for one item: its civil date, the rolled date, its moves."""
+
+    class Status(models.TextChoices):
+        OPEN = "open"
+        SATISFIED = "satisfied"
+        DUE = "due"  # came unsatisfied: waits on its owner's choice
+        PASSED = "passed"  # a hard date came unsatisfied: the gate refuses what it bars
+        VOIDED = "voided"
+
+    clock = models.ForeignKey(Clock, on_delete=models.CASCADE, related_name="items")
+    item = models.CharField(max_length=32, help_text="US, US-CA, … or '' for a clock with one date")
+    civil = models.DateField(help_text="what the due function returned (or the move set)")
+    due_date = models.DateField(help_text="the civil date rolled to the first open day")
+    due_at = models.DateTimeField(help_text="the start of the closing minute, UTC")
+    rolled_why = models.TextField(blank=True)
+    moves = models.PositiveIntegerField(default=0)
+    status = models.CharField(max_length=12, choices=Status.choices, default=Status.OPEN)
+    satisfied_at = models.DateTimeField(null=True, blank=True)
+    changed_at = models.DateTimeField(help_text="domain time of the last change: the feed's DTSTAMP")
+
+    class Meta:
+        constraints = [models.UniqueConstraint(fields=["clock", "item"], name="clock_item_once")]
+        ordering = ["due_at", "item"]
+
+    def __str__(self) -> str:
+        return self.owner_key
+
+    @property
+    def owner_key(self) -> str:
+        """The owner part of its timers' keys: clk_8Tx1#US."""
+        return f"{self.clock_id}#{self.item}" if self.item else self.clock_id
+
+

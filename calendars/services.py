@@ -1,0 +1,381 @@
+"""Clocks: open, move, satisfy, step through the gate; calendar edits and postponements.
+
+Every write goes through an Armer, which is either the firing in hand (inside the tick, so the gate
+commits it) or the domain directly (a call from the API, the console or a command, outside the tick).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import date, datetime, timedelta
+from typing import Protocol
+
+from django.db import IntegrityError, transaction
+
+from timers.engine import Firing
+from timers.errors import KeepingTimeError, Refused
+from timers.models import Brand, Event, Timer
+from timers.services import domain_now, timer_arm
+
+from . import specs
+from .civil import BusinessCalendar
+from .models import Calendar, Clock, ClockItem, ClosedDay, Subject
+from .offsets import Rung
+from .specs import ClockSpec, DueInput
+
+RUNG_HANDLER = "calendars.rung"
+DUE_HANDLER = "calendars.due"
+MOVING_RUNGS = ("notice", "escalate", "ack")
+
+
+class Armer(Protocol):
+    now: datetime
+
+    def arm(self, key: str, *, owed_at: datetime, handler: str, data: dict, opened_at: datetime) -> None: ...
+
+    def supersede(self, key: str, *, by: str, successor: str = "") -> None: ...
+
+    def retime(self, key: str, *, owed_at: datetime) -> None: ...
+
+    def record(self, type: str, *, subject: str, data: dict) -> None: ...
+
+    def state(self, key: str) -> tuple[str, datetime | None] | None: ...
+
+
+class FiringArmer:
+    """Inside the tick: every write is part of the firing's proposal, committed by the gate."""
+
+    def __init__(self, f: Firing):
+        self.f = f
+        self.now = f.now
+
+    def arm(self, key, *, owed_at, handler, data, opened_at):
+        self.f.arm(key, owed_at=owed_at, handler=handler, data=data, opened_at=opened_at)
+
+    def supersede(self, key, *, by, successor=""):
+        self.f.supersede(key, by=by, successor=successor)
+
+    def retime(self, key, *, owed_at):
+        self.f.retime(key, owed_at=owed_at)
+
+    def record(self, type, *, subject, data):
+        self.f.record(type, subject=subject, data=data, key=self.f.timer.key)
+
+    def state(self, key):
+        return self.f.state(key)
+
+
+class DirectArmer:
+    """Outside the tick (an API call, the console, a command): writes the timers and the record directly."""
+
+    def __init__(self, *, brand: Brand | str, domain: str, now: datetime | None = None):
+        self.brand_id = brand if isinstance(brand, str) else brand.id
+        self.domain = domain
+        self.now = now or domain_now(domain=domain)
+
+    def arm(self, key, *, owed_at, handler, data, opened_at):
+        try:
+            timer_arm(brand=Brand(id=self.brand_id), key=key, owed_at=owed_at, domain=self.domain, handler=handler,
+                      data=data, opened_at=opened_at)
+        except KeepingTimeError as exc:
+            if exc.code != "timer_exists":  # a replay arms the same keys: nothing changes
+                raise
+
+    def supersede(self, key, *, by, successor=""):
+        succ = Timer.objects.filter(domain=self.domain, key=successor).values_list("id", flat=True).first()
+        Timer.objects.filter(domain=self.domain, key=key, status__in=["armed", "held"]).update(
+            status="superseded", by=by, superseded_by=succ or successor, owed_at=None, held_since=None,
+            remaining=None, held_by="",
+        )
+
+    def retime(self, key, *, owed_at):
+        Timer.objects.filter(domain=self.domain, key=key, status="armed").update(owed_at=owed_at)
+
+    def record(self, type, *, subject, data):
+        Event.objects.create(domain=self.domain, brand_id=self.brand_id, type=type, subject=subject,
+                             owed_at=self.now, data=data, fired_at=self.now)
+
+    def state(self, key):
+        row = Timer.objects.filter(domain=self.domain, key=key).values_list("status", "owed_at").first()
+        return None if row is None else tuple(row)
+
+
+# -- keys --------------------------------------------------------------------------------------------
+def rung_key(item: ClockItem, rung: Rung, *, move: int, day: int | None = None) -> str:
+    period = item.clock.period
+    if rung.kind == "run":
+        return f"{item.owner_key}:rung:{rung.text}:{period}"  # no @move: a move never arms a second run
+    occurrence = period if day is None else f"{period} day {day}"
+    return f"{item.owner_key}:rung:{rung.text}:{occurrence}@{move}"
+
+
+def due_key(item: ClockItem, *, move: int) -> str:
+    return f"{item.owner_key}:due:{item.clock.name}:{item.clock.period}@{move}"
+
+
+# -- calendars ---------------------------------------------------------------------------------------
+_calendars: dict[tuple, BusinessCalendar] = {}
+
+
+def business_calendar(subject: Subject) -> BusinessCalendar:
+    """The subject's calendar, cached by everything that decides it (an edit makes a new entry)."""
+    cal = subject.calendar
+    if cal is None:
+        return subject.business_calendar()
+    closed = tuple(sorted(ClosedDay.objects.filter(calendar=cal).values_list("date", "why")))
+    sig = (cal.id, cal.zone, tuple(cal.weekends), cal.closes, cal.holiday_country, cal.holiday_subdiv, closed)
+    found = _calendars.get(sig)
+    if found is None:
+        if len(_calendars) > 256:
+            _calendars.clear()
+        found = _calendars[sig] = cal.civil()
+    return found
+
+
+def _inputs(clock: Clock, item: str, due: date | None = None) -> DueInput:
+    return DueInput(input=clock.inputs, keeps=clock.subject.keeps, period=clock.period, item=item, due=due)
+
+
+# -- clocks ------------------------------------------------------------------------------------------
+@dataclass
+class Dated:
+    civil: date
+    due_date: date
+    due_at: datetime
+    why: str
+    reason: str
+
+
+def _date(cal: BusinessCalendar, civil: date) -> Dated:
+    rolled = cal.roll(civil)
+    return Dated(civil, rolled.date, cal.close_of(rolled.date), rolled.why, rolled.reason)
+
+
+def clock_open(*, armer: Armer, brand: Brand | str, domain: str, subject: Subject, spec_name: str,
+               owner_ref: str, period: str, inputs: dict | None = None, title: str = "", version: str = "",
+               answers_for: str | None = None, opened_at: datetime | None = None) -> Clock:
+    """Open a clock: each item's date from its due function, rolled, and its rungs and due timer armed."""
+    spec = specs.get(spec_name)
+    clock = Clock.objects.create(
+        brand_id=brand if isinstance(brand, str) else brand.id, domain=domain, subject=subject, spec=spec_name,
+        name=spec.name, title=title or spec.title or spec.name, lives_on=spec.lives_on, owner_ref=owner_ref,
+        period=period, hard=spec.hard, answers_for=answers_for or spec.answers_for, guarantee=spec.guarantee,
+        version=version, inputs=inputs or {}, opened_at=opened_at or armer.now,
+    )
+    cal = business_calendar(subject)
+    items = []
+    for name in spec.items_for(_inputs(clock, "")):
+        d = _date(cal, spec.due(_inputs(clock, name)))
+        items.append(ClockItem(clock=clock, item=name, civil=d.civil, due_date=d.due_date, due_at=d.due_at,
+                               rolled_why=d.why, changed_at=armer.now))
+        if d.due_date != d.civil:
+            armer.record("clock.rolled", subject=f"{clock.id}#{name}" if name else clock.id,
+                         data={"clock": clock.name, "item": name, "from": d.civil.isoformat(),
+                               "to": d.due_date.isoformat(), "why": d.reason, "skipped": d.why})
+    ClockItem.objects.bulk_create(items)
+    for item in items:
+        item.clock = clock
+        _arm_item(armer, item, spec, cal, move=0)
+    return clock
+
+
+def _arm_item(armer: Armer, item: ClockItem, spec: ClockSpec, cal: BusinessCalendar, *, move: int,
+              supersede_prev: bool = False, include_run: bool = True) -> None:
+    opened = item.clock.opened_at
+    data = {"clock": item.clock_id, "item": item.item, "move": move}
+    for rung in spec.parsed_rungs:
+        if rung.kind == "run":
+            key = rung_key(item, rung, move=move)
+            owed = cal.at(rung.day(item.due_date), spec.at)
+            if include_run:
+                armer.arm(key, owed_at=owed, handler=RUNG_HANDLER, data={**data, "rung": rung.text}, opened_at=opened)
+            else:
+                armer.retime(key, owed_at=owed)
+            continue
+        if rung.kind == "ack":
+            first = rung.day(item.due_date)
+            key = rung_key(item, rung, move=move, day=1)
+            armer.arm(key, owed_at=cal.at(first, spec.at), handler=RUNG_HANDLER,
+                      data={**data, "rung": rung.text, "day": 1, "days": (item.due_date - first).days},
+                      opened_at=opened)
+            if supersede_prev:
+                _supersede_acks(armer, item, rung, move - 1, key)
+            continue
+        key = rung_key(item, rung, move=move)
+        armer.arm(key, owed_at=cal.at(rung.day(item.due_date), spec.at), handler=RUNG_HANDLER,
+                  data={**data, "rung": rung.text}, opened_at=opened)
+        if supersede_prev:
+            armer.supersede(rung_key(item, rung, move=move - 1), by="clock.moved", successor=key)
+    key = due_key(item, move=move)
+    armer.arm(key, owed_at=item.due_at + timedelta(minutes=1), handler=DUE_HANDLER, data=data, opened_at=opened)
+    if supersede_prev:
+        armer.supersede(due_key(item, move=move - 1), by="clock.moved", successor=key)
+
+
+def _supersede_acks(armer: Armer, item: ClockItem, rung: Rung, move: int, successor: str) -> None:
+    days = max(1, rung.span.days or 1)
+    for day in range(1, days + 1):
+        armer.supersede(rung_key(item, rung, move=move, day=day), by="clock.moved", successor=successor)
+
+
+def clock_move(*, armer: Armer, item: ClockItem, civil: date, by: str, cause: dict | None = None) -> ClockItem:
+    """Move one item's date: each notice/escalate/ack/due timer still ahead is superseded and its successor
+    armed at @n+1; the run rung keeps its key (retimed if it has not rung)."""
+    clock = item.clock
+    spec = specs.get(clock.spec)
+    cal = business_calendar(clock.subject)
+    d = _date(cal, civil)
+    before = (item.due_date, item.moves)
+    if d.due_date == item.due_date and d.civil == item.civil:
+        return item
+    item.civil, item.due_date, item.due_at, item.rolled_why = d.civil, d.due_date, d.due_at, d.why
+    item.moves += 1
+    item.changed_at = armer.now
+    if item.status in (ClockItem.Status.DUE, ClockItem.Status.PASSED) and d.due_at > armer.now:
+        item.status = ClockItem.Status.OPEN
+    item.save(update_fields=["civil", "due_date", "due_at", "rolled_why", "moves", "changed_at", "status"])
+    subject = item.owner_key
+    data = {"clock": clock.name, "item": item.item, "by": by, "from": before[0].isoformat(),
+            "to": d.due_date.isoformat(), "move": item.moves, **(cause or {})}
+    if d.due_date != d.civil:
+        data["rolled_from"] = d.civil.isoformat()
+        data["why"] = d.reason
+    armer.record("clock.moved", subject=subject, data=data)
+    if d.due_date != d.civil:
+        armer.record("clock.rolled", subject=subject, data={"clock": clock.name, "item": item.item,
+                                                           "from": d.civil.isoformat(), "to": d.due_date.isoformat(),
+                                                           "why": d.reason, "skipped": d.why})
+    if item.status == ClockItem.Status.OPEN:
+        _arm_item(armer, item, spec, cal, move=item.moves, supersede_prev=True, include_run=False)
+    return item
+
+
+def clock_satisfy(*, armer: Armer, item: ClockItem, by: str = "") -> ClockItem:
+    """Mark the date kept: a satisfied clock arms nothing further, and what it had armed is superseded."""
+    if item.status == ClockItem.Status.SATISFIED:
+        return item
+    clock = item.clock
+    spec = specs.get(clock.spec)
+    item.status, item.satisfied_at, item.changed_at = ClockItem.Status.SATISFIED, armer.now, armer.now
+    item.save(update_fields=["status", "satisfied_at", "changed_at"])
+    for key in _item_keys(item, spec):
+        armer.supersede(key, by="clock.satisfied")
+    on_time = business_calendar(clock.subject).on_time(armer.now, item.due_date)
+    armer.record("clock.satisfied", subject=item.owner_key,
+                 data={"clock": clock.name, "item": item.item, "due": item.due_date.isoformat(),
+                       "on_time": on_time, "by": by})
+    return item
+
+
+def _item_keys(item: ClockItem, spec: ClockSpec) -> list[str]:
+    keys = [due_key(item, move=item.moves)]
+    for rung in spec.parsed_rungs:
+        if rung.kind == "ack":
+            keys += [rung_key(item, rung, move=item.moves, day=d) for d in range(1, max(1, rung.span.days) + 1)]
+        else:
+            keys.append(rung_key(item, rung, move=item.moves))
+    return keys
+
+
+def clock_step(*, armer: Armer, item: ClockItem, step: str, proposed_at: datetime | None = None) -> str:
+    """A step a clock bars or moves, through the gate: refused date_passed once a hard date has passed."""
+    clock = item.clock
+    spec = specs.get(clock.spec)
+    cal = business_calendar(clock.subject)
+    # One already in the gate is judged by when it was proposed; one waiting on a person, when it commits.
+    when = proposed_at or armer.now
+    if clock.hard and not cal.on_time(when, item.due_date):
+        raise Refused("date_passed", f"{clock.name} {item.item or ''} passed on {item.due_date}".strip(),
+                      {"clock": clock.name, "item": item.item, "due": item.due_date.isoformat()})
+    if item.status == ClockItem.Status.SATISFIED:
+        raise Refused("clock_satisfied", f"{clock.name} {item.item} is already satisfied")
+    move = spec.move_for(step)
+    if move is not None:
+        civil = spec.moves[move](_inputs(clock, item.item, due=item.civil))
+        clock_move(armer=armer, item=item, civil=civil, by=move, cause={"step": step})
+        return "moved"
+    armer.record("clock.step", subject=item.owner_key, data={"clock": clock.name, "item": item.item, "step": step})
+    return "committed"
+
+
+def clock_inputs_changed(*, armer: Armer, clock: Clock, inputs: dict) -> list[ClockItem]:
+    """A commit changed what the due function reads: run it again; a new answer is clock.moved {by: 'due'}."""
+    clock.inputs = {**clock.inputs, **inputs}
+    clock.save(update_fields=["inputs"])
+    spec = specs.get(clock.spec)
+    moved = []
+    for item in clock.items.filter(status__in=[ClockItem.Status.OPEN, ClockItem.Status.DUE]).select_related(
+            "clock__subject"):
+        if item.moves:
+            continue  # a date a step moved keeps its move; the due function answered for @0 only
+        civil = spec.due(_inputs(clock, item.item))
+        if civil != item.civil:
+            moved.append(clock_move(armer=armer, item=item, civil=civil, by="due"))
+    return moved
+
+
+# -- calendar edits ----------------------------------------------------------------------------------
+def _open_items(calendar: Calendar):
+    return (ClockItem.objects.filter(clock__subject__calendar=calendar, status=ClockItem.Status.OPEN)
+            .select_related("clock__subject__calendar"))
+
+
+def _reroll(calendar: Calendar, why: str) -> int:
+    """Every open date on the calendar is rolled again: calendars are never pinned."""
+    moved = 0
+    armers: dict[str, DirectArmer] = {}
+    for item in _open_items(calendar):
+        clock = item.clock
+        cal = business_calendar(clock.subject)
+        rolled = cal.roll(item.civil)
+        if rolled.date == item.due_date:
+            continue
+        armer = armers.get(clock.domain) or armers.setdefault(
+            clock.domain, DirectArmer(brand=clock.brand_id, domain=clock.domain))
+        # The civil date stays what the due function said; only the roll changed.
+        clock_move(armer=armer, item=item, civil=item.civil, by="calendar", cause={"calendar": why})
+        moved += 1
+    return moved
+
+
+@transaction.atomic
+def calendar_close_day(*, calendar: Calendar, day: date, why: str) -> int:
+    try:
+        with transaction.atomic():
+            ClosedDay.objects.create(calendar=calendar, date=day, why=why)
+    except IntegrityError:
+        ClosedDay.objects.filter(calendar=calendar, date=day).update(why=why)
+    return _reroll(calendar, f"closed {day.isoformat()}: {why}")
+
+
+@transaction.atomic
+def calendar_open_day(*, calendar: Calendar, day: date) -> int:
+    ClosedDay.objects.filter(calendar=calendar, date=day).delete()
+    return _reroll(calendar, f"opened {day.isoformat()}")
+
+
+@transaction.atomic
+def calendar_postpone(*, calendar: Calendar, items: list[ClockItem], to: date, notice: str) -> int:
+    """A postponement (a disaster-relief notice): moves each clock it names, hard dates included."""
+    moved = 0
+    for item in items:
+        if item.clock.subject.calendar_id != calendar.id or item.status == ClockItem.Status.SATISFIED:
+            continue
+        armer = DirectArmer(brand=item.clock.brand_id, domain=item.clock.domain)
+        clock_move(armer=armer, item=item, civil=to, by="calendar", cause={"notice": notice})
+        moved += 1
+    return moved
+
+
+__all__ = [
+    "DirectArmer",
+    "FiringArmer",
+    "calendar_close_day",
+    "calendar_open_day",
+    "calendar_postpone",
+    "clock_inputs_changed",
+    "clock_move",
+    "clock_open",
+    "clock_satisfy",
+    "clock_step",
+]

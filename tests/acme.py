@@ -1,0 +1,45 @@
+"""apis.tax's clocks for the 2027 return, as the calendar tests use them (DESIGN.md's worked example)."""
+
+from __future__ import annotations
+
+from datetime import UTC, date, datetime
+
+from calendars import specs
+from calendars.models import Calendar, Subject
+from calendars.specs import ClockSpec, DueInput
+
+STATES = ("US", "US-CA", "US-NY", "US-NJ")
+
+
+def file_due(x: DueInput) -> date:
+    year = int(x.period) + 1
+    return date(year, 5, 15) if x.item == "US-NJ" else date(year, 4, 15)
+
+
+def extended_due(x: DueInput) -> date:
+    year = int(x.period) + 1
+    return date(year, 11, 15) if x.item in ("US-CA", "US-NJ") else date(year, 10, 15)
+
+
+def pay_due(x: DueInput) -> date:
+    return date(int(x.period) + 1, 4, 15)
+
+
+FILE = specs.register("tests.annual_return.file", ClockSpec(
+    name="file", due=file_due, items=STATES,
+    rungs=("notice 90d", "notice 30d", "escalate 7d", "ack daily 7d", "run tentative 3d"),
+    moves={"extend": extended_due}, runs={"tentative": "extend"}, answers_for="Ada Lovelace",
+    title="file the {period} return",
+))
+PAY = specs.register("tests.annual_return.pay", ClockSpec(
+    name="pay", due=pay_due, items=("US",), hard=True, rungs=("notice 30d",), answers_for="Ada Lovelace",
+    title="pay the {period} tax",
+))
+
+
+def acme_subject(brand, domain: str) -> Subject:
+    cal, _ = Calendar.objects.get_or_create(
+        brand=brand, name="Acme Robotics", defaults={"zone": "America/New_York", "holiday_country": "US",
+                                                     "holiday_subdiv": "DC"})
+    return Subject.objects.create(brand=brand, domain=domain, kind="taxpayer", key_name="ein", key="12-3456789",
+                                  name="Acme Robotics", calendar=cal, created_at=datetime(2027, 1, 20, tzinfo=UTC))
