@@ -11,6 +11,7 @@ from datetime import time
 from django.db import models
 from django.db.models import Q
 
+from timers.fields import IdField
 from timers.ids import new_id
 from timers.models import Brand
 
@@ -36,7 +37,7 @@ def default_weekends() -> list[int]:
 class Calendar(models.Model):
     """Written on a brand or a Service: zone, weekends, closed days, and the minute a due closes."""
 
-    id = models.CharField(primary_key=True, max_length=32, default=new_calendar_id, editable=False)
+    id = IdField(primary_key=True, max_length=32, default=new_calendar_id, editable=False)
     brand = models.ForeignKey(Brand, on_delete=models.CASCADE, related_name="calendars")
     name = models.CharField(max_length=200)
     zone = models.CharField(max_length=64, default="UTC", help_text="An IANA zone, e.g. America/New_York")
@@ -76,7 +77,7 @@ class ClosedDay(models.Model):
 class Subject(models.Model):
     """Who the work is for, across jobs and years: a taxpayer by EIN, an account by domain."""
 
-    id = models.CharField(primary_key=True, max_length=32, default=new_subject_id, editable=False)
+    id = IdField(primary_key=True, max_length=32, default=new_subject_id, editable=False)
     brand = models.ForeignKey(Brand, on_delete=models.CASCADE, related_name="subjects")
     domain = models.CharField(max_length=32, default="live", help_text='"live" or the test clock id')
     kind = models.CharField(max_length=64)
@@ -112,7 +113,7 @@ class Clock(models.Model):
         JOB = "job"
         SUBJECT = "subject"
 
-    id = models.CharField(primary_key=True, max_length=32, default=new_clock_id, editable=False)
+    id = IdField(primary_key=True, max_length=32, default=new_clock_id, editable=False)
     brand = models.ForeignKey(Brand, on_delete=models.CASCADE, related_name="clocks")
     domain = models.CharField(max_length=32, default="live")
     subject = models.ForeignKey(Subject, on_delete=models.CASCADE, related_name="clocks")

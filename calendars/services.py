@@ -6,6 +6,8 @@ commits it) or the domain directly (a call from the API, the console or a comman
 
 from __future__ import annotations
 
+import hashlib
+import secrets
 from dataclasses import dataclass
 from datetime import date, datetime, timedelta
 from typing import Protocol
@@ -379,3 +381,35 @@ __all__ = [
     "clock_satisfy",
     "clock_step",
 ]
+
+
+# -- the subject's calendar feed: a token per subject, stored only as its sha256 ---------------------
+def subject_feed_digest(token: str) -> str:
+    # A feed token is 256 random bits: a fast hash is right, as for API keys.
+    return hashlib.sha256(token.encode("utf-8", "replace")).hexdigest()
+
+
+def subject_feed_rotate(*, subject: Subject) -> str:
+    """Issue a new feed token and return it (shown once); the old one stops working at once."""
+    token = secrets.token_urlsafe(32)
+    subject.feed_digest = subject_feed_digest(token)
+    Subject.objects.filter(pk=subject.pk).update(feed_digest=subject.feed_digest)
+    return token
+
+
+def subject_feed_revoke(*, subject: Subject) -> None:
+    """No token works any more until the next rotate."""
+    subject.feed_digest = ""
+    Subject.objects.filter(pk=subject.pk).update(feed_digest="")
+
+
+def subject_by_feed_token(*, subject_id: str, token: str | None) -> Subject | None:
+    """The subject whose feed this token opens, or None: an unknown subject, a wrong token and a revoked
+    feed look the same (one query by id and digest, the digest never empty)."""
+    if not subject_id or not token or len(token) > 256 or "\x00" in subject_id or len(subject_id) > 32:
+        return None
+    return (Subject.objects.select_related("calendar", "brand")
+            .filter(pk=subject_id, feed_digest=subject_feed_digest(token)).first())
+
+
+__all__ += ["subject_by_feed_token", "subject_feed_revoke", "subject_feed_rotate"]

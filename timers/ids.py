@@ -6,21 +6,16 @@ mints the same ids and the record's hash does not depend on chance.
 
 from __future__ import annotations
 
+import base64
 import hashlib
-import secrets
-
-_ALPHABET = "0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz"
-
-
-def _base62(data: bytes, length: int) -> str:
-    n = int.from_bytes(data, "big")
-    out = []
-    for _ in range(length):
-        n, r = divmod(n, 62)
-        out.append(_ALPHABET[r])
-    return "".join(out)
+import os
 
 
 def new_id(prefix: str, *, seed: str | None = None, length: int = 14) -> str:
-    data = hashlib.sha256(seed.encode()).digest() if seed is not None else secrets.token_bytes(16)
-    return f"{prefix}_{_base62(data, length)}"
+    """``prefix_`` and ``length`` letters and digits (about 6 bits each): random, or derived from ``seed``.
+
+    Base64 with two letters standing in for "+" and "/" is fast (the tick makes two ids per firing);
+    the tiny bias it adds does not matter for an opaque id.
+    """
+    data = hashlib.sha256(seed.encode()).digest() if seed is not None else os.urandom(18)
+    return f"{prefix}_{base64.b64encode(data, altchars=b'xZ')[:length].decode()}"

@@ -10,7 +10,7 @@ from datetime import timedelta
 from django.db import models
 from django.db.models import Q
 
-from .fields import ByteOrderCharField
+from .fields import ByteOrderCharField, IdField
 from .ids import new_id
 from .keys import KINDS
 
@@ -44,7 +44,7 @@ def new_commit_id() -> str:
 class Brand(models.Model):
     """The tenant: a brand owns its test clocks, timers and events, and sees only its own."""
 
-    id = models.CharField(primary_key=True, max_length=32, default=new_brand_id, editable=False)
+    id = IdField(primary_key=True, max_length=32, default=new_brand_id, editable=False)
     name = models.CharField(max_length=200, unique=True)
     created_at = models.DateTimeField()
 
@@ -55,7 +55,7 @@ class Brand(models.Model):
 class ApiKey(models.Model):
     """A brand's secret key, stored as its sha256: the secret itself is shown once, at creation."""
 
-    id = models.CharField(primary_key=True, max_length=32, default=new_key_id, editable=False)
+    id = IdField(primary_key=True, max_length=32, default=new_key_id, editable=False)
     brand = models.ForeignKey(Brand, on_delete=models.CASCADE, related_name="api_keys")
     name = models.CharField(max_length=200, blank=True)
     prefix = models.CharField(max_length=16, help_text="The first characters, to recognise a key.")
@@ -78,7 +78,7 @@ class TestClock(models.Model):
         INTERNAL_FAILURE = "internal_failure"
         DELETED = "deleted"
 
-    id = models.CharField(primary_key=True, max_length=32, default=new_test_clock_id, editable=False)
+    id = IdField(primary_key=True, max_length=32, default=new_test_clock_id, editable=False)
     brand = models.ForeignKey(Brand, on_delete=models.CASCADE, related_name="test_clocks")
     name = models.CharField(max_length=200, blank=True)
     frozen_time = models.DateTimeField()
@@ -121,7 +121,7 @@ class Timer(models.Model):
         SUPERSEDED = "superseded"
         HELD = "held"
 
-    id = models.CharField(primary_key=True, max_length=32, default=new_timer_id, editable=False)
+    id = IdField(primary_key=True, max_length=32, default=new_timer_id, editable=False)
     domain = models.CharField(max_length=32, help_text='"live" or the test clock id')
     brand = models.ForeignKey(Brand, on_delete=models.CASCADE, related_name="timers")
     key = ByteOrderCharField(max_length=255)
@@ -192,7 +192,7 @@ class Commit(models.Model):
         COMMITTED = "committed"
         REFUSED = "refused"
 
-    id = models.CharField(primary_key=True, max_length=32, default=new_commit_id, editable=False)
+    id = IdField(primary_key=True, max_length=32, default=new_commit_id, editable=False)
     domain = models.CharField(max_length=32)
     key = ByteOrderCharField(max_length=255)
     timer_id = models.CharField(max_length=32)
@@ -214,9 +214,10 @@ class Event(models.Model):
     """The record: append-only. Order is seq within a domain, which is tick order."""
 
     seq = models.BigAutoField(primary_key=True)
-    id = models.CharField(max_length=32, unique=True, default=new_event_id, editable=False)
+    id = IdField(max_length=32, unique=True, default=new_event_id, editable=False)
     domain = models.CharField(max_length=32)
-    brand = models.ForeignKey(Brand, on_delete=models.CASCADE, related_name="events", null=True)
+    # Indexed by event_brand_type, whose first column it is.
+    brand = models.ForeignKey(Brand, on_delete=models.CASCADE, related_name="events", null=True, db_index=False)
     type = models.CharField(max_length=64)
     subject = models.CharField(max_length=160, blank=True)
     owed_at = models.DateTimeField(null=True, blank=True)
@@ -248,7 +249,7 @@ class Outbox(models.Model):
         SENT = "sent"
         FAILED = "failed"
 
-    id = models.CharField(primary_key=True, max_length=40, help_text="The submission id.")
+    id = IdField(primary_key=True, max_length=40, help_text="The submission id.")
     domain = models.CharField(max_length=32)
     brand = models.ForeignKey(Brand, on_delete=models.CASCADE, related_name="outbox", null=True)
     key = ByteOrderCharField(max_length=255)

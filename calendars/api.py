@@ -1,0 +1,196 @@
+"""The subject's calendar over HTTP: the JSON list (a brand's key) and the webcal feed (the feed token).
+
+``GET /subjects/<id>/calendar?from=&test_clock=`` answers like the rest of the API: a brand's key, JSON,
+instants in UTC with Z, errors as {"error": {...}}. ``GET /subjects/<id>/calendar.ics?token=`` takes no
+key, only the subject's feed token; any token that does not open the feed (wrong, missing, revoked) gets
+the same 404 as a subject that does not exist.
+"""
+
+from __future__ import annotations
+
+import re
+from datetime import date
+
+from django.http import HttpResponse, JsonResponse
+from django.views import View
+from drf_spectacular.types import OpenApiTypes
+from drf_spectacular.utils import OpenApiParameter, extend_schema
+from rest_framework import serializers
+from rest_framework.response import Response
+
+from timers.api.errors import error_body
+from timers.api.views import ERRORS, NOT_FOUND, BrandAPIView, domain_of
+from timers.errors import KeepingTimeError, NotFound
+from timers.models import LIVE, Brand
+from timers.timeutil import iso_z
+
+from . import feed
+from .entries import Entry, SubjectCalendar, subject_calendar
+from .models import Subject
+from .services import subject_by_feed_token
+
+_ID = re.compile(r"^[A-Za-z0-9_]{1,32}$")
+_DATE = re.compile(r"^\d{4}-\d{2}-\d{2}$")
+
+
+def get_subject(brand: Brand, subject_id: str) -> Subject:
+    subject = (Subject.objects.select_related("calendar").filter(brand=brand, pk=subject_id).first()
+               if _ID.match(subject_id) else None)
+    if subject is None:
+        raise NotFound(f"no subject {subject_id!r}")
+    return subject
+
+
+def parse_from(raw: str | None, *, param: str = "from") -> date | None:
+    if raw is None or raw == "":
+        return None
+    value = None
+    if _DATE.match(raw.strip()):
+        try:
+            value = date.fromisoformat(raw.strip())
+        except ValueError:
+            value = None
+    if value is None:
+        err = KeepingTimeError(f"{param}: {raw!r} is not a date; write YYYY-MM-DD, e.g. 2027-02-01",
+                               code="invalid_request")
+        err.param = param
+        raise err
+    return value
+
+
+def calendar_domain(brand: Brand, subject: Subject, test_clock: str | None) -> str:
+    """The subject's own clock domain, or the test clock the request names (one of the brand's, and the
+    one the subject lives on unless it lives on the live clock)."""
+    if not test_clock:
+        return subject.domain or LIVE
+    domain = domain_of(brand, test_clock)
+    if subject.domain not in (LIVE, domain):
+        err = KeepingTimeError(f"test_clock: subject {subject.id} lives on test clock {subject.domain}, "
+                               f"not {domain}", code="invalid_request")
+        err.param = "test_clock"
+        raise err
+    return domain
+
+
+def entry_json(e: Entry, zone) -> dict:
+    return {
+        "date": e.date.isoformat(),
+        "what": e.what,
+        "kind": e.kind,
+        "answers_for": e.answers_for,
+        "status": e.status,
+        "at": iso_z(e.at),
+        "local": e.at.astimezone(zone).isoformat(timespec="seconds"),
+        "uid": e.uid,
+        "sequence": e.sequence,
+        "on": e.on or None,
+    }
+
+
+def calendar_json(sc: SubjectCalendar) -> dict:
+    from zoneinfo import ZoneInfo
+
+    s, zone = sc.subject, ZoneInfo(sc.zone)
+    return {
+        "object": "subject_calendar",
+        "subject": s.id,
+        "kind": s.kind,
+        "key_name": s.key_name,
+        "key": s.key,
+        "name": s.name,
+        "zone": sc.zone,
+        "today": sc.today.isoformat(),
+        "from": sc.from_date.isoformat() if sc.from_date else None,
+        "count": len(sc.entries),
+        "webcal": feed.feed_path(s),
+        "feed": "active" if s.feed_digest else "none",
+        "test_clock": sc.test_clock,
+        "data": [entry_json(e, zone) for e in sc.entries],
+    }
+
+
+# -- the schema -----------------------------------------------------------------------------------------------
+class CalendarEntrySerializer(serializers.Serializer):
+    date = serializers.DateField(help_text="The local date, in the calendar's zone.")
+    what = serializers.CharField()
+    kind = serializers.CharField(help_text="hard, clock, rung, schedule …")
+    answers_for = serializers.CharField()
+    status = serializers.CharField(help_text="ahead, due today, came unsatisfied, passed, kept …, armed, sent …")
+    at = serializers.CharField(help_text="The instant, UTC with Z.")
+    local = serializers.CharField(help_text="The instant in the calendar's zone, with its offset.")
+    uid = serializers.CharField(help_text="Stable: what the date is, never when. The feed's UID.")
+    sequence = serializers.IntegerField(help_text="How many times the date moved.")
+    on = serializers.CharField(allow_null=True, help_text="Its owner: clk_…#US, job_…")
+
+
+class SubjectCalendarSerializer(serializers.Serializer):
+    object = serializers.CharField()
+    subject = serializers.CharField()
+    kind = serializers.CharField()
+    key_name = serializers.CharField()
+    key = serializers.CharField()
+    name = serializers.CharField()
+    zone = serializers.CharField(help_text="The calendar's IANA zone: every local date and time is in it.")
+    today = serializers.DateField()
+    date_from = serializers.DateField(allow_null=True)
+    count = serializers.IntegerField()
+    webcal = serializers.CharField(help_text="The feed's path; its URL with the token comes from `subjects feed`.")
+    feed = serializers.ChoiceField(choices=["active", "none"])
+    test_clock = serializers.CharField(allow_null=True)
+    data = CalendarEntrySerializer(many=True)
+
+    def get_fields(self):
+        fields = super().get_fields()
+        fields["from"] = fields.pop("date_from")
+        return fields
+
+
+class SubjectCalendarView(BrandAPIView):
+    @extend_schema(
+        operation_id="subjects_calendar", tags=["subjects"], summary="A subject's calendar",
+        description="Every date the subject keeps, on or after `from` (default: today in the calendar's "
+                    "zone), sorted by instant: clock dates (hard or clock) and their rungs, and what domain "
+                    "apps add. Dates are local to the calendar's zone; `at` is UTC with Z.",
+        parameters=[
+            OpenApiParameter("from", OpenApiTypes.DATE, description="YYYY-MM-DD, in the calendar's zone"),
+            OpenApiParameter("test_clock", OpenApiTypes.STR, description="tc_…: the test clock's dates"),
+        ],
+        responses={200: SubjectCalendarSerializer, **ERRORS, **NOT_FOUND},
+    )
+    def get(self, request, subject_id: str):
+        subject = get_subject(self.brand, subject_id)
+        domain = calendar_domain(self.brand, subject, request.query_params.get("test_clock"))
+        from_date = parse_from(request.query_params.get("from"))
+        return Response(calendar_json(subject_calendar(subject, domain=domain, from_date=from_date)))
+
+
+# -- the feed ---------------------------------------------------------------------------------------------------
+def feed_not_found() -> JsonResponse:
+    """One body for every feed that does not open: it says nothing about whether the subject exists."""
+    response = JsonResponse(error_body("resource_missing", "no such calendar", status=404), status=404)
+    response["Cache-Control"] = "no-store"
+    return response
+
+
+class SubjectFeedView(View):
+    """The webcal feed: no API key, the subject's feed token only."""
+
+    http_method_names = ["get", "head"]
+
+    def get(self, request, subject_id: str):
+        subject = subject_by_feed_token(subject_id=subject_id, token=request.GET.get("token"))
+        if subject is None:
+            return feed_not_found()
+        body = feed.build_ics(subject_calendar(subject, everything=True))
+        tag = feed.etag(body)
+        if feed.etag_matches(request.headers.get("If-None-Match"), tag):
+            response = HttpResponse(status=304)
+        else:
+            response = HttpResponse(body, content_type=feed.CONTENT_TYPE)
+            response["Content-Disposition"] = f'inline; filename="{subject.id}.ics"'
+        response["ETag"] = tag
+        # The token is in the URL: keep it out of shared caches, referrers and search engines.
+        response["Cache-Control"] = "private, no-cache"
+        response["Referrer-Policy"] = "no-referrer"
+        response["X-Robots-Tag"] = "noindex"
+        return response

@@ -1,0 +1,241 @@
+"""What a subject's calendar lists: every date, kept and ahead, from a small registry of providers.
+
+A provider is ``provider(subject, domain, from_date) -> Iterable[Entry]``: the built-in one lists the
+subject's clocks (each item's due date and its rungs); a domain app registers its own for schedule runs,
+cycles, links and grants with ``register(provider)`` (in its ``AppConfig.ready``). ``from_date`` is a
+hint (``None`` asks for everything); ``subject_calendar`` filters and sorts whatever providers yield.
+
+Dates are local dates in the subject calendar's zone; instants are UTC. An entry's ``uid`` names what the
+date *is* (a clock item and its kind, a rung's key without its ``@move``), never the date, so a moved date
+keeps its uid and counts the move in ``sequence``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
+from datetime import date, datetime
+from urllib.parse import quote
+
+from timers.keys import format_key
+from timers.keys import parse as parse_key
+from timers.models import LIVE, Event, Timer
+from timers.services import domain_now
+
+from .models import ClockItem, Subject
+from .services import business_calendar
+
+UID_DOMAIN = "keeping-time"
+
+
+@dataclass(frozen=True)
+class Entry:
+    date: date  # the local date, in the subject calendar's zone
+    at: datetime  # the instant (UTC): a due's closing minute, a rung's ring time
+    what: str
+    kind: str  # hard | clock | rung | schedule | cycle …
+    answers_for: str
+    status: str
+    uid: str  # stable: what the date is, never when
+    sequence: int = 0  # how many times the date moved
+    stamp: datetime | None = None  # the date's last change, in domain time (the feed's DTSTAMP)
+    on: str = ""  # its owner: clk_…#US, job_…, sbn_…
+
+    def sort_key(self) -> tuple:
+        return (self.at, self.kind, self.what)
+
+
+Provider = Callable[[Subject, str, date | None], Iterable[Entry]]
+_providers: list[Provider] = []
+
+
+def register(provider: Provider) -> Provider:
+    """Add a provider (idempotent); usable as a decorator."""
+    if provider not in _providers:
+        _providers.append(provider)
+    return provider
+
+
+def unregister(provider: Provider) -> None:
+    if provider in _providers:
+        _providers.remove(provider)
+
+
+def providers() -> tuple[Provider, ...]:
+    return tuple(_providers)
+
+
+def uid_for(text: str) -> str:
+    """A UID from what a date is (a key without its @move): percent-encoded so it stays one plain token."""
+    return f"{quote(text, safe='#:_.-~')}@{UID_DOMAIN}"
+
+
+@dataclass
+class SubjectCalendar:
+    subject: Subject
+    domain: str
+    zone: str
+    now: datetime
+    today: date
+    from_date: date | None
+    entries: list[Entry] = field(default_factory=list)
+
+    @property
+    def test_clock(self) -> str | None:
+        return None if self.domain == LIVE else self.domain
+
+
+def subject_calendar(subject: Subject, *, domain: str | None = None, from_date: date | None = None,
+                     everything: bool = False) -> SubjectCalendar:
+    """The subject's dates on a clock domain (default: the subject's own), each dated on or after
+    ``from_date`` (default: the domain's today in the calendar's zone; ``everything`` lists all)."""
+    domain = domain or subject.domain or LIVE
+    cal = business_calendar(subject)
+    now = domain_now(domain=domain)
+    today = cal.today(now)
+    since = None if everything else (from_date or today)
+    found: dict[str, Entry] = {}
+    for provider in _providers:
+        for entry in provider(subject, domain, since):
+            if since is not None and entry.date < since:
+                continue
+            found.setdefault(entry.uid, entry)  # a uid is listed once, whichever provider names it first
+    entries = sorted(found.values(), key=Entry.sort_key)
+    return SubjectCalendar(subject=subject, domain=domain, zone=cal.zone_name, now=now, today=today,
+                           from_date=since, entries=entries)
+
+
+# -- the built-in provider: clocks ------------------------------------------------------------------------
+def clock_what(item: ClockItem) -> str:
+    """What the calendar calls an item: the clock's title with its period, and the item: file the 2027
+    return · US-CA."""
+    clock = item.clock
+    title = (clock.title or clock.name).replace("{period}", clock.period).replace("{item}", item.item)
+    return f"{title} · {item.item}" if item.item and "{item}" not in (clock.title or "") else title
+
+
+def _hints(item: ClockItem) -> str:
+    hints = []
+    if item.moves:
+        hints.append(f"moved {item.moves}×")
+    if item.due_date != item.civil:
+        hints.append(f"rolled from {item.civil.isoformat()}")
+    return "".join(f", {h}" for h in hints)
+
+
+def _due_status(item: ClockItem, cal, today: date) -> str:
+    s = ClockItem.Status
+    if item.status == s.SATISFIED:
+        kept = cal.today(item.satisfied_at) if item.satisfied_at else None
+        return (f"kept {kept.isoformat()}" if kept else "kept") + _hints(item)
+    if item.status == s.DUE:
+        status = "came unsatisfied"
+    elif item.status == s.PASSED:
+        status = "passed"
+    elif item.due_date == today:
+        status = "due today"
+    elif item.due_date > today:
+        status = "ahead"
+    else:
+        status = "open"  # the date has come and the tick has not yet reached it
+    return status + _hints(item)
+
+
+# What a fired rung did, from what it recorded under its key (first match wins).
+_RUNG_OUTCOMES = ("clock.rung_ran", "gate.refused", "clock.notice", "clock.escalate", "clock.ack_requested")
+
+
+def _fired_status(events: list[tuple[str, dict]]) -> str | None:
+    """"sent", "asked", "ran tentative → moved", "refused date_passed"; None when it did nothing (the
+    clock was no longer open, or a later notice owed by then was sent instead): such a rung is not listed."""
+    by_type = {}
+    for type_, data in events:
+        by_type.setdefault(type_, data)
+    for type_ in _RUNG_OUTCOMES:
+        if type_ not in by_type:
+            continue
+        data = by_type[type_] or {}
+        if type_ == "clock.rung_ran":
+            step = data.get("step") or "its step"
+            return f"ran {step} → {data.get('outcome') or 'committed'}"
+        if type_ == "gate.refused":
+            return f"refused {data.get('code', '')}".strip()
+        if type_ == "clock.ack_requested":
+            return "asked"
+        return "sent"
+    return None
+
+
+def clock_entries(subject: Subject, domain: str, from_date: date | None) -> Iterable[Entry]:
+    """Each clock item's due date (hard or clock) and each of its rungs still armed or already fired."""
+    items = list(ClockItem.objects.filter(clock__subject=subject, clock__domain=domain)
+                 .exclude(status=ClockItem.Status.VOIDED).select_related("clock"))
+    if not items:
+        return []
+    cal = business_calendar(subject)
+    today = cal.today(domain_now(domain=domain))
+    entries: list[Entry] = []
+    by_owner: dict[str, ClockItem] = {}
+    whats: dict[str, str] = {}
+    for item in items:
+        clock = item.clock
+        owner = item.owner_key
+        by_owner[owner] = item
+        whats[owner] = what = clock_what(item)
+        entries.append(Entry(
+            date=item.due_date, at=item.due_at, what=what, kind="hard" if clock.hard else "clock",
+            answers_for=clock.answers_for, status=_due_status(item, cal, today),
+            uid=uid_for(format_key(owner, "due", clock.name, clock.period)), sequence=item.moves,
+            stamp=item.changed_at, on=owner,
+        ))
+    entries.extend(_rung_entries(domain, by_owner, whats, cal))
+    return entries
+
+
+def _rung_entries(domain: str, by_owner: dict[str, ClockItem], whats: dict[str, str], cal) -> list[Entry]:
+    timers = list(Timer.objects.filter(domain=domain, owner__in=list(by_owner), kind="rung",
+                                       status__in=[Timer.Status.ARMED, Timer.Status.FIRED])
+                  .only("key", "owner", "status", "owed_at", "armed_at", "fired_at", "data"))
+    fired_keys = [t.key for t in timers if t.status == Timer.Status.FIRED]
+    events: dict[str, list[tuple[str, dict]]] = {}
+    if fired_keys:
+        rows = (Event.objects.filter(domain=domain, key__in=fired_keys).order_by("seq")
+                .values_list("key", "type", "data"))
+        for key, type_, data in rows:
+            events.setdefault(key, []).append((type_, data))
+    # A rung's group is its key without @move: the newest of the group is the date (its uid is the group),
+    # an older one that fired before the date moved is kept as history under its whole key.
+    groups: dict[str, list[tuple[Timer, object, str]]] = {}
+    for t in timers:
+        status = "armed"
+        if t.status == Timer.Status.FIRED:
+            status = _fired_status(events.get(t.key, []))
+            if status is None:
+                continue
+        k = parse_key(t.key)
+        groups.setdefault(format_key(k.owner, k.kind, k.name, k.occurrence), []).append((t, k, status))
+    out = []
+    for group, members in groups.items():
+        members.sort(key=lambda m: -1 if m[1].move is None else m[1].move)
+        for i, (t, k, status) in enumerate(members):
+            item = by_owner[t.owner]
+            newest = i == len(members) - 1
+            at = t.owed_at or t.fired_at
+            what = k.name
+            if "day" in t.data and "days" in t.data:
+                what = f"{k.name}, day {t.data['day']} of {t.data['days']}"
+            last = t.fired_at if t.status == Timer.Status.FIRED else t.armed_at
+            if newest:
+                stamp = max(d for d in (item.changed_at, last) if d is not None)
+                uid, sequence = uid_for(group), item.moves
+            else:
+                stamp, uid, sequence = last, uid_for(t.key), k.move or 0
+            out.append(Entry(
+                date=cal.today(at), at=at, what=f"{what} · {whats[t.owner]}", kind="rung",
+                answers_for=item.clock.answers_for, status=status, uid=uid, sequence=sequence, stamp=stamp,
+                on=t.owner,
+            ))
+    return out
+
+
+register(clock_entries)
