@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import re
 from datetime import date
+from zoneinfo import ZoneInfo
 
 from django.http import HttpResponse, JsonResponse
 from django.views import View
@@ -19,6 +20,7 @@ from rest_framework import serializers
 from rest_framework.response import Response
 
 from timers.api.errors import error_body
+from timers.api.serializers import Choice
 from timers.api.views import ERRORS, NOT_FOUND, BrandAPIView, domain_of
 from timers.errors import KeepingTimeError, NotFound
 from timers.models import LIVE, Brand
@@ -88,8 +90,6 @@ def entry_json(e: Entry, zone) -> dict:
 
 
 def calendar_json(sc: SubjectCalendar) -> dict:
-    from zoneinfo import ZoneInfo
-
     s, zone = sc.subject, ZoneInfo(sc.zone)
     return {
         "object": "subject_calendar",
@@ -135,7 +135,8 @@ class SubjectCalendarSerializer(serializers.Serializer):
     date_from = serializers.DateField(allow_null=True)
     count = serializers.IntegerField()
     webcal = serializers.CharField(help_text="The feed's path; its URL with the token comes from `subjects feed`.")
-    feed = serializers.ChoiceField(choices=["active", "none"])
+    feed = Choice(component="SubjectFeedStatus", choices=["active", "none"],
+                  help_text="active: a feed token opens the .ics; none: no token does (never issued, or revoked)")
     test_clock = serializers.CharField(allow_null=True)
     data = CalendarEntrySerializer(many=True)
 

@@ -42,7 +42,7 @@ class Entry:
     on: str = ""  # its owner: clk_…#US, job_…, sbn_…
 
     def sort_key(self) -> tuple:
-        return (self.at, self.kind, self.what)
+        return (self.at, self.kind, self.what, self.uid)  # the uid last: the order never depends on the database
 
 
 Provider = Callable[[Subject, str, date | None], Iterable[Entry]]

@@ -155,10 +155,16 @@ def _date(cal: BusinessCalendar, civil: date) -> Dated:
 
 def clock_open(*, armer: Armer, brand: Brand | str, domain: str, subject: Subject, spec_name: str,
                owner_ref: str, period: str, inputs: dict | None = None, title: str = "", version: str = "",
-               answers_for: str | None = None, opened_at: datetime | None = None) -> Clock:
-    """Open a clock: each item's date from its due function, rolled, and its rungs and due timer armed."""
+               answers_for: str | None = None, opened_at: datetime | None = None,
+               clock_id: str | None = None) -> Clock:
+    """Open a clock: each item's date from its due function, rolled, and its rungs and due timer armed.
+
+    Inside the tick pass a ``clock_id`` derived from what the clock is, so a replay makes the same ids.
+    """
     spec = specs.get(spec_name)
+    extra = {"id": clock_id} if clock_id else {}
     clock = Clock.objects.create(
+        **extra,
         brand_id=brand if isinstance(brand, str) else brand.id, domain=domain, subject=subject, spec=spec_name,
         name=spec.name, title=title or spec.title or spec.name, lives_on=spec.lives_on, owner_ref=owner_ref,
         period=period, hard=spec.hard, answers_for=answers_for or spec.answers_for, guarantee=spec.guarantee,
@@ -184,7 +190,7 @@ def clock_open(*, armer: Armer, brand: Brand | str, domain: str, subject: Subjec
 def _arm_item(armer: Armer, item: ClockItem, spec: ClockSpec, cal: BusinessCalendar, *, move: int,
               supersede_prev: bool = False, include_run: bool = True) -> None:
     opened = item.clock.opened_at
-    data = {"clock": item.clock_id, "item": item.item, "move": move}
+    data = {"clock": item.clock_id, "item": item.item, "move": move, "of": item.clock.owner_ref}
     for rung in spec.parsed_rungs:
         if rung.kind == "run":
             key = rung_key(item, rung, move=move)

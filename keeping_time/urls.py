@@ -3,6 +3,8 @@ from django.urls import include, path
 
 urlpatterns = [
     path("admin/", admin.site.urls),
+    path("portal/", include("portals.urls")),
+    path("", include("calendars.urls")),
     path("", include("timers.api.urls")),
 ]
 

@@ -306,7 +306,7 @@ class Run:
             log.exception("timer %s failed", item.key)
             self._push_out(item, now, f"{type(exc).__name__}: {exc}")
             return
-        tracing = self.tracing and (self.on is None or item.owner in self.on)
+        tracing = self.tracing and self._traced(item)
         row = None
         if tracing:
             row = TraceRow("fired" if outcome == "committed" else "refused", item.pass_no, item.owed_at, now,
@@ -334,6 +334,12 @@ class Run:
             item.wakes += 1
             self.stats.replayed += 1
 
+    def _traced(self, item: Item) -> bool:
+        # --on names owners: a job's own timers and those of the clocks it opened (data "of").
+        if self.on is None:
+            return True
+        return item.owner in self.on or item.owner.split("#", 1)[0] in self.on or (item.data or {}).get("of") in self.on
+
     def _late_by(self, item: Item, now: datetime) -> timedelta:
         if self.now_fn is None:
             return ZERO
@@ -345,7 +351,7 @@ class Run:
         self.stats.failed += 1
         self.events.append((new_id("evt"), self.domain, item.brand_id, "timer.failed", item.owner,
                             item.owed_at, item.key, {"error": error[:500]}, now))
-        if self.tracing and (self.on is None or item.owner in self.on):
+        if self.tracing and self._traced(item):
             self.stats.trace.append(TraceRow("failed", item.pass_no, item.owed_at, now, item.place,
                                              item.kind, item.owner, error[:120]))
 

@@ -1,0 +1,56 @@
+"""The customer portal's pages, server-rendered. A subject's calendar opens with its feed token (the same
+token as the webcal feed): no account, no API key. A token that does not open it gets the same 404 page
+as a subject that does not exist."""
+
+from __future__ import annotations
+
+from urllib.parse import quote
+from zoneinfo import ZoneInfo
+
+from django.shortcuts import render
+from django.views.decorators.http import require_safe
+
+from calendars import feed
+from calendars.entries import subject_calendar
+from calendars.services import subject_by_feed_token
+
+
+def _private(response):
+    # The token is in the URL: keep it out of shared caches, referrers and search engines.
+    response["Cache-Control"] = "private, no-store"
+    response["Referrer-Policy"] = "no-referrer"
+    response["X-Robots-Tag"] = "noindex"
+    return response
+
+
+def _rows(entries, zone: ZoneInfo) -> list[dict]:
+    rows = []
+    for e in entries:
+        local = e.at.astimezone(zone)
+        rows.append({"date": e.date, "weekday": f"{local:%a}", "time": f"{local:%H:%M}", "what": e.what,
+                     "kind": e.kind, "answers_for": e.answers_for, "status": e.status})
+    return rows
+
+
+@require_safe
+def subject_calendar_page(request, subject_id: str):
+    token = request.GET.get("token", "")
+    subject = subject_by_feed_token(subject_id=subject_id, token=token)
+    if subject is None:
+        return _private(render(request, "portals/customer/not_found.html", status=404))
+    sc = subject_calendar(subject, everything=True)
+    zone = ZoneInfo(sc.zone)
+    ahead = [e for e in sc.entries if e.date >= sc.today]
+    earlier = [e for e in sc.entries if e.date < sc.today]
+    context = {
+        "subject": subject,
+        "zone": sc.zone,
+        "today": sc.today,
+        "now_local": f"{sc.now.astimezone(zone):%Y-%m-%d %H:%M}",
+        "test_clock": sc.test_clock,
+        "ahead": _rows(ahead, zone),
+        "earlier": _rows(reversed(earlier), zone),
+        "webcal": feed.webcal_url(subject, token),
+        "download": f"{feed.feed_path(subject)}?token={quote(token, safe='')}",
+    }
+    return _private(render(request, "portals/customer/subject_calendar.html", context))

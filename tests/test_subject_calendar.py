@@ -1,0 +1,422 @@
+"""The subject's calendar: the JSON list, the CLI table, the webcal feed and the customer portal page,
+on DESIGN.md's Acme Robotics example."""
+
+from __future__ import annotations
+
+import re
+from datetime import date
+from io import StringIO
+
+import pytest
+import vobject
+from django.core.management import call_command
+from django.core.management.base import CommandError
+from django.urls import reverse
+from icalendar import Calendar
+
+from calendars import entries
+from calendars.entries import Entry, uid_for
+from calendars.models import ClockItem, Subject
+from calendars.services import DirectArmer, clock_open, subject_feed_revoke, subject_feed_rotate
+from tests.acme import acme_subject
+from tests.conftest import at
+from timers import outbox
+from timers.services import api_key_create, brand_get_or_create, test_clock_create
+from timers.worker import advance
+
+pytestmark = pytest.mark.django_db
+
+NY = "America/New_York"
+
+
+@pytest.fixture
+def acme(brand):
+    outbox.register("recording", outbox.RecordingTransport())
+    tc = test_clock_create(brand=brand, frozen_time=at("2027-06-01T12:00Z"), name="acme")
+    subject = acme_subject(brand, tc.id)
+    file, pay = open_return(brand, tc, subject)
+    return tc, subject, file, pay
+
+
+def open_return(brand, tc, subject, *, now=None):
+    armer = DirectArmer(brand=brand, domain=tc.id, now=now)
+    file = clock_open(armer=armer, brand=brand, domain=tc.id, subject=subject, spec_name="tests.annual_return.file",
+                      owner_ref="job_4Tx9", period="2027")
+    pay = clock_open(armer=armer, brand=brand, domain=tc.id, subject=subject, spec_name="tests.annual_return.pay",
+                     owner_ref="job_4Tx9", period="2027")
+    return file, pay
+
+
+@pytest.fixture
+def key(brand):
+    return api_key_create(brand=brand)[1]
+
+
+def get_json(client, path, key=None, **params):
+    headers = {"HTTP_AUTHORIZATION": f"Bearer {key}"} if key else {}
+    return client.get(path, params, **headers)
+
+
+def calendar(client, key, subject, **params):
+    r = get_json(client, f"/subjects/{subject.id}/calendar", key, **params)
+    assert r.status_code == 200, r.content
+    return r.json()
+
+
+def by_what(data: list[dict]) -> dict[str, dict]:
+    return {d["what"]: d for d in data}
+
+
+def ics(client, subject, token, **headers):
+    return client.get(f"/subjects/{subject.id}/calendar.ics", {"token": token} if token is not None else {},
+                      **headers)
+
+
+def vevents(body: bytes) -> dict[str, object]:
+    """Each VEVENT by its SUMMARY."""
+    return {str(ev["SUMMARY"]): ev for ev in Calendar.from_ical(body).walk("VEVENT")}
+
+
+# -- the JSON list -----------------------------------------------------------------------------------------
+def test_the_calendar_lists_the_returns_dates_and_rungs(client, key, acme):
+    tc, subject, file, pay = acme
+    body = calendar(client, key, subject, **{"from": "2027-02-01", "test_clock": tc.id})
+    assert body["object"] == "subject_calendar"
+    assert (body["subject"], body["kind"], body["key"], body["name"], body["zone"]) == (
+        subject.id, "taxpayer", "12-3456789", "Acme Robotics", NY)
+    assert body["webcal"] == f"/subjects/{subject.id}/calendar.ics"
+    assert body["count"] == len(body["data"]) and body["from"] == "2027-02-01"
+    got = by_what(body["data"])
+    for state in ("US", "US-CA", "US-NY"):
+        row = got[f"file the 2027 return · {state}"]
+        assert (row["date"], row["kind"], row["answers_for"]) == ("2028-04-18", "clock", "Ada Lovelace")
+        assert row["status"] == "ahead, rolled from 2028-04-15"
+    assert got["file the 2027 return · US-NJ"]["date"] == "2028-05-15"
+    assert got["file the 2027 return · US-NJ"]["status"] == "ahead"
+    pay_row = got["pay the 2027 tax · US"]
+    assert (pay_row["date"], pay_row["kind"]) == ("2028-04-18", "hard")
+    # A due is its closing minute, 23:59 New York; printed in UTC with Z and in the calendar's zone.
+    us = got["file the 2027 return · US"]
+    assert us["at"] == "2028-04-19T03:59:00Z" and us["local"] == "2028-04-18T23:59:00-04:00"
+    assert us["on"] == f"{file.id}#US" and us["sequence"] == 0
+    # Rungs are dates of their own: they ring at 09:00 New York.
+    rung = got["notice 90d · file the 2027 return · US"]
+    assert (rung["date"], rung["kind"], rung["status"]) == ("2028-01-19", "rung", "armed")
+    assert rung["at"] == "2028-01-19T14:00:00Z" and rung["local"] == "2028-01-19T09:00:00-05:00"
+    assert got["notice 90d · file the 2027 return · US-NJ"]["date"] == "2028-02-15"
+    assert got["run tentative 3d · file the 2027 return · US"]["date"] == "2028-04-15"
+    assert got["notice 30d · pay the 2027 tax · US"]["date"] == "2028-03-19"
+    # Sorted by instant, then kind, then what; uids are unique.
+    keys = [(d["at"], d["kind"], d["what"]) for d in body["data"]]
+    assert keys == sorted(keys)
+    assert len({d["uid"] for d in body["data"]}) == len(body["data"])
+
+
+def test_from_filters_by_local_date_and_defaults_to_the_domains_today(client, key, acme):
+    tc, subject, _, _ = acme
+    everything = calendar(client, key, subject)
+    assert everything["from"] == "2027-06-01" and everything["today"] == "2027-06-01"
+    later = calendar(client, key, subject, **{"from": "2028-04-18"})
+    assert {d["date"] for d in later["data"]} >= {"2028-04-18", "2028-05-15"}
+    assert min(d["date"] for d in later["data"]) == "2028-04-18"
+    assert later["count"] < everything["count"]
+
+
+def test_the_json_calendar_needs_the_brands_key(client, key, acme):
+    tc, subject, _, _ = acme
+    r = get_json(client, f"/subjects/{subject.id}/calendar")
+    assert r.status_code == 401 and r.json()["error"]["code"] == "invalid_api_key"
+    other = brand_get_or_create(name="apis.other")
+    other_key = api_key_create(brand=other)[1]
+    r = get_json(client, f"/subjects/{subject.id}/calendar", other_key)
+    assert r.status_code == 404 and r.json()["error"]["code"] == "resource_missing"
+    r = get_json(client, f"/subjects/{subject.id}/calendar", other_key, test_clock=tc.id)
+    assert r.status_code == 404
+    r = get_json(client, "/subjects/sbj_nope/calendar", key)
+    assert r.status_code == 404 and r.json()["error"]["message"] == "no subject 'sbj_nope'"
+
+
+def test_a_live_subject_lists_the_live_clocks_dates(client, key, brand):
+    subject = acme_subject(brand, "live")
+    armer = DirectArmer(brand=brand, domain="live")
+    clock_open(armer=armer, brand=brand, domain="live", subject=subject, spec_name="tests.annual_return.pay",
+               owner_ref="job_1", period="2027")
+    body = calendar(client, key, subject, **{"from": "2027-01-01"})
+    assert body["test_clock"] is None
+    assert [(d["date"], d["what"]) for d in body["data"]] == [
+        ("2028-03-19", "notice 30d · pay the 2027 tax · US"), ("2028-04-18", "pay the 2027 tax · US")]
+
+
+@pytest.mark.parametrize(("params", "param"), [
+    ({"from": "2027-2-1"}, "from"),
+    ({"from": "tomorrow"}, "from"),
+    ({"from": "2027-02-30"}, "from"),
+])
+def test_a_bad_from_is_a_400_naming_it(client, key, acme, params, param):
+    _, subject, _, _ = acme
+    r = get_json(client, f"/subjects/{subject.id}/calendar", key, **params)
+    assert r.status_code == 400
+    assert r.json()["error"]["code"] == "invalid_request" and r.json()["error"]["param"] == param
+
+
+def test_a_test_clock_is_the_brands_and_the_subjects(client, key, brand, acme):
+    tc, subject, _, _ = acme
+    r = get_json(client, f"/subjects/{subject.id}/calendar", key, test_clock="tc_nope")
+    assert r.status_code == 404 and r.json()["error"]["param"] == "test_clock"
+    another = test_clock_create(brand=brand, frozen_time=at("2027-06-01T12:00Z"))
+    r = get_json(client, f"/subjects/{subject.id}/calendar", key, test_clock=another.id)
+    assert r.status_code == 400 and r.json()["error"]["param"] == "test_clock"
+
+
+# -- the feed --------------------------------------------------------------------------------------------------
+def test_the_feed_is_valid_icalendar_and_stable(client, acme):
+    tc, subject, file, pay = acme
+    token = subject_feed_rotate(subject=subject)
+    r1, r2 = ics(client, subject, token), ics(client, subject, token)
+    assert r1.status_code == 200 and r1["Content-Type"] == "text/calendar; charset=utf-8"
+    body = r1.content
+    assert body == r2.content and r1["ETag"] == r2["ETag"]
+    assert re.fullmatch(r'"[0-9a-f]{64}"', r1["ETag"])
+    r3 = ics(client, subject, token, HTTP_IF_NONE_MATCH=r1["ETag"])
+    assert r3.status_code == 304 and r3.content == b"" and r3["ETag"] == r1["ETag"]
+    assert ics(client, subject, token, HTTP_IF_NONE_MATCH='"nope"').status_code == 200
+
+    # Every line ends with CRLF and is at most 75 octets.
+    assert body.endswith(b"\r\n")
+    lines = body.split(b"\r\n")[:-1]
+    assert all(b"\n" not in line and b"\r" not in line for line in lines)
+    assert max(len(line) for line in lines) <= 75
+    # It parses with icalendar, without errors, with a VTIMEZONE for every TZID.
+    cal = Calendar.from_ical(body)
+    for comp in cal.walk():
+        assert not comp.errors, (comp.name, comp.errors)
+    assert cal.get_missing_tzids() == set()
+    assert cal.get_used_tzids() == {NY}
+    assert [tz["TZID"] for tz in cal.walk("VTIMEZONE")] == [NY]
+    for name, value in (("VERSION", "2.0"), ("CALSCALE", "GREGORIAN"), ("METHOD", "PUBLISH"),
+                        ("X-WR-TIMEZONE", NY)):
+        assert str(cal[name]) == value
+    assert "Keeping Time" in str(cal["PRODID"])
+    assert str(cal["X-WR-CALNAME"]).startswith("Acme Robotics") and str(cal["NAME"]) == str(cal["X-WR-CALNAME"])
+    assert b"\r\nREFRESH-INTERVAL;VALUE=DURATION:PT1H\r\n" in body
+    assert b"\r\nX-PUBLISHED-TTL:PT1H\r\n" in body
+    # And with vobject's validating reader.
+    parsed = vobject.readOne(body.decode(), validate=True)
+    parsed.validate()
+    assert len(parsed.vevent_list) == len(cal.walk("VEVENT"))
+
+    events = cal.walk("VEVENT")
+    uids = [str(ev["UID"]) for ev in events]
+    assert len(uids) == len(set(uids))
+    assert uids == [str(ev["UID"]) for ev in Calendar.from_ical(r2.content).walk("VEVENT")]
+    assert not cal.walk("VALARM")  # reminders are events of their own
+
+    got = vevents(body)
+    us = got["file the 2027 return · US"]
+    assert us["DTSTART"].params["TZID"] == NY
+    assert us.decoded("DTSTART").isoformat() == "2028-04-18T23:59:00-04:00"
+    assert us.decoded("DTSTAMP") == at("2027-06-01T12:00Z")  # the date's last change, not the wall clock
+    assert int(us["SEQUENCE"]) == 0
+    assert str(us["UID"]) == uid_for(f"{file.id}#US:due:file:2027")
+    description = str(us["DESCRIPTION"])
+    for part in ("Kind: clock", "Answers for it: Ada Lovelace", "Status: ahead", NY):
+        assert part in description
+    rung = got["notice 90d · file the 2027 return · US"]
+    assert rung.decoded("DTSTART").isoformat() == "2028-01-19T09:00:00-05:00"
+    assert "Kind: rung" in str(rung["DESCRIPTION"])
+    assert "Kind: hard" in str(got["pay the 2027 tax · US"]["DESCRIPTION"])
+
+
+def test_a_moved_date_keeps_its_uid_and_counts_the_move(client, key, acme):
+    tc, subject, file, pay = acme
+    token = subject_feed_rotate(subject=subject)
+    before = ics(client, subject, token)
+    old = vevents(before.content)
+    us_uid = str(old["file the 2027 return · US"]["UID"])
+    rung_uid = str(old["notice 30d · file the 2027 return · US"]["UID"])
+    advance(tc.id, at("2028-04-16T00:00Z"))
+
+    after = ics(client, subject, token)
+    assert after.status_code == 200 and after["ETag"] != before["ETag"]
+    assert ics(client, subject, token, HTTP_IF_NONE_MATCH=before["ETag"]).status_code == 200
+    cal = Calendar.from_ical(after.content)
+    events = {str(ev["UID"]): ev for ev in cal.walk("VEVENT")}
+    assert len(events) == len(cal.walk("VEVENT"))
+    us = events[us_uid]
+    assert us.decoded("DTSTART").isoformat() == "2028-10-16T23:59:00-04:00"
+    assert int(us["SEQUENCE"]) == 1
+    assert us.decoded("DTSTAMP") == at("2028-04-15T13:00Z")  # when the extension moved it
+    assert "moved 1×, rolled from 2028-10-15" in str(us["DESCRIPTION"])
+    # The rung moves with its date under the same uid: notice 30d:2027@1 rings on 2028-09-16.
+    rung = events[rung_uid]
+    assert rung.decoded("DTSTART").isoformat() == "2028-09-16T09:00:00-04:00" and int(rung["SEQUENCE"]) == 1
+    # What already happened stays on the calendar as history, under uids of its own.
+    got = vevents(after.content)
+    assert "Status: sent" in str(got["notice 90d · file the 2027 return · US-NJ"]["DESCRIPTION"])
+    ca = [ev for ev in cal.walk("VEVENT") if str(ev["SUMMARY"]) == "notice 90d · file the 2027 return · US-CA"]
+    assert [(ev.decoded("DTSTART").date().isoformat(), "Status: sent" in str(ev["DESCRIPTION"])) for ev in ca] == [
+        ("2028-01-19", True), ("2028-08-17", False)]
+    assert str(ca[0]["UID"]).endswith("%400@keeping-time") and int(ca[0]["SEQUENCE"]) == 0
+    assert "Status: ran tentative → moved" in str(got["run tentative 3d · file the 2027 return · US"]["DESCRIPTION"])
+    assert cal.get_missing_tzids() == set()
+    vobject.readOne(after.content.decode(), validate=True)
+
+    body = calendar(client, key, subject, **{"from": "2027-02-01", "test_clock": tc.id})
+    rows = body["data"]
+    got = by_what(rows)
+    assert got["file the 2027 return · US"]["date"] == "2028-10-16"
+    assert got["file the 2027 return · US"]["uid"] == us_uid
+    assert got["file the 2027 return · US"]["status"] == "ahead, moved 1×, rolled from 2028-10-15"
+    assert got["file the 2027 return · US-NY"]["date"] == "2028-10-16"
+    assert got["file the 2027 return · US-CA"]["date"] == "2028-11-15"
+    assert got["file the 2027 return · US-NJ"]["date"] == "2028-05-15"
+    assert got["pay the 2027 tax · US"]["date"] == "2028-04-18"
+    notices_90d = [d for d in rows if d["what"] == "notice 90d · file the 2027 return · US"]
+    assert [(d["date"], d["status"]) for d in notices_90d] == [("2028-01-19", "sent"), ("2028-07-18", "armed")]
+    assert len({d["uid"] for d in rows}) == len(rows)
+
+
+def test_a_wrong_missing_or_revoked_token_is_a_404_that_leaks_nothing(client, acme):
+    _, subject, _, _ = acme
+    unknown = client.get("/subjects/sbj_nope/calendar.ics", {"token": "x"})
+    assert unknown.status_code == 404
+    assert ics(client, subject, None).content == unknown.content  # no token at all: no feed yet
+    token = subject_feed_rotate(subject=subject)
+    assert ics(client, subject, token).status_code == 200
+    for bad in (None, "", "nope", token + "x", token.upper()):
+        r = ics(client, subject, bad)
+        assert (r.status_code, r.content) == (404, unknown.content)
+    # A key is no way in: the feed takes only its token.
+    r = client.get(f"/subjects/{subject.id}/calendar.ics", HTTP_AUTHORIZATION="Bearer sk_test_nope")
+    assert (r.status_code, r.content) == (404, unknown.content)
+    stored = Subject.objects.get(pk=subject.pk).feed_digest
+    assert token not in stored and len(stored) == 64  # only its sha256 is kept
+    newer = subject_feed_rotate(subject=subject)
+    assert newer != token
+    assert ics(client, subject, token).status_code == 404  # rotate: the old URL stops working
+    assert ics(client, subject, newer).status_code == 200
+    subject_feed_revoke(subject=subject)
+    assert Subject.objects.get(pk=subject.pk).feed_digest == ""
+    r = ics(client, subject, newer)
+    assert (r.status_code, r.content) == (404, unknown.content)
+
+
+def test_a_subject_without_a_calendar_is_on_utc(client, brand):
+    tc = test_clock_create(brand=brand, frozen_time=at("2027-06-01T12:00Z"))
+    subject = Subject.objects.create(brand=brand, domain=tc.id, kind="account", key_name="domain", key="acme.test",
+                                     name="Acme", created_at=at("2027-01-01T00:00Z"))
+    open_return(brand, tc, subject)
+    token = subject_feed_rotate(subject=subject)
+    body = ics(client, subject, token).content
+    cal = Calendar.from_ical(body)
+    assert cal.get_used_tzids() == set() and cal.get_missing_tzids() == set()
+    assert str(cal["X-WR-TIMEZONE"]) == "UTC"
+    assert vevents(body)["file the 2027 return · US"].decoded("DTSTART") == at("2028-04-15T23:59Z")
+    vobject.readOne(body.decode(), validate=True)
+
+
+# -- providers ---------------------------------------------------------------------------------------------------
+def test_a_domain_app_adds_its_dates_through_a_provider(client, key, acme):
+    tc, subject, _, _ = acme
+
+    def minted(subject_, domain, from_date):
+        assert (subject_.id, domain) == (subject.id, tc.id)
+        yield Entry(date=date(2028, 2, 1), at=at("2028-02-01T14:00Z"), what="the 2027 return is minted",
+                    kind="schedule", answers_for="the brand", status="ahead", uid=uid_for("sbn_7Hq2:annual:2027"))
+
+    entries.register(minted)
+    try:
+        body = calendar(client, key, subject, **{"from": "2028-02-01"})
+        assert body["data"][0]["what"] == "the 2027 return is minted"
+        assert body["data"][0]["kind"] == "schedule" and body["data"][0]["local"] == "2028-02-01T09:00:00-05:00"
+    finally:
+        entries.unregister(minted)
+    assert "the 2027 return is minted" not in by_what(calendar(client, key, subject)["data"])
+
+
+# -- the customer portal ---------------------------------------------------------------------------------------
+def test_the_portal_page_shows_whats_coming_up_in_the_calendars_zone(client, acme):
+    tc, subject, _, _ = acme
+    token = subject_feed_rotate(subject=subject)
+    url = reverse("customer:subject-calendar", args=[subject.id])
+    assert url == f"/portal/subjects/{subject.id}/calendar"
+    r = client.get(url, {"token": token})
+    assert r.status_code == 200 and r["Content-Type"].startswith("text/html")
+    page = r.content.decode()
+    header = page[page.index("<h1>"):page.index("</p>", page.index("<h1>"))]
+    for part in ("Coming up", "Acme Robotics", "12-3456789", NY):
+        assert part in header
+    assert f"test clock {tc.id} at 2027-06-01 08:00 {NY}" in header  # 12:00Z, printed in the zone
+    assert f"Date ({NY})" in page
+    assert f'href="webcal://localhost:8000/subjects/{subject.id}/calendar.ics?token={token}"' in page
+    assert "file the 2027 return · US-NJ" in page and "2028-05-15" in page
+    assert "Subscribe" in page and "<script" not in page
+    assert r["Referrer-Policy"] == "no-referrer"
+    wrong = client.get(url, {"token": "nope"})
+    assert wrong.status_code == 404 and "Acme" not in wrong.content.decode()
+    assert client.get(reverse("customer:subject-calendar", args=["sbj_nope"]), {"token": token}).content == \
+        wrong.content
+
+
+# -- the CLI ------------------------------------------------------------------------------------------------------
+def run(*args: str) -> str:
+    out = StringIO()
+    call_command(*args, stdout=out)
+    return out.getvalue()
+
+
+def test_subjects_calendar_prints_the_seeds_table(acme):
+    tc, subject, _, _ = acme
+    lines = run("subjects", "calendar", subject.id, "--from", "2027-02-01", "--test-clock", tc.id).splitlines()
+    n = ClockItem.objects.filter(clock__subject=subject).count()
+    rows = lines[2:]
+    assert lines[0] == (f"{subject.id} · taxpayer 12-3456789 · Acme Robotics · {NY} · {len(rows)} dates · "
+                        f"webcal at /subjects/{subject.id}/calendar.ics")
+    assert len(rows) > n  # each item's date and its rungs
+    assert lines[1].split() == ["date", "what", "kind", "answers", "for", "status"]
+    cells = [re.split(r"\s{2,}", r) for r in rows]
+    assert all(len(c) == 5 for c in cells)
+    assert ["2028-04-18", "file the 2027 return · US", "clock", "Ada Lovelace", "ahead, rolled from 2028-04-15"] in cells
+    assert ["2028-05-15", "file the 2027 return · US-NJ", "clock", "Ada Lovelace", "ahead"] in cells
+    assert ["2028-04-18", "pay the 2027 tax · US", "hard", "Ada Lovelace", "ahead, rolled from 2028-04-15"] in cells
+    assert ["2028-01-19", "notice 90d · file the 2027 return · US", "rung", "Ada Lovelace", "armed"] in cells
+    assert [c[0] for c in cells] == sorted(c[0] for c in cells)
+    # Without --test-clock it lists the subject's own clock domain.
+    assert run("subjects", "calendar", subject.id, "--from", "2027-02-01").splitlines() == lines
+
+
+@pytest.mark.parametrize(("args", "code"), [
+    (["subjects", "calendar", "sbj_nope"], "resource_missing"),
+    (["subjects", "calendar", "{subject}", "--from", "Feb 1"], "invalid_request"),
+    (["subjects", "calendar", "{subject}", "--test-clock", "tc_nope"], "resource_missing"),
+    (["subjects", "feed", "sbj_nope", "--rotate"], "resource_missing"),
+])
+def test_subjects_errors_are_one_line(acme, args, code):
+    _, subject, _, _ = acme
+    with pytest.raises(CommandError) as err:
+        run(*[a.replace("{subject}", subject.id) for a in args])
+    assert str(err.value).startswith(f"{code}: ") and "\n" not in str(err.value)
+
+
+def test_subjects_feed_prints_the_webcal_url_and_rotates(client, acme):
+    _, subject, _, _ = acme
+    url = run("subjects", "feed", subject.id).strip()  # no feed yet: issues one
+    m = re.fullmatch(rf"webcal://localhost:8000/subjects/{subject.id}/calendar\.ics\?token=([A-Za-z0-9_-]+)", url)
+    assert m
+    first = m[1]
+    assert ics(client, subject, first).status_code == 200
+    shown = run("subjects", "feed", subject.id)
+    assert "feed active" in shown and first not in shown  # the token is shown only when issued
+    second = re.search(r"token=(\S+)", run("subjects", "feed", subject.id, "--rotate"))[1]
+    assert second != first
+    assert ics(client, subject, first).status_code == 404
+    assert ics(client, subject, second).status_code == 200
+    assert "feed revoked" in run("subjects", "feed", subject.id, "--revoke")
+    assert ics(client, subject, second).status_code == 404
+
+
+def test_the_feed_host_comes_from_settings(client, acme, settings):
+    _, subject, _, _ = acme
+    settings.KEEPING_TIME = {**settings.KEEPING_TIME, "FEED_HOST": "https://time.example.com/"}
+    assert run("subjects", "feed", subject.id, "--rotate").startswith(
+        f"webcal://time.example.com/subjects/{subject.id}/calendar.ics?token=")
