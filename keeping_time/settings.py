@@ -31,6 +31,7 @@ INSTALLED_APPS = [
     "drf_spectacular",
     "timers",
     "calendars",
+    "services",
     "portals",
 ]
 
@@ -96,6 +97,13 @@ SPECTACULAR_SETTINGS = {
     "VERSION": "1.0.0",
     "SERVE_INCLUDE_SCHEMA": False,
 }
+
+# Services, by module path: each module declares one or more services.declare.Service.
+KEEPING_TIME_SERVICES = env.list("KT_SERVICES", default=[
+    "services.examples.apis_tax.annual_return",
+    "services.examples.apis_tax.estimate",
+    "services.examples.apis_tax.tax_plan",
+])
 
 # The tick: how many armed timers one claim query takes, and how deep a chain may go in one instant.
 KEEPING_TIME = {

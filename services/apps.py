@@ -1,0 +1,17 @@
+from django.apps import AppConfig
+
+
+class ServicesConfig(AppConfig):
+    name = "services"
+    verbose_name = "Services"
+    default_auto_field = "django.db.models.BigAutoField"
+
+    def ready(self) -> None:
+        from timers.services import test_clock_deleted
+
+        from . import handlers, registry
+        from .signals import void_on_test_clock_delete
+
+        registry.load()  # a malformed Service is an error now, at start, naming its file and field
+        handlers.register()
+        test_clock_deleted.connect(void_on_test_clock_delete, dispatch_uid="services.void")

@@ -1,0 +1,20 @@
+from services.declare import Period, Price, Service, SubjectSpec, clock
+
+from . import tax
+
+annual_return = Service(
+    name="annual-return",
+    title="the {period} return",
+    subject=SubjectSpec(kind="taxpayer", key="ein", period=Period(of="tax_year",
+                                                                  ends=lambda i: i.get("year_end", "12-31"))),
+    price=Price(usd=1_200, within="5d before file", late={"usd": 200}),
+    clocks={
+        "file": clock(
+            "file", due=tax.file_due, items=tax.items, moves={"extend": tax.extended_due},
+            rungs=("notice 90d", "notice 30d", "escalate 7d", "ack daily 7d", "run tentative 3d"),
+            runs={"tentative": "extend"}, answers_for="Ada Lovelace", title="file",
+        ),
+        "pay": clock("pay", due=tax.pay_due, items=("US",), hard=True, rungs=("notice 30d",),
+                     answers_for="Ada Lovelace", title="pay"),
+    },
+)

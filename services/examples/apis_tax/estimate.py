@@ -1,0 +1,14 @@
+from services.declare import Period, Price, Service, SubjectSpec, clock
+
+from . import tax
+
+estimate = Service(
+    name="estimate",
+    title="the {period} estimate",
+    subject=SubjectSpec(kind="taxpayer", key="ein", period=Period(of="quarter")),
+    price=Price(usd=300, within="2d before pay"),
+    clocks={
+        "pay": clock("pay", due=tax.estimate_due, items=("US",), hard=True, rungs=("notice 7d",),
+                     answers_for="Ada Lovelace", title="pay"),
+    },
+)

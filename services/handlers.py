@@ -1,0 +1,161 @@
+"""The domain's kind handlers: cycles (1), schedules (2), deadlines (5), money (8). Registered in ready()."""
+
+from __future__ import annotations
+
+from django.db import IntegrityError, transaction
+
+from calendars.services import FiringArmer
+from timers import handlers
+from timers.engine import Firing
+
+from . import registry
+from .models import Job, MoneyLine, Subscription
+from .periods import next_period, period_named
+from .services import (
+    CYCLE,
+    DEADLINE,
+    MONEY,
+    SCHEDULE,
+    UPDATE,
+    _ends,
+    job_open,
+    mint_at,
+    post_money,
+    subscription_update,
+    usd,
+)
+
+
+def _sub(f: Firing) -> Subscription:
+    return Subscription.objects.select_related("subject__calendar").get(pk=f.key.owner)
+
+
+def fire_cycle(f: Firing) -> None:
+    """Renew: post the charge as owed, reset allowances, arm the next cycle. Or end, if canceled."""
+    sub = _sub(f)
+    svc = registry.get(sub.service)
+    n = int(f.timer.data["cycle"])
+    if sub.status != Subscription.Status.ACTIVE:
+        f.what = f"skipped · subscription {sub.status}"
+        return
+    if sub.cancel_at_period_end:
+        sub.status = Subscription.Status.ENDED
+        sub.save(update_fields=["status"])
+        f.record("subscription.ended", subject=sub.id, data={"cycle": n - 1, "reason": "canceled at the cycle's end"})
+        f.what = f"ended · canceled at the end of cycle {n - 1}"
+        return
+    armer = FiringArmer(f)
+    sub.cycle, sub.cycle_started_at, sub.usage = n, f.instant, {}
+    sub.save(update_fields=["cycle", "cycle_started_at", "usage"])
+    post_money(armer=armer, brand_id=sub.brand_id, domain=sub.domain, kind="charge", cents=svc.price.cents,
+               memo=f"{sub.service} · cycle {n}", owed_at=f.instant, key_owner=sub.id, occurrence=f"#{n}",
+               subscription=sub)
+    f.arm(f"{sub.id}:cycle:renew:#{n + 1}", owed_at=f.timer.owed_at + svc.every, handler=CYCLE,
+          data={"cycle": n + 1}, opened_at=sub.opened_at, what=f"renew · cycle {n + 1}, the next")
+    total = sum(svc.price.includes.values())
+    f.record("subscription.renewed", subject=sub.id,
+             data={"cycle": n, "charge": svc.price.cents, "allowances": dict(svc.price.includes)})
+    f.what = f"renewed · cycle {n} · {usd(svc.price.cents)} posted as owed · allowances reset, 0 of {total}"
+
+
+def fire_schedule(f: Firing) -> None:
+    """Mint the period's job (once: period_taken), then arm the next occurrence."""
+    sub = _sub(f)
+    svc = registry.get(sub.service)
+    name, period_name = f.timer.data["schedule"], f.timer.data["period"]
+    sch = svc.schedule[name]
+    ends = _ends(svc, sub.input)
+    period = period_named(sch.each, period_name, ends=ends)
+    if sub.status != Subscription.Status.ACTIVE:
+        f.record("schedule.skipped", subject=sub.id, data={"schedule": name, "period": period_name,
+                                                           "reason": f"subscription {sub.status}"})
+        f.what = f"{name} · period {period_name} · skipped, subscription {sub.status}"
+        return
+    nxt = next_period(sch.each, period, ends=ends)
+    next_at = mint_at(sub=sub, name=name, period=nxt)
+    f.arm(f"{sub.id}:schedule:{name}:{nxt.name}", owed_at=next_at, handler=SCHEDULE,
+          data={"schedule": name, "period": nxt.name}, opened_at=sub.opened_at,
+          what=f"{name} · period {nxt.name}, the next")
+    if sch.catch_up == "latest" and next_at <= max(f.now, f.instant):
+        f.record("schedule.skipped", subject=sub.id, data={"schedule": name, "period": period_name,
+                                                           "reason": "catch_up latest"})
+        f.what = f"{name} · period {period_name} · skipped, a later period is owed (catch_up: latest)"
+        return
+    if sch.when is not None and not sch.when(sub.input):
+        f.record("schedule.skipped", subject=sub.id, data={"schedule": name, "period": period_name,
+                                                           "reason": "when"})
+        f.what = f"{name} · period {period_name} · skipped, when is false"
+        return
+    allowance = svc.price.includes.get(sch.order, 0)
+    used = int(sub.usage.get(sch.order, 0)) + 1
+    order = registry.get(sch.order)
+    cents = 0 if used <= allowance else order.price.cents
+    try:
+        with transaction.atomic():
+            job = job_open(armer=FiringArmer(f), brand_id=sub.brand_id, domain=sub.domain, service=sch.order,
+                           subject=sub.subject, period=period_name, input=dict(sub.input), subscription=sub,
+                           schedule=name, price_cents=cents)
+    except IntegrityError:  # period_taken: this period was minted already
+        f.record("schedule.period_taken", subject=sub.id, data={"schedule": name, "period": period_name})
+        f.what = f"{name} · period {period_name} · already minted"
+        return
+    sub.usage = {**sub.usage, sch.order: used}
+    sub.save(update_fields=["usage"])
+    if cents:
+        post_money(armer=FiringArmer(f), brand_id=sub.brand_id, domain=sub.domain, kind="charge", cents=cents,
+                   memo=f"{sch.order} {period_name} beyond the plan", owed_at=f.instant, key_owner=job.id,
+                   occurrence=period_name, subscription=sub, job=job)
+    f.record("schedule.minted", subject=sub.id, data={"schedule": name, "period": period_name, "job": job.id,
+                                                      "charge": cents, "used": used, "of": allowance})
+    f.what = f"{name} → {job.id} · period {period_name} · {usd(cents)} · {used} of {allowance}"
+
+
+def fire_deadline(f: Firing) -> None:
+    job = Job.objects.select_related("subscription").get(pk=f.timer.data["job"])
+    point = f.timer.data["point"]
+    if job.status != Job.Status.OPEN:
+        f.what = f"skipped · job {job.status}"
+        return
+    if point == "at_risk":
+        f.record("job.at_risk", subject=job.id, data={"late_at": f.timer.data.get("late_at") or str(job.late_at)})
+        f.what = f"{job.id} · at risk · late at {job.late_at:%Y-%m-%d %H:%MZ}"
+        return
+    job.late = True
+    job.save(update_fields=["late"])
+    svc = registry.get(job.service)
+    credit = svc.price.late_cents(job.price_cents)
+    f.record("job.late", subject=job.id, data={"credit": credit})
+    f.what = f"{job.id} · late"
+    if credit:
+        post_money(armer=FiringArmer(f), brand_id=job.brand_id, domain=job.domain, kind="credit", cents=credit,
+                   memo=f"price.late · {job.service} {job.period}", owed_at=f.instant, key_owner=job.id,
+                   occurrence="late", subscription=job.subscription, job=job)
+        f.what += f" · price.late {usd(credit)} comes off the charge"
+
+
+def fire_money(f: Firing) -> None:
+    line = MoneyLine.objects.get(pk=f.timer.data["line"])
+    if line.status != MoneyLine.Status.OWED:
+        f.what = f"skipped · {line.status}"
+        return
+    line.status, line.collected_at = MoneyLine.Status.COLLECTED, f.instant
+    line.save(update_fields=["status", "collected_at"])
+    f.record("money.collected", subject=line.subscription_id or line.job_id or "",
+             data={"line": line.id, "kind": line.kind, "amount": line.amount_cents, "currency": line.currency,
+                   "memo": line.memo})
+    f.what = f"{line.kind} {usd(line.amount_cents)} · {line.memo}"
+
+
+def fire_update(f: Firing) -> None:
+    """A subscription update scheduled on the clock (the example's 'Acme adds Texas in March')."""
+    sub = _sub(f)
+    subscription_update(armer=FiringArmer(f), sub=sub, input=f.timer.data["input"])
+    f.what = f"subscription updated · {f.timer.data['input']}"
+
+
+def register() -> None:
+    for name, fn in ((CYCLE, fire_cycle), (SCHEDULE, fire_schedule), (DEADLINE, fire_deadline),
+                     (MONEY, fire_money), (UPDATE, fire_update)):
+        handlers.register(name, fn, atomic=True, replace=True)
+
+

@@ -1,0 +1,209 @@
+"""Subscriptions, jobs, schedules, cycles and money: keyword-only service functions.
+
+Inside the tick the ``armer`` is the firing (the gate commits what it proposes); outside it, the domain
+directly. Ids minted inside the tick are derived from what they name, so a replay mints the same ids.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime, time, timedelta
+
+from django.db import transaction
+
+from calendars.models import ClockItem, Subject
+from calendars.services import Armer, DirectArmer, business_calendar, clock_open
+from calendars.specs import DueInput
+from timers.ids import new_id
+from timers.models import Brand, Timer
+
+from . import registry
+from .declare import Service
+from .models import Job, MoneyLine, Subscription
+from .periods import Period, next_period, period_of, previous_period
+
+CYCLE = "services.cycle"
+SCHEDULE = "services.schedule"
+DEADLINE = "services.deadline"
+MONEY = "services.money"
+UPDATE = "services.update"
+MINT_AT = time(9, 0)  # schedules mint at 09:00 in the subject's zone, as rungs ring
+
+
+def usd(cents: int) -> str:
+    return f"${cents / 100:,.2f}"
+
+
+def _seed(domain: str, *parts: str) -> str:
+    return "|".join((domain, *parts))
+
+
+# -- schedules -------------------------------------------------------------------------------------
+def _ends(svc: Service, input: dict) -> str:
+    return svc.subject.period.ends_for(input) if svc.subject.period else "12-31"
+
+
+def mint_at(*, sub: Subscription, name: str, period: Period) -> datetime:
+    """When a schedule mints ``period``: its 'at' offset from the period's end or start, or from a clock
+    of the Service it orders (the clock's rolled date), at 09:00 in the subject's zone."""
+    svc = registry.get(sub.service)
+    sch, at = svc.schedule[name], svc.at[name]
+    cal = business_calendar(sub.subject)
+    if at.anchor == "end":
+        anchor = period.end
+    elif at.anchor == "start":
+        anchor = period.start
+    else:
+        order = registry.get(sch.order)
+        spec = order.clocks[at.anchor]
+        x = DueInput(input=sub.input, keeps=sub.subject.keeps, period=period.name, item="")
+        items = spec.items_for(x)
+        anchor = min(cal.roll(spec.due(DueInput(input=sub.input, keeps=sub.subject.keeps, period=period.name,
+                                                 item=i))).date for i in items)
+    return cal.at(at.apply(anchor), MINT_AT)
+
+
+def first_period(*, sub: Subscription, name: str, since: datetime) -> Period:
+    """The first period whose mint comes at or after ``since``."""
+    svc = registry.get(sub.service)
+    each, ends = svc.schedule[name].each, _ends(svc, sub.input)
+    p = period_of(each, business_calendar(sub.subject).today(since), ends=ends)
+    for _ in range(8):  # a mint comes at most a few periods after its period
+        prev = previous_period(each, p, ends=ends)
+        if mint_at(sub=sub, name=name, period=prev) < since:
+            break
+        p = prev
+    while mint_at(sub=sub, name=name, period=p) < since:
+        p = next_period(each, p, ends=ends)
+    return p
+
+
+def schedule_key(sub: Subscription, name: str, period: Period) -> str:
+    return f"{sub.id}:schedule:{name}:{period.name}"
+
+
+def _arm_schedule(armer: Armer, sub: Subscription, name: str, period: Period) -> None:
+    armer.arm(schedule_key(sub, name, period), owed_at=mint_at(sub=sub, name=name, period=period),
+              handler=SCHEDULE, data={"schedule": name, "period": period.name}, opened_at=sub.opened_at)
+
+
+# -- money -------------------------------------------------------------------------------------------
+def post_money(*, armer: Armer, brand_id: str, domain: str, kind: str, cents: int, memo: str, owed_at: datetime,
+               key_owner: str, occurrence: str, subscription: Subscription | None = None,
+               job: Job | None = None) -> MoneyLine:
+    """Post a line as owed and arm the money timer (place 8) that collects it."""
+    line = MoneyLine.objects.create(
+        id=new_id("mny", seed=_seed(domain, key_owner, kind, occurrence)), brand_id=brand_id, domain=domain,
+        subscription=subscription, job=job, kind=kind, amount_cents=cents, memo=memo, owed_at=owed_at,
+    )
+    armer.arm(f"{key_owner}:money:{kind}:{occurrence}", owed_at=owed_at, handler=MONEY, data={"line": line.id},
+              opened_at=subscription.opened_at if subscription else job.opened_at)
+    return line
+
+
+# -- subscriptions -----------------------------------------------------------------------------------
+@transaction.atomic
+def subscription_create(*, brand: Brand, domain: str, subject: Subject, service: str, input: dict | None = None,
+                        now: datetime | None = None) -> Subscription:
+    svc = registry.get(service)
+    armer = DirectArmer(brand=brand, domain=domain, now=now)
+    sub = Subscription.objects.create(
+        brand=brand, domain=domain, subject=subject, service=service, version=registry.bundle(service).version,
+        input=input or {}, cycle=1, cycle_started_at=armer.now, opened_at=armer.now,
+    )
+    armer.record("subscription.created", subject=sub.id,
+                 data={"service": service, "subject": subject.id, "input": sub.input, "price": svc.price.cents})
+    if svc.every is not None:
+        post_money(armer=armer, brand_id=brand.id, domain=domain, kind="charge", cents=svc.price.cents,
+                   memo=f"{service} · cycle 1", owed_at=armer.now, key_owner=sub.id, occurrence="#1",
+                   subscription=sub)
+        armer.arm(f"{sub.id}:cycle:renew:#2", owed_at=armer.now + svc.every, handler=CYCLE, data={"cycle": 2},
+                  opened_at=sub.opened_at)
+    for name in svc.schedule:
+        _arm_schedule(armer, sub, name, first_period(sub=sub, name=name, since=armer.now))
+    return sub
+
+
+@transaction.atomic
+def subscription_update(*, armer: Armer, sub: Subscription, input: dict) -> Subscription:
+    """Re-arms the next mint with the new input; jobs already minted keep theirs."""
+    sub.input = {**sub.input, **input}
+    sub.save(update_fields=["input"])
+    svc = registry.get(sub.service)
+    ends = _ends(svc, sub.input)
+    rearmed = []
+    for name, sch in svc.schedule.items():
+        # The next mint is armed under the key of its period: the first one ahead, or one owed but unfired.
+        p = first_period(sub=sub, name=name, since=armer.now)
+        for period in (previous_period(sch.each, p, ends=ends), p):
+            key = schedule_key(sub, name, period)
+            state = armer.state(key)
+            if state is None or state[0] != "armed":
+                continue
+            owed = mint_at(sub=sub, name=name, period=period)
+            if owed != state[1]:
+                armer.retime(key, owed_at=owed)
+            rearmed.append(key)
+    armer.record("subscription.updated", subject=sub.id, data={"input": input, "rearmed": sorted(rearmed)})
+    return sub
+
+
+def subscription_cancel(*, armer: Armer, sub: Subscription) -> Subscription:
+    """Cancel at the cycle's end: the next renewal ends it; jobs of the current period go on."""
+    sub.cancel_at_period_end = True
+    sub.save(update_fields=["cancel_at_period_end"])
+    armer.record("subscription.cancel_scheduled", subject=sub.id, data={"cycle": sub.cycle})
+    return sub
+
+
+# -- jobs --------------------------------------------------------------------------------------------
+def job_open(*, armer: Armer, brand_id: str, domain: str, service: str, subject: Subject, period: str,
+             input: dict, subscription: Subscription | None = None, schedule: str = "", price_cents: int = 0,
+             job_id: str | None = None) -> Job:
+    """Open a job: its clocks (dates the world sets) and its deadline (price.within)."""
+    svc = registry.get(service)
+    now = armer.now
+    job = Job.objects.create(
+        id=job_id or new_id("job", seed=_seed(domain, subscription.id if subscription else subject.id, service,
+                                              period), length=10),
+        brand_id=brand_id, domain=domain, service=service, version=registry.bundle(service).version,
+        subject=subject, subscription=subscription, schedule=schedule, period=period, input=input,
+        price_cents=price_cents, opened_at=now,
+    )
+    title = (svc.title or "{service} {period}").format(service=service, period=period)
+    for name in svc.clocks:
+        clock_open(armer=armer, brand=brand_id, domain=domain, subject=subject,
+                   spec_name=registry.clock_spec_name(service, name), owner_ref=job.id, period=period, inputs=input,
+                   title=f"{name} · {title}", version=job.version, opened_at=now,
+                   clock_id=new_id("clk", seed=_seed(domain, job.id, name), length=8))
+    armer.record("job.opened", subject=job.id, data={"service": service, "period": period, "subject": subject.id,
+                                                     "schedule": schedule, "version": job.version[:15]})
+    if svc.within is not None:
+        _arm_deadline(armer, job, svc)
+    return job
+
+
+def _arm_deadline(armer: Armer, job: Job, svc: Service) -> None:
+    within = svc.within
+    cal = business_calendar(job.subject)
+    if within.anchor == "open":
+        late_at = job.opened_at + within.span
+    else:
+        items = ClockItem.objects.filter(clock__owner_ref=job.id, clock__name=within.anchor)
+        anchor = min(i.due_date for i in items)
+        late_at = cal.close_of(within.apply(anchor)) + timedelta(minutes=1)
+    job.late_at = late_at
+    job.save(update_fields=["late_at"])
+    at_risk = job.opened_at + (late_at - job.opened_at) * 3 / 4
+    at_risk = at_risk.replace(microsecond=0)
+    for point, owed in (("at_risk", at_risk), ("late", late_at)):
+        armer.arm(f"{job.id}:deadline:{point}:{job.period}", owed_at=owed, handler=DEADLINE, data={"job": job.id,
+                  "point": point}, opened_at=job.opened_at)
+
+
+def next_timer(*, domain: str, owner: str) -> Timer | None:
+    """The next armed timer of a job, clock or subscription (a clock's items included)."""
+    return (Timer.objects.filter(domain=domain, status="armed", owner__in=[owner])
+            .union(Timer.objects.filter(domain=domain, status="armed", owner__startswith=f"{owner}#"))
+            .order_by("owed_at").first())
+
+

@@ -1,0 +1,191 @@
+"""Services, subscriptions, schedules, cycles and money on PostgreSQL, and the Tax Plan's year."""
+
+from __future__ import annotations
+
+import importlib
+import sys
+import types
+from datetime import timedelta
+from io import StringIO
+
+import pytest
+from django.core.management import call_command
+from django.db import IntegrityError, transaction
+
+from calendars.models import Calendar, Subject
+from services import registry
+from services.declare import Price, Schedule, Service, ServiceError, SubjectSpec, clock
+from services.models import Job, MoneyLine, Subscription
+from services.services import job_open, subscription_cancel, subscription_create
+from tests.conftest import at
+from timers.clock import VirtualWallClock
+from timers.models import Event, Timer
+from timers.services import test_clock_create, timer_wake
+from timers.worker import Worker, advance
+
+
+@pytest.fixture(autouse=True)
+def fixtures_loaded():
+    registry.load(["tests.svc_fixtures"])
+
+
+@pytest.fixture
+def world(brand):
+    def make(start: str, service: str):
+        tc = test_clock_create(brand=brand, frozen_time=at(start), name=service)
+        cal = Calendar.objects.create(brand=brand, name=f"ny {tc.id}", zone="America/New_York")
+        subject = Subject.objects.create(brand=brand, domain=tc.id, kind="account", key_name="domain",
+                                         key="acme.example", name="Acme", calendar=cal, created_at=at(start))
+        sub = subscription_create(brand=brand, domain=tc.id, subject=subject, service=service)
+        return tc, sub
+
+    return make
+
+
+def types_in(domain: str, *types_: str) -> list[tuple[str, str]]:
+    return list(Event.objects.filter(domain=domain, type__in=types_).order_by("seq").values_list("type", "key"))
+
+
+def test_renewal_comes_before_the_mint_in_one_instant(world):
+    tc, sub = world("2027-01-02T14:00Z", "t-monthly")  # 09:00 New York: the cycle and the mint share 14:00Z
+    advance(tc.id, at("2027-02-03T00:00Z"))
+    feb2 = Event.objects.filter(domain=tc.id, owed_at=at("2027-02-02T14:00Z")).order_by("seq")
+    kinds = [e.type for e in feb2 if e.type in ("subscription.renewed", "schedule.minted")]
+    assert kinds == ["subscription.renewed", "schedule.minted"]
+
+
+def test_allowances_reset_on_renewal(world):
+    tc, sub = world("2027-01-02T14:00Z", "t-monthly")
+    advance(tc.id, at("2027-01-03T00:00Z"))  # January's job
+    sub.refresh_from_db()
+    assert sub.usage == {"t-task": 1}
+    advance(tc.id, at("2027-02-02T13:59Z"))
+    sub.refresh_from_db()
+    assert sub.usage == {"t-task": 1} and sub.cycle == 1
+    advance(tc.id, at("2027-02-02T14:00Z"))  # renewed (usage reset), then February's job takes 1 of 1
+    sub.refresh_from_db()
+    assert sub.cycle == 2 and sub.usage == {"t-task": 1}
+    renewed = Event.objects.get(domain=tc.id, type="subscription.renewed")
+    assert renewed.data["cycle"] == 2
+    charges = MoneyLine.objects.filter(subscription=sub, kind="charge").order_by("owed_at")
+    assert [(c.amount_cents, c.status) for c in charges] == [(4900, "collected"), (4900, "collected")]
+
+
+def test_a_mint_woken_twice_opens_one_job(world):
+    tc, sub = world("2027-01-02T14:00Z", "t-monthly")
+    advance(tc.id, at("2027-01-04T00:00Z"), redeliver=True)
+    assert Job.objects.filter(subscription=sub).count() == 1
+    mint = Timer.objects.get(domain=tc.id, key=f"{sub.id}:schedule:job:2027-01")
+    assert mint.wakes == 2
+    assert timer_wake(timer=mint)["replayed"] is True
+    assert Job.objects.filter(subscription=sub).count() == 1
+    job = Job.objects.get(subscription=sub)
+    with pytest.raises(IntegrityError), transaction.atomic():  # period_taken is a constraint
+        Job.objects.create(brand_id=job.brand_id, domain=job.domain, service=job.service, subject=job.subject,
+                           subscription=sub, schedule="job", period="2027-01", opened_at=job.opened_at)
+
+
+@pytest.mark.parametrize(("service", "periods"), [("t-yearly-open", ["2027", "2028", "2029"]),
+                                                  ("t-yearly-latest", ["2029"])])
+def test_a_three_year_gap_mints_each_period_or_only_the_latest(world, service, periods):
+    tc, sub = world("2027-06-01T14:00Z", service)
+    # The worker is down for three years and wakes once, in March 2030.
+    Worker(VirtualWallClock(at("2030-03-01T12:00Z")), domain=tc.id, until=at("2030-03-01T12:00Z"),
+           test_clocks=False).run()
+    assert sorted(Job.objects.filter(subscription=sub).values_list("period", flat=True)) == periods
+    skipped = Event.objects.filter(domain=tc.id, type="schedule.skipped").count()
+    assert skipped == 3 - len(periods)
+    renewals = Event.objects.filter(domain=tc.id, type="subscription.renewed").count()
+    assert renewals == 2  # 2028-06 and 2029-06: every owed cycle, in order
+    collected = MoneyLine.objects.filter(subscription=sub, status="collected").count()
+    assert collected == 3  # cycle 1, 2 and 3: money collects every owed line
+
+
+def test_a_late_jobs_charge_is_reduced_by_price_late(world):
+    tc, sub = world("2027-01-02T14:00Z", "t-monthly")
+    armer_job = None
+    advance(tc.id, at("2027-01-03T00:00Z"))
+    with transaction.atomic():
+        from calendars.services import DirectArmer
+
+        armer = DirectArmer(brand=sub.brand_id, domain=tc.id)
+        armer_job = job_open(armer=armer, brand_id=sub.brand_id, domain=tc.id, service="t-task",
+                             subject=sub.subject, period="2027-01-extra", input={}, subscription=sub,
+                             price_cents=10_000)
+    advance(tc.id, at("2027-01-20T00:00Z"))
+    armer_job.refresh_from_db()
+    assert armer_job.late
+    credit = MoneyLine.objects.get(job=armer_job, kind="credit")
+    assert credit.amount_cents == 3_000 and credit.status == "collected"
+    assert Event.objects.get(domain=tc.id, type="job.late", subject=armer_job.id).data["credit"] == 3_000
+    # The included job (in the plan, $0.00) is late too, but nothing comes off a charge of nothing.
+    included = Job.objects.get(subscription=sub, period="2027-01")
+    assert included.late and not MoneyLine.objects.filter(job=included).exists()
+
+
+def test_cancel_at_the_cycles_end_stops_the_next_renewal_not_this_periods_jobs(world):
+    tc, sub = world("2027-01-02T14:00Z", "t-monthly")
+    advance(tc.id, at("2027-01-05T00:00Z"))
+    from calendars.services import DirectArmer
+
+    subscription_cancel(armer=DirectArmer(brand=sub.brand_id, domain=tc.id), sub=sub)
+    advance(tc.id, at("2027-04-01T00:00Z"))
+    sub.refresh_from_db()
+    assert sub.status == "ended"
+    assert Event.objects.filter(domain=tc.id, type="subscription.renewed").count() == 0
+    assert Event.objects.get(domain=tc.id, type="subscription.ended").owed_at == at("2027-02-02T14:00Z")
+    jobs = Job.objects.filter(subscription=sub)
+    assert [j.period for j in jobs] == ["2027-01"]  # February's mint came after the end: nothing minted
+    # January's job runs on: its deadline still fires after the subscription ended.
+    assert Event.objects.filter(domain=tc.id, type="job.late", subject=jobs[0].id).exists()
+    assert MoneyLine.objects.filter(subscription=sub, kind="charge").count() == 1
+
+
+def _module(name: str, **services) -> str:
+    mod = types.ModuleType(name)
+    mod.__file__ = str(importlib.import_module("tests.svc_fixtures").__file__)
+    for k, v in services.items():
+        setattr(mod, k, v)
+    sys.modules[name] = mod
+    return name
+
+
+def test_a_malformed_offset_or_unknown_clock_is_an_error_at_load_naming_file_and_field():
+    subject = SubjectSpec(kind="account", key="domain")
+    bad_within = Service(name="t-bad", subject=subject, price=Price(within="5d before fiel"),
+                         clocks={"file": clock("file", due=lambda x: None)})
+    with pytest.raises(ServiceError, match=r"tests/svc_fixtures.py: price.within: '5d before fiel' names 'fiel'"):
+        registry.load([_module("tests._bad1", s=bad_within)])
+    bad_at = Service(name="t-bad2", subject=subject,
+                     schedule={"x": Schedule(order="t-task", each="month", at="ten days after end")})
+    with pytest.raises(ServiceError, match=r"deliver.schedule.x.at: 'ten days after end'"):
+        registry.load([_module("tests._bad2", s=bad_at), "tests.svc_fixtures"])
+    with pytest.raises(ServiceError, match=r"clocks.file.rungs: 'notice soon'"):
+        clock("file", due=lambda x: None, rungs=("notice soon",))
+
+
+def test_the_tax_plans_year_agrees_four_ways_and_mints_the_2027_return(db):
+    out = StringIO()
+    call_command("loadexample", "apis_tax", "--reset", stdout=out)
+    tc = out.getvalue().split("test clock ")[1].split()[0]
+    sub = Subscription.objects.get(domain=tc)
+    out = StringIO()
+    call_command("tick", "1y", "--compare", "--redeliver", "--test-clock", tc, stdout=out)
+    lines = out.getvalue().splitlines()
+    assert lines[-1].startswith("all 4 agree · sha256:")
+    assert "0 submissions sent twice" in lines[4]
+    out = StringIO()
+    call_command("tick", "--to", "2028-02-01T20:00Z", "--test-clock", tc, stdout=out)
+    job = Job.objects.get(subscription=sub, period="2027")
+    assert job.opened_at == at("2028-02-01T14:00Z")
+    # The mint's notice 90d rungs (owed 2028-01-19) fired in the same instant; NJ's and Texas's wait.
+    fired = Timer.objects.filter(domain=tc, status="fired", key__contains="notice 90d:2027@0")
+    assert sorted(t.owner.split("#")[1] for t in fired) == ["US", "US-CA", "US-NY"]
+    assert all(t.fired_at == at("2028-02-01T14:00Z") and t.owed_at == at("2028-01-19T14:00Z") for t in fired)
+    waiting = Timer.objects.filter(domain=tc, status="armed", key__contains="notice 90d:2027@0")
+    assert sorted(t.owner.split("#")[1] for t in waiting) == ["US-NJ", "US-TX"]
+    assert {t.owed_at for t in waiting} == {at("2028-02-15T14:00Z")}
+    est = Job.objects.filter(subscription=sub, service="estimate").values_list("period", flat=True)
+    assert sorted(est) == ["2027-Q1", "2027-Q2", "2027-Q3", "2027-Q4"]
+    assert Event.objects.filter(domain=tc, type="schedule.minted", owed_at=at("2027-04-05T13:00Z")).exists()
+    assert timedelta(0) == Timer.objects.get(domain=tc, key=f"{sub.id}:schedule:annual:2027").late_by
