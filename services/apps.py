@@ -7,11 +7,13 @@ class ServicesConfig(AppConfig):
     default_auto_field = "django.db.models.BigAutoField"
 
     def ready(self) -> None:
+        from calendars import entries
         from timers.services import test_clock_deleted
 
-        from . import handlers, registry
+        from . import calendar, handlers, registry
         from .signals import void_on_test_clock_delete
 
         registry.load()  # a malformed Service is an error now, at start, naming its file and field
         handlers.register()
+        entries.register(calendar.schedule_and_cycle_dates)
         test_clock_deleted.connect(void_on_test_clock_delete, dispatch_uid="services.void")

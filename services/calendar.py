@@ -1,0 +1,49 @@
+"""The subject calendar's dates across jobs: schedule mints and cycle renewals (calendars.entries provider)."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from datetime import date
+
+from calendars.entries import Entry, uid_for
+from calendars.models import Subject
+from calendars.services import business_calendar
+from timers.models import Timer
+
+from . import registry
+from .models import Job, Subscription
+from .services import usd
+
+
+def schedule_and_cycle_dates(subject: Subject, domain: str, from_date: date | None) -> Iterable[Entry]:
+    subs = {s.id: s for s in Subscription.objects.filter(subject=subject, domain=domain)}
+    if not subs:
+        return
+    cal = business_calendar(subject)
+    minted = {(j.subscription_id, j.schedule, j.period): j
+              for j in Job.objects.filter(subscription_id__in=subs, domain=domain).exclude(schedule="")}
+    timers = Timer.objects.filter(domain=domain, owner__in=subs, kind__in=["schedule", "cycle"],
+                                  status__in=["armed", "fired"])
+    for t in timers:
+        sub = subs[t.owner]
+        svc = registry.get(sub.service)
+        when = t.owed_at or t.fired_at
+        if when is None:
+            continue
+        local = cal.today(when)
+        if from_date is not None and local < from_date:
+            continue
+        base = f"{t.owner}:{t.kind}:{t.key.split(':')[2]}:{t.key.split(':')[3]}"
+        if t.kind == "schedule":
+            sch = svc.schedule[t.data["schedule"]]
+            order = registry.get(sch.order)
+            title = (order.title or "{period}").format(period=t.data["period"], service=sch.order)
+            job = minted.get((sub.id, t.data["schedule"], t.data["period"]))
+            status = f"the brand minted {job.id}" if job else ("skipped" if t.status == "fired" else "ahead")
+            yield Entry(date=local, at=when, what=f"{title} is minted", kind="schedule", answers_for="the brand",
+                        status=status, uid=uid_for(base), on=sub.id, stamp=when)
+        else:
+            status = "renewed" if t.status == "fired" else ("ends" if sub.cancel_at_period_end else "ahead")
+            yield Entry(date=local, at=when, what=f"{svc.title or svc.name} renews · {usd(svc.price.cents)}",
+                        kind="cycle", answers_for="the customer", status=status, uid=uid_for(base), on=sub.id,
+                        stamp=when)
