@@ -189,3 +189,21 @@ def test_the_tax_plans_year_agrees_four_ways_and_mints_the_2027_return(db):
     assert sorted(est) == ["2027-Q1", "2027-Q2", "2027-Q3", "2027-Q4"]
     assert Event.objects.filter(domain=tc, type="schedule.minted", owed_at=at("2027-04-05T13:00Z")).exists()
     assert timedelta(0) == Timer.objects.get(domain=tc, key=f"{sub.id}:schedule:annual:2027").late_by
+
+
+def test_the_subject_calendar_lists_mints_and_renewals(db):
+    out = StringIO()
+    call_command("loadexample", "apis_tax", "--reset", stdout=out)
+    text = out.getvalue()
+    tc = text.split("test clock ")[1].split()[0]
+    subject = text.split("subject ")[1].split()[0]
+    call_command("tick", "1y", "--test-clock", tc, stdout=StringIO())
+    out = StringIO()
+    call_command("subjects", "calendar", subject, "--from", "2027-01-01", "--test-clock", tc, stdout=out)
+    rows = [line.split("  ")[0:2] for line in out.getvalue().splitlines()[2:]]
+    job = Job.objects.get(domain=tc, period="2026")
+    assert any(line.startswith("2027-02-01  the 2026 return is minted") and f"the brand minted {job.id}" in line
+               for line in out.getvalue().splitlines())
+    assert any(line.startswith("2028-02-01  the 2027 return is minted") and line.rstrip().endswith("ahead")
+               for line in out.getvalue().splitlines())
+    assert any(r[0] == "2028-01-20" for r in rows)
