@@ -1,0 +1,167 @@
+"""The owner console's view of calendars, subjects and clocks.
+
+Dates are never written here: a closed day added, changed or deleted goes through calendar_close_day /
+calendar_open_day, so every open date on the calendar re-rolls (calendars are never pinned); clocks and their
+items are read-only (they move through the clock services, inside or beside the tick); a subject's feed token
+is rotated by subject_feed_rotate and shown once, its digest never.
+"""
+
+from __future__ import annotations
+
+from django.contrib import admin, messages
+from django.db.models import Count
+from django.utils.translation import ngettext
+
+from timers.admin import ReadOnlyAdmin
+
+from . import feed
+from .models import Calendar, Clock, ClockItem, ClosedDay, Subject
+from .services import calendar_close_day, calendar_open_day, subject_feed_rotate
+
+# What decides a roll besides the closed days: no service re-rolls an edit of these, so they are set when the
+# calendar is made and shown read-only after.
+ROLL_FIELDS = ("brand", "zone", "weekends", "closes", "holiday_country", "holiday_subdiv")
+
+
+class ClosedDayInline(admin.TabularInline):
+    model = ClosedDay
+    fields = ("date", "why")
+    ordering = ("date",)
+    extra = 1
+
+
+@admin.register(Calendar)
+class CalendarAdmin(admin.ModelAdmin):
+    list_display = ("id", "name", "brand", "zone", "holiday_country", "holiday_subdiv", "closed_days")
+    list_filter = ("brand", "zone", "holiday_country")
+    search_fields = ("id", "name")
+    ordering = ("brand", "name")
+    inlines = [ClosedDayInline]
+
+    def get_queryset(self, request):
+        return super().get_queryset(request).select_related("brand").annotate(closed_count=Count("closed"))
+
+    @admin.display(description="closed days", ordering="closed_count")
+    def closed_days(self, obj: Calendar) -> int:
+        return obj.closed_count
+
+    def get_readonly_fields(self, request, obj=None):
+        return ("id", *ROLL_FIELDS) if obj is not None else ("id",)
+
+    def save_formset(self, request, form, formset, change):
+        if formset.model is not ClosedDay:
+            return super().save_formset(request, form, formset, change)
+        calendar: Calendar = form.instance
+        moved = 0
+        deleted, changed, added = [], [], []
+        # Deleted first, then moved-away dates opened, then every new or changed date closed: two rows may
+        # trade dates in one save.
+        for f in formset.deleted_forms:
+            if f.instance.pk is not None:
+                moved += calendar_open_day(calendar=calendar, day=f.instance.date)
+                deleted.append(f.instance)
+        to_close = []
+        for f in formset.forms:
+            if f in formset.deleted_forms or not f.has_changed():
+                continue
+            day, why = f.cleaned_data["date"], f.cleaned_data["why"]
+            if f.instance.pk is None:
+                added.append(f)
+            else:
+                before = ClosedDay.objects.filter(pk=f.instance.pk).values_list("date", flat=True).first()
+                if before is not None and before != day:
+                    moved += calendar_open_day(calendar=calendar, day=before)
+                changed.append(f)
+            to_close.append((f, day, why))
+        for f, day, why in to_close:
+            moved += calendar_close_day(calendar=calendar, day=day, why=why)
+            f.instance = ClosedDay.objects.get(calendar=calendar, date=day)
+        # What construct_change_message reads of a saved formset.
+        formset.new_objects = [f.instance for f in added]
+        formset.changed_objects = [(f.instance, f.changed_data) for f in changed]
+        formset.deleted_objects = deleted
+        if to_close or deleted:
+            text = ngettext("%(n)d date re-rolled", "%(n)d dates re-rolled", moved) % {"n": moved}
+            self.message_user(request, text, messages.SUCCESS)
+
+
+@admin.register(Subject)
+class SubjectAdmin(ReadOnlyAdmin):
+    """Read-only but for one action: a subject's dates come from its clocks, its calendar and its keeps."""
+
+    list_display = ("id", "name", "kind", "key_name", "key", "brand", "domain", "calendar", "feed")
+    list_filter = ("brand", "kind", "domain")
+    search_fields = ("id", "name", "key")
+    list_select_related = ("brand", "calendar")
+    fields = ("id", "brand", "domain", "kind", "key_name", "key", "name", "calendar", "keeps", "input",
+              "feed", "created_at")
+    readonly_fields = ("feed",)  # feed_digest is not among the fields: never shown
+    actions = ["rotate_feed"]
+
+    @admin.display(description="feed", boolean=True)
+    def feed(self, obj: Subject) -> bool:
+        """Whether a calendar feed token is issued (its digest is stored), never the digest."""
+        return bool(obj.feed_digest)
+
+    def has_rotate_feed_permission(self, request) -> bool:
+        # The admin is read-only; rotating a token is a change to the subject, so it takes that permission.
+        opts = self.opts
+        return request.user.has_perm(f"{opts.app_label}.change_{opts.model_name}")
+
+    @admin.action(description="Rotate calendar feed token", permissions=["rotate_feed"])
+    def rotate_feed(self, request, queryset):
+        for subject in queryset.order_by("id"):
+            token = subject_feed_rotate(subject=subject)
+            self.log_change(request, subject, "Rotated the calendar feed token.")
+            self.message_user(
+                request,
+                f"{subject.name} ({subject.id}): a new calendar feed, shown only this once (the old link no "
+                f"longer works): {feed.webcal_url(subject, token)}",
+                messages.SUCCESS,
+            )
+
+
+class ClockItemInline(admin.TabularInline):
+    model = ClockItem
+    fields = ("item", "civil", "due_date", "due_at", "status", "moves", "rolled_why", "satisfied_at",
+              "changed_at")
+    readonly_fields = fields
+    ordering = ("due_at", "item")
+    extra = 0
+    can_delete = False
+    show_change_link = True
+
+    def has_add_permission(self, request, obj=None):
+        return False
+
+    def has_change_permission(self, request, obj=None):
+        return False
+
+    def has_delete_permission(self, request, obj=None):
+        return False
+
+
+@admin.register(Clock)
+class ClockAdmin(ReadOnlyAdmin):
+    list_display = ("id", "name", "period", "subject", "spec", "hard", "lives_on", "owner_ref", "domain")
+    list_filter = ("hard", "lives_on", "spec", "domain")
+    search_fields = ("id", "owner_ref", "subject__id", "subject__name")
+    list_select_related = ("subject",)
+    ordering = ("-opened_at", "id")
+    inlines = [ClockItemInline]
+
+
+@admin.register(ClockItem)
+class ClockItemAdmin(ReadOnlyAdmin):
+    list_display = ("clock", "item", "due_date", "status", "moves", "hard")
+    fields = ("clock", "item", "civil", "due_date", "due_at", "rolled_why", "moves", "status", "satisfied_at",
+              "changed_at")
+    list_filter = ("status", ("clock__hard", admin.BooleanFieldListFilter))
+    search_fields = ("clock__id", "item", "clock__subject__name")
+    list_select_related = ("clock",)
+    ordering = ("due_at", "clock", "item")
+    show_full_result_count = False
+
+    @admin.display(description="hard", boolean=True, ordering="clock__hard")
+    def hard(self, obj: ClockItem) -> bool:
+        return obj.clock.hard
