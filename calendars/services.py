@@ -306,6 +306,25 @@ def clock_step(*, armer: Armer, item: ClockItem, step: str, proposed_at: datetim
     return "committed"
 
 
+def clock_choose(*, armer: Armer, item: ClockItem, option: str, by: str = "") -> str:
+    """The owner's choice on a date that came unsatisfied; an option that names a step runs it through the
+    gate (a hard date past refuses it with date_passed)."""
+    clock = item.clock
+    spec = specs.get(clock.spec)
+    if item.status not in (ClockItem.Status.DUE, ClockItem.Status.PASSED):
+        raise KeepingTimeError(f"{item.owner_key} is {item.status}; a choice is made once its date came unsatisfied",
+                               code="clock_not_due", status=409)
+    if option not in spec.options:
+        raise KeepingTimeError(f"{clock.name} has no option {option!r}; its options: {', '.join(spec.options) or 'none'}",
+                               code="unknown_option")
+    step = spec.options[option]
+    armer.record("clock.chosen", subject=item.owner_key,
+                 data={"clock": clock.name, "item": item.item, "option": option, "step": step, "by": by})
+    if step is None:
+        return "chosen"
+    return clock_step(armer=armer, item=item, step=step)
+
+
 def clock_inputs_changed(*, armer: Armer, clock: Clock, inputs: dict) -> list[ClockItem]:
     """A commit changed what the due function reads: run it again; a new answer is clock.moved {by: 'due'}."""
     clock.inputs = {**clock.inputs, **inputs}
@@ -381,6 +400,7 @@ __all__ = [
     "calendar_close_day",
     "calendar_open_day",
     "calendar_postpone",
+    "clock_choose",
     "clock_inputs_changed",
     "clock_move",
     "clock_open",

@@ -42,6 +42,8 @@ class ClockSpec:
     rungs: Sequence[str] = ()
     moves: dict[str, DueFn] = field(default_factory=dict)
     runs: dict[str, str] = field(default_factory=dict)  # a step, once committed, makes this move
+    # When the date comes unsatisfied it waits on its owner's choice: option → the step it runs (or None).
+    options: dict[str, str | None] = field(default_factory=dict)
     hard: bool = False
     at: time = time(9, 0)
     answers_for: str = "the brand"

@@ -9,10 +9,12 @@ from __future__ import annotations
 from datetime import datetime, time, timedelta
 
 from django.db import transaction
+from django.db.models import Q
 
-from calendars.models import ClockItem, Subject
+from calendars.models import Clock, ClockItem, Subject
 from calendars.services import Armer, DirectArmer, business_calendar, clock_open
 from calendars.specs import DueInput
+from timers.errors import KeepingTimeError
 from timers.ids import new_id
 from timers.models import Brand, Timer
 
@@ -198,6 +200,52 @@ def _arm_deadline(armer: Armer, job: Job, svc: Service) -> None:
     for point, owed in (("at_risk", at_risk), ("late", late_at)):
         armer.arm(f"{job.id}:deadline:{point}:{job.period}", owed_at=owed, handler=DEADLINE, data={"job": job.id,
                   "point": point}, opened_at=job.opened_at)
+
+
+def penalty_notice(*, armer: Armer, clock: Clock, amount_cents: int, notice: str) -> MoneyLine | None:
+    """A penalty notice for a clock's period. If the clock carries a guarantee (the brand answers for it),
+    the penalty is credited from the brand's line, up to the guarantee's cap; AI and members' pay stay whole."""
+    job = Job.objects.filter(pk=clock.owner_ref).first()
+    cap = round(float((clock.guarantee or {}).get("cap_usd", 0)) * 100)
+    already = sum(MoneyLine.objects.filter(job=job, kind="credit", memo__startswith=f"guarantee · {clock.id}")
+                  .values_list("amount_cents", flat=True)) if job else 0
+    credit = max(0, min(amount_cents, cap - already)) if clock.guarantee else 0
+    armer.record("clock.penalty", subject=clock.id, data={"notice": notice, "amount": amount_cents, "credited": credit,
+                                                          "cap": cap, "period": clock.period})
+    if not credit or job is None:
+        return None
+    return post_money(armer=armer, brand_id=clock.brand_id, domain=clock.domain, kind="credit", cents=credit,
+                      memo=f"guarantee · {clock.id} · {notice}", owed_at=armer.now, key_owner=job.id,
+                      occurrence=f"guarantee {notice}", subscription=job.subscription, job=job)
+
+
+def job_end(*, armer: Armer, job: Job, status: str, reason: str = "") -> Job:
+    """Cancel (before delivery) or lapse a job: its timers stop, the hold returns; acts already committed
+    stay charged."""
+    if job.status != Job.Status.OPEN:
+        raise KeepingTimeError(f"{job.id} is {job.status}; only an open job ends", code="job_not_open", status=409)
+    if status not in (Job.Status.CANCELED, Job.Status.LAPSED):
+        raise KeepingTimeError(f"a job ends canceled or lapsed, not {status!r}", code="invalid_status")
+    job.status, job.closed_at = status, armer.now
+    job.save(update_fields=["status", "closed_at"])
+    owners = [job.id, *Clock.objects.filter(owner_ref=job.id).values_list("id", flat=True)]
+    keys = Timer.objects.filter(domain=job.domain, status__in=["armed", "held"]).filter(
+        Q(owner__in=owners) | Q(owner__regex=r"^(" + "|".join(owners[1:] or ["-"]) + r")#")
+    ).values_list("key", flat=True)
+    for key in keys:
+        armer.supersede(key, by=f"job.{status}")
+    ClockItem.objects.filter(clock__owner_ref=job.id, status=ClockItem.Status.OPEN).update(
+        status=ClockItem.Status.VOIDED, changed_at=armer.now)
+    held = sum(MoneyLine.objects.filter(job=job, kind="hold").exclude(status="void").values_list("amount_cents",
+                                                                                                flat=True))
+    released = sum(MoneyLine.objects.filter(job=job, kind="release").values_list("amount_cents", flat=True))
+    if held - released > 0:
+        post_money(armer=armer, brand_id=job.brand_id, domain=job.domain, kind="release", cents=held - released,
+                   memo=f"hold returns · {job.service} {job.period} {status}", owed_at=armer.now, key_owner=job.id,
+                   occurrence=status, subscription=job.subscription, job=job)
+    armer.record(f"job.{status}", subject=job.id, data={"reason": reason, "released": max(0, held - released),
+                                                         "timers_stopped": len(keys)})
+    return job
 
 
 def next_timer(*, domain: str, owner: str) -> Timer | None:

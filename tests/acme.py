@@ -29,10 +29,12 @@ FILE = specs.register("tests.annual_return.file", ClockSpec(
     name="file", due=file_due, items=STATES,
     rungs=("notice 90d", "notice 30d", "escalate 7d", "ack daily 7d", "run tentative 3d"),
     moves={"extend": extended_due}, runs={"tentative": "extend"}, answers_for="Ada Lovelace",
+    options={"file late": "file", "let it lapse": None},
     title="file the {period} return",
 ))
 PAY = specs.register("tests.annual_return.pay", ClockSpec(
     name="pay", due=pay_due, items=("US",), hard=True, rungs=("notice 30d",), answers_for="Ada Lovelace",
+    options={"pay late": "pay"}, guarantee={"cap_usd": 500},
     title="pay the {period} tax",
 ))
 

@@ -11,6 +11,7 @@ from calendars.services import (
     DirectArmer,
     calendar_close_day,
     calendar_postpone,
+    clock_choose,
     clock_inputs_changed,
     clock_open,
     clock_satisfy,
@@ -197,3 +198,28 @@ def test_a_commit_that_changes_what_due_reads_runs_it_again(brand, acme, handler
     assert ev.data["by"] == "due"
     # Closes 23:59 New York (04:59Z); the due timer fires once that minute has ended.
     assert Timer.objects.get(domain=tc.id, key=f"{clock.id}:due:assess:2026@1").owed_at == at("2032-01-01T05:00Z")
+
+
+def test_a_date_that_came_unsatisfied_waits_on_its_owners_choice(brand, acme):
+    tc, subject = acme
+    file, pay = open_return(brand, tc, subject)
+    advance(tc.id, at("2028-05-20T00:00Z"))
+    nj = ClockItem.objects.select_related("clock__subject__calendar").get(clock=file, item="US-NJ")
+    assert nj.status == "open"  # extended by its own run rung to 11-15
+    advance(tc.id, at("2028-11-17T00:00Z"))
+    nj.refresh_from_db()
+    assert nj.status == "due"
+    armer = DirectArmer(brand=brand, domain=tc.id)
+    assert clock_choose(armer=armer, item=nj, option="file late", by="Ada Lovelace") == "committed"
+    assert Event.objects.filter(domain=tc.id, type="clock.chosen", subject=nj.owner_key).get().data["step"] == "file"
+    assert Event.objects.filter(domain=tc.id, type="clock.step", subject=nj.owner_key).exists()
+    item = ClockItem.objects.select_related("clock__subject__calendar").get(clock=pay, item="US")
+    assert item.status == "passed"
+    with pytest.raises(Refused) as err:  # the option names a step the hard date bars
+        clock_choose(armer=armer, item=item, option="pay late")
+    assert err.value.code == "date_passed"
+    from timers.errors import KeepingTimeError
+
+    with pytest.raises(KeepingTimeError) as err:
+        clock_choose(armer=armer, item=item, option="shrug")
+    assert err.value.code == "unknown_option"

@@ -207,3 +207,50 @@ def test_the_subject_calendar_lists_mints_and_renewals(db):
     assert any(line.startswith("2028-02-01  the 2027 return is minted") and line.rstrip().endswith("ahead")
                for line in out.getvalue().splitlines())
     assert any(r[0] == "2028-01-20" for r in rows)
+
+
+def test_a_guarantee_credits_a_penalty_notice_up_to_its_cap(brand):
+    from calendars.services import DirectArmer
+    from services.services import penalty_notice
+    from tests.acme import acme_subject
+
+    tc = test_clock_create(brand=brand, frozen_time=at("2027-06-01T12:00Z"), name="g")
+    subject = acme_subject(brand, tc.id)
+    armer = DirectArmer(brand=brand, domain=tc.id)
+    job = job_open(armer=armer, brand_id=brand.id, domain=tc.id, service="annual-return", subject=subject,
+                   period="2027", input={"states": ["CA"]})
+    job_clocks = {c.name: c for c in job.subject.clocks.filter(owner_ref=job.id)}
+    assert set(job_clocks) == {"file", "pay"}
+    pay = job_clocks["pay"]
+    pay.guarantee = {"cap_usd": 500}
+    pay.save()
+    first = penalty_notice(armer=armer, clock=pay, amount_cents=30_000, notice="CP14")
+    second = penalty_notice(armer=armer, clock=pay, amount_cents=30_000, notice="CP501")
+    third = penalty_notice(armer=armer, clock=pay, amount_cents=30_000, notice="CP503")
+    assert (first.amount_cents, second.amount_cents, third) == (30_000, 20_000, None)  # capped at $500
+    advance(tc.id, at("2027-06-02T00:00Z"))
+    assert MoneyLine.objects.filter(job=job, kind="credit", status="collected").count() == 2
+    file = job_clocks["file"]
+    assert penalty_notice(armer=armer, clock=file, amount_cents=10_000, notice="CP2000") is None  # no guarantee
+
+
+def test_cancel_before_delivery_returns_the_hold_and_stops_the_jobs_timers(brand):
+    from calendars.services import DirectArmer
+    from services.services import job_end, post_money
+    from tests.acme import acme_subject
+
+    tc = test_clock_create(brand=brand, frozen_time=at("2027-06-01T12:00Z"), name="c")
+    subject = acme_subject(brand, tc.id)
+    armer = DirectArmer(brand=brand, domain=tc.id)
+    job = job_open(armer=armer, brand_id=brand.id, domain=tc.id, service="annual-return", subject=subject,
+                   period="2027", input={"states": ["NY"]}, price_cents=120_000)
+    post_money(armer=armer, brand_id=brand.id, domain=tc.id, kind="hold", cents=120_000, memo="hold",
+               owed_at=armer.now, key_owner=job.id, occurrence="hold", job=job)
+    assert Timer.objects.filter(domain=tc.id, status="armed", owner__startswith="clk_").count() > 10
+    job_end(armer=armer, job=job, status="canceled", reason="client left")
+    advance(tc.id, at("2029-01-01T00:00Z"))
+    release = MoneyLine.objects.get(job=job, kind="release")
+    assert release.amount_cents == 120_000 and release.status == "collected"
+    assert not Timer.objects.filter(domain=tc.id, status="armed").exclude(owner=job.id).exists()
+    assert not Event.objects.filter(domain=tc.id, type__in=["clock.notice", "job.late", "clock.passed"]).exists()
+    assert Event.objects.get(domain=tc.id, type="job.canceled").data["released"] == 120_000
