@@ -12,7 +12,7 @@ from django.contrib import admin, messages
 from django.db.models import Count
 from django.utils.translation import ngettext
 
-from timers.admin import ReadOnlyAdmin
+from timers.admin import ReadOnlyAdmin, ReadOnlyMixin
 
 from . import feed
 from .models import Calendar, Clock, ClockItem, ClosedDay, Subject
@@ -121,7 +121,7 @@ class SubjectAdmin(ReadOnlyAdmin):
             )
 
 
-class ClockItemInline(admin.TabularInline):
+class ClockItemInline(ReadOnlyMixin, admin.TabularInline):
     model = ClockItem
     fields = ("item", "civil", "due_date", "due_at", "status", "moves", "rolled_why", "satisfied_at",
               "changed_at")
@@ -130,15 +130,6 @@ class ClockItemInline(admin.TabularInline):
     extra = 0
     can_delete = False
     show_change_link = True
-
-    def has_add_permission(self, request, obj=None):
-        return False
-
-    def has_change_permission(self, request, obj=None):
-        return False
-
-    def has_delete_permission(self, request, obj=None):
-        return False
 
 
 @admin.register(Clock)

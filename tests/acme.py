@@ -6,6 +6,7 @@ from datetime import UTC, date, datetime
 
 from calendars import specs
 from calendars.models import Calendar, Subject
+from calendars.services import DirectArmer, clock_open
 from calendars.specs import ClockSpec, DueInput
 
 STATES = ("US", "US-CA", "US-NY", "US-NJ")
@@ -45,3 +46,13 @@ def acme_subject(brand, domain: str) -> Subject:
                                                      "holiday_subdiv": "DC"})
     return Subject.objects.create(brand=brand, domain=domain, kind="taxpayer", key_name="ein", key="12-3456789",
                                   name="Acme Robotics", calendar=cal, created_at=datetime(2027, 1, 20, tzinfo=UTC))
+
+
+def open_return(brand, tc, subject, *, now=None):
+    """Open the 2027 return's file and pay clocks on a test clock, as a minted job would."""
+    armer = DirectArmer(brand=brand, domain=tc.id, now=now)
+    file = clock_open(armer=armer, brand=brand, domain=tc.id, subject=subject, spec_name="tests.annual_return.file",
+                      owner_ref="job_4Tx9", period="2027")
+    pay = clock_open(armer=armer, brand=brand, domain=tc.id, subject=subject, spec_name="tests.annual_return.pay",
+                     owner_ref="job_4Tx9", period="2027")
+    return file, pay

@@ -16,9 +16,8 @@ from pathlib import Path
 import pytest
 
 from calendars.services import subject_feed_rotate
-from tests.acme import acme_subject
+from tests.acme import acme_subject, open_return
 from tests.conftest import at
-from tests.test_subject_calendar import open_return
 from timers import outbox
 from timers.services import test_clock_create
 

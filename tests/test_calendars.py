@@ -17,7 +17,7 @@ from calendars.services import (
     clock_satisfy,
     clock_step,
 )
-from tests.acme import acme_subject
+from tests.acme import acme_subject, open_return
 from tests.conftest import at
 from timers import outbox
 from timers.errors import Refused
@@ -31,15 +31,6 @@ def acme(brand):
     clock = test_clock_create(brand=brand, frozen_time=at("2027-06-01T12:00Z"), name="acme")
     subject = acme_subject(brand, clock.id)
     return clock, subject
-
-
-def open_return(brand, tc, subject, *, now=None):
-    armer = DirectArmer(brand=brand, domain=tc.id, now=now)
-    file = clock_open(armer=armer, brand=brand, domain=tc.id, subject=subject, spec_name="tests.annual_return.file",
-                      owner_ref="job_4Tx9", period="2027")
-    pay = clock_open(armer=armer, brand=brand, domain=tc.id, subject=subject, spec_name="tests.annual_return.pay",
-                     owner_ref="job_4Tx9", period="2027")
-    return file, pay
 
 
 def items(clock):

@@ -18,7 +18,7 @@ from calendars import entries
 from calendars.entries import Entry, uid_for
 from calendars.models import ClockItem, Subject
 from calendars.services import DirectArmer, clock_open, subject_feed_revoke, subject_feed_rotate
-from tests.acme import acme_subject
+from tests.acme import acme_subject, open_return
 from tests.conftest import at
 from timers import outbox
 from timers.services import api_key_create, brand_get_or_create, test_clock_create
@@ -36,15 +36,6 @@ def acme(brand):
     subject = acme_subject(brand, tc.id)
     file, pay = open_return(brand, tc, subject)
     return tc, subject, file, pay
-
-
-def open_return(brand, tc, subject, *, now=None):
-    armer = DirectArmer(brand=brand, domain=tc.id, now=now)
-    file = clock_open(armer=armer, brand=brand, domain=tc.id, subject=subject, spec_name="tests.annual_return.file",
-                      owner_ref="job_4Tx9", period="2027")
-    pay = clock_open(armer=armer, brand=brand, domain=tc.id, subject=subject, spec_name="tests.annual_return.pay",
-                     owner_ref="job_4Tx9", period="2027")
-    return file, pay
 
 
 @pytest.fixture

@@ -8,8 +8,10 @@ from .models import ApiKey, Brand, Commit, Event, Outbox, TestClock, Timer
 from .timeutil import duration_text
 
 
-class ReadOnlyAdmin(admin.ModelAdmin):
-    def has_add_permission(self, request):
+class ReadOnlyMixin:
+    """The record and the runtime's state are written by the tick and the service functions, never by hand."""
+
+    def has_add_permission(self, request, obj=None):
         return False
 
     def has_change_permission(self, request, obj=None):
@@ -17,6 +19,10 @@ class ReadOnlyAdmin(admin.ModelAdmin):
 
     def has_delete_permission(self, request, obj=None):
         return False
+
+
+class ReadOnlyAdmin(ReadOnlyMixin, admin.ModelAdmin):
+    pass
 
 
 @admin.register(Timer)
