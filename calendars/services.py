@@ -33,7 +33,8 @@ MOVING_RUNGS = ("notice", "escalate", "ack")
 class Armer(Protocol):
     now: datetime
 
-    def arm(self, key: str, *, owed_at: datetime, handler: str, data: dict, opened_at: datetime) -> None: ...
+    def arm(self, key: str, *, owed_at: datetime, handler: str, data: dict, opened_at: datetime,
+            version: str = "") -> None: ...
 
     def supersede(self, key: str, *, by: str, successor: str = "") -> None: ...
 
@@ -51,8 +52,9 @@ class FiringArmer:
         self.f = f
         self.now = f.now
 
-    def arm(self, key, *, owed_at, handler, data, opened_at):
-        self.f.arm(key, owed_at=owed_at, handler=handler, data=data, opened_at=opened_at)
+    def arm(self, key, *, owed_at, handler, data, opened_at, version=""):
+        # A timer is pinned to the bundle it was armed under: the job's or subscription's, else its parent's.
+        self.f.arm(key, owed_at=owed_at, handler=handler, data=data, opened_at=opened_at, version=version or None)
 
     def supersede(self, key, *, by, successor=""):
         self.f.supersede(key, by=by, successor=successor)
@@ -75,10 +77,10 @@ class DirectArmer:
         self.domain = domain
         self.now = now or domain_now(domain=domain)
 
-    def arm(self, key, *, owed_at, handler, data, opened_at):
+    def arm(self, key, *, owed_at, handler, data, opened_at, version=""):
         try:
             timer_arm(brand=Brand(id=self.brand_id), key=key, owed_at=owed_at, domain=self.domain, handler=handler,
-                      data=data, opened_at=opened_at)
+                      data=data, opened_at=opened_at, version=version)
         except KeepingTimeError as exc:
             if exc.code != "timer_exists":  # a replay arms the same keys: nothing changes
                 raise
@@ -189,14 +191,15 @@ def clock_open(*, armer: Armer, brand: Brand | str, domain: str, subject: Subjec
 
 def _arm_item(armer: Armer, item: ClockItem, spec: ClockSpec, cal: BusinessCalendar, *, move: int,
               supersede_prev: bool = False, include_run: bool = True) -> None:
-    opened = item.clock.opened_at
+    opened, version = item.clock.opened_at, item.clock.version
     data = {"clock": item.clock_id, "item": item.item, "move": move, "of": item.clock.owner_ref}
     for rung in spec.parsed_rungs:
         if rung.kind == "run":
             key = rung_key(item, rung, move=move)
             owed = cal.at(rung.day(item.due_date), spec.at)
             if include_run:
-                armer.arm(key, owed_at=owed, handler=RUNG_HANDLER, data={**data, "rung": rung.text}, opened_at=opened)
+                armer.arm(key, owed_at=owed, handler=RUNG_HANDLER, data={**data, "rung": rung.text}, opened_at=opened,
+                          version=version)
             else:
                 armer.retime(key, owed_at=owed)
             continue
@@ -205,17 +208,18 @@ def _arm_item(armer: Armer, item: ClockItem, spec: ClockSpec, cal: BusinessCalen
             key = rung_key(item, rung, move=move, day=1)
             armer.arm(key, owed_at=cal.at(first, spec.at), handler=RUNG_HANDLER,
                       data={**data, "rung": rung.text, "day": 1, "days": (item.due_date - first).days},
-                      opened_at=opened)
+                      opened_at=opened, version=version)
             if supersede_prev:
                 _supersede_acks(armer, item, rung, move - 1, key)
             continue
         key = rung_key(item, rung, move=move)
         armer.arm(key, owed_at=cal.at(rung.day(item.due_date), spec.at), handler=RUNG_HANDLER,
-                  data={**data, "rung": rung.text}, opened_at=opened)
+                  data={**data, "rung": rung.text}, opened_at=opened, version=version)
         if supersede_prev:
             armer.supersede(rung_key(item, rung, move=move - 1), by="clock.moved", successor=key)
     key = due_key(item, move=move)
-    armer.arm(key, owed_at=item.due_at + timedelta(minutes=1), handler=DUE_HANDLER, data=data, opened_at=opened)
+    armer.arm(key, owed_at=item.due_at + timedelta(minutes=1), handler=DUE_HANDLER, data=data, opened_at=opened,
+              version=version)
     if supersede_prev:
         armer.supersede(due_key(item, move=move - 1), by="clock.moved", successor=key)
 

@@ -51,7 +51,7 @@ def fire_cycle(f: Firing) -> None:
                memo=f"{sub.service} · cycle {n}", owed_at=f.instant, key_owner=sub.id, occurrence=f"#{n}",
                subscription=sub)
     f.arm(f"{sub.id}:cycle:renew:#{n + 1}", owed_at=f.timer.owed_at + svc.every, handler=CYCLE,
-          data={"cycle": n + 1}, opened_at=sub.opened_at, what=f"renew · cycle {n + 1}, the next")
+          data={"cycle": n + 1}, opened_at=sub.opened_at, version=sub.version, what=f"renew · cycle {n + 1}, the next")
     total = sum(svc.price.includes.values())
     f.record("subscription.renewed", subject=sub.id,
              data={"cycle": n, "charge": svc.price.cents, "allowances": dict(svc.price.includes)})
@@ -74,7 +74,7 @@ def fire_schedule(f: Firing) -> None:
     nxt = next_period(sch.each, period, ends=ends)
     next_at = mint_at(sub=sub, name=name, period=nxt)
     f.arm(f"{sub.id}:schedule:{name}:{nxt.name}", owed_at=next_at, handler=SCHEDULE,
-          data={"schedule": name, "period": nxt.name}, opened_at=sub.opened_at,
+          data={"schedule": name, "period": nxt.name}, opened_at=sub.opened_at, version=sub.version,
           what=f"{name} · period {nxt.name}, the next")
     if sch.catch_up == "latest" and next_at <= max(f.now, f.instant):
         f.record("schedule.skipped", subject=sub.id, data={"schedule": name, "period": period_name,

@@ -85,7 +85,8 @@ def schedule_key(sub: Subscription, name: str, period: Period) -> str:
 
 def _arm_schedule(armer: Armer, sub: Subscription, name: str, period: Period) -> None:
     armer.arm(schedule_key(sub, name, period), owed_at=mint_at(sub=sub, name=name, period=period),
-              handler=SCHEDULE, data={"schedule": name, "period": period.name}, opened_at=sub.opened_at)
+              handler=SCHEDULE, data={"schedule": name, "period": period.name}, opened_at=sub.opened_at,
+              version=sub.version)
 
 
 # -- money -------------------------------------------------------------------------------------------
@@ -97,8 +98,9 @@ def post_money(*, armer: Armer, brand_id: str, domain: str, kind: str, cents: in
         id=new_id("mny", seed=_seed(domain, key_owner, kind, occurrence)), brand_id=brand_id, domain=domain,
         subscription=subscription, job=job, kind=kind, amount_cents=cents, memo=memo, owed_at=owed_at,
     )
+    pinned = job or subscription
     armer.arm(f"{key_owner}:money:{kind}:{occurrence}", owed_at=owed_at, handler=MONEY, data={"line": line.id},
-              opened_at=subscription.opened_at if subscription else job.opened_at)
+              opened_at=pinned.opened_at, version=pinned.version)
     return line
 
 
@@ -119,7 +121,7 @@ def subscription_create(*, brand: Brand, domain: str, subject: Subject, service:
                    memo=f"{service} · cycle 1", owed_at=armer.now, key_owner=sub.id, occurrence="#1",
                    subscription=sub)
         armer.arm(f"{sub.id}:cycle:renew:#2", owed_at=armer.now + svc.every, handler=CYCLE, data={"cycle": 2},
-                  opened_at=sub.opened_at)
+                  opened_at=sub.opened_at, version=sub.version)
     for name in svc.schedule:
         _arm_schedule(armer, sub, name, first_period(sub=sub, name=name, since=armer.now))
     return sub
@@ -198,8 +200,8 @@ def _arm_deadline(armer: Armer, job: Job, svc: Service) -> None:
     at_risk = job.opened_at + (late_at - job.opened_at) * 3 / 4
     at_risk = at_risk.replace(microsecond=0)
     for point, owed in (("at_risk", at_risk), ("late", late_at)):
-        armer.arm(f"{job.id}:deadline:{point}:{job.period}", owed_at=owed, handler=DEADLINE, data={"job": job.id,
-                  "point": point}, opened_at=job.opened_at)
+        armer.arm(f"{job.id}:deadline:{point}:{job.period}", owed_at=owed, handler=DEADLINE,
+                  data={"job": job.id, "point": point}, opened_at=job.opened_at, version=job.version)
 
 
 def penalty_notice(*, armer: Armer, clock: Clock, amount_cents: int, notice: str) -> MoneyLine | None:

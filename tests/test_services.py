@@ -254,3 +254,18 @@ def test_cancel_before_delivery_returns_the_hold_and_stops_the_jobs_timers(brand
     assert not Timer.objects.filter(domain=tc.id, status="armed").exclude(owner=job.id).exists()
     assert not Event.objects.filter(domain=tc.id, type__in=["clock.notice", "job.late", "clock.passed"]).exists()
     assert Event.objects.get(domain=tc.id, type="job.canceled").data["released"] == 120_000
+
+
+def test_every_timer_is_pinned_to_the_bundle_it_was_armed_under(db):
+    out = StringIO()
+    call_command("loadexample", "apis_tax", "--reset", stdout=out)
+    tc = out.getvalue().split("test clock ")[1].split()[0]
+    call_command("tick", "--to", "2027-02-02T00:00Z", "--test-clock", tc, stdout=StringIO())
+    job = Job.objects.get(domain=tc, service="annual-return", period="2026")
+    sub = Subscription.objects.get(domain=tc)
+    assert job.version == registry.bundle("annual-return").version and job.version.startswith("sha256:")
+    assert "services/examples/apis_tax/tax.py" in registry.bundle("annual-return").files  # what it imports
+    clocks = Timer.objects.filter(domain=tc, owner__startswith="clk_")
+    assert clocks and {t.version for t in clocks} == {job.version}
+    assert {t.version for t in Timer.objects.filter(domain=tc, owner=sub.id)} == {sub.version}
+    assert {t.version for t in Timer.objects.filter(domain=tc, owner=job.id)} == {job.version}

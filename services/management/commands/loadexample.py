@@ -45,7 +45,7 @@ class Command(KTCommand):
         # Acme adds Texas in March 2027: a subscription.update, scheduled on the clock so every way replays it.
         timer_arm(brand=brand, key=f"{sub.id}:window:add Texas:2027-03", owed_at=datetime(2027, 3, 15, 14, tzinfo=UTC),
                   domain=clock.id, handler=UPDATE,
-                  data={"input": {"states": ["CA", "NY", "NJ", "TX"]}}, opened_at=START)
+                  data={"input": {"states": ["CA", "NY", "NJ", "TX"]}}, opened_at=START, version=sub.version)
         self.stdout.write(f"brand {brand.id} · {brand.name}")
         self.stdout.write(f"test clock {clock.id} · frozen at 2027-01-20 14:00Z")
         self.stdout.write(f"subject {subject.id} · taxpayer 12-3456789 · Acme Robotics · America/New_York")
