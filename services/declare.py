@@ -75,6 +75,15 @@ class Price:
         return round(charge_cents * self.late.get("percent", 0) / 100)
 
 
+@dataclass(frozen=True)
+class Signal:
+    """A quiet job: nothing happened for ``silent`` (a span), so the signal is raised and ``goto`` names where
+    the job moves (a status or step the domain reads from the record)."""
+
+    silent: str
+    goto: str = ""
+
+
 EVERY = {"year": relativedelta(years=1), "quarter": relativedelta(months=3), "month": relativedelta(months=1),
          "week": relativedelta(weeks=1)}
 
@@ -86,6 +95,7 @@ class Service:
     price: Price = field(default_factory=Price)
     clocks: dict[str, ClockSpec] = field(default_factory=dict)
     schedule: dict[str, Schedule] = field(default_factory=dict)
+    signals: dict[str, Signal] = field(default_factory=dict)
     title: str = ""  # '{period} return'
     where: str = ""  # the file, set by the loader
 
@@ -93,6 +103,7 @@ class Service:
     within: Offset | None = field(default=None, init=False)
     every: relativedelta | None = field(default=None, init=False)
     at: dict[str, Offset] = field(default_factory=dict, init=False)
+    silent: dict[str, relativedelta] = field(default_factory=dict, init=False)
 
     def check(self, known: Mapping[str, Service]) -> None:
         """Validate every field against the other Services; raise ServiceError naming file and field."""
@@ -119,6 +130,14 @@ class Service:
             self.every = every
         if self.price.late and not set(self.price.late) <= {"usd", "percent"}:
             raise ServiceError(f"{w}price.late: write {{'usd': 100}} or {{'percent': 10}}")
+        for name, sig in self.signals.items():
+            try:
+                self.silent[name] = parse_span(sig.silent)
+            except OffsetError as exc:
+                raise ServiceError(f"{w}signals.{name}.silent: {exc}") from None
+        unknown_keeps = [k for k in self.subject.keeps if not k.isidentifier()]
+        if unknown_keeps:
+            raise ServiceError(f"{w}subject.keeps: names are identifiers, not {unknown_keeps}")
         for name, sch in self.schedule.items():
             where = f"{w}deliver.schedule.{name}"
             order = known.get(sch.order)

@@ -16,6 +16,7 @@ from .services import (
     DEADLINE,
     MONEY,
     SCHEDULE,
+    SIGNAL,
     UPDATE,
     _ends,
     job_open,
@@ -133,6 +134,18 @@ def fire_deadline(f: Firing) -> None:
         f.what += f" · price.late {usd(credit)} comes off the charge"
 
 
+def fire_signal(f: Firing) -> None:
+    """Nothing happened for the signal's span: raise it, and say where its goto moves the job."""
+    job = Job.objects.get(pk=f.timer.data["job"])
+    name = f.timer.data["signal"]
+    if job.status != Job.Status.OPEN:
+        f.what = f"skipped · job {job.status}"
+        return
+    sig = registry.get(job.service).signals[name]
+    f.record("signal.raised", subject=job.id, data={"signal": name, "goto": sig.goto, "silent": sig.silent})
+    f.what = f"{job.id} · {name} · silent {sig.silent}" + (f" → {sig.goto}" if sig.goto else "")
+
+
 def fire_money(f: Firing) -> None:
     line = MoneyLine.objects.get(pk=f.timer.data["line"])
     if line.status != MoneyLine.Status.OWED:
@@ -155,7 +168,7 @@ def fire_update(f: Firing) -> None:
 
 def register() -> None:
     for name, fn in ((CYCLE, fire_cycle), (SCHEDULE, fire_schedule), (DEADLINE, fire_deadline),
-                     (MONEY, fire_money), (UPDATE, fire_update)):
+                     (MONEY, fire_money), (UPDATE, fire_update), (SIGNAL, fire_signal)):
         handlers.register(name, fn, atomic=True, replace=True)
 
 

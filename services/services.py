@@ -28,6 +28,7 @@ SCHEDULE = "services.schedule"
 DEADLINE = "services.deadline"
 MONEY = "services.money"
 UPDATE = "services.update"
+SIGNAL = "services.signal"
 MINT_AT = time(9, 0)  # schedules mint at 09:00 in the subject's zone, as rungs ring
 
 
@@ -183,6 +184,51 @@ def job_open(*, armer: Armer, brand_id: str, domain: str, service: str, subject:
                                                      "schedule": schedule, "version": job.version[:15]})
     if svc.within is not None:
         _arm_deadline(armer, job, svc)
+    for name, span in svc.silent.items():
+        armer.arm(signal_key(job, name), owed_at=now + span, handler=SIGNAL, opened_at=job.opened_at,
+                  data={"job": job.id, "signal": name, "since": now.isoformat()}, version=job.version)
+    return job
+
+
+def signal_key(job: Job, name: str) -> str:
+    return f"{job.id}:deadline:{name}:{job.period}"
+
+
+def job_activity(*, armer: Armer, job: Job, what: str = "") -> list[str]:
+    """Something happened on the job: each silent signal re-arms from now (its key stays)."""
+    svc = registry.get(job.service)
+    rearmed = []
+    for name, span in svc.silent.items():
+        key = signal_key(job, name)
+        state = armer.state(key)
+        if state is not None and state[0] == "armed":
+            armer.retime(key, owed_at=armer.now + span)
+            rearmed.append(key)
+    armer.record("job.activity", subject=job.id, data={"what": what, "rearmed": rearmed})
+    return rearmed
+
+
+def job_deliver(*, armer: Armer, job: Job, keeps: dict | None = None) -> Job:
+    """Deliver a job: its deadline and signals stop, and what the subject keeps is carried to the next job."""
+    if job.status != Job.Status.OPEN:
+        raise KeepingTimeError(f"{job.id} is {job.status}; only an open job is delivered", code="job_not_open",
+                               status=409)
+    svc = registry.get(job.service)
+    carried = {k: v for k, v in (keeps or {}).items() if k in svc.subject.keeps}
+    ignored = sorted(set(keeps or {}) - set(carried))
+    if ignored:
+        raise KeepingTimeError(f"{svc.name} keeps {', '.join(svc.subject.keeps) or 'nothing'}; not {ignored}",
+                               code="unknown_keeps")
+    job.status, job.closed_at = Job.Status.DELIVERED, armer.now
+    job.save(update_fields=["status", "closed_at"])
+    if carried:
+        subject = job.subject
+        subject.keeps = {**subject.keeps, **carried}
+        subject.save(update_fields=["keeps"])
+    for key in Timer.objects.filter(domain=job.domain, owner=job.id, kind="deadline",
+                                    status__in=["armed", "held"]).values_list("key", flat=True):
+        armer.supersede(key, by="job.delivered")
+    armer.record("job.delivered", subject=job.id, data={"keeps": sorted(carried), "late": job.late})
     return job
 
 

@@ -269,3 +269,41 @@ def test_every_timer_is_pinned_to_the_bundle_it_was_armed_under(db):
     assert clocks and {t.version for t in clocks} == {job.version}
     assert {t.version for t in Timer.objects.filter(domain=tc, owner=sub.id)} == {sub.version}
     assert {t.version for t in Timer.objects.filter(domain=tc, owner=job.id)} == {job.version}
+
+
+def test_a_quiet_job_raises_its_signal_and_activity_re_arms_it(world):
+    from calendars.services import DirectArmer
+    from services.services import job_activity
+
+    tc, sub = world("2027-11-01T14:00Z", "t-monthly")
+    armer = DirectArmer(brand=sub.brand_id, domain=tc.id)
+    deal = job_open(armer=armer, brand_id=sub.brand_id, domain=tc.id, service="t-deal", subject=sub.subject,
+                    period="2027-11", input={})
+    key = f"{deal.id}:deadline:gone_dark:2027-11"
+    assert Timer.objects.get(domain=tc.id, key=key).owed_at == at("2027-11-15T14:00Z")
+    advance(tc.id, at("2027-11-03T14:00Z"))
+    job_activity(armer=DirectArmer(brand=sub.brand_id, domain=tc.id), job=deal, what="the account replied")
+    assert Timer.objects.get(domain=tc.id, key=key).owed_at == at("2027-11-17T14:00Z")
+    advance(tc.id, at("2027-11-30T00:00Z"))
+    raised = Event.objects.get(domain=tc.id, type="signal.raised")
+    assert raised.owed_at == at("2027-11-17T14:00Z") and raised.data["goto"] == "dark"
+
+
+def test_delivering_a_job_carries_what_the_subject_keeps(world):
+    from calendars.services import DirectArmer
+    from services.services import job_deliver
+    from timers.errors import KeepingTimeError
+
+    tc, sub = world("2027-01-02T14:00Z", "t-monthly")
+    advance(tc.id, at("2027-01-03T00:00Z"))
+    job = Job.objects.get(subscription=sub, period="2027-01")
+    armer = DirectArmer(brand=sub.brand_id, domain=tc.id)
+    with pytest.raises(KeepingTimeError) as err:
+        job_deliver(armer=armer, job=job, keeps={"secrets": 1})
+    assert err.value.code == "unknown_keeps"
+    job_deliver(armer=armer, job=job, keeps={"carryforwards": {"nol": 120_000}})
+    sub.subject.refresh_from_db()
+    assert sub.subject.keeps == {"carryforwards": {"nol": 120_000}}
+    assert not Timer.objects.filter(domain=tc.id, owner=job.id, kind="deadline", status="armed").exists()
+    advance(tc.id, at("2027-01-31T00:00Z"))
+    assert not Event.objects.filter(domain=tc.id, type="job.late", subject=job.id).exists()
