@@ -110,6 +110,8 @@ KEEPING_TIME = {
     "BATCH_SIZE": env.int("KT_BATCH_SIZE", default=2000),
     "MAX_PASSES": 32,
     "LATE_AFTER_SECONDS": 300,
+    # The host webcal:// feed URLs name (the subject calendar's .ics).
+    "FEED_HOST": env("KT_FEED_HOST", default="localhost:8000"),
 }
 
 LOGGING = {
