@@ -93,7 +93,7 @@ class DirectArmer:
         )
 
     def retime(self, key, *, owed_at):
-        Timer.objects.filter(domain=self.domain, key=key, status="armed").update(owed_at=owed_at)
+        Timer.objects.filter(domain=self.domain, key=key, status="armed").update(owed_at=owed_at, tick_pass=1)
 
     def record(self, type, *, subject, data):
         Event.objects.create(domain=self.domain, brand_id=self.brand_id, type=type, subject=subject,

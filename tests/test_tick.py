@@ -328,3 +328,47 @@ def test_compare_four_ways_agree(arm, clock, handler):
     clock.refresh_from_db()
     assert clock.frozen_time == T0  # each way was rolled back
     assert not Event.objects.filter(domain=clock.id).exists()
+
+
+class Crash(BaseException):
+    """The process dies: not an Exception, so no handler catches it and the batch's transaction rolls back."""
+
+
+def test_a_tick_that_dies_mid_instant_resumes_in_the_same_order(arm, clock, handler):
+    state = {"crash": False}
+
+    def parent(f):
+        f.record("timer.fired")
+        n = int(f.key.occurrence)
+        # Children owed *before* the instant: they fire in pass 2, after every pass-1 timer of the instant.
+        f.arm(f"job_c:task:child:{n}", owed_at=f.instant - timedelta(hours=n), handler="noop")
+
+    def last(f):
+        if state["crash"]:
+            state["crash"] = False
+            raise Crash
+        f.record("timer.fired")
+
+    handler("t.parent", parent)
+    handler("t.last", last)
+    t = "2026-11-25T14:00Z"
+    for n in range(1, 7):
+        arm(f"job_{n}:task:p:{n}", t, handler="t.parent", opened_at=T0)
+    arm("job_z:task:last:1", t, handler="t.last", opened_at=T0)
+    to = at("2026-11-26T00:00Z")
+    small = {"BATCH_SIZE": 2, "MAX_PASSES": 32, "LATE_AFTER_SECONDS": 300}
+    with transaction.atomic():
+        with override_settings(KEEPING_TIME=small):
+            advance(clock.id, to)
+        expected = record(clock.id)
+        transaction.set_rollback(True)
+    state["crash"] = True
+    with override_settings(KEEPING_TIME=small):
+        with pytest.raises(Crash):
+            advance(clock.id, to)
+        # Batches before the crash are committed; their pass-2 children wait, armed, with their pass.
+        assert Timer.objects.filter(domain=clock.id, key__startswith="job_c", status="armed", tick_pass=2).exists()
+        advance(clock.id, to)
+    got = record(clock.id)
+    assert got == expected
+    assert [k for _, k in got][-6:] == [f"job_c:task:child:{n}" for n in range(6, 0, -1)]

@@ -37,7 +37,7 @@ ZERO = timedelta(0)
 TIMER_FIELDS = (
     "id", "key", "owner", "kind", "place", "handler", "status", "owed_at", "opened_at", "armed_at",
     "fired_at", "late_by", "attempt", "wakes", "version", "superseded_by", "by", "held_since", "held_by",
-    "remaining", "armed_by", "data", "brand_id",
+    "remaining", "armed_by", "data", "brand_id", "tick_pass",
 )  # fmt: skip
 
 
@@ -238,6 +238,8 @@ class Run:
         self.stats.batches += 1
         for item in rows:
             item.instant = item.owed_at if self.floor is None or item.owed_at > self.floor else self.floor
+            # A timer a firing armed for this very instant keeps its pass, even across a crash and resume.
+            item.pass_no = (item.tick_pass or 1) if item.instant == self.floor else 1
             if item.id in self._armed:
                 continue
             item.domain = self.domain
@@ -473,6 +475,8 @@ class Run:
     # -- writing -----------------------------------------------------------------------------------
     def _flush(self) -> None:
         dirty = [i for i in self._by_key.values() if i.dirty]
+        for i in dirty:
+            i.tick_pass = i.pass_no
         self.store.write(
             domain=self.domain,
             new=[i for i in dirty if i.new],

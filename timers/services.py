@@ -166,7 +166,8 @@ def timer_resume(*, timer: Timer, now: datetime, cap: datetime | None = None) ->
     owed = now + timer.remaining
     timer.owed_at = min(owed, cap) if cap is not None else owed
     timer.status, timer.held_since, timer.held_by, timer.remaining = "armed", None, "", None
-    timer.save(update_fields=["status", "owed_at", "held_since", "held_by", "remaining"])
+    timer.tick_pass = 1  # resumed from outside a firing: it starts its instant's first pass
+    timer.save(update_fields=["status", "owed_at", "held_since", "held_by", "remaining", "tick_pass"])
     return timer
 
 

@@ -81,7 +81,7 @@ class PostgresStore:
                 )
             if changed:
                 cols = ("status", "owed_at", "fired_at", "late_by", "attempt", "wakes", "superseded_by", "by",
-                        "held_since", "held_by", "remaining")
+                        "held_since", "held_by", "remaining", "tick_pass")
                 arrays = [[i.id for i in changed]] + [[getattr(i, c) for i in changed] for c in cols]
                 cur.execute(
                     "UPDATE timers_timer AS t SET "
@@ -119,7 +119,7 @@ _PG_TYPES = {
     "armed_at": "timestamptz", "fired_at": "timestamptz", "late_by": "interval", "attempt": "integer",
     "wakes": "integer", "version": "varchar", "superseded_by": "varchar", "by": "varchar",
     "held_since": "timestamptz", "held_by": "varchar", "remaining": "interval", "armed_by": "varchar",
-    "brand_id": "varchar",
+    "brand_id": "varchar", "tick_pass": "smallint",
 }  # fmt: skip
 
 
@@ -163,7 +163,7 @@ class OrmStore:
             Timer.objects.filter(pk=i.id).update(
                 status=i.status, owed_at=i.owed_at, fired_at=i.fired_at, late_by=i.late_by, attempt=i.attempt,
                 wakes=i.wakes, superseded_by=i.superseded_by or "", by=i.by or "", held_since=i.held_since,
-                held_by=i.held_by or "", remaining=i.remaining,
+                held_by=i.held_by or "", remaining=i.remaining, tick_pass=i.tick_pass or 1,
             )
         if commits:
             Commit.objects.bulk_create(
