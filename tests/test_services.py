@@ -307,3 +307,22 @@ def test_delivering_a_job_carries_what_the_subject_keeps(world):
     assert not Timer.objects.filter(domain=tc.id, owner=job.id, kind="deadline", status="armed").exists()
     advance(tc.id, at("2027-01-31T00:00Z"))
     assert not Event.objects.filter(domain=tc.id, type="job.late", subject=job.id).exists()
+
+
+def test_timers_list_on_a_job_shows_its_mint_its_clocks_and_the_next_armed(db):
+    out = StringIO()
+    call_command("loadexample", "apis_tax", "--reset", stdout=out)
+    tc = out.getvalue().split("test clock ")[1].split()[0]
+    call_command("tick", "--to", "2028-02-02T14:00Z", "--test-clock", tc, stdout=StringIO())
+    job = Job.objects.get(domain=tc, service="annual-return", period="2027")
+    out = StringIO()
+    call_command("timers", "list", "--on", job.id, "--test-clock", tc, stdout=out)
+    lines = out.getvalue().splitlines()
+    assert lines[0].startswith(f"{job.id} · annual-return · period 2027 · on sha256:")
+    assert " · at 2028-02-02 14:00Z · UTC · 4 fired · 0 held · " in lines[0]
+    assert lines[0].endswith("armed, the next 6 below")
+    keys = [line.split()[-1] for line in lines[2:6]]
+    rows = "\n".join(lines[2:])
+    assert f"{job.subscription_id}:schedule:annual:2027" in rows  # the mint that opened it
+    assert all("notice 90d:2027@0" in line for line in lines[3:6]) and len(keys) == 4
+    assert len(lines) == 2 + 4 + 6

@@ -19,6 +19,7 @@ from rest_framework.views import APIView
 from .. import services
 from ..errors import KeepingTimeError, NotFound
 from ..models import LIVE, Brand, Event, TestClock, Timer
+from ..owners import owner_filter
 from .serializers import (
     DeletedTestClockSerializer,
     ErrorSerializer,
@@ -168,7 +169,7 @@ class TimerListView(BrandAPIView):
         qs = scope.filter(domain=domain_of(self.brand, params.get("test_clock")))
         if params.get("on"):
             on = params["on"]
-            qs = qs.filter(Q(owner=on) | Q(owner__startswith=f"{on}#"))
+            qs = qs.filter(owner_filter(domain_of(self.brand, params.get("test_clock")), on))
         if params.get("status"):
             qs = qs.filter(status=params["status"])
         return Response(page(qs, scope=scope, order=TIMER_ORDER, lookup="pk", params=params, url="/timers",

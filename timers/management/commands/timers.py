@@ -9,6 +9,7 @@ from django.core.management.base import CommandError
 from timers import cli
 from timers.api.serializers import timer_json
 from timers.models import LIVE, Timer
+from timers.owners import describe, owner_filter
 from timers.services import domain_now, timer_arm
 from timers.timeutil import parse_instant, trace_z
 
@@ -42,9 +43,7 @@ class Command(KTCommand):
         clock = self.test_clock(o["test_clock"])
         domain = clock.id if clock else LIVE
         owner = o["on"]
-        qs = Timer.objects.filter(domain=domain).filter(owner__in=[owner]) | Timer.objects.filter(
-            domain=domain, owner__startswith=f"{owner}#"
-        )
+        qs = Timer.objects.filter(owner_filter(domain, owner), domain=domain)
         if o["status"]:
             qs = qs.filter(status=o["status"])
         timers = list(qs.order_by("fired_at", "owed_at", "place", "key"))
@@ -54,7 +53,7 @@ class Command(KTCommand):
         rest = [t for t in timers if t.status != "armed"]
         rest.sort(key=lambda t: (t.fired_at or t.held_since or t.owed_at, t.place, t.key.encode()))
         now = domain_now(domain=domain)
-        parts = [owner, f"at {trace_z(now)}", "UTC", f"{counts['fired']} fired", f"{counts['held']} held"]
+        parts = [owner, *describe(domain, owner), f"at {trace_z(now)}", "UTC", f"{counts['fired']} fired", f"{counts['held']} held"]
         if counts["superseded"]:
             parts.append(f"{counts['superseded']} superseded")
         armed_text = f"{counts['armed']} armed"

@@ -1,0 +1,29 @@
+"""How the runtime's timer lists name a job or subscription, and the timers related to a job."""
+
+from __future__ import annotations
+
+from django.db.models import Q
+
+from .models import Job, Subscription
+
+
+def related(domain: str, owner: str) -> Q | None:
+    """A job's list includes the schedule timer that minted it."""
+    if not owner.startswith("job_"):
+        return None
+    job = Job.objects.filter(pk=owner, domain=domain).exclude(schedule="").first()
+    if job is None or job.subscription_id is None:
+        return None
+    return Q(key=f"{job.subscription_id}:schedule:{job.schedule}:{job.period}")
+
+
+def describe(domain: str, owner: str) -> list[str]:
+    if owner.startswith("job_"):
+        job = Job.objects.filter(pk=owner, domain=domain).first()
+        if job is not None:
+            return [job.service, f"period {job.period}", f"on {job.version[:15]}…", job.status]
+    if owner.startswith("sbn_"):
+        sub = Subscription.objects.filter(pk=owner, domain=domain).first()
+        if sub is not None:
+            return [sub.service, f"cycle {sub.cycle}", f"on {sub.version[:15]}…", sub.status]
+    return []
