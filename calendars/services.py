@@ -266,6 +266,8 @@ def clock_satisfy(*, armer: Armer, item: ClockItem, by: str = "") -> ClockItem:
     """Mark the date kept: a satisfied clock arms nothing further, and what it had armed is superseded."""
     if item.status == ClockItem.Status.SATISFIED:
         return item
+    if item.status == ClockItem.Status.VOIDED:
+        raise KeepingTimeError(f"{item.owner_key} was voided with its job", code="clock_item_voided", status=409)
     clock = item.clock
     spec = specs.get(clock.spec)
     item.status, item.satisfied_at, item.changed_at = ClockItem.Status.SATISFIED, armer.now, armer.now

@@ -5,6 +5,7 @@ urlpatterns = [
     path("admin/", admin.site.urls),
     path("portal/", include("portals.urls")),
     path("", include("calendars.urls")),
+    path("", include("services.urls")),
     path("", include("timers.api.urls")),
 ]
 

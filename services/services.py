@@ -152,8 +152,12 @@ def subscription_update(*, armer: Armer, sub: Subscription, input: dict) -> Subs
     return sub
 
 
+@transaction.atomic
 def subscription_cancel(*, armer: Armer, sub: Subscription) -> Subscription:
     """Cancel at the cycle's end: the next renewal ends it; jobs of the current period go on."""
+    if sub.status != Subscription.Status.ACTIVE:
+        raise KeepingTimeError(f"{sub.id} is {sub.status}; only an active subscription cancels",
+                               code="subscription_not_active", status=409)
     sub.cancel_at_period_end = True
     sub.save(update_fields=["cancel_at_period_end"])
     armer.record("subscription.cancel_scheduled", subject=sub.id, data={"cycle": sub.cycle})
@@ -196,6 +200,9 @@ def signal_key(job: Job, name: str) -> str:
 
 def job_activity(*, armer: Armer, job: Job, what: str = "") -> list[str]:
     """Something happened on the job: each silent signal re-arms from now (its key stays)."""
+    if job.status != Job.Status.OPEN:
+        raise KeepingTimeError(f"{job.id} is {job.status}; activity counts on an open job", code="job_not_open",
+                               status=409)
     svc = registry.get(job.service)
     rearmed = []
     for name, span in svc.silent.items():
@@ -214,10 +221,14 @@ def job_deliver(*, armer: Armer, job: Job, keeps: dict | None = None) -> Job:
         raise KeepingTimeError(f"{job.id} is {job.status}; only an open job is delivered", code="job_not_open",
                                status=409)
     svc = registry.get(job.service)
-    carried = {k: v for k, v in (keeps or {}).items() if k in svc.subject.keeps}
+    # What the subject keeps is declared by the job's Service or by the plan that minted it.
+    declared = set(svc.subject.keeps)
+    if job.subscription_id:
+        declared |= set(registry.get(job.subscription.service).subject.keeps)
+    carried = {k: v for k, v in (keeps or {}).items() if k in declared}
     ignored = sorted(set(keeps or {}) - set(carried))
     if ignored:
-        raise KeepingTimeError(f"{svc.name} keeps {', '.join(svc.subject.keeps) or 'nothing'}; not {ignored}",
+        raise KeepingTimeError(f"{svc.name} keeps {', '.join(sorted(declared)) or 'nothing'}; not {ignored}",
                                code="unknown_keeps")
     job.status, job.closed_at = Job.Status.DELIVERED, armer.now
     job.save(update_fields=["status", "closed_at"])
@@ -297,9 +308,8 @@ def job_end(*, armer: Armer, job: Job, status: str, reason: str = "") -> Job:
 
 
 def next_timer(*, domain: str, owner: str) -> Timer | None:
-    """The next armed timer of a job, clock or subscription (a clock's items included)."""
-    return (Timer.objects.filter(domain=domain, status="armed", owner__in=[owner])
-            .union(Timer.objects.filter(domain=domain, status="armed", owner__startswith=f"{owner}#"))
-            .order_by("owed_at").first())
+    """The next armed timer of a job, clock or subscription (a clock's items included), in tick order."""
+    return (Timer.objects.filter(Q(owner=owner) | Q(owner__startswith=f"{owner}#"), domain=domain, status="armed")
+            .order_by("owed_at", "place", "opened_at", "key").first())
 
 

@@ -326,3 +326,17 @@ def test_timers_list_on_a_job_shows_its_mint_its_clocks_and_the_next_armed(db):
     assert f"{job.subscription_id}:schedule:annual:2027" in rows  # the mint that opened it
     assert all("notice 90d:2027@0" in line for line in lines[3:6]) and len(keys) == 4
     assert len(lines) == 2 + 4 + 6
+
+
+def test_a_minted_return_carries_carryforwards_to_the_subject(db):
+    from calendars.services import DirectArmer
+    from services.services import job_deliver
+
+    out = StringIO()
+    call_command("loadexample", "apis_tax", "--reset", stdout=out)
+    tc = out.getvalue().split("test clock ")[1].split()[0]
+    call_command("tick", "--to", "2027-03-01T00:00Z", "--test-clock", tc, stdout=StringIO())
+    job = Job.objects.select_related("subject", "subscription").get(domain=tc, service="annual-return")
+    job_deliver(armer=DirectArmer(brand=job.brand_id, domain=tc), job=job, keeps={"carryforwards": {"nol": 5_000}})
+    job.subject.refresh_from_db()
+    assert job.subject.keeps == {"carryforwards": {"nol": 5_000}}

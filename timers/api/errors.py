@@ -14,7 +14,7 @@ from rest_framework import exceptions as drf
 from rest_framework.response import Response
 from rest_framework.views import set_rollback
 
-from ..errors import KeepingTimeError
+from ..errors import KeepingTimeError, Refused
 
 log = logging.getLogger(__name__)
 
@@ -59,6 +59,8 @@ def exception_handler(exc, context):
     if isinstance(exc, KeepingTimeError):
         status, code, message = exc.status, exc.code, exc.message
         param = getattr(exc, "param", None)
+    elif isinstance(exc, Refused):  # the gate refused the proposal: nothing it proposed landed
+        status, code, message = 409, exc.code, exc.message or f"refused: {exc.code}"
     elif isinstance(exc, drf.ValidationError):
         status = 400
         code, message, param = _validation(exc)

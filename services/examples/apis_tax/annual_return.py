@@ -6,7 +6,8 @@ annual_return = Service(
     name="annual-return",
     title="the {period} return",
     subject=SubjectSpec(kind="taxpayer", key="ein", period=Period(of="tax_year",
-                                                                  ends=lambda i: i.get("year_end", "12-31"))),
+                                                                  ends=lambda i: i.get("year_end", "12-31")),
+                        keeps=("carryforwards", "tax")),
     price=Price(usd=1_200, within="5d before file", late={"usd": 200}),
     clocks={
         "file": clock(

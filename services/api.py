@@ -1,0 +1,615 @@
+"""The domain over HTTP: subscriptions, jobs and clocks, each with the next timer it carries.
+
+Every read is the caller's brand's (``request.auth``); another brand's id is a 404, never a leak. Lists
+are Stripe's shape, paged with ``limit`` and ``starting_after``, the live clock's or a test clock's
+(``test_clock``). Writes call the service functions with a DirectArmer on the object's own clock domain,
+in one transaction: a refusal from the gate (``timers.errors.Refused``, e.g. date_passed) is a 409 with
+its code, and nothing it proposed is kept.
+
+``next_timer`` is the earliest armed timer in the tick's order (owed_at, place, opened_at, key): for a
+subscription its own timers; for a clock its items' (``clk_…#US``); for a job its own and its clocks'.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable, Iterator
+from contextlib import contextmanager
+from zoneinfo import ZoneInfo
+
+from django.db import transaction
+from django.db.models import Q
+from drf_spectacular.utils import extend_schema
+from rest_framework import serializers
+from rest_framework.response import Response
+
+from calendars.models import Clock, ClockItem
+from calendars.services import DirectArmer, clock_choose, clock_satisfy
+from timers.api.serializers import Choice, ListQuerySerializer, _plain_json, const, list_serializer
+from timers.api.views import ERRORS, NOT_FOUND, BrandAPIView, _error, domain_of, page
+from timers.errors import KeepingTimeError, NotFound, Refused
+from timers.keys import KINDS
+from timers.models import LIVE, Brand, Timer
+from timers.timeutil import iso_z
+
+from . import registry
+from .declare import Service, ServiceError
+from .models import Job, Subscription
+from .services import job_activity, job_deliver, job_end, subscription_cancel, subscription_update, usd
+
+_ID = re.compile(r"^[A-Za-z0-9_]{1,32}$")
+_ITEM = re.compile(r"^[A-Za-z0-9_.-]{1,32}$")
+UNNAMED = "-"  # the URL's name for a clock's single unnamed item
+TICK_ORDER = ("owed_at", "place", "opened_at", "key")
+
+
+# -- next timers, for many owners in one query ---------------------------------------------------------
+def _armed(domain: str, roots: Iterable[str]) -> list[Timer]:
+    """The armed timers of ``roots`` (each exactly, or its occurrences ``root#…``) on one domain, in tick order."""
+    roots = sorted(set(roots))
+    if not roots:
+        return []
+    match = Q(owner__in=roots)
+    for root in roots:
+        match |= Q(owner__startswith=f"{root}#")
+    return list(Timer.objects.filter(domain=domain, status=Timer.Status.ARMED).filter(match)
+                .only("id", "key", "owner", "kind", "owed_at", "place", "opened_at").order_by(*TICK_ORDER))
+
+
+def _first_by(timers: list[Timer], group) -> dict[str, Timer]:
+    """The first timer (they come in tick order) of each group ``group(timer)`` names."""
+    first: dict[str, Timer] = {}
+    for t in timers:
+        g = group(t)
+        if g is not None and g not in first:
+            first[g] = t
+    return first
+
+
+def _root(owner: str) -> str:
+    return owner.split("#", 1)[0]
+
+
+def timer_summary(t: Timer | None) -> dict | None:
+    if t is None:
+        return None
+    return {"id": t.id, "key": t.key, "owed_at": iso_z(t.owed_at), "kind": t.kind, "on": t.owner}
+
+
+# -- lookups, always within the brand --------------------------------------------------------------------
+def _service(name: str) -> Service | None:
+    try:
+        return registry.get(name)
+    except ServiceError:  # a Service no longer registered: its objects still read
+        return None
+
+
+def get_subscription(brand: Brand, sub_id: str) -> Subscription:
+    sub = Subscription.objects.filter(brand=brand, pk=sub_id).first() if _ID.match(sub_id) else None
+    if sub is None:
+        raise NotFound(f"no subscription {sub_id!r}")
+    return sub
+
+
+def get_job(brand: Brand, job_id: str) -> Job:
+    job = Job.objects.filter(brand=brand, pk=job_id).first() if _ID.match(job_id) else None
+    if job is None:
+        raise NotFound(f"no job {job_id!r}")
+    return job
+
+
+def get_clock(brand: Brand, clock_id: str) -> Clock:
+    clock = (Clock.objects.select_related("subject__calendar").filter(brand=brand, pk=clock_id).first()
+             if _ID.match(clock_id) else None)
+    if clock is None:
+        raise NotFound(f"no clock {clock_id!r}")
+    return clock
+
+
+def get_item(clock: Clock, item: str) -> ClockItem:
+    name = "" if item == UNNAMED else item
+    found = clock.items.filter(item=name).first() if (item == UNNAMED or _ITEM.match(item)) else None
+    if found is None:
+        raise NotFound(f"clock {clock.id} has no item {item!r}"
+                       + (f"; its items: {', '.join(i or UNNAMED for i in clock.items.values_list('item', flat=True))}"
+                          if clock.items.exists() else ""))
+    found.clock = clock
+    return found
+
+
+def _test_clock(domain: str) -> str | None:
+    return None if domain == LIVE else domain
+
+
+@contextmanager
+def through_the_gate() -> Iterator[None]:
+    """One transaction; a refusal rolls it back and answers 409 with the refusal's code."""
+    try:
+        with transaction.atomic():
+            yield
+    except Refused as exc:
+        raise KeepingTimeError(exc.message or f"refused: {exc.code}", code=exc.code, status=409) from None
+
+
+# -- JSON -------------------------------------------------------------------------------------------------------
+def _price(cents: int, every: str | None = None) -> dict:
+    return {"cents": cents, "currency": "usd", "display": usd(cents), "every": every}
+
+
+def usage_json(sub: Subscription, svc: Service | None) -> dict:
+    """Allowances this cycle, as "1 of 1": every Service the plan includes, and any used beyond it."""
+    includes = dict(svc.price.includes) if svc else {}
+    used = {k: int(v) for k, v in (sub.usage or {}).items()}
+    return {name: {"used": used.get(name, 0), "of": includes.get(name, 0)} for name in [*includes, *sorted(
+        set(used) - set(includes))]}
+
+
+def subscription_json(sub: Subscription, nxt: Timer | None) -> dict:
+    svc = _service(sub.service)
+    return {
+        "id": sub.id,
+        "object": "subscription",
+        "service": sub.service,
+        "subject": sub.subject_id,
+        "status": sub.status,
+        "cancel_at_period_end": sub.cancel_at_period_end,
+        "cycle": sub.cycle,
+        "cycle_started_at": iso_z(sub.cycle_started_at),
+        "opened_at": iso_z(sub.opened_at),
+        "usage": usage_json(sub, svc),
+        "price": _price(svc.price.cents, svc.price.every) if svc else None,
+        "input": sub.input,
+        "version": sub.version or None,
+        "test_clock": _test_clock(sub.domain),
+        "next_timer": timer_summary(nxt),
+    }
+
+
+def subscriptions_json(subs: list[Subscription]) -> list[dict]:
+    """Many subscriptions with their next timers in one query per clock domain."""
+    nxt: dict[str, Timer] = {}
+    for domain in {s.domain for s in subs}:
+        ids = [s.id for s in subs if s.domain == domain]
+        nxt.update(_first_by(_armed(domain, ids), lambda t: _root(t.owner)))
+    return [subscription_json(s, nxt.get(s.id)) for s in subs]
+
+
+def job_json(job: Job, clocks: list[str], nxt: Timer | None) -> dict:
+    return {
+        "id": job.id,
+        "object": "job",
+        "service": job.service,
+        "period": job.period,
+        "subject": job.subject_id,
+        "subscription": job.subscription_id,
+        "schedule": job.schedule or None,
+        "status": job.status,
+        "late": job.late,
+        "late_at": iso_z(job.late_at),
+        "opened_at": iso_z(job.opened_at),
+        "closed_at": iso_z(job.closed_at),
+        "price": _price(job.price_cents),
+        "version": job.version or None,
+        "test_clock": _test_clock(job.domain),
+        "clocks": clocks,
+        "next_timer": timer_summary(nxt),
+    }
+
+
+def jobs_json(jobs: list[Job]) -> list[dict]:
+    """Many jobs with their clocks and next timers: one query for the clocks, one per clock domain for the
+    timers (the jobs' own and their clocks' items'), never one per job or clock."""
+    if not jobs:
+        return []
+    clocks: dict[str, list[str]] = {j.id: [] for j in jobs}
+    job_of: dict[str, str] = {j.id: j.id for j in jobs}
+    rows = (Clock.objects.filter(brand_id__in={j.brand_id for j in jobs}, owner_ref__in=list(clocks),
+                                 lives_on=Clock.LivesOn.JOB)
+            .order_by("opened_at", "name", "id").values_list("id", "owner_ref", "domain"))
+    domain_of_job = {j.id: j.domain for j in jobs}
+    for clock_id, owner, domain in rows:
+        if domain_of_job.get(owner) == domain:
+            clocks[owner].append(clock_id)
+            job_of[clock_id] = owner
+    nxt: dict[str, Timer] = {}
+    for domain in set(domain_of_job.values()):
+        roots = [r for r, j in job_of.items() if domain_of_job[j] == domain]
+        nxt.update(_first_by(_armed(domain, roots), lambda t: job_of.get(_root(t.owner))))
+    return [job_json(j, clocks[j.id], nxt.get(j.id)) for j in jobs]
+
+
+def clock_json(clock: Clock) -> dict:
+    items = list(clock.items.all().order_by("due_at", "item"))
+    timers = _armed(clock.domain, [clock.id])
+    by_item = _first_by(timers, lambda t: t.owner)
+    calendar = clock.subject.calendar
+    zone = ZoneInfo(calendar.zone if calendar is not None else "UTC")
+    return {
+        "id": clock.id,
+        "object": "clock",
+        "name": clock.name,
+        "title": clock.title,
+        "spec": clock.spec,
+        "subject": clock.subject_id,
+        "period": clock.period,
+        "hard": clock.hard,
+        "lives_on": clock.lives_on,
+        "owner_ref": clock.owner_ref,
+        "answers_for": clock.answers_for or None,
+        "version": clock.version or None,
+        "opened_at": iso_z(clock.opened_at),
+        "zone": zone.key,
+        "test_clock": _test_clock(clock.domain),
+        "items": [item_json(i, zone, by_item.get(i.owner_key)) for i in items],
+        "next_timer": timer_summary(timers[0] if timers else None),
+    }
+
+
+def item_json(item: ClockItem, zone: ZoneInfo, nxt: Timer | None) -> dict:
+    return {
+        "item": item.item or None,
+        "civil": item.civil.isoformat(),
+        "due_date": item.due_date.isoformat(),
+        "due_at": iso_z(item.due_at),
+        "local": item.due_at.astimezone(zone).isoformat(timespec="seconds"),
+        "rolled_why": item.rolled_why or None,
+        "moves": item.moves,
+        "status": item.status,
+        "satisfied_at": iso_z(item.satisfied_at),
+        "next_timer": timer_summary(nxt),
+    }
+
+
+# -- what the API takes ---------------------------------------------------------------------------------------
+def _id_field(help_text: str) -> serializers.CharField:
+    return serializers.CharField(required=False, max_length=64, help_text=help_text)
+
+
+class SubscriptionListQuerySerializer(ListQuerySerializer):
+    subject = _id_field("Only this subject's (sbj_…)")
+    test_clock = _id_field("The test clock's subscriptions; the live clock's when absent")
+
+
+class JobListQuerySerializer(ListQuerySerializer):
+    subject = _id_field("Only this subject's (sbj_…)")
+    subscription = _id_field("Only the jobs this subscription minted (sbn_…)")
+    status = Choice(required=False, choices=Job.Status.choices, component="JobStatus")
+    test_clock = _id_field("The test clock's jobs; the live clock's when absent")
+
+
+class SubscriptionUpdateSerializer(serializers.Serializer):
+    input = serializers.DictField(help_text="Merged into the subscription's input; the next mint re-arms with it. "
+                                            "Jobs already minted keep theirs.")
+
+    def validate_input(self, value):
+        _plain_json(value)
+        return value
+
+
+class JobDeliverSerializer(serializers.Serializer):
+    keeps = serializers.DictField(required=False, default=dict,
+                                  help_text="What the subject keeps, carried to the next job (the Service's "
+                                            "subject.keeps names only)")
+
+    def validate_keeps(self, value):
+        _plain_json(value)
+        return value
+
+
+class JobCancelSerializer(serializers.Serializer):
+    reason = serializers.CharField(required=False, allow_blank=True, max_length=200, default="")
+
+
+class JobActivitySerializer(serializers.Serializer):
+    what = serializers.CharField(required=False, allow_blank=True, max_length=200, default="",
+                                 help_text="What happened: the account replied …")
+
+
+class ClockChooseSerializer(serializers.Serializer):
+    option = serializers.CharField(max_length=64, help_text="One of the clock's options")
+    by = serializers.CharField(required=False, allow_blank=True, max_length=200, default="",
+                               help_text="Who chose")
+
+
+class ClockSatisfySerializer(serializers.Serializer):
+    by = serializers.CharField(required=False, allow_blank=True, max_length=200, default="",
+                               help_text="Who kept the date")
+
+
+# -- what the API answers (for the schema) ----------------------------------------------------------------------
+class TimerSummarySerializer(serializers.Serializer):
+    id = serializers.CharField()
+    key = serializers.CharField()
+    owed_at = serializers.DateTimeField()
+    kind = Choice(choices=list(KINDS), component="TimerKind")
+    on = serializers.CharField(help_text="Its owner: job_…, sbn_…, clk_…#US")
+
+
+class PriceSerializer(serializers.Serializer):
+    cents = serializers.IntegerField()
+    currency = serializers.CharField()
+    display = serializers.CharField(help_text="e.g. $2,400.00")
+    every = serializers.CharField(allow_null=True, help_text="The cycle: year, month …; null for a one-off")
+
+
+class AllowanceSerializer(serializers.Serializer):
+    used = serializers.IntegerField()
+    of = serializers.IntegerField()
+
+
+class SubscriptionSerializer(serializers.Serializer):
+    id = serializers.CharField()
+    object = const("subscription", "SubscriptionObject")
+    service = serializers.CharField()
+    subject = serializers.CharField()
+    status = Choice(choices=Subscription.Status.choices, component="SubscriptionStatus")
+    cancel_at_period_end = serializers.BooleanField()
+    cycle = serializers.IntegerField()
+    cycle_started_at = serializers.DateTimeField()
+    opened_at = serializers.DateTimeField()
+    usage = serializers.DictField(child=AllowanceSerializer(),
+                                  help_text='Allowances this cycle by Service: {"annual-return": {"used": 1, "of": 1}}')
+    price = PriceSerializer(allow_null=True)
+    input = serializers.DictField()
+    version = serializers.CharField(allow_null=True)
+    test_clock = serializers.CharField(allow_null=True)
+    next_timer = TimerSummarySerializer(allow_null=True)
+
+
+class JobSerializer(serializers.Serializer):
+    id = serializers.CharField()
+    object = const("job", "JobObject")
+    service = serializers.CharField()
+    period = serializers.CharField()
+    subject = serializers.CharField()
+    subscription = serializers.CharField(allow_null=True)
+    schedule = serializers.CharField(allow_null=True)
+    status = Choice(choices=Job.Status.choices, component="JobStatus")
+    late = serializers.BooleanField()
+    late_at = serializers.DateTimeField(allow_null=True)
+    opened_at = serializers.DateTimeField()
+    closed_at = serializers.DateTimeField(allow_null=True)
+    price = PriceSerializer()
+    version = serializers.CharField(allow_null=True)
+    test_clock = serializers.CharField(allow_null=True)
+    clocks = serializers.ListField(child=serializers.CharField(), help_text="The job's clocks (clk_…)")
+    next_timer = TimerSummarySerializer(allow_null=True, help_text="The earliest armed timer of the job or its clocks")
+
+
+class ClockItemSerializer(serializers.Serializer):
+    item = serializers.CharField(allow_null=True, help_text="US, US-NJ …; null for a clock's single unnamed item "
+                                                            "(written - in URLs)")
+    civil = serializers.DateField(help_text="What the due function returned (or the move set)")
+    due_date = serializers.DateField(help_text="The civil date rolled to the first open day")
+    due_at = serializers.DateTimeField(help_text="The start of the closing minute, UTC")
+    local = serializers.CharField(help_text="The closing minute in the subject calendar's zone, with its offset")
+    rolled_why = serializers.CharField(allow_null=True)
+    moves = serializers.IntegerField()
+    status = Choice(choices=ClockItem.Status.choices, component="ClockItemStatus")
+    satisfied_at = serializers.DateTimeField(allow_null=True)
+    next_timer = TimerSummarySerializer(allow_null=True)
+
+
+class ClockSerializer(serializers.Serializer):
+    id = serializers.CharField()
+    object = const("clock", "ClockObject")
+    name = serializers.CharField()
+    title = serializers.CharField()
+    spec = serializers.CharField()
+    subject = serializers.CharField()
+    period = serializers.CharField()
+    hard = serializers.BooleanField()
+    lives_on = Choice(choices=Clock.LivesOn.choices, component="ClockLivesOn")
+    owner_ref = serializers.CharField(help_text="The job (or subject) it belongs to")
+    answers_for = serializers.CharField(allow_null=True)
+    version = serializers.CharField(allow_null=True)
+    opened_at = serializers.DateTimeField()
+    zone = serializers.CharField(help_text="The subject calendar's IANA zone")
+    test_clock = serializers.CharField(allow_null=True)
+    items = ClockItemSerializer(many=True)
+    next_timer = TimerSummarySerializer(allow_null=True)
+
+
+CONFLICT = {409: _error("The object's state refuses it: job_not_open, subscription_not_active …")}
+GATE = {409: _error("clock_not_due, clock_satisfied, or the gate's refusal (date_passed …) with its code")}
+
+
+# -- subscriptions ------------------------------------------------------------------------------------------------
+SUB_ORDER = ("opened_at", "id")
+
+
+def _active(sub: Subscription) -> None:
+    if sub.status != Subscription.Status.ACTIVE:
+        raise KeepingTimeError(f"{sub.id} is {sub.status}; only an active subscription changes",
+                               code="subscription_not_active", status=409)
+
+
+def _render_sub(sub: Subscription) -> dict:
+    return subscriptions_json([sub])[0]
+
+
+class SubscriptionListView(BrandAPIView):
+    @extend_schema(
+        operation_id="subscriptions_list", tags=["subscriptions"], parameters=[SubscriptionListQuerySerializer],
+        summary="List subscriptions",
+        description="The live clock's subscriptions, or a test clock's, in the order they opened; each with its "
+                    "allowances this cycle and its next timer.",
+        responses={200: list_serializer("SubscriptionList", SubscriptionSerializer), **ERRORS, **NOT_FOUND},
+    )
+    def get(self, request):
+        params = self.query(SubscriptionListQuerySerializer)
+        scope = Subscription.objects.filter(brand=self.brand)
+        qs = scope.filter(domain=domain_of(self.brand, params.get("test_clock")))
+        if params.get("subject"):
+            qs = qs.filter(subject_id=params["subject"])
+        return Response(page(qs, scope=scope, order=SUB_ORDER, lookup="pk", params=params, url="/subscriptions",
+                             render=subscriptions_json, what="subscription"))
+
+
+class SubscriptionDetailView(BrandAPIView):
+    @extend_schema(operation_id="subscriptions_retrieve", tags=["subscriptions"], summary="Retrieve a subscription",
+                   responses={200: SubscriptionSerializer, 401: ERRORS[401], **NOT_FOUND})
+    def get(self, request, subscription_id: str):
+        return Response(_render_sub(get_subscription(self.brand, subscription_id)))
+
+
+class SubscriptionCancelView(BrandAPIView):
+    @extend_schema(
+        operation_id="subscriptions_cancel", tags=["subscriptions"], request=None,
+        summary="Cancel a subscription at the cycle's end",
+        description="The next renewal ends it; the jobs of the current period go on.",
+        responses={200: SubscriptionSerializer, 401: ERRORS[401], **NOT_FOUND, **CONFLICT},
+    )
+    def post(self, request, subscription_id: str):
+        sub = get_subscription(self.brand, subscription_id)
+        _active(sub)
+        with through_the_gate():
+            subscription_cancel(armer=DirectArmer(brand=self.brand, domain=sub.domain), sub=sub)
+        return Response(_render_sub(sub))
+
+
+class SubscriptionUpdateView(BrandAPIView):
+    @extend_schema(
+        operation_id="subscriptions_update", tags=["subscriptions"], request=SubscriptionUpdateSerializer,
+        summary="Update a subscription's input",
+        description="Merges `input` into the subscription's; the next mint of each schedule re-arms with it.",
+        responses={200: SubscriptionSerializer, **ERRORS, **NOT_FOUND, **CONFLICT},
+    )
+    def post(self, request, subscription_id: str):
+        sub = get_subscription(self.brand, subscription_id)
+        body = self.body(SubscriptionUpdateSerializer)
+        _active(sub)
+        with through_the_gate():
+            subscription_update(armer=DirectArmer(brand=self.brand, domain=sub.domain), sub=sub, input=body["input"])
+        return Response(_render_sub(sub))
+
+
+# -- jobs -----------------------------------------------------------------------------------------------------------
+JOB_ORDER = ("opened_at", "id")
+
+
+def _render_job(job: Job) -> dict:
+    return jobs_json([job])[0]
+
+
+class JobListView(BrandAPIView):
+    @extend_schema(
+        operation_id="jobs_list", tags=["jobs"], parameters=[JobListQuerySerializer], summary="List jobs",
+        description="The live clock's jobs, or a test clock's, in the order they opened; each with its clocks and "
+                    "the earliest armed timer of the job or its clocks.",
+        responses={200: list_serializer("JobList", JobSerializer), **ERRORS, **NOT_FOUND},
+    )
+    def get(self, request):
+        params = self.query(JobListQuerySerializer)
+        scope = Job.objects.filter(brand=self.brand)
+        qs = scope.filter(domain=domain_of(self.brand, params.get("test_clock")))
+        for field in ("subject", "subscription"):
+            if params.get(field):
+                qs = qs.filter(**{f"{field}_id": params[field]})
+        if params.get("status"):
+            qs = qs.filter(status=params["status"])
+        return Response(page(qs, scope=scope, order=JOB_ORDER, lookup="pk", params=params, url="/jobs",
+                             render=jobs_json, what="job"))
+
+
+class JobDetailView(BrandAPIView):
+    @extend_schema(operation_id="jobs_retrieve", tags=["jobs"], summary="Retrieve a job",
+                   responses={200: JobSerializer, 401: ERRORS[401], **NOT_FOUND})
+    def get(self, request, job_id: str):
+        return Response(_render_job(get_job(self.brand, job_id)))
+
+
+class JobDeliverView(BrandAPIView):
+    @extend_schema(
+        operation_id="jobs_deliver", tags=["jobs"], request=JobDeliverSerializer, summary="Deliver a job",
+        description="Its deadline and signals stop; what the subject keeps is carried to the next job. "
+                    "Errors: job_not_open (409), unknown_keeps.",
+        responses={200: JobSerializer, **ERRORS, **NOT_FOUND, **CONFLICT},
+    )
+    def post(self, request, job_id: str):
+        job = get_job(self.brand, job_id)
+        body = self.body(JobDeliverSerializer)
+        with through_the_gate():
+            job_deliver(armer=DirectArmer(brand=self.brand, domain=job.domain), job=job, keeps=body["keeps"])
+        return Response(_render_job(job))
+
+
+class JobCancelView(BrandAPIView):
+    @extend_schema(
+        operation_id="jobs_cancel", tags=["jobs"], request=JobCancelSerializer, summary="Cancel a job",
+        description="Before delivery: its timers and its clocks' stop, open dates are voided, the hold returns.",
+        responses={200: JobSerializer, **ERRORS, **NOT_FOUND, **CONFLICT},
+    )
+    def post(self, request, job_id: str):
+        job = get_job(self.brand, job_id)
+        body = self.body(JobCancelSerializer)
+        with through_the_gate():
+            job_end(armer=DirectArmer(brand=self.brand, domain=job.domain), job=job, status=Job.Status.CANCELED,
+                    reason=body["reason"])
+        return Response(_render_job(job))
+
+
+class JobActivityView(BrandAPIView):
+    @extend_schema(
+        operation_id="jobs_activity", tags=["jobs"], request=JobActivitySerializer, summary="Record activity",
+        description="Something happened on the job: each silent signal re-arms from now.",
+        responses={200: JobSerializer, **ERRORS, **NOT_FOUND, **CONFLICT},
+    )
+    def post(self, request, job_id: str):
+        job = get_job(self.brand, job_id)
+        body = self.body(JobActivitySerializer)
+        if job.status != Job.Status.OPEN:
+            raise KeepingTimeError(f"{job.id} is {job.status}; activity is recorded on an open job",
+                                   code="job_not_open", status=409)
+        with through_the_gate():
+            job_activity(armer=DirectArmer(brand=self.brand, domain=job.domain), job=job, what=body["what"])
+        return Response(_render_job(job))
+
+
+# -- clocks ---------------------------------------------------------------------------------------------------------
+class ClockDetailView(BrandAPIView):
+    @extend_schema(operation_id="clocks_retrieve", tags=["clocks"], summary="Retrieve a clock",
+                   description="Its items: each date, rolled, closing in the subject calendar's zone, and the next "
+                               "timer of each.",
+                   responses={200: ClockSerializer, 401: ERRORS[401], **NOT_FOUND})
+    def get(self, request, clock_id: str):
+        return Response(clock_json(get_clock(self.brand, clock_id)))
+
+
+class ClockChooseView(BrandAPIView):
+    @extend_schema(
+        operation_id="clocks_items_choose", tags=["clocks"], request=ClockChooseSerializer,
+        summary="Choose on a date that came unsatisfied",
+        description="The owner's choice on an item that is due or passed (`-` names a clock's single unnamed "
+                    "item). An option that names a step runs it through the gate: a hard date past refuses it "
+                    "with date_passed (409). Errors: clock_not_due (409), unknown_option.",
+        responses={200: ClockSerializer, **ERRORS, **NOT_FOUND, **GATE},
+    )
+    def post(self, request, clock_id: str, item: str):
+        clock = get_clock(self.brand, clock_id)
+        it = get_item(clock, item)
+        body = self.body(ClockChooseSerializer)
+        with through_the_gate():
+            clock_choose(armer=DirectArmer(brand=self.brand, domain=clock.domain), item=it, option=body["option"],
+                         by=body["by"])
+        return Response(clock_json(clock))
+
+
+class ClockSatisfyView(BrandAPIView):
+    @extend_schema(
+        operation_id="clocks_items_satisfy", tags=["clocks"], request=ClockSatisfySerializer,
+        summary="Mark a date kept",
+        description="The item arms nothing further and what it had armed is superseded (`-` names a clock's "
+                    "single unnamed item). Satisfying a kept date again changes nothing. Errors: "
+                    "clock_item_voided (409).",
+        responses={200: ClockSerializer, **ERRORS, **NOT_FOUND, **CONFLICT},
+    )
+    def post(self, request, clock_id: str, item: str):
+        clock = get_clock(self.brand, clock_id)
+        it = get_item(clock, item)
+        body = self.body(ClockSatisfySerializer)
+        if it.status == ClockItem.Status.VOIDED:
+            raise KeepingTimeError(f"{it.owner_key} is voided; its job ended", code="clock_item_voided", status=409)
+        with through_the_gate():
+            clock_satisfy(armer=DirectArmer(brand=self.brand, domain=clock.domain), item=it, by=body["by"])
+        return Response(clock_json(clock))

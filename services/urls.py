@@ -1,0 +1,23 @@
+"""The domain's routes: subscriptions, jobs and clocks (a brand's key), at the root without trailing slashes."""
+
+from django.urls import path
+
+from . import api
+
+urlpatterns = [
+    path("subscriptions", api.SubscriptionListView.as_view(), name="subscription-list"),
+    path("subscriptions/<str:subscription_id>", api.SubscriptionDetailView.as_view(), name="subscription-detail"),
+    path("subscriptions/<str:subscription_id>/cancel", api.SubscriptionCancelView.as_view(),
+         name="subscription-cancel"),
+    path("subscriptions/<str:subscription_id>/update", api.SubscriptionUpdateView.as_view(),
+         name="subscription-update"),
+    path("jobs", api.JobListView.as_view(), name="job-list"),
+    path("jobs/<str:job_id>", api.JobDetailView.as_view(), name="job-detail"),
+    path("jobs/<str:job_id>/deliver", api.JobDeliverView.as_view(), name="job-deliver"),
+    path("jobs/<str:job_id>/cancel", api.JobCancelView.as_view(), name="job-cancel"),
+    path("jobs/<str:job_id>/activity", api.JobActivityView.as_view(), name="job-activity"),
+    path("clocks/<str:clock_id>", api.ClockDetailView.as_view(), name="clock-detail"),
+    path("clocks/<str:clock_id>/items/<str:item>/choose", api.ClockChooseView.as_view(), name="clock-item-choose"),
+    path("clocks/<str:clock_id>/items/<str:item>/satisfy", api.ClockSatisfyView.as_view(),
+         name="clock-item-satisfy"),
+]
