@@ -145,7 +145,7 @@ class Timer(models.Model):
     remaining = models.DurationField(null=True, blank=True)
     armed_by = models.CharField(max_length=32, blank=True, help_text="The timer whose firing armed this one.")
     tick_pass = models.PositiveSmallIntegerField(
-        default=1, help_text="The pass of its instant it fires in: kept so a tick that resumes mid-instant keeps the order.")
+        default=1, db_default=1, help_text="The pass of its instant it fires in: kept so a tick that resumes mid-instant keeps the order.")
     data = models.JSONField(default=dict, blank=True)
 
     class Meta:
