@@ -94,3 +94,21 @@ def test_owner_console_lists_timers_clocks_and_events_read_only(admin_client, ar
     page = admin_client.get("/admin/timers/timer/").content.decode()
     assert "job_1:ask:a:1" in page and "By status" in page and "By kind" in page
     assert admin_client.get("/admin/timers/timer/add/").status_code == 403
+
+
+def test_owner_console_lists_timers_that_fired_late(admin_client, brand):
+    from datetime import timedelta
+
+    from tests.conftest import at
+    from timers.clock import VirtualWallClock
+    from timers.services import timer_arm
+    from timers.worker import live_step
+
+    for key, owed in (("job_L:deadline:late:1", "2026-11-20T09:00Z"), ("job_L:deadline:ontime:1", "2026-11-20T09:58Z")):
+        timer_arm(brand=brand, key=key, owed_at=at(owed), handler="noop")
+    Timer.objects.filter(domain="live").update(armed_at=at("2026-11-19T00:00Z"))
+    live_step(VirtualWallClock(at("2026-11-20T10:00Z")))
+    assert Timer.objects.get(key="job_L:deadline:late:1").late_by == timedelta(hours=1)
+    page = admin_client.get("/admin/timers/timer/?late=yes").content.decode()
+    assert "job_L:deadline:late:1" in page and "job_L:deadline:ontime:1" not in page
+    assert "1h" in page

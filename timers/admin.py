@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+from datetime import timedelta
+
+from django.conf import settings
 from django.contrib import admin
 
 from .models import ApiKey, Brand, Commit, Event, Outbox, TestClock, Timer
@@ -25,10 +28,26 @@ class ReadOnlyAdmin(ReadOnlyMixin, admin.ModelAdmin):
     pass
 
 
+class LateFilter(admin.SimpleListFilter):
+    """Timers that fired more than LATE_AFTER_SECONDS after they were owed (the partial index timer_late)."""
+
+    title = "late"
+    parameter_name = "late"
+
+    def lookups(self, request, model_admin):
+        return [("yes", "fired late (> 5 min)")]
+
+    def queryset(self, request, queryset):
+        if self.value() == "yes":
+            late = timedelta(seconds=settings.KEEPING_TIME["LATE_AFTER_SECONDS"])
+            return queryset.filter(late_by__gt=late).order_by("-late_by")
+        return queryset
+
+
 @admin.register(Timer)
 class TimerAdmin(ReadOnlyAdmin):
     list_display = ("id", "key", "status", "place", "kind", "owed_at", "fired_at", "late", "domain")
-    list_filter = ("status", "kind", "place", "domain")
+    list_filter = ("status", "kind", LateFilter, "place", "domain")
     search_fields = ("id", "key", "owner")
     ordering = ("owed_at", "place", "key")
     list_select_related = ()
