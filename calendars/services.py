@@ -17,7 +17,7 @@ from django.db import IntegrityError, transaction
 from timers.engine import Firing
 from timers.errors import KeepingTimeError, Refused
 from timers.models import Brand, Event, Timer
-from timers.services import domain_now, timer_arm
+from timers.services import domain_now, timer_arm, timer_hold, timer_resume
 
 from . import specs
 from .civil import BusinessCalendar
@@ -44,6 +44,10 @@ class Armer(Protocol):
 
     def state(self, key: str) -> tuple[str, datetime | None] | None: ...
 
+    def hold(self, key: str, *, by: str) -> None: ...
+
+    def resume(self, key: str, *, cap: datetime | None = None) -> None: ...
+
 
 class FiringArmer:
     """Inside the tick: every write is part of the firing's proposal, committed by the gate."""
@@ -67,6 +71,12 @@ class FiringArmer:
 
     def state(self, key):
         return self.f.state(key)
+
+    def hold(self, key, *, by):
+        self.f.hold(key, by=by)
+
+    def resume(self, key, *, cap=None):
+        self.f.resume(key, cap=cap)
 
 
 class DirectArmer:
@@ -102,6 +112,16 @@ class DirectArmer:
     def state(self, key):
         row = Timer.objects.filter(domain=self.domain, key=key).values_list("status", "owed_at").first()
         return None if row is None else tuple(row)
+
+    def hold(self, key, *, by):
+        timer = Timer.objects.filter(domain=self.domain, key=key, status="armed").first()
+        if timer is not None:
+            timer_hold(timer=timer, by=by, now=self.now)
+
+    def resume(self, key, *, cap=None):
+        timer = Timer.objects.filter(domain=self.domain, key=key, status="held").first()
+        if timer is not None:
+            timer_resume(timer=timer, now=self.now, cap=cap)
 
 
 # -- keys --------------------------------------------------------------------------------------------

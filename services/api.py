@@ -35,7 +35,16 @@ from timers.timeutil import iso_z
 from . import registry
 from .declare import Service, ServiceError
 from .models import Job, Subscription
-from .services import job_activity, job_deliver, job_end, subscription_cancel, subscription_update, usd
+from .services import (
+    job_activity,
+    job_deliver,
+    job_end,
+    subscription_cancel,
+    subscription_pause,
+    subscription_resume,
+    subscription_update,
+    usd,
+)
 
 _ID = re.compile(r"^[A-Za-z0-9_]{1,32}$")
 _ITEM = re.compile(r"^[A-Za-z0-9_.-]{1,32}$")
@@ -153,6 +162,8 @@ def subscription_json(sub: Subscription, nxt: Timer | None) -> dict:
         "subject": sub.subject_id,
         "status": sub.status,
         "cancel_at_period_end": sub.cancel_at_period_end,
+        "paused_at": iso_z(sub.paused_at),
+        "pause_note": sub.pause_note or None,
         "cycle": sub.cycle,
         "cycle_started_at": iso_z(sub.cycle_started_at),
         "opened_at": iso_z(sub.opened_at),
@@ -277,6 +288,11 @@ class JobListQuerySerializer(ListQuerySerializer):
     test_clock = _id_field("The test clock's jobs; the live clock's when absent")
 
 
+class SubscriptionPauseSerializer(serializers.Serializer):
+    note = serializers.CharField(required=False, allow_blank=True, max_length=200,
+                                 help_text="Why the schedules are paused.")
+
+
 class SubscriptionUpdateSerializer(serializers.Serializer):
     input = serializers.DictField(help_text="Merged into the subscription's input; the next mint re-arms with it. "
                                             "Jobs already minted keep theirs.")
@@ -344,6 +360,8 @@ class SubscriptionSerializer(serializers.Serializer):
     subject = serializers.CharField()
     status = Choice(choices=Subscription.Status.choices, component="SubscriptionStatus")
     cancel_at_period_end = serializers.BooleanField()
+    paused_at = serializers.CharField(allow_null=True, help_text="UTC, Z; null when running")
+    pause_note = serializers.CharField(allow_null=True)
     cycle = serializers.IntegerField()
     cycle_started_at = serializers.DateTimeField()
     opened_at = serializers.DateTimeField()
@@ -481,6 +499,37 @@ class SubscriptionUpdateView(BrandAPIView):
         _active(sub)
         with through_the_gate():
             subscription_update(armer=DirectArmer(brand=self.brand, domain=sub.domain), sub=sub, input=body["input"])
+        return Response(_render_sub(sub))
+
+
+class SubscriptionPauseView(BrandAPIView):
+    @extend_schema(
+        operation_id="subscriptions_pause", tags=["subscriptions"], request=SubscriptionPauseSerializer,
+        summary="Pause a subscription's schedules",
+        description="Holds the next mint of each schedule; the cycle, jobs and money go on.",
+        responses={200: SubscriptionSerializer, **ERRORS, **NOT_FOUND, **CONFLICT},
+    )
+    def post(self, request, subscription_id: str):
+        sub = get_subscription(self.brand, subscription_id)
+        body = self.body(SubscriptionPauseSerializer)
+        with through_the_gate():
+            subscription_pause(armer=DirectArmer(brand=self.brand, domain=sub.domain), sub=sub,
+                               note=body.get("note", ""))
+        return Response(_render_sub(sub))
+
+
+class SubscriptionResumeView(BrandAPIView):
+    @extend_schema(
+        operation_id="subscriptions_resume", tags=["subscriptions"], request=None,
+        summary="Resume a subscription's schedules",
+        description="Each held mint comes back at its own time; the periods missed while paused follow the "
+                    "schedule's catch_up.",
+        responses={200: SubscriptionSerializer, 401: ERRORS[401], **NOT_FOUND, **CONFLICT},
+    )
+    def post(self, request, subscription_id: str):
+        sub = get_subscription(self.brand, subscription_id)
+        with through_the_gate():
+            subscription_resume(armer=DirectArmer(brand=self.brand, domain=sub.domain), sub=sub)
         return Response(_render_sub(sub))
 
 

@@ -40,6 +40,8 @@ class Subscription(models.Model):
     input = models.JSONField(default=dict, blank=True)
     status = models.CharField(max_length=12, choices=Status.choices, default=Status.ACTIVE)
     cancel_at_period_end = models.BooleanField(default=False)
+    paused_at = models.DateTimeField(null=True, blank=True, help_text="its schedules mint nothing while paused")
+    pause_note = models.CharField(max_length=200, blank=True)
     cycle = models.PositiveIntegerField(default=1)
     cycle_started_at = models.DateTimeField()
     usage = models.JSONField(default=dict, blank=True, help_text="allowances used this cycle, by Service")

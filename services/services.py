@@ -153,6 +153,53 @@ def subscription_update(*, armer: Armer, sub: Subscription, input: dict) -> Subs
 
 
 @transaction.atomic
+def _schedule_keys(armer: Armer, sub: Subscription, status: str) -> list[tuple[str, str, Period]]:
+    """The next mint of each schedule, in the given status: (key, schedule, period)."""
+    svc = registry.get(sub.service)
+    ends = _ends(svc, sub.input)
+    found = []
+    for name, sch in svc.schedule.items():
+        p = first_period(sub=sub, name=name, since=sub.paused_at or armer.now)
+        for period in (previous_period(sch.each, p, ends=ends), p, next_period(sch.each, p, ends=ends)):
+            key = schedule_key(sub, name, period)
+            state = armer.state(key)
+            if state is not None and state[0] == status:
+                found.append((key, name, period))
+    return found
+
+
+@transaction.atomic
+def subscription_pause(*, armer: Armer, sub: Subscription, note: str = "") -> Subscription:
+    """Pause the schedules: the next mint of each is held; nothing else about the subscription changes."""
+    if sub.status != Subscription.Status.ACTIVE or sub.paused_at is not None:
+        raise KeepingTimeError(f"{sub.id} is {'paused' if sub.paused_at else sub.status}; only an active, running "
+                               "subscription pauses", code="subscription_not_running", status=409)
+    held = _schedule_keys(armer, sub, "armed")
+    for key, _, _ in held:
+        armer.hold(key, by="subscription.paused")
+    sub.paused_at, sub.pause_note = armer.now, note
+    sub.save(update_fields=["paused_at", "pause_note"])
+    armer.record("subscription.paused", subject=sub.id, data={"note": note, "held": sorted(k for k, _, _ in held)})
+    return sub
+
+
+@transaction.atomic
+def subscription_resume(*, armer: Armer, sub: Subscription) -> Subscription:
+    """Resume: each held mint comes back at its own time; one whose time passed fires now, and the periods
+    missed while paused follow the schedule's catch_up (each one, or only the latest)."""
+    if sub.paused_at is None:
+        raise KeepingTimeError(f"{sub.id} is not paused", code="subscription_not_paused", status=409)
+    resumed = _schedule_keys(armer, sub, "held")
+    for key, name, period in resumed:
+        armer.resume(key, cap=mint_at(sub=sub, name=name, period=period))
+    paused_for = armer.now - sub.paused_at
+    sub.paused_at, sub.pause_note = None, ""
+    sub.save(update_fields=["paused_at", "pause_note"])
+    armer.record("subscription.resumed", subject=sub.id,
+                 data={"resumed": sorted(k for k, _, _ in resumed), "paused_for_days": paused_for.days})
+    return sub
+
+
 def subscription_cancel(*, armer: Armer, sub: Subscription) -> Subscription:
     """Cancel at the cycle's end: the next renewal ends it; jobs of the current period go on."""
     if sub.status != Subscription.Status.ACTIVE:

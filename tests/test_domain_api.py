@@ -332,3 +332,17 @@ def test_the_schema_lists_the_domain_paths(live_server):
         assert path in doc["paths"], path
     for name in ("Subscription", "Job", "Clock", "TimerSummary"):
         assert name in doc["components"]["schemas"], name
+
+
+def test_pause_and_resume_a_subscriptions_schedules_over_http(tax):
+    api, tc, sub = tax.api, tax.tc, Subscription.objects.get(pk=tax.sub)
+    r = api.post(f"/subscriptions/{sub.id}/pause", {"note": "books are late"})
+    assert r.status == 200, r.body
+    assert r.body["paused_at"] is not None and r.body["pause_note"] == "books are late"
+    assert api.post(f"/subscriptions/{sub.id}/pause", {}).code == "subscription_not_running"
+    held = Timer.objects.filter(domain=tc, owner=sub.id, kind="schedule", status="held")
+    assert held.count() == 2  # the next annual and estimate mints
+    r = api.post(f"/subscriptions/{sub.id}/resume")
+    assert r.status == 200 and r.body["paused_at"] is None
+    assert not Timer.objects.filter(domain=tc, owner=sub.id, kind="schedule", status="held").exists()
+    assert api.post(f"/subscriptions/{sub.id}/resume").code == "subscription_not_paused"

@@ -340,3 +340,30 @@ def test_a_minted_return_carries_carryforwards_to_the_subject(db):
     job_deliver(armer=DirectArmer(brand=job.brand_id, domain=tc), job=job, keeps={"carryforwards": {"nol": 5_000}})
     job.subject.refresh_from_db()
     assert job.subject.keeps == {"carryforwards": {"nol": 5_000}}
+
+
+@pytest.mark.parametrize(("service", "minted_at_resume"), [("t-yearly-open", ["2028", "2029"]),
+                                                           ("t-yearly-latest", ["2029"])])
+def test_a_paused_schedule_mints_nothing_and_resume_follows_catch_up(world, service, minted_at_resume):
+    from calendars.services import DirectArmer
+    from services.services import subscription_pause, subscription_resume
+
+    tc, sub = world("2027-06-01T14:00Z", service)
+    advance(tc.id, at("2028-03-01T00:00Z"))  # the 2027 period is minted on 2028-02-01
+    subscription_pause(armer=DirectArmer(brand=sub.brand_id, domain=tc.id), sub=sub, note="client on leave")
+    mint = Timer.objects.get(domain=tc.id, key=f"{sub.id}:schedule:job:2028")
+    assert mint.status == "held" and mint.held_by == "subscription.paused"
+    advance(tc.id, at("2030-03-01T00:00Z"))  # the 2028 and 2029 mints (2029-02, 2030-02) pass while paused
+    assert list(Job.objects.filter(subscription=sub).values_list("period", flat=True)) == ["2027"]
+    assert Event.objects.filter(domain=tc.id, type="subscription.renewed").count() == 2  # billing goes on
+    sub.refresh_from_db()
+    subscription_resume(armer=DirectArmer(brand=sub.brand_id, domain=tc.id), sub=sub)
+    advance(tc.id, at("2030-03-01T00:00Z"))
+    periods = sorted(Job.objects.filter(subscription=sub).values_list("period", flat=True))
+    assert periods == sorted(["2027", *minted_at_resume])
+    resumed = Timer.objects.get(domain=tc.id, key=f"{sub.id}:schedule:job:2028")
+    assert resumed.status == "fired" and resumed.owed_at == at("2029-02-01T14:00Z")  # its own time, not moved
+    assert resumed.late_by == timedelta(0)  # a test clock: fired at once on resume, in place
+    with pytest.raises(Exception) as err:
+        subscription_resume(armer=DirectArmer(brand=sub.brand_id, domain=tc.id), sub=sub)
+    assert getattr(err.value, "code", "") == "subscription_not_paused"
