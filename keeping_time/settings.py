@@ -102,6 +102,7 @@ SPECTACULAR_SETTINGS = {
 KEEPING_TIME_SERVICES = env.list("KT_SERVICES", default=[
     "services.examples.apis_tax.annual_return",
     "services.examples.apis_tax.estimate",
+    "services.examples.apis_tax.notice_response",
     "services.examples.apis_tax.tax_plan",
 ])
 

@@ -23,7 +23,7 @@ from drf_spectacular.utils import extend_schema
 from rest_framework import serializers
 from rest_framework.response import Response
 
-from calendars.models import Clock, ClockItem
+from calendars.models import Clock, ClockItem, Subject
 from calendars.services import DirectArmer, clock_choose, clock_satisfy
 from timers.api.serializers import Choice, ListQuerySerializer, _plain_json, const, list_serializer
 from timers.api.views import ERRORS, NOT_FOUND, BrandAPIView, _error, domain_of, page
@@ -39,6 +39,7 @@ from .services import (
     job_activity,
     job_deliver,
     job_end,
+    subject_event,
     subscription_cancel,
     subscription_pause,
     subscription_resume,
@@ -288,6 +289,17 @@ class JobListQuerySerializer(ListQuerySerializer):
     test_clock = _id_field("The test clock's jobs; the live clock's when absent")
 
 
+class SubjectEventSerializer(serializers.Serializer):
+    type = serializers.RegexField(r"^[a-z][a-z0-9_.]{0,63}$", help_text="e.g. notice.received")
+    key = serializers.RegexField(r"^[A-Za-z0-9_.#-]{1,32}$",
+                                 help_text="what the event is, e.g. the notice's number: the same key mints once")
+    data = serializers.DictField(required=False, default=dict, help_text="the event's data, e.g. reply_by")
+
+    def validate_data(self, value):
+        _plain_json(value)
+        return value
+
+
 class SubscriptionPauseSerializer(serializers.Serializer):
     note = serializers.CharField(required=False, allow_blank=True, max_length=200,
                                  help_text="Why the schedules are paused.")
@@ -531,6 +543,27 @@ class SubscriptionResumeView(BrandAPIView):
         with through_the_gate():
             subscription_resume(armer=DirectArmer(brand=self.brand, domain=sub.domain), sub=sub)
         return Response(_render_sub(sub))
+
+
+class SubjectEventView(BrandAPIView):
+    @extend_schema(
+        operation_id="subjects_events_create", tags=["subscriptions"], request=SubjectEventSerializer,
+        summary="Record an event on a subject",
+        description="Each active subscription whose Service names the event under `on` mints a job of that "
+                    "Service (once per event key) with the event's data as its input: a notice received mints "
+                    "its reply, due on the notice's reply_by.",
+        responses={200: list_serializer("MintedJobList", JobSerializer), **ERRORS, **NOT_FOUND, **CONFLICT},
+    )
+    def post(self, request, subject_id: str):
+        subject = Subject.objects.filter(brand=self.brand, pk=subject_id).first() if _ID.match(subject_id) else None
+        if subject is None:
+            raise NotFound(f"no subject {subject_id!r}")
+        body = self.body(SubjectEventSerializer)
+        with through_the_gate():
+            jobs = subject_event(armer=DirectArmer(brand=self.brand, domain=subject.domain), subject=subject,
+                                 type=body["type"], key=body["key"], data=body["data"])
+        return Response({"object": "list", "data": jobs_json(jobs), "has_more": False,
+                         "url": f"/subjects/{subject.id}/events"})
 
 
 # -- jobs -----------------------------------------------------------------------------------------------------------

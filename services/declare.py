@@ -96,6 +96,7 @@ class Service:
     clocks: dict[str, ClockSpec] = field(default_factory=dict)
     schedule: dict[str, Schedule] = field(default_factory=dict)
     signals: dict[str, Signal] = field(default_factory=dict)
+    on: dict[str, str] = field(default_factory=dict)  # an event on the subject → the Service it mints
     title: str = ""  # '{period} return'
     where: str = ""  # the file, set by the loader
 
@@ -130,6 +131,10 @@ class Service:
             self.every = every
         if self.price.late and not set(self.price.late) <= {"usd", "percent"}:
             raise ServiceError(f"{w}price.late: write {{'usd': 100}} or {{'percent': 10}}")
+        for event, order in self.on.items():
+            if order not in known:
+                raise ServiceError(f"{w}on.{event}: no Service {order!r} is registered "
+                                   f"(known: {', '.join(sorted(known)) or 'none'})")
         for name, sig in self.signals.items():
             try:
                 self.silent[name] = parse_span(sig.silent)

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from datetime import datetime, time, timedelta
 
-from django.db import transaction
+from django.db import IntegrityError, transaction
 from django.db.models import Q
 
 from calendars.models import Clock, ClockItem, Subject
@@ -153,6 +153,39 @@ def subscription_update(*, armer: Armer, sub: Subscription, input: dict) -> Subs
 
 
 @transaction.atomic
+@transaction.atomic
+def subject_event(*, armer: Armer, subject: Subject, type: str, key: str, data: dict) -> list[Job]:
+    """An event on the subject (a notice received): each active subscription whose Service names it under
+    ``on`` mints a job of that Service, once per event ``key``, with the event's data as its input."""
+    armer.record(f"subject.{type}", subject=subject.id, data={"key": key, **data})
+    jobs = []
+    for sub in Subscription.objects.filter(subject=subject, domain=subject.domain, status="active"):
+        order = registry.get(sub.service).on.get(type)
+        if order is None:
+            continue
+        svc = registry.get(sub.service)
+        allowance = svc.price.includes.get(order, 0)
+        used = int(sub.usage.get(order, 0)) + 1
+        cents = 0 if used <= allowance else registry.get(order).price.cents
+        try:
+            with transaction.atomic():
+                job = job_open(armer=armer, brand_id=sub.brand_id, domain=sub.domain, service=order, subject=subject,
+                               period=key, input={**sub.input, **data}, subscription=sub, schedule=f"on {type}",
+                               price_cents=cents)
+        except IntegrityError:  # the same event again: its job is already open
+            continue
+        sub.usage = {**sub.usage, order: used}
+        sub.save(update_fields=["usage"])
+        if cents:
+            post_money(armer=armer, brand_id=sub.brand_id, domain=sub.domain, kind="charge", cents=cents,
+                       memo=f"{order} {key} beyond the plan", owed_at=armer.now, key_owner=job.id, occurrence=key,
+                       subscription=sub, job=job)
+        armer.record("subject.event_minted", subject=sub.id, data={"event": type, "key": key, "job": job.id,
+                                                                   "charge": cents, "used": used, "of": allowance})
+        jobs.append(job)
+    return jobs
+
+
 def _schedule_keys(armer: Armer, sub: Subscription, status: str) -> list[tuple[str, str, Period]]:
     """The next mint of each schedule, in the given status: (key, schedule, period)."""
     svc = registry.get(sub.service)

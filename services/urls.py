@@ -14,6 +14,7 @@ urlpatterns = [
     path("subscriptions/<str:subscription_id>/pause", api.SubscriptionPauseView.as_view(), name="subscription-pause"),
     path("subscriptions/<str:subscription_id>/resume", api.SubscriptionResumeView.as_view(),
          name="subscription-resume"),
+    path("subjects/<str:subject_id>/events", api.SubjectEventView.as_view(), name="subject-events"),
     path("jobs", api.JobListView.as_view(), name="job-list"),
     path("jobs/<str:job_id>", api.JobDetailView.as_view(), name="job-detail"),
     path("jobs/<str:job_id>/deliver", api.JobDeliverView.as_view(), name="job-deliver"),

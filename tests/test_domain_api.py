@@ -346,3 +346,16 @@ def test_pause_and_resume_a_subscriptions_schedules_over_http(tax):
     assert r.status == 200 and r.body["paused_at"] is None
     assert not Timer.objects.filter(domain=tc, owner=sub.id, kind="schedule", status="held").exists()
     assert api.post(f"/subscriptions/{sub.id}/resume").code == "subscription_not_paused"
+
+
+def test_an_event_on_a_subject_mints_its_job_over_http(tax, globex):
+    r = tax.api.post(f"/subjects/{tax.subject}/events",
+                     {"type": "notice.received", "key": "CP2000-7", "data": {"reply_by": "2028-03-31"}})
+    assert r.status == 200, r.body
+    (job,) = r.body["data"]
+    assert job["service"] == "notice-response" and job["period"] == "CP2000-7" and len(job["clocks"]) == 1
+    again = tax.api.post(f"/subjects/{tax.subject}/events",
+                         {"type": "notice.received", "key": "CP2000-7", "data": {"reply_by": "2028-03-31"}})
+    assert again.status == 200 and again.body["data"] == []
+    assert tax.api.post(f"/subjects/{tax.subject}/events", {"type": "Bad Type", "key": "x"}).status == 400
+    assert globex.post(f"/subjects/{tax.subject}/events", {"type": "notice.received", "key": "x"}).status == 404

@@ -367,3 +367,30 @@ def test_a_paused_schedule_mints_nothing_and_resume_follows_catch_up(world, serv
     with pytest.raises(Exception) as err:
         subscription_resume(armer=DirectArmer(brand=sub.brand_id, domain=tc.id), sub=sub)
     assert getattr(err.value, "code", "") == "subscription_not_paused"
+
+
+def test_a_notice_received_mints_its_reply_once_within_the_plans_allowance(db):
+    from calendars.services import DirectArmer
+    from services.services import subject_event
+
+    out = StringIO()
+    call_command("loadexample", "apis_tax", "--reset", stdout=out)
+    text = out.getvalue()
+    tc = text.split("test clock ")[1].split()[0]
+    call_command("tick", "--to", "2027-08-01T12:00Z", "--test-clock", tc, stdout=StringIO())
+    subject = Subject.objects.get(domain=tc)
+    armer = DirectArmer(brand=subject.brand_id, domain=tc)
+    (job,) = subject_event(armer=armer, subject=subject, type="notice.received", key="CP2000-1",
+                           data={"reply_by": "2027-09-30", "notice": "CP2000"})
+    assert subject_event(armer=armer, subject=subject, type="notice.received", key="CP2000-1",
+                         data={"reply_by": "2027-09-30"}) == []  # the same notice again: one job
+    reply = job.subject.clocks.get(owner_ref=job.id, name="reply").items.get()
+    assert reply.due_date.isoformat() == "2027-09-30"
+    assert Timer.objects.get(domain=tc, key=f"{reply.owner_key}:rung:notice 14d:CP2000-1@0").owed_at == \
+        at("2027-09-16T13:00Z")  # 09:00 New York
+    subject_event(armer=armer, subject=subject, type="notice.received", key="CP14-2", data={"reply_by": "2027-10-15"})
+    (third,) = subject_event(armer=armer, subject=subject, type="notice.received", key="CP501-3",
+                             data={"reply_by": "2027-10-29"})
+    assert job.price_cents == 0 and third.price_cents == 45_000  # notice-response: 2 in the plan
+    sub = Subscription.objects.get(domain=tc)
+    assert sub.usage["notice-response"] == 3

@@ -11,6 +11,7 @@ tax_plan = Service(
         "estimate": Schedule(order="estimate", each="quarter", at="10d before pay",
                              when=lambda i: i.get("entity") == "C corp"),
     },
+    on={"notice.received": "notice-response"},
     price=Price(usd=2_400, every="year", includes={"annual-return": 1, "information-returns": 25, "estimate": 4,
                                                   "question": 12, "notice-response": 2}),
 )
