@@ -21,8 +21,8 @@ from rest_framework.response import Response
 
 from timers.api.errors import error_body
 from timers.api.serializers import Choice
-from timers.api.views import ERRORS, NOT_FOUND, BrandAPIView, domain_of
-from timers.errors import KeepingTimeError, NotFound
+from timers.api.views import ERRORS, NOT_FOUND, BrandAPIView, domain_of, get_owned
+from timers.errors import KeepingTimeError
 from timers.models import LIVE, Brand
 from timers.timeutil import iso_z
 
@@ -36,11 +36,7 @@ _DATE = re.compile(r"^\d{4}-\d{2}-\d{2}$")
 
 
 def get_subject(brand: Brand, subject_id: str) -> Subject:
-    subject = (Subject.objects.select_related("calendar").filter(brand=brand, pk=subject_id).first()
-               if _ID.match(subject_id) else None)
-    if subject is None:
-        raise NotFound(f"no subject {subject_id!r}")
-    return subject
+    return get_owned(Subject.objects.select_related("calendar").filter(brand=brand), subject_id, "subject")
 
 
 def parse_from(raw: str | None, *, param: str = "from") -> date | None:

@@ -26,7 +26,7 @@ from rest_framework.response import Response
 from calendars.models import Clock, ClockItem, Subject
 from calendars.services import DirectArmer, clock_choose, clock_satisfy
 from timers.api.serializers import Choice, ListQuerySerializer, _plain_json, const, list_serializer
-from timers.api.views import ERRORS, NOT_FOUND, BrandAPIView, _error, domain_of, page
+from timers.api.views import ERRORS, NOT_FOUND, BrandAPIView, _error, domain_of, get_owned, page
 from timers.errors import KeepingTimeError, NotFound, Refused
 from timers.keys import KINDS
 from timers.models import LIVE, Brand, Timer
@@ -95,25 +95,15 @@ def _service(name: str) -> Service | None:
 
 
 def get_subscription(brand: Brand, sub_id: str) -> Subscription:
-    sub = Subscription.objects.filter(brand=brand, pk=sub_id).first() if _ID.match(sub_id) else None
-    if sub is None:
-        raise NotFound(f"no subscription {sub_id!r}")
-    return sub
+    return get_owned(Subscription.objects.filter(brand=brand), sub_id, "subscription")
 
 
 def get_job(brand: Brand, job_id: str) -> Job:
-    job = Job.objects.filter(brand=brand, pk=job_id).first() if _ID.match(job_id) else None
-    if job is None:
-        raise NotFound(f"no job {job_id!r}")
-    return job
+    return get_owned(Job.objects.filter(brand=brand), job_id, "job")
 
 
 def get_clock(brand: Brand, clock_id: str) -> Clock:
-    clock = (Clock.objects.select_related("subject__calendar").filter(brand=brand, pk=clock_id).first()
-             if _ID.match(clock_id) else None)
-    if clock is None:
-        raise NotFound(f"no clock {clock_id!r}")
-    return clock
+    return get_owned(Clock.objects.select_related("subject__calendar").filter(brand=brand), clock_id, "clock")
 
 
 def get_item(clock: Clock, item: str) -> ClockItem:
@@ -555,9 +545,7 @@ class SubjectEventView(BrandAPIView):
         responses={200: list_serializer("MintedJobList", JobSerializer), **ERRORS, **NOT_FOUND, **CONFLICT},
     )
     def post(self, request, subject_id: str):
-        subject = Subject.objects.filter(brand=self.brand, pk=subject_id).first() if _ID.match(subject_id) else None
-        if subject is None:
-            raise NotFound(f"no subject {subject_id!r}")
+        subject = get_owned(Subject.objects.filter(brand=self.brand), subject_id, "subject")
         body = self.body(SubjectEventSerializer)
         with through_the_gate():
             jobs = subject_event(armer=DirectArmer(brand=self.brand, domain=subject.domain), subject=subject,

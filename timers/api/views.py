@@ -92,11 +92,17 @@ def _missing(what: str, object_id: str) -> NotFound:
     return NotFound(f"no {what} {object_id!r}")
 
 
+def get_owned(qs: QuerySet, object_id: str, what: str, *, field: str = "pk"):
+    """One of the caller's objects (``qs`` is already the brand's) by id, or 404; an id of the wrong shape
+    never reaches the database."""
+    found = qs.filter(**{field: object_id}).first() if _ID.match(object_id) else None
+    if found is None:
+        raise _missing(what, object_id)
+    return found
+
+
 def get_timer(brand: Brand, timer_id: str) -> Timer:
-    timer = Timer.objects.filter(brand=brand, pk=timer_id).first() if _ID.match(timer_id) else None
-    if timer is None:
-        raise _missing("timer", timer_id)
-    return timer
+    return get_owned(Timer.objects.filter(brand=brand), timer_id, "timer")
 
 
 def get_test_clock(brand: Brand, clock_id: str, *, param: str | None = None) -> TestClock:
@@ -110,10 +116,7 @@ def get_test_clock(brand: Brand, clock_id: str, *, param: str | None = None) -> 
 
 
 def get_event(brand: Brand, event_id: str) -> Event:
-    event = Event.objects.filter(brand=brand, id=event_id).first() if _ID.match(event_id) else None
-    if event is None:
-        raise _missing("event", event_id)
-    return event
+    return get_owned(Event.objects.filter(brand=brand), event_id, "event", field="id")
 
 
 def domain_of(brand: Brand, test_clock: str | None) -> str:
