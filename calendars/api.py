@@ -31,7 +31,6 @@ from .entries import Entry, SubjectCalendar, subject_calendar
 from .models import Subject
 from .services import subject_by_feed_token
 
-_ID = re.compile(r"^[A-Za-z0-9_]{1,32}$")
 _DATE = re.compile(r"^\d{4}-\d{2}-\d{2}$")
 
 

@@ -47,7 +47,6 @@ from .services import (
     usd,
 )
 
-_ID = re.compile(r"^[A-Za-z0-9_]{1,32}$")
 _ITEM = re.compile(r"^[A-Za-z0-9_.-]{1,32}$")
 UNNAMED = "-"  # the URL's name for a clock's single unnamed item
 TICK_ORDER = ("owed_at", "place", "opened_at", "key")
