@@ -13,6 +13,7 @@ from datetime import date, datetime, timedelta
 from typing import Protocol
 
 from django.db import IntegrityError, transaction
+from django.db.models import Q
 
 from timers.engine import Firing
 from timers.errors import KeepingTimeError, Refused
@@ -38,6 +39,8 @@ class Armer(Protocol):
 
     def supersede(self, key: str, *, by: str, successor: str = "") -> None: ...
 
+    def supersede_all(self, keys: list[str], *, by: str) -> None: ...
+
     def retime(self, key: str, *, owed_at: datetime) -> None: ...
 
     def record(self, type: str, *, subject: str, data: dict) -> None: ...
@@ -62,6 +65,10 @@ class FiringArmer:
 
     def supersede(self, key, *, by, successor=""):
         self.f.supersede(key, by=by, successor=successor)
+
+    def supersede_all(self, keys, *, by):
+        for key in keys:
+            self.f.supersede(key, by=by)
 
     def retime(self, key, *, owed_at):
         self.f.retime(key, owed_at=owed_at)
@@ -97,9 +104,15 @@ class DirectArmer:
 
     def supersede(self, key, *, by, successor=""):
         succ = Timer.objects.filter(domain=self.domain, key=successor).values_list("id", flat=True).first()
-        Timer.objects.filter(domain=self.domain, key=key, status__in=["armed", "held"]).update(
-            status="superseded", by=by, superseded_by=succ or successor, owed_at=None, held_since=None,
-            remaining=None, held_by="",
+        self._supersede(Q(key=key), by=by, successor=succ or successor)
+
+    def supersede_all(self, keys, *, by):
+        self._supersede(Q(key__in=list(keys)), by=by)
+
+    def _supersede(self, which: Q, *, by: str, successor: str = "") -> None:
+        Timer.objects.filter(which, domain=self.domain, status__in=["armed", "held"]).update(
+            status="superseded", by=by, superseded_by=successor, owed_at=None, held_since=None, remaining=None,
+            held_by="",
         )
 
     def retime(self, key, *, owed_at):
@@ -244,10 +257,14 @@ def _arm_item(armer: Armer, item: ClockItem, spec: ClockSpec, cal: BusinessCalen
         armer.supersede(due_key(item, move=move - 1), by="clock.moved", successor=key)
 
 
+def _ack_keys(item: ClockItem, rung: Rung, move: int) -> list[str]:
+    """Every day's key of an ``ack daily`` rung (the chain arms them one day at a time)."""
+    return [rung_key(item, rung, move=move, day=day) for day in range(1, max(1, rung.span.days) + 1)]
+
+
 def _supersede_acks(armer: Armer, item: ClockItem, rung: Rung, move: int, successor: str) -> None:
-    days = max(1, rung.span.days or 1)
-    for day in range(1, days + 1):
-        armer.supersede(rung_key(item, rung, move=move, day=day), by="clock.moved", successor=successor)
+    for key in _ack_keys(item, rung, move):
+        armer.supersede(key, by="clock.moved", successor=successor)
 
 
 def clock_move(*, armer: Armer, item: ClockItem, civil: date, by: str, cause: dict | None = None) -> ClockItem:
@@ -292,8 +309,7 @@ def clock_satisfy(*, armer: Armer, item: ClockItem, by: str = "") -> ClockItem:
     spec = specs.get(clock.spec)
     item.status, item.satisfied_at, item.changed_at = ClockItem.Status.SATISFIED, armer.now, armer.now
     item.save(update_fields=["status", "satisfied_at", "changed_at"])
-    for key in _item_keys(item, spec):
-        armer.supersede(key, by="clock.satisfied")
+    armer.supersede_all(_item_keys(item, spec), by="clock.satisfied")
     on_time = business_calendar(clock.subject).on_time(armer.now, item.due_date)
     armer.record("clock.satisfied", subject=item.owner_key,
                  data={"clock": clock.name, "item": item.item, "due": item.due_date.isoformat(),
@@ -305,7 +321,7 @@ def _item_keys(item: ClockItem, spec: ClockSpec) -> list[str]:
     keys = [due_key(item, move=item.moves)]
     for rung in spec.parsed_rungs:
         if rung.kind == "ack":
-            keys += [rung_key(item, rung, move=item.moves, day=d) for d in range(1, max(1, rung.span.days) + 1)]
+            keys += _ack_keys(item, rung, item.moves)
         else:
             keys.append(rung_key(item, rung, move=item.moves))
     return keys

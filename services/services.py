@@ -17,6 +17,7 @@ from calendars.specs import DueInput
 from timers.errors import KeepingTimeError
 from timers.ids import new_id
 from timers.models import Brand, Timer
+from timers.owners import owner_filter
 
 from . import registry
 from .declare import Service
@@ -133,21 +134,10 @@ def subscription_update(*, armer: Armer, sub: Subscription, input: dict) -> Subs
     """Re-arms the next mint with the new input; jobs already minted keep theirs."""
     sub.input = {**sub.input, **input}
     sub.save(update_fields=["input"])
-    svc = registry.get(sub.service)
-    ends = _ends(svc, sub.input)
     rearmed = []
-    for name, sch in svc.schedule.items():
-        # The next mint is armed under the key of its period: the first one ahead, or one owed but unfired.
-        p = first_period(sub=sub, name=name, since=armer.now)
-        for period in (previous_period(sch.each, p, ends=ends), p):
-            key = schedule_key(sub, name, period)
-            state = armer.state(key)
-            if state is None or state[0] != "armed":
-                continue
-            owed = mint_at(sub=sub, name=name, period=period)
-            if owed != state[1]:
-                armer.retime(key, owed_at=owed)
-            rearmed.append(key)
+    for key, name, period in _schedule_keys(armer, sub, "armed"):
+        armer.retime(key, owed_at=mint_at(sub=sub, name=name, period=period))  # unchanged times stay as they are
+        rearmed.append(key)
     armer.record("subscription.updated", subject=sub.id, data={"input": input, "rearmed": sorted(rearmed)})
     return sub
 
@@ -316,9 +306,9 @@ def job_deliver(*, armer: Armer, job: Job, keeps: dict | None = None) -> Job:
         subject = job.subject
         subject.keeps = {**subject.keeps, **carried}
         subject.save(update_fields=["keeps"])
-    for key in Timer.objects.filter(domain=job.domain, owner=job.id, kind="deadline",
-                                    status__in=["armed", "held"]).values_list("key", flat=True):
-        armer.supersede(key, by="job.delivered")
+    armer.supersede_all(list(Timer.objects.filter(domain=job.domain, owner=job.id, kind="deadline",
+                                                  status__in=["armed", "held"]).values_list("key", flat=True)),
+                        by="job.delivered")
     armer.record("job.delivered", subject=job.id, data={"keeps": sorted(carried), "late": job.late})
     return job
 
@@ -367,12 +357,10 @@ def job_end(*, armer: Armer, job: Job, status: str, reason: str = "") -> Job:
         raise KeepingTimeError(f"a job ends canceled or lapsed, not {status!r}", code="invalid_status")
     job.status, job.closed_at = status, armer.now
     job.save(update_fields=["status", "closed_at"])
-    owners = [job.id, *Clock.objects.filter(owner_ref=job.id).values_list("id", flat=True)]
-    keys = Timer.objects.filter(domain=job.domain, status__in=["armed", "held"]).filter(
-        Q(owner__in=owners) | Q(owner__regex=r"^(" + "|".join(owners[1:] or ["-"]) + r")#")
-    ).values_list("key", flat=True)
-    for key in keys:
-        armer.supersede(key, by=f"job.{status}")
+    # The job's own timers and its clocks' (whose data names the job): the runtime's owner filter.
+    keys = list(Timer.objects.filter(owner_filter(job.domain, job.id), domain=job.domain,
+                                     status__in=["armed", "held"]).values_list("key", flat=True))
+    armer.supersede_all(keys, by=f"job.{status}")
     ClockItem.objects.filter(clock__owner_ref=job.id, status=ClockItem.Status.OPEN).update(
         status=ClockItem.Status.VOIDED, changed_at=armer.now)
     held = sum(MoneyLine.objects.filter(job=job, kind="hold").exclude(status="void").values_list("amount_cents",

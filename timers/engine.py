@@ -115,15 +115,6 @@ class Firing:
             self._key = parse(self.timer.key)
         return self._key
 
-    @property
-    def domain(self) -> str:
-        return self.run.domain
-
-    @property
-    def gap(self) -> timedelta:
-        """How long after its instant this firing runs: zero on a test clock, an outage's length live."""
-        return max(ZERO, self.now - self.instant)
-
     def record(self, type: str, *, subject: str | None = None, data: dict | None = None,
                key: str | None = None) -> None:
         self.events.append((type, subject or self.timer.owner, data or {}, key))

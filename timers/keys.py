@@ -106,7 +106,3 @@ def _key(owner: str, kind: str, name: str, occurrence: str, move: int | None) ->
     object.__setattr__(key, "move", move)
     return key
 
-
-def sort_bytes(key: str) -> bytes:
-    """The tick's last tie-break: keys compare byte by byte (UTF-8), never by locale."""
-    return key.encode()
