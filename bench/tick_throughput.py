@@ -35,6 +35,7 @@ import os
 import platform
 import pstats
 import re
+import secrets
 import sys
 import time
 from collections import defaultdict
@@ -52,6 +53,9 @@ def setup_django() -> None:
     if str(ROOT) not in sys.path:
         sys.path.insert(0, str(ROOT))
     os.environ.setdefault("DJANGO_SETTINGS_MODULE", "keeping_time.settings")
+    # The settings refuse to load without a key (DEBUG stays off: it would keep every query in memory). The
+    # bench signs nothing, so a throwaway key will do.
+    os.environ.setdefault("SECRET_KEY", secrets.token_urlsafe(50))
     import django
 
     django.setup()

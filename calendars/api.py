@@ -13,13 +13,15 @@ from datetime import date
 from zoneinfo import ZoneInfo
 
 from django.http import HttpResponse, JsonResponse
+from django.utils.decorators import method_decorator
 from django.views import View
+from django.views.decorators.csrf import csrf_exempt
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiParameter, extend_schema
 from rest_framework import serializers
 from rest_framework.response import Response
 
-from timers.api.errors import error_body
+from timers.api.errors import error_body, method_not_allowed
 from timers.api.serializers import Choice
 from timers.api.views import ERRORS, NOT_FOUND, BrandAPIView, domain_of, get_owned
 from timers.errors import KeepingTimeError
@@ -35,7 +37,7 @@ _DATE = re.compile(r"^\d{4}-\d{2}-\d{2}$")
 
 
 def get_subject(brand: Brand, subject_id: str) -> Subject:
-    return get_owned(Subject.objects.select_related("calendar").filter(brand=brand), subject_id, "subject")
+    return get_owned(brand, Subject.objects.select_related("calendar"), subject_id, "subject")
 
 
 def parse_from(raw: str | None, *, param: str = "from") -> date | None:
@@ -57,7 +59,8 @@ def parse_from(raw: str | None, *, param: str = "from") -> date | None:
 
 def calendar_domain(brand: Brand, subject: Subject, test_clock: str | None) -> str:
     """The subject's own clock domain, or the test clock the request names (one of the brand's, and the
-    one the subject lives on unless it lives on the live clock)."""
+    one the subject lives on unless it lives on the live clock). The subject is already in the key's mode,
+    and a live key names no test clock."""
     if not test_clock:
         return subject.domain or LIVE
     domain = domain_of(brand, test_clock)
@@ -168,10 +171,15 @@ def feed_not_found() -> JsonResponse:
     return response
 
 
+# The feed only reads: CSRF is off so that a POST gets the 405 below, not Django's HTML CSRF 403.
+@method_decorator(csrf_exempt, name="dispatch")
 class SubjectFeedView(View):
     """The webcal feed: no API key, the subject's feed token only."""
 
     http_method_names = ["get", "head"]
+
+    def http_method_not_allowed(self, request, *args, **kwargs):
+        return method_not_allowed(request, ["GET", "HEAD"])
 
     def get(self, request, subject_id: str):
         subject = subject_by_feed_token(subject_id=subject_id, token=request.GET.get("token"))

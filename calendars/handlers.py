@@ -12,7 +12,7 @@ from . import specs
 from .models import ClockItem
 from .services import DUE_HANDLER, RUNG_HANDLER, FiringArmer, business_calendar, clock_step, rung_key
 
-NOTICES_TRANSPORT = "recording"
+NOTICES_TRANSPORT = "notices"  # configured in KEEPING_TIME["TRANSPORTS"]
 
 
 def _item(f: Firing) -> ClockItem | None:

@@ -1,23 +1,33 @@
 """One settings module, read from the environment (django-environ).
 
-DATABASE_URL defaults to the embedded SQLite file; production and CI point it at PostgreSQL.
+DATABASE_URL defaults to the embedded SQLite file; production and CI point it at PostgreSQL. SECRET_KEY
+has no default: without one the settings refuse to load unless DEBUG is on (``scripts/demo`` writes one
+to ``.env`` once per machine). The environment wins over ``.env``; KT_ENV_FILE names another file.
 """
 
+import os
 from pathlib import Path
 
 import environ
+from django.core.exceptions import ImproperlyConfigured
 
 BASE_DIR = Path(__file__).resolve().parent.parent
 
 env = environ.Env(
     DEBUG=(bool, False),
-    SECRET_KEY=(str, "insecure-dev-key-change-me"),
     ALLOWED_HOSTS=(list, ["localhost", "127.0.0.1", "[::1]", "testserver"]),
 )
-environ.Env.read_env(BASE_DIR / ".env", overwrite=False)
+environ.Env.read_env(os.environ.get("KT_ENV_FILE") or BASE_DIR / ".env", overwrite=False)
 
 DEBUG = env("DEBUG")
-SECRET_KEY = env("SECRET_KEY")
+SECRET_KEY = env("SECRET_KEY", default="")
+if not SECRET_KEY:
+    if not DEBUG:
+        # A known key signs sessions and the admin's cookies for anyone who reads this file: never serve with one.
+        raise ImproperlyConfigured(
+            "SECRET_KEY is not set: export SECRET_KEY (or put it in .env), or set DEBUG=1 for a development run")
+    # Django's own prefix for a development key: `manage.py check --deploy` flags it.
+    SECRET_KEY = "django-insecure-keeping-time-debug-only"
 ALLOWED_HOSTS = env("ALLOWED_HOSTS")
 
 INSTALLED_APPS = [
@@ -113,11 +123,36 @@ KEEPING_TIME = {
     "LATE_AFTER_SECONDS": 300,
     # The host webcal:// feed URLs name (the subject calendar's .ics).
     "FEED_HOST": env("KT_FEED_HOST", default="localhost:8000"),
+    # Outside systems the outbox sends to, by name: "recording" (in this process) or an http(s)://
+    # submissions URL (timers/outbox.py, HttpTransport). Clock notices go to "notices".
+    "TRANSPORTS": {"notices": env("KT_NOTICES_TRANSPORT", default="recording")},
+    # How long a sender's claim on an outbox row holds; a claim whose sender's session died frees at once.
+    "OUTBOX_LEASE_SECONDS": env.float("KT_OUTBOX_LEASE_SECONDS", default=30.0),
 }
 
+# The feed and the portal take their secret in the URL (?token=…): every logger that prints a request line
+# or a URL logs only the token's first characters. Logger filters see only records logged on that logger,
+# so the handlers carry the filter too (records propagated from any other logger).
 LOGGING = {
     "version": 1,
     "disable_existing_loggers": False,
-    "handlers": {"console": {"class": "logging.StreamHandler"}},
+    "filters": {
+        "url_tokens": {"()": "keeping_time.log_filters.RedactURLTokens"},
+    },
+    "formatters": {
+        # As Django's default for runserver's access log.
+        "django.server": {"()": "django.utils.log.ServerFormatter", "format": "[{server_time}] {message}",
+                          "style": "{"},
+    },
+    "handlers": {
+        "console": {"class": "logging.StreamHandler", "filters": ["url_tokens"]},
+        "django.server": {"level": "INFO", "class": "logging.StreamHandler", "formatter": "django.server",
+                          "filters": ["url_tokens"]},
+    },
+    "loggers": {
+        "django.server": {"handlers": ["django.server"], "level": "INFO", "propagate": False,
+                          "filters": ["url_tokens"]},
+        "django.request": {"filters": ["url_tokens"]},
+    },
     "root": {"handlers": ["console"], "level": env("LOG_LEVEL", default="WARNING")},
 }

@@ -9,6 +9,7 @@ urlpatterns = [
     path("", include("timers.api.urls")),
 ]
 
-# Unknown URLs and server errors answer in the API's error shape, never an HTML page.
+# Unknown URLs, refused requests and server errors answer in the API's error shape, never an HTML page.
+handler400 = "timers.api.errors.bad_request"
 handler404 = "timers.api.errors.page_not_found"
 handler500 = "timers.api.errors.server_error"

@@ -1,7 +1,8 @@
 """The domain over HTTP: subscriptions, jobs and clocks, each with the next timer it carries.
 
-Every read is the caller's brand's (``request.auth``); another brand's id is a 404, never a leak. Lists
-are Stripe's shape, paged with ``limit`` and ``starting_after``, the live clock's or a test clock's
+Every read is the caller's brand's (``request.auth``) in its key's mode (``timers.api.views.owned``: a live
+key the live clock's objects, a test key the test clocks'); another brand's or another mode's id is a 404,
+never a leak. Lists are Stripe's shape, paged with ``limit`` and ``starting_after``, the live clock's or a test clock's
 (``test_clock``). Writes call the service functions with a DirectArmer on the object's own clock domain,
 in one transaction: a refusal from the gate (``timers.errors.Refused``, e.g. date_passed) is a 409 with
 its code, and nothing it proposed is kept.
@@ -19,14 +20,34 @@ from zoneinfo import ZoneInfo
 
 from django.db import transaction
 from django.db.models import Q
+from drf_spectacular.extensions import OpenApiSerializerFieldExtension
 from drf_spectacular.utils import extend_schema
 from rest_framework import serializers
 from rest_framework.response import Response
 
 from calendars.models import Clock, ClockItem, Subject
 from calendars.services import DirectArmer, clock_choose, clock_satisfy
-from timers.api.serializers import Choice, ListQuerySerializer, _plain_json, const, list_serializer
-from timers.api.views import ERRORS, NOT_FOUND, BrandAPIView, _error, domain_of, get_owned, page
+from timers.api.serializers import (
+    Choice,
+    ListQuerySerializer,
+    StrictCharField,
+    StrictRegexField,
+    _plain_json,
+    const,
+    list_serializer,
+    query_field,
+)
+from timers.api.views import (
+    ERRORS,
+    NOT_FOUND,
+    BrandAPIView,
+    SafeJSONParser,
+    _error,
+    domain_of,
+    get_owned,
+    owned,
+    page,
+)
 from timers.errors import KeepingTimeError, NotFound, Refused
 from timers.keys import KINDS
 from timers.models import LIVE, Brand, Timer
@@ -85,7 +106,7 @@ def timer_summary(t: Timer | None) -> dict | None:
     return {"id": t.id, "key": t.key, "owed_at": iso_z(t.owed_at), "kind": t.kind, "on": t.owner}
 
 
-# -- lookups, always within the brand --------------------------------------------------------------------
+# -- lookups, always within the brand and its key's mode ------------------------------------------------
 def _service(name: str) -> Service | None:
     try:
         return registry.get(name)
@@ -94,15 +115,15 @@ def _service(name: str) -> Service | None:
 
 
 def get_subscription(brand: Brand, sub_id: str) -> Subscription:
-    return get_owned(Subscription.objects.filter(brand=brand), sub_id, "subscription")
+    return get_owned(brand, Subscription.objects.all(), sub_id, "subscription")
 
 
 def get_job(brand: Brand, job_id: str) -> Job:
-    return get_owned(Job.objects.filter(brand=brand), job_id, "job")
+    return get_owned(brand, Job.objects.all(), job_id, "job")
 
 
 def get_clock(brand: Brand, clock_id: str) -> Clock:
-    return get_owned(Clock.objects.select_related("subject__calendar").filter(brand=brand), clock_id, "clock")
+    return get_owned(brand, Clock.objects.select_related("subject__calendar"), clock_id, "clock")
 
 
 def get_item(clock: Clock, item: str) -> ClockItem:
@@ -262,8 +283,8 @@ def item_json(item: ClockItem, zone: ZoneInfo, nxt: Timer | None) -> dict:
 
 
 # -- what the API takes ---------------------------------------------------------------------------------------
-def _id_field(help_text: str) -> serializers.CharField:
-    return serializers.CharField(required=False, max_length=64, help_text=help_text)
+def _id_field(help_text: str) -> StrictCharField:
+    return query_field(help_text)
 
 
 class SubscriptionListQuerySerializer(ListQuerySerializer):
@@ -279,8 +300,8 @@ class JobListQuerySerializer(ListQuerySerializer):
 
 
 class SubjectEventSerializer(serializers.Serializer):
-    type = serializers.RegexField(r"^[a-z][a-z0-9_.]{0,63}$", help_text="e.g. notice.received")
-    key = serializers.RegexField(r"^[A-Za-z0-9_.#-]{1,32}$",
+    type = StrictRegexField(r"^[a-z][a-z0-9_.]{0,63}$", help_text="e.g. notice.received")
+    key = StrictRegexField(r"^[A-Za-z0-9_.#-]{1,32}$",
                                  help_text="what the event is, e.g. the notice's number: the same key mints once")
     data = serializers.DictField(required=False, default=dict, help_text="the event's data, e.g. reply_by")
 
@@ -290,21 +311,59 @@ class SubjectEventSerializer(serializers.Serializer):
 
 
 class SubscriptionPauseSerializer(serializers.Serializer):
-    note = serializers.CharField(required=False, allow_blank=True, max_length=200,
+    note = StrictCharField(required=False, allow_blank=True, max_length=200,
                                  help_text="Why the schedules are paused.")
 
 
+class DeclaredInputField(serializers.DictField):
+    """A subscription's input: the Service's declared input (services.declare.Input) checks it, in the service
+    function; the schema lists what the plans declare."""
+
+
+def plan_input_schema() -> dict:
+    """The fields the registered plans (Services with a schedule, a cycle or events to mint on) declare, as an
+    object schema: an update names some of them and nothing else. A plan that declares none takes any."""
+    plans = [svc for svc in registry.all_services().values() if svc.schedule or svc.price.every or svc.on]
+    if not plans or any(not svc.input for svc in plans):
+        return {"type": "object", "additionalProperties": {}}
+    properties: dict[str, dict] = {}
+    for svc in plans:
+        for name, spec in svc.input.items():
+            properties.setdefault(name, spec.json_schema())
+    return {"type": "object", "properties": properties, "additionalProperties": False}
+
+
+class DeclaredInputSchema(OpenApiSerializerFieldExtension):
+    target_class = DeclaredInputField
+
+    def map_serializer_field(self, auto_schema, direction):
+        return plan_input_schema()
+
+
 class SubscriptionUpdateSerializer(serializers.Serializer):
-    input = serializers.DictField(help_text="Merged into the subscription's input; the next mint re-arms with it. "
-                                            "Jobs already minted keep theirs.")
+    input = DeclaredInputField(help_text="Merged into the subscription's input; the next mint re-arms with it. "
+                                         "Jobs already minted keep theirs. Each field is checked against the "
+                                         "Service's declared input: invalid_input names the first one refused.")
 
     def validate_input(self, value):
         _plain_json(value)
         return value
 
 
+class KeepsField(serializers.DictField):
+    """What a delivered job's subject keeps: only the names its Services declare (subject.keeps)."""
+
+
+class KeepsSchema(OpenApiSerializerFieldExtension):
+    target_class = KeepsField
+
+    def map_serializer_field(self, auto_schema, direction):
+        names = sorted({k for svc in registry.all_services().values() for k in svc.subject.keeps})
+        return {"type": "object", "properties": {name: {} for name in names}, "additionalProperties": False}
+
+
 class JobDeliverSerializer(serializers.Serializer):
-    keeps = serializers.DictField(required=False, default=dict,
+    keeps = KeepsField(required=False, default=dict,
                                   help_text="What the subject keeps, carried to the next job (the Service's "
                                             "subject.keeps names only)")
 
@@ -314,22 +373,22 @@ class JobDeliverSerializer(serializers.Serializer):
 
 
 class JobCancelSerializer(serializers.Serializer):
-    reason = serializers.CharField(required=False, allow_blank=True, max_length=200, default="")
+    reason = StrictCharField(required=False, allow_blank=True, max_length=200, default="")
 
 
 class JobActivitySerializer(serializers.Serializer):
-    what = serializers.CharField(required=False, allow_blank=True, max_length=200, default="",
+    what = StrictCharField(required=False, allow_blank=True, max_length=200, default="",
                                  help_text="What happened: the account replied …")
 
 
 class ClockChooseSerializer(serializers.Serializer):
-    option = serializers.CharField(max_length=64, help_text="One of the clock's options")
-    by = serializers.CharField(required=False, allow_blank=True, max_length=200, default="",
+    option = StrictCharField(max_length=64, help_text="One of the clock's options")
+    by = StrictCharField(required=False, allow_blank=True, max_length=200, default="",
                                help_text="Who chose")
 
 
 class ClockSatisfySerializer(serializers.Serializer):
-    by = serializers.CharField(required=False, allow_blank=True, max_length=200, default="",
+    by = StrictCharField(required=False, allow_blank=True, max_length=200, default="",
                                help_text="Who kept the date")
 
 
@@ -457,7 +516,7 @@ class SubscriptionListView(BrandAPIView):
     )
     def get(self, request):
         params = self.query(SubscriptionListQuerySerializer)
-        scope = Subscription.objects.filter(brand=self.brand)
+        scope = owned(Subscription.objects.all(), self.brand)
         qs = scope.filter(domain=domain_of(self.brand, params.get("test_clock")))
         if params.get("subject"):
             qs = qs.filter(subject_id=params["subject"])
@@ -488,6 +547,7 @@ class SubscriptionCancelView(BrandAPIView):
 
 
 class SubscriptionUpdateView(BrandAPIView):
+    parser_classes = [SafeJSONParser]  # its body carries an object, which a form's flat fields cannot
     @extend_schema(
         operation_id="subscriptions_update", tags=["subscriptions"], request=SubscriptionUpdateSerializer,
         summary="Update a subscription's input",
@@ -535,6 +595,7 @@ class SubscriptionResumeView(BrandAPIView):
 
 
 class SubjectEventView(BrandAPIView):
+    parser_classes = [SafeJSONParser]  # its body carries an object, which a form's flat fields cannot
     @extend_schema(
         operation_id="subjects_events_create", tags=["subscriptions"], request=SubjectEventSerializer,
         summary="Record an event on a subject",
@@ -544,7 +605,7 @@ class SubjectEventView(BrandAPIView):
         responses={200: list_serializer("MintedJobList", JobSerializer), **ERRORS, **NOT_FOUND, **CONFLICT},
     )
     def post(self, request, subject_id: str):
-        subject = get_owned(Subject.objects.filter(brand=self.brand), subject_id, "subject")
+        subject = get_owned(self.brand, Subject.objects.all(), subject_id, "subject")
         body = self.body(SubjectEventSerializer)
         with through_the_gate():
             jobs = subject_event(armer=DirectArmer(brand=self.brand, domain=subject.domain), subject=subject,
@@ -570,7 +631,7 @@ class JobListView(BrandAPIView):
     )
     def get(self, request):
         params = self.query(JobListQuerySerializer)
-        scope = Job.objects.filter(brand=self.brand)
+        scope = owned(Job.objects.all(), self.brand)
         qs = scope.filter(domain=domain_of(self.brand, params.get("test_clock")))
         for field in ("subject", "subscription"):
             if params.get(field):
@@ -589,6 +650,7 @@ class JobDetailView(BrandAPIView):
 
 
 class JobDeliverView(BrandAPIView):
+    parser_classes = [SafeJSONParser]  # its body carries an object, which a form's flat fields cannot
     @extend_schema(
         operation_id="jobs_deliver", tags=["jobs"], request=JobDeliverSerializer, summary="Deliver a job",
         description="Its deadline and signals stop; what the subject keeps is carried to the next job. "

@@ -13,14 +13,18 @@ A malformed offset or an unknown clock is a ServiceError at load time naming the
 
 from __future__ import annotations
 
+import math
+import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
+from datetime import date
 from typing import Any
 
 from dateutil.relativedelta import relativedelta
 
 from calendars.offsets import Offset, OffsetError, parse_offset, parse_span
 from calendars.specs import ClockSpec, SpecError
+from timers.errors import KeepingTimeError
 
 from .periods import EACH
 
@@ -84,6 +88,193 @@ class Signal:
     goto: str = ""
 
 
+# -- input: what a Service reads from a subscription's input or an event's data --------------------------
+INPUT_TYPES = ("text", "int", "number", "bool", "date", "month_day", "list")
+# A date an input can name: the clocks count rungs back from it and roll it forward, and the runtime's
+# instants end at 9999-12-31, so a date near either end (0001-01-01, 9999-12-31) has no room for either.
+DATE_MIN, DATE_MAX = date(1900, 1, 1), date(9000, 12, 31)
+_DATE_RE = re.compile(r"[0-9]{4}-[0-9]{2}-[0-9]{2}")
+_MONTH_DAY_RE = re.compile(r"(0[1-9]|1[0-2])-([0-3][0-9])")
+
+
+class InvalidInput(KeepingTimeError):
+    """A subscription's input or an event's data that the Service's declared input refuses: nothing is written."""
+
+    code = "invalid_input"
+
+    def __init__(self, message: str, *, param: str):
+        super().__init__(f"{param}: {message}")
+        self.param = param
+
+
+@dataclass(frozen=True)
+class Input:
+    """One field of a Service's input, as its clocks, schedules and periods read it:
+
+        Input("date", required=True)                  # reply_by: 2027-05-01
+        Input("text", choices=("C corp", "S corp"))   # entity
+        Input("list", of="text", pattern=r"[A-Z]{2}", max=60)   # states: ["CA", "NY"]
+        Input("int", min=0)                            # a count
+
+    ``min``/``max`` bound an int or number's value, a text's length, a list's length, or a date (ISO text);
+    ``pattern`` (matched whole) and ``choices`` apply to a text, or to each item of a list.
+    """
+
+    type: str = "text"
+    required: bool = False
+    choices: tuple[Any, ...] = ()
+    pattern: str | None = None
+    min: float | str | None = None
+    max: float | str | None = None
+    of: str | None = None  # a list's item type
+    help: str = ""
+
+    def problem(self, value: Any) -> str | None:
+        """What is wrong with ``value``, or None."""
+        if self.type == "list":
+            if not isinstance(value, list):
+                return f"expected a list of {self.of}, got {_shown(value)}"
+            if self.min is not None and len(value) < self.min:
+                return f"expected at least {self.min} items, got {len(value)}"
+            if self.max is not None and len(value) > self.max:
+                return f"expected at most {self.max} items, got {len(value)}"
+            item = Input(self.of or "text", choices=self.choices, pattern=self.pattern)
+            for i, v in enumerate(value):
+                wrong = item.problem(v)
+                if wrong:
+                    return f"item {i}: {wrong}"
+            return None
+        wrong = _type_problem(self.type, value)
+        if wrong:
+            return wrong
+        if self.choices and value not in self.choices:
+            return f"expected one of {', '.join(map(repr, self.choices))}, got {_shown(value)}"
+        if self.type == "text":
+            if self.pattern is not None and not re.fullmatch(self.pattern, value):
+                return f"expected text matching {self.pattern}, got {_shown(value)}"
+            low, high, size = self.min, self.max, len(value)
+            if (low is not None and size < low) or (high is not None and size > high):
+                return f"expected {_range(low, high)} characters, got {size}"
+        elif self.type in ("int", "number"):
+            if (self.min is not None and value < self.min) or (self.max is not None and value > self.max):
+                return f"expected a number {_range(self.min, self.max)}, got {value!r}"
+        elif self.type == "date":
+            low = date.fromisoformat(self.min) if self.min else DATE_MIN
+            high = date.fromisoformat(self.max) if self.max else DATE_MAX
+            if not low <= date.fromisoformat(value) <= high:
+                return f"expected a date from {low} to {high}, got {value!r}"
+        return None
+
+
+    def json_schema(self) -> dict:
+        """The field as JSON Schema, for the API's OpenAPI document: what problem() takes, as near as a
+        schema says it (a date's own min/max, if any, narrow it further)."""
+        if self.type == "list":
+            item = Input(self.of or "text", choices=self.choices, pattern=self.pattern).json_schema()
+            schema: dict = {"type": "array", "items": item}
+            if self.min is not None:
+                schema["minItems"] = self.min
+            if self.max is not None:
+                schema["maxItems"] = self.max
+        elif self.type in ("int", "number"):
+            schema = {"type": "integer" if self.type == "int" else "number"}
+            if self.min is not None:
+                schema["minimum"] = self.min
+            if self.max is not None:
+                schema["maximum"] = self.max
+        elif self.type == "bool":
+            schema = {"type": "boolean"}
+        elif self.type == "date":
+            schema = {"type": "string", "format": "date", "pattern": _DATE_SCHEMA_PATTERN}
+        elif self.type == "month_day":
+            schema = {"type": "string", "pattern": _MONTH_DAY_SCHEMA_PATTERN}
+        else:
+            schema = {"type": "string"}
+            if self.pattern is not None:
+                schema["pattern"] = f"^(?:{self.pattern})$"
+            if self.min is not None:
+                schema["minLength"] = self.min
+            if self.max is not None:
+                schema["maxLength"] = self.max
+        if self.choices and self.type != "list":
+            schema["enum"] = list(self.choices)
+        if self.help:
+            schema["description"] = self.help
+        return schema
+
+
+# DATE_MIN to DATE_MAX by year, and a year's end (MM-DD, never 02-29), as JSON Schema patterns.
+_DATE_SCHEMA_PATTERN = r"^(?:19[0-9]{2}|[2-8][0-9]{3}|9000)-"
+_MONTH_DAY_SCHEMA_PATTERN = (r"^(?:(?:0[13578]|1[02])-(?:0[1-9]|[12][0-9]|3[01])|(?:0[469]|11)-(?:0[1-9]|[12][0-9]|30)"
+                             r"|02-(?:0[1-9]|1[0-9]|2[0-8]))$")
+
+
+def _shown(value: Any) -> str:
+    text = repr(value)
+    return text if len(text) <= 40 else text[:37] + "…"
+
+
+def _range(low, high) -> str:
+    if low is not None and high is not None:
+        return f"from {low} to {high}"
+    return f"at least {low}" if low is not None else f"at most {high}"
+
+
+def _type_problem(kind: str, value: Any) -> str | None:
+    if kind == "text":
+        return None if isinstance(value, str) else f"expected text, got {_shown(value)}"
+    if kind == "int":
+        return None if isinstance(value, int) and not isinstance(value, bool) else \
+            f"expected a whole number, got {_shown(value)}"
+    if kind == "number":
+        ok = isinstance(value, int | float) and not isinstance(value, bool) and math.isfinite(value)
+        return None if ok else f"expected a number, got {_shown(value)}"
+    if kind == "bool":
+        return None if isinstance(value, bool) else f"expected true or false, got {_shown(value)}"
+    if kind == "date":
+        if isinstance(value, str) and _DATE_RE.fullmatch(value):
+            try:
+                date.fromisoformat(value)
+                return None
+            except ValueError:
+                pass
+        return f"expected a date YYYY-MM-DD, got {_shown(value)}"
+    if kind == "month_day":
+        m = _MONTH_DAY_RE.fullmatch(value) if isinstance(value, str) else None
+        if m:
+            try:
+                date(2001, int(m[1]), int(m[2]))  # a year's end: never 02-29
+                return None
+            except ValueError:
+                pass
+        return f"expected a month and day MM-DD (e.g. 12-31), got {_shown(value)}"
+    return f"unknown input type {kind!r}"
+
+
+def check_input(declared: Mapping[str, Input], values: Any, *, where: str = "input", partial: bool = False,
+                others: bool = False) -> None:
+    """Raise InvalidInput naming the first field of ``values`` its declaration refuses. ``partial``: an update,
+    so a required field may be absent (it is kept); ``others``: fields not declared are let through (an
+    event's data carries more than the Service reads). A Service that declares no input takes any."""
+    if not isinstance(values, Mapping):
+        raise InvalidInput(f"expected an object, got {_shown(values)}", param=where)
+    if not declared:
+        return
+    for name, spec in declared.items():
+        if name not in values:
+            if spec.required and not partial:
+                raise InvalidInput("is required", param=f"{where}.{name}")
+            continue
+        wrong = spec.problem(values[name])
+        if wrong:
+            raise InvalidInput(wrong, param=f"{where}.{name}")
+    if not others:
+        unknown = sorted(set(values) - set(declared))
+        if unknown:
+            raise InvalidInput(f"not an input this Service reads; it reads {', '.join(declared)}",
+                               param=f"{where}.{unknown[0]}")
+
+
 EVERY = {"year": relativedelta(years=1), "quarter": relativedelta(months=3), "month": relativedelta(months=1),
          "week": relativedelta(weeks=1)}
 
@@ -97,6 +288,7 @@ class Service:
     schedule: dict[str, Schedule] = field(default_factory=dict)
     signals: dict[str, Signal] = field(default_factory=dict)
     on: dict[str, str] = field(default_factory=dict)  # an event on the subject → the Service it mints
+    input: dict[str, Input] = field(default_factory=dict)  # what it reads from its input (none: any)
     title: str = ""  # '{period} return'
     where: str = ""  # the file, set by the loader
 
@@ -140,6 +332,25 @@ class Service:
                 self.silent[name] = parse_span(sig.silent)
             except OffsetError as exc:
                 raise ServiceError(f"{w}signals.{name}.silent: {exc}") from None
+        for name, spec in self.input.items():
+            where = f"{w}input.{name}"
+            if not isinstance(spec, Input) or spec.type not in INPUT_TYPES:
+                raise ServiceError(f"{where}: an Input of one of {', '.join(INPUT_TYPES)}")
+            if spec.type == "list" and spec.of not in (*INPUT_TYPES[:-1], None):
+                raise ServiceError(f"{where}.of: a list's items are one of {', '.join(INPUT_TYPES[:-1])}")
+            if spec.pattern is not None:
+                try:
+                    re.compile(spec.pattern)
+                except re.error as exc:
+                    raise ServiceError(f"{where}.pattern: {exc}") from None
+            item = Input(spec.of or "text") if spec.type == "list" else Input(spec.type)
+            for choice in spec.choices:
+                if item.problem(choice):
+                    raise ServiceError(f"{where}.choices: {item.problem(choice)}")
+            if spec.type == "date":
+                for bound in (spec.min, spec.max):
+                    if bound is not None and _type_problem("date", bound):
+                        raise ServiceError(f"{where}: min and max of a date are dates YYYY-MM-DD, not {bound!r}")
         unknown_keeps = [k for k in self.subject.keeps if not k.isidentifier()]
         if unknown_keeps:
             raise ServiceError(f"{w}subject.keeps: names are identifiers, not {unknown_keeps}")

@@ -20,7 +20,7 @@ from timers.models import Brand, Timer
 from timers.owners import owner_filter
 
 from . import registry
-from .declare import Service
+from .declare import Service, check_input
 from .models import Job, MoneyLine, Subscription
 from .periods import Period, next_period, period_of, previous_period
 
@@ -111,6 +111,7 @@ def post_money(*, armer: Armer, brand_id: str, domain: str, kind: str, cents: in
 def subscription_create(*, brand: Brand, domain: str, subject: Subject, service: str, input: dict | None = None,
                         now: datetime | None = None) -> Subscription:
     svc = registry.get(service)
+    check_input(svc.input, input or {})  # before anything is written: a bad input breaks every later mint
     armer = DirectArmer(brand=brand, domain=domain, now=now)
     sub = Subscription.objects.create(
         brand=brand, domain=domain, subject=subject, service=service, version=registry.bundle(service).version,
@@ -131,7 +132,9 @@ def subscription_create(*, brand: Brand, domain: str, subject: Subject, service:
 
 @transaction.atomic
 def subscription_update(*, armer: Armer, sub: Subscription, input: dict) -> Subscription:
-    """Re-arms the next mint with the new input; jobs already minted keep theirs."""
+    """Re-arms the next mint with the new input; jobs already minted keep theirs. The input is checked against
+    the Service's declared input first (InvalidInput, nothing written): the next mint reads it."""
+    check_input(registry.get(sub.service).input, input, partial=True)
     sub.input = {**sub.input, **input}
     sub.save(update_fields=["input"])
     rearmed = []
@@ -146,13 +149,17 @@ def subscription_update(*, armer: Armer, sub: Subscription, input: dict) -> Subs
 @transaction.atomic
 def subject_event(*, armer: Armer, subject: Subject, type: str, key: str, data: dict) -> list[Job]:
     """An event on the subject (a notice received): each active subscription whose Service names it under
-    ``on`` mints a job of that Service, once per event ``key``, with the event's data as its input."""
-    armer.record(f"subject.{type}", subject=subject.id, data={"key": key, **data})
-    jobs = []
+    ``on`` mints a job of that Service, once per event ``key``, with the event's data as its input. The data is
+    checked against each minted Service's declared input before anything is recorded (InvalidInput)."""
+    minting = []
     for sub in Subscription.objects.filter(subject=subject, domain=subject.domain, status="active"):
         order = registry.get(sub.service).on.get(type)
-        if order is None:
-            continue
+        if order is not None:
+            check_input(registry.get(order).input, {**sub.input, **data}, where="data", others=True)
+            minting.append((sub, order))
+    armer.record(f"subject.{type}", subject=subject.id, data={"key": key, **data})
+    jobs = []
+    for sub, order in minting:
         svc = registry.get(sub.service)
         allowance = svc.price.includes.get(order, 0)
         used = int(sub.usage.get(order, 0)) + 1

@@ -56,3 +56,21 @@ def open_return(brand, tc, subject, *, now=None):
     pay = clock_open(armer=armer, brand=brand, domain=tc.id, subject=subject, spec_name="tests.annual_return.pay",
                      owner_ref="job_4Tx9", period="2027")
     return file, pay
+
+
+def tax_plan_subscribers(brand, clock, n: int) -> list:
+    """``n`` C corps on the Tax Plan on one test clock, each as loadexample makes Acme (CA, NY, NJ)."""
+    from services.services import subscription_create
+
+    cal, _ = Calendar.objects.get_or_create(
+        brand=brand, name="apis.tax", defaults={"zone": "America/New_York", "holiday_country": "US",
+                                                 "holiday_subdiv": "DC"})
+    subs = []
+    for i in range(n):
+        subject = Subject.objects.create(brand=brand, domain=clock.id, kind="taxpayer", key_name="ein",
+                                         key=f"12-{3456789 + i:07d}", name=f"Customer {i}", calendar=cal,
+                                         input={"entity": "C corp"}, created_at=clock.frozen_time)
+        subs.append(subscription_create(brand=brand, domain=clock.id, subject=subject, service="tax-plan",
+                                        input={"entity": "C corp", "states": ["CA", "NY", "NJ"]},
+                                        now=clock.frozen_time))
+    return subs

@@ -51,3 +51,17 @@ def handler():
 
 
 __all__ = ["T0", "at", "timedelta"]
+
+
+@pytest.fixture
+def far_end():
+    """A real HTTP far end for the clocks' notices (tests/far_end.py), in place of the in-process one."""
+    from tests.far_end import FarEnd
+    from timers import outbox
+
+    saved = dict(outbox._transports)
+    with FarEnd() as far:
+        outbox.register("notices", outbox.HttpTransport(far.url, timeout=5))
+        yield far
+    outbox._transports.clear()
+    outbox._transports.update(saved)

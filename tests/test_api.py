@@ -70,9 +70,9 @@ class Client:
 
 @pytest.fixture
 def client_for(live_server, transactional_db):
-    def make(brand_name: str) -> Client:
+    def make(brand_name: str, *, live: bool = False) -> Client:
         brand = services.brand_get_or_create(name=brand_name)
-        _, secret = services.api_key_create(brand=brand)
+        _, secret = services.api_key_create(brand=brand, live=live)
         return Client(live_server.url, secret)
 
     return make
@@ -81,6 +81,12 @@ def client_for(live_server, transactional_db):
 @pytest.fixture
 def acme(client_for) -> Client:
     return client_for("acme")
+
+
+@pytest.fixture
+def acme_live(client_for) -> Client:
+    """Acme's live key: the live clock's timers (a test key sees only test clocks')."""
+    return client_for("acme", live=True)
 
 
 @pytest.fixture
@@ -203,7 +209,7 @@ def test_delete_voids_the_clock(acme):
     assert Timer.objects.get(pk=timer["id"]).owed_at is None
     assert arm(acme, "job_1:deadline:late:2028", "2026-12-24T09:00:00Z", clock).status == 404
     deleted = Event.objects.get(domain=clock["id"], type="test_clock.deleted")
-    assert deleted.data == {"timers_voided": 1}
+    assert deleted.data == {"timers_voided": 1, "sends_voided": 0}
 
 
 def test_unknown_urls_answer_json(acme):
@@ -211,18 +217,18 @@ def test_unknown_urls_answer_json(acme):
     assert r.status == 404 and r.code == "resource_missing"
 
 
-def test_live_timers_and_on_matches_a_clocks_occurrences(acme):
+def test_live_timers_and_on_matches_a_clocks_occurrences(acme_live):
     for key in ("clk_8Tx1#US:rung:notice 90d:2027@0", "clk_8Tx1#US-NY:rung:notice 90d:2027@0",
                 "clk_8Tx10:rung:notice 90d:2027@0", "clk_8Tx1:due:file:2027"):
-        r = arm(acme, key, "2099-01-19T14:00:00Z")
+        r = arm(acme_live, key, "2099-01-19T14:00:00Z")
         assert r.status == 201 and r.body["test_clock"] is None, r.body
-    keys = {t["key"] for t in acme.get("/timers?on=clk_8Tx1").body["data"]}
+    keys = {t["key"] for t in acme_live.get("/timers?on=clk_8Tx1").body["data"]}
     assert keys == {"clk_8Tx1#US:rung:notice 90d:2027@0", "clk_8Tx1#US-NY:rung:notice 90d:2027@0",
                     "clk_8Tx1:due:file:2027"}
-    r = acme.get("/timers?on=clk_8Tx1%23US")
+    r = acme_live.get("/timers?on=clk_8Tx1%23US")
     assert [t["key"] for t in r.body["data"]] == ["clk_8Tx1#US:rung:notice 90d:2027@0"]
-    assert len(acme.get("/timers?status=armed").body["data"]) == 4
-    assert acme.get("/timers?status=fired").body["data"] == []
+    assert len(acme_live.get("/timers?status=armed").body["data"]) == 4
+    assert acme_live.get("/timers?status=fired").body["data"] == []
 
 
 # -- brands ---------------------------------------------------------------------------------------------
@@ -251,7 +257,7 @@ def test_brands_see_only_their_own(acme, globex):
     ):
         assert r.status == 404 and r.code == "resource_missing", r.body
     r = globex.get(f"/events?starting_after={acme.get('/events').body['data'][0]['id']}")
-    assert r.status == 400 and r.code == "resource_missing"
+    assert r.status == 404 and r.code == "resource_missing" and r.body["error"]["param"] == "starting_after"
     assert acme.get(f"/test_clocks/{clock['id']}").body["status"] == "ready"  # untouched
 
 

@@ -78,7 +78,7 @@ def page(browser):
 
 @pytest.fixture
 def acme(brand, transactional_db):
-    outbox.register("recording", outbox.RecordingTransport())
+    outbox.register("notices", outbox.RecordingTransport())
     tc = test_clock_create(brand=brand, frozen_time=at("2027-06-01T12:00Z"), name="acme")
     subject = acme_subject(brand, tc.id)
     open_return(brand, tc, subject)

@@ -63,7 +63,7 @@ def test_acme_file_dates_roll_past_emancipation_day(brand, acme):
 
 def test_the_extension_moves_file_but_never_pay(brand, acme):
     tc, subject = acme
-    outbox.register("recording", outbox.RecordingTransport())
+    outbox.register("notices", outbox.RecordingTransport())
     file, pay = open_return(brand, tc, subject)
     advance(tc.id, at("2028-04-16T00:00Z"))
     got = items(file)
@@ -109,7 +109,7 @@ def test_after_a_gap_only_the_latest_notice_is_sent(brand, acme):
     tc, subject = acme
     tc.frozen_time = at("2028-03-25T12:00Z")  # the return was opened late: two notices already owed
     tc.save()
-    outbox.register("recording", transport := outbox.RecordingTransport())
+    outbox.register("notices", transport := outbox.RecordingTransport())
     file, _ = open_return(brand, tc, subject, now=tc.frozen_time)
     advance(tc.id, at("2028-03-26T00:00Z"))
     us = f"{file.id}#US"

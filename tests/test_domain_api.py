@@ -313,7 +313,7 @@ def test_another_brands_key_sees_none_of_it_and_no_key_is_401(tax, globex):
         assert r.status == 401 and r.code == "invalid_api_key", (path, r.body)
     assert globex.get("/subscriptions").body["data"] == [] and globex.get("/jobs").body["data"] == []
     r = globex.get(f"/jobs?starting_after={job.id}")
-    assert r.status == 400 and r.code == "resource_missing", r.body
+    assert r.status == 404 and r.code == "resource_missing", r.body
     # Untouched by all of that.
     assert tax.api.get(f"/jobs/{job.id}").body["status"] == "open"
     assert tax.api.get(f"/subscriptions/{tax.sub}").body["cancel_at_period_end"] is False

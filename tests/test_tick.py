@@ -5,12 +5,13 @@ from __future__ import annotations
 from datetime import timedelta
 
 import pytest
-from django.db import IntegrityError, transaction
+from django.db import IntegrityError, connection, transaction
 from django.test import override_settings
 
 from tests.conftest import T0, at
 from timers import outbox
 from timers.clock import VirtualWallClock
+from timers.compare import compare
 from timers.errors import Refused, TestClockBackward
 from timers.models import LIVE, Commit, Event, Outbox, Timer
 from timers.services import timer_hold, timer_resume, timer_wake
@@ -202,26 +203,6 @@ def test_redelivery_replays_every_wake_and_never_sends_twice(arm, clock, handler
     assert len(transport.received) == 5 and transport.sent_twice() == 0
 
 
-def test_a_send_in_doubt_asks_before_sending_again(arm, clock, handler):
-    handler("t.send", send)
-    transport = outbox.RecordingTransport()
-    outbox.register("recording", transport)
-    arm("job_1:task:efile:2027", "2026-11-25T10:00Z", handler="t.send")
-    # The process dies between the send and its receipt: the row is left "sending" after the send.
-    real_deliver = outbox.deliver
-    outbox.deliver = lambda domain, **kw: 0
-    try:
-        advance(clock.id, at("2026-11-26T00:00Z"))
-    finally:
-        outbox.deliver = real_deliver
-    row = Outbox.objects.get(domain=clock.id)
-    transport.send(row.id, row.payload)
-    Outbox.objects.filter(pk=row.pk).update(status="sending")
-    outbox.deliver(clock.id)
-    row.refresh_from_db()
-    assert row.status == "sent" and transport.received[row.id] == 1
-
-
 # -- test clocks --------------------------------------------------------------------------------------
 def test_advancing_to_where_the_clock_is_fires_nothing(arm, clock):
     arm("job_1:deadline:a:1", "2026-11-25T10:00Z")
@@ -313,7 +294,6 @@ def test_the_live_loop_after_an_outage_fires_in_test_clock_order(arm, clock, han
 
 
 def test_compare_four_ways_agree(arm, clock, handler):
-    from timers.compare import compare
 
     handler("t.mixed", mixed)
     handler("t.send", send)
@@ -328,6 +308,48 @@ def test_compare_four_ways_agree(arm, clock, handler):
     clock.refresh_from_db()
     assert clock.frozen_time == T0  # each way was rolled back
     assert not Event.objects.filter(domain=clock.id).exists()
+
+
+def _drop_the_gates_once_per_key(cur) -> None:
+    if connection.vendor != "postgresql":
+        pytest.skip("SQLite keeps the constraint inside its CREATE TABLE: it cannot be dropped alone")
+    cur.execute("ALTER TABLE timers_commit DROP CONSTRAINT commit_key_once_per_domain")
+
+
+def test_redelivered_wakes_reach_the_gate_so_the_fourth_way_can_disagree(arm, clock, handler):
+    """The mutation check: with the gate's once-per-key constraint gone, a redelivered wake commits
+    again and fires again, and the fourth way's hash (and its double sends) must show it."""
+    handler("t.mixed", mixed)
+    handler("t.send", send)
+    build_mixed(arm)
+    arm("job_x:task:efile:2027", T0 + timedelta(days=2), handler="t.send")
+    transport = outbox.RecordingTransport()
+    outbox.register("recording", transport)
+    to = T0 + timedelta(days=30)
+    with transaction.atomic():
+        with connection.cursor() as cur:
+            _drop_the_gates_once_per_key(cur)
+        ways = compare(clock.id, to, redeliver=True)
+        assert len({w.sha256 for w in ways[:3]}) == 1
+        assert ways[3].sha256 != ways[0].sha256 and ways[3].events > ways[0].events
+        assert ways[3].replayed == 0 and ways[3].sent_twice == 1
+        transaction.set_rollback(True)
+    # With the constraint in place, the same wakes are answered replayed: true by the gate.
+    ways = compare(clock.id, to, redeliver=True)
+    assert len({w.sha256 for w in ways}) == 1 and ways[3].replayed == ways[0].fired and ways[3].sent_twice == 0
+    assert not transport.received  # every way's sends went to its own far end, never outside
+
+
+def test_a_redelivered_wake_is_answered_by_the_gate_with_the_first_commit(arm, clock):
+    timer = arm("job_1:deadline:a:1", "2026-11-25T10:00Z")
+    advance(clock.id, at("2026-11-26T00:00Z"), redeliver=True)
+    timer.refresh_from_db()
+    assert timer.wakes == 2 and Commit.objects.filter(domain=clock.id, key=timer.key).count() == 1
+    answer = timer_wake(timer=timer)
+    first = Commit.objects.get(domain=clock.id, key=timer.key)
+    assert answer["replayed"] is True and answer["commit"]["id"] == first.id
+    timer.refresh_from_db()
+    assert timer.wakes == 3
 
 
 class Crash(BaseException):

@@ -6,14 +6,17 @@ is left where it was. All ways must agree.
 
 from __future__ import annotations
 
+from collections import Counter
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 
 from django.db import transaction
-from django.db.models import Count, Max
+from django.db.models import Max
 
+from . import outbox
 from .clock import VirtualWallClock
 from .models import Event, Outbox, TestClock
+from .outbox import RecordingTransport
 from .timeutil import duration_text
 from .worker import Worker, advance, record_hash
 
@@ -32,25 +35,22 @@ class _Rollback(Exception):
     pass
 
 
-def _sent_twice(domain: str) -> int:
-    # Keys whose outside send left more than once: a second submission for one firing is a double send.
-    return (
-        Outbox.objects.filter(domain=domain, status=Outbox.Status.SENT)
-        .values("key")
-        .annotate(n=Count("id"))
-        .filter(n__gt=1)
-        .count()
-    )
+def _sent_twice(domain: str, far: RecordingTransport) -> int:
+    """Firings whose outside send arrived more than once, counted at the far end of the way's sends:
+    a submission received twice, or two submissions received for one key."""
+    keys = Counter(Outbox.objects.filter(domain=domain, id__in=list(far.received)).values_list("key", flat=True))
+    return far.sent_twice() + sum(1 for n in keys.values() if n > 1)
 
 
 def _one_way(clock: TestClock, label: str, drive) -> Way:
     after = Event.objects.aggregate(m=Max("seq"))["m"] or 0
     result: Way | None = None
     try:
-        with transaction.atomic():
+        # Each way's sends reach a far end of its own: a rolled-back way must not send anything outside.
+        with transaction.atomic(), outbox.capture(RecordingTransport()) as far:
             fired, replayed = drive()
             count, digest = record_hash(clock.id, after_seq=after)
-            result = Way(label, count, digest, replayed, _sent_twice(clock.id), fired)
+            result = Way(label, count, digest, replayed, _sent_twice(clock.id, far), fired)
             raise _Rollback
     except _Rollback:
         pass

@@ -90,7 +90,16 @@ class RunStats:
     passes: int = 0
     instants: int = 0
     batches: int = 0
+    stopped: bool = False  # the run's guard stopped it at a batch (its test clock was deleted)
+    sends: Any = None  # the outbox's DeliverStats once the run has settled what it owes
     trace: list[TraceRow] = field(default_factory=list)
+
+    def add_sends(self, got: Any) -> None:
+        if got is not None:
+            if self.sends is None:
+                self.sends = got
+            else:
+                self.sends += got
 
 
 class Firing:
@@ -164,7 +173,7 @@ class Run:
     def __init__(self, *, domain: str, floor: datetime | None, to: datetime, store,
                  now: Callable[[], datetime] | None = None, redeliver: bool = False, trace: bool = False,
                  on: set[str] | None = None, on_flush: Callable[[datetime], None] | None = None,
-                 deliver: Callable[[], None] | None = None):
+                 deliver: Callable[[], None] | None = None, guard: Callable[[], bool] | None = None):
         cfg = settings.KEEPING_TIME
         self.domain = domain
         self.floor = floor
@@ -176,6 +185,8 @@ class Run:
         self.on = on
         self.on_flush = on_flush
         self.deliver = deliver
+        self.guard = guard  # checked at each batch: False stops the run before it writes anything more
+        self._batch_fired: list[str] = []  # ids fired in the batch being written, for redelivery
         self.batch_size = int(cfg["BATCH_SIZE"])
         self.max_passes = int(cfg["MAX_PASSES"])
         self.stats = RunStats(domain=domain, start=floor, to=to)
@@ -205,14 +216,19 @@ class Run:
         need_fetch = True
         while True:
             with transaction.atomic():
+                if self.guard is not None and not self.guard():
+                    self.stats.stopped = True
+                    return self.stats
                 if self.now_fn is not None:
                     self.now = self.now_fn()  # read "now" once per batch
                 if need_fetch and not self._complete:
                     self._fetch()
                 need_fetch = self._drain()
                 self._flush()
+            if self._batch_fired:
+                self._redeliver()
             if self.deliver is not None and self.sends_flushed:
-                self.deliver()
+                self.stats.add_sends(self.deliver())
             if self._complete and not self._heap:
                 return self.stats
 
@@ -323,9 +339,27 @@ class Run:
         else:
             self.stats.refused += 1
         if self.redeliver:
-            # The second wake of a fired timer: the gate answers replayed: true with the first commit.
-            item.wakes += 1
-            self.stats.replayed += 1
+            self._batch_fired.append(item.id)
+
+    def _redeliver(self) -> None:
+        """Deliver every wake of the batch a second time, after its commit, through the real wake path:
+        the timer is claimed again and the gate answers replayed: true with the first commit."""
+        from .gate import wake
+
+        ids, self._batch_fired = self._batch_fired, []
+        results = wake(domain=self.domain, timer_ids=ids)
+        self.stats.replayed += sum(1 for r in results if r.replayed)
+
+    def refire(self, items: list[Item]) -> None:
+        """Fire timers that already fired once, whose wake the gate let through again (it must not):
+        what any first wake would do, without the commit the gate has already written."""
+        for item in items:
+            item.domain = self.domain
+            self._by_key[item.key] = item
+            before = len(self.commits)
+            self._fire(item, item.fired_at)
+            del self.commits[before:]
+        self._flush()
 
     def _traced(self, item: Item) -> bool:
         # --on names owners: a job's own timers and those of the clocks it opened (data "of").

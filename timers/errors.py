@@ -34,6 +34,12 @@ class TestClockAdvancing(KeepingTimeError):
     status = 409
 
 
+class TestClockDeleted(KeepingTimeError):
+    __test__ = False
+    code = "test_clock_deleted"
+    status = 409
+
+
 class UnknownHandler(KeepingTimeError):
     code = "unknown_handler"
 

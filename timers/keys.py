@@ -24,13 +24,21 @@ PLACES: dict[str, int] = {
     "money": 8,
 }
 KINDS = tuple(PLACES)
-MAX_KEY_LENGTH = 255
+MAX_KEY_LENGTH = 255  # bytes: Timer.key's column
+MAX_OWNER_LENGTH = 160  # characters: Timer.owner's column (the owner is stored on its own, to list by it)
 
 _OWNER = r"[A-Za-z0-9_][A-Za-z0-9_.#\-]*"
 _PART = r"[^:@\x00-\x1f\x7f]+"
 _KEY_RE = re.compile(
     rf"^(?P<owner>{_OWNER}):(?P<kind>[a-z]+):(?P<name>{_PART}):(?P<occurrence>{_PART})(?:@(?P<move>0|[1-9][0-9]{{0,8}}))?$"
 )
+
+# The same grammar as one pattern for the API's schema (ECMA and Python regex alike): the owner's length,
+# the kinds, and a name and occurrence without the spaces str.strip() takes off either end. The byte
+# limit (MAX_KEY_LENGTH) is the schema's maxLength in characters; parse() still counts bytes.
+_SPACE = r" \t\n\x0b\x0c\r\x1c-\x1f\x85\xa0\u1680\u2000-\u200a\u2028\u2029\u202f\u205f\u3000"
+_EDGE = rf"[^:@\x00-\x1f\x7f{_SPACE}]"
+_SCHEMA_PART = rf"{_EDGE}(?:[^:@\x00-\x1f\x7f]*{_EDGE})?"
 
 
 @dataclass(frozen=True, slots=True)
@@ -68,8 +76,12 @@ def parse(text: str) -> Key:
     """Parse a key, or raise InvalidKey saying which part is wrong."""
     if not isinstance(text, str) or not text:
         raise InvalidKey("a key is <owner>:<kind>:<name>:<occurrence>[@<move>]; got an empty key")
-    if len(text.encode()) > MAX_KEY_LENGTH:
-        raise InvalidKey(f"key is {len(text.encode())} bytes; at most {MAX_KEY_LENGTH}")
+    try:
+        size = len(text.encode())
+    except UnicodeEncodeError:  # a lone surrogate (from JSON's \ud800 or a mis-decoded argv) is no text
+        raise InvalidKey(f"key {text!r} is not valid Unicode: it has a lone surrogate") from None
+    if size > MAX_KEY_LENGTH:
+        raise InvalidKey(f"key is {size} bytes; at most {MAX_KEY_LENGTH}")
     if text != text.strip():
         raise InvalidKey(f"key {text!r} has leading or trailing spaces")
     m = _KEY_RE.match(text)
@@ -85,6 +97,8 @@ def parse(text: str) -> Key:
             f"key {text!r} is malformed: owner is an id, name and occurrence are non-empty without ':' or '@', "
             "and @<move> is a whole number"
         )
+    if len(m["owner"]) > MAX_OWNER_LENGTH:
+        raise InvalidKey(f"key {text[:40]!r}…: the owner is {len(m['owner'])} characters; at most {MAX_OWNER_LENGTH}")
     kind = m["kind"]
     if kind not in PLACES:
         raise InvalidKey(f"key {text!r} has unknown kind {kind!r}; kinds are {', '.join(KINDS)}")
@@ -106,3 +120,9 @@ def _key(owner: str, kind: str, name: str, occurrence: str, move: int | None) ->
     object.__setattr__(key, "move", move)
     return key
 
+
+
+KEY_PATTERN = (
+    rf"^[A-Za-z0-9_][A-Za-z0-9_.#\-]{{0,{MAX_OWNER_LENGTH - 1}}}:(?:{'|'.join(KINDS)}):{_SCHEMA_PART}:{_SCHEMA_PART}"
+    r"(?:@(?:0|[1-9][0-9]{0,8}))?$"
+)

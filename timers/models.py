@@ -76,7 +76,10 @@ class TestClock(models.Model):
         READY = "ready"
         ADVANCING = "advancing"
         INTERNAL_FAILURE = "internal_failure"
+        DELETING = "deleting"  # marked: its advance stops at the next batch, then it is voided under its lease
         DELETED = "deleted"
+
+    GONE = ("deleting", "deleted")
 
     id = IdField(primary_key=True, max_length=32, default=new_test_clock_id, editable=False)
     brand = models.ForeignKey(Brand, on_delete=models.CASCADE, related_name="test_clocks")
@@ -241,8 +244,10 @@ class Event(models.Model):
 class Outbox(models.Model):
     """Sends to outside systems leave from here after the commit, one submission id per attempt.
 
-    A row left in ``sending`` (the process died between the send and its receipt) is *in doubt*: the
-    sender asks the outside system about that submission before it sends anything again.
+    A sender claims rows with a lease (``claimed_by``, ``lease_until``). A row claimed by a sender whose
+    lease expired, or whose database session is gone (killed mid-send), is *in doubt*: the next sender
+    asks the outside system about that submission before it sends anything again. A row being sent by a
+    live sender is not in doubt and is left alone.
     """
 
     class Status(models.TextChoices):
@@ -250,6 +255,7 @@ class Outbox(models.Model):
         SENDING = "sending"
         SENT = "sent"
         FAILED = "failed"
+        VOIDED = "voided"  # its test clock was deleted before it left
 
     id = IdField(primary_key=True, max_length=40, help_text="The submission id.")
     domain = models.CharField(max_length=32)
@@ -263,16 +269,26 @@ class Outbox(models.Model):
     error = models.TextField(blank=True)
     created_at = models.DateTimeField()
     sent_at = models.DateTimeField(null=True, blank=True)
+    claimed_by = models.CharField(max_length=80, blank=True, help_text="The sender holding (or last holding) it.")
+    lease_until = models.DateTimeField(null=True, blank=True)
+    tries = models.PositiveIntegerField(default=0, db_default=0, help_text="Sends that raised.")
+    next_try_at = models.DateTimeField(null=True, blank=True, help_text="Not claimed again before this.")
 
     class Meta:
         constraints = [
             models.UniqueConstraint(fields=["domain", "key", "attempt"], name="outbox_one_submission_per_attempt"),
+            models.CheckConstraint(
+                name="outbox_status_known",
+                condition=Q(status__in=["pending", "sending", "sent", "failed", "voided"]),
+            ),
+            models.CheckConstraint(
+                name="outbox_sending_is_claimed", condition=~Q(status="sending") | ~Q(claimed_by=""),
+            ),
         ]
         indexes = [
-            # The outbox sender (timers/outbox.py) claims pending rows with SKIP LOCKED.
+            # The outbox sender (timers/outbox.py, claim) takes owed rows in order with SKIP LOCKED.
             models.Index(fields=["created_at"], name="outbox_pending", condition=Q(status__in=["pending", "sending"])),
         ]
 
     def __str__(self) -> str:
         return f"{self.id} {self.status}"
-

@@ -1,23 +1,45 @@
-"""Outside sends, after the commit: one submission id per attempt, and a send in doubt asks first.
+"""Outside sends, after the commit: one submission id per attempt, claimed with a lease, asked before resent.
 
 A transport is registered by name with ``send(submission_id, payload) -> receipt`` and
-``lookup(submission_id) -> receipt | None``. A row is marked ``sending`` in its own transaction before
-the send; if the process dies before the receipt is written, the row stays ``sending`` (in doubt), and
-the next delivery asks the outside system whether that submission arrived before sending anything.
+``lookup(submission_id) -> receipt | None``; ``KEEPING_TIME["TRANSPORTS"]`` names them (``recording``: in
+this process; ``http://…``: a submissions endpoint).
+
+A sender claims owed rows in sets (one statement, SKIP LOCKED) under a lease: ``claimed_by`` names its
+database session and ``lease_until`` bounds the claim. While the lease holds and the session lives, no
+other sender touches the row, so a slow send is never sent twice by two workers. A row whose sender died
+(its session is gone: kill -9) or whose lease ran out is *in doubt*: the next sender asks the outside
+system about that submission and sends only if it never arrived. Receipts are recorded in sets.
 """
 
 from __future__ import annotations
 
+import contextlib
+import json
 import logging
+import os
+import socket
+import threading
+import time
+import urllib.error
+import urllib.request
 from collections import Counter
+from collections.abc import Iterator
+from dataclasses import dataclass
+from datetime import datetime, timedelta
 from typing import Protocol
 
-from django.db import transaction
+from django.conf import settings
+from django.db import connection, transaction
+from django.db.models import Q
 
 from .clock import wall_now
 from .models import Outbox
 
 log = logging.getLogger(__name__)
+
+CLAIM = 200  # rows one claim takes
+RECORD_EVERY = 0.5  # seconds between receipt writes (and lease renewals) while a claim is being sent
+MAX_TRIES = 5  # sends that raised before a row is failed for good
 
 
 class Transport(Protocol):
@@ -26,14 +48,20 @@ class Transport(Protocol):
     def lookup(self, submission_id: str) -> dict | None: ...
 
 
+class PermanentFailure(Exception):
+    """The outside system refused the submission for good (it will not be tried again)."""
+
+
 class RecordingTransport:
-    """An outside system that remembers every submission it received (tests, demos and --compare)."""
+    """An outside system in this process that remembers every submission it received (demos, --compare)."""
 
     def __init__(self) -> None:
         self.received: Counter[str] = Counter()
+        self._lock = threading.Lock()
 
     def send(self, submission_id: str, payload: dict) -> dict:
-        self.received[submission_id] += 1
+        with self._lock:
+            self.received[submission_id] += 1
         return {"received": submission_id}
 
     def lookup(self, submission_id: str) -> dict | None:
@@ -43,46 +71,324 @@ class RecordingTransport:
         return sum(1 for n in self.received.values() if n > 1)
 
 
-_transports: dict[str, Transport] = {"recording": RecordingTransport()}
+class HttpTransport:
+    """A submissions endpoint: ``POST {url}/submissions`` with the submission id (also as Idempotency-Key),
+    and ``GET {url}/submissions/{id}`` to ask whether one arrived (200 with its receipt, 404 if not)."""
+
+    def __init__(self, url: str, *, timeout: float = 10.0):
+        self.url = url.rstrip("/")
+        self.timeout = timeout
+
+    def send(self, submission_id: str, payload: dict) -> dict:
+        body = json.dumps({"id": submission_id, "payload": payload}).encode()
+        req = urllib.request.Request(f"{self.url}/submissions", data=body, method="POST", headers={
+            "Content-Type": "application/json", "Idempotency-Key": submission_id})
+        try:
+            with urllib.request.urlopen(req, timeout=self.timeout) as resp:
+                return json.loads(resp.read() or b"{}")
+        except urllib.error.HTTPError as exc:
+            if 400 <= exc.code < 500 and exc.code not in (408, 409, 429):
+                raise PermanentFailure(f"{exc.code} {exc.reason}") from None
+            raise
+
+    def lookup(self, submission_id: str) -> dict | None:
+        try:
+            with urllib.request.urlopen(f"{self.url}/submissions/{submission_id}", timeout=self.timeout) as resp:
+                return json.loads(resp.read() or b"{}")
+        except urllib.error.HTTPError as exc:
+            if exc.code == 404:
+                return None
+            raise
+
+
+def from_spec(spec: str) -> Transport:
+    if spec == "recording":
+        return RecordingTransport()
+    if spec.startswith(("http://", "https://")):
+        return HttpTransport(spec)
+    raise ValueError(f"unknown transport {spec!r}: use 'recording' or an http(s):// submissions URL")
+
+
+_transports: dict[str, Transport] = {}
+_capture: list[Transport] = []  # while set, every send goes here (a --compare way sends nothing outside)
 
 
 def register(name: str, transport: Transport) -> None:
     _transports[name] = transport
 
 
-def transport(name: str) -> Transport:
+def transport(name: str) -> Transport | None:
+    if _capture:
+        return _capture[-1]
+    if name not in _transports:
+        spec = settings.KEEPING_TIME.get("TRANSPORTS", {}).get(name)
+        if spec is None:
+            return None
+        _transports[name] = from_spec(spec)
     return _transports[name]
 
 
-def deliver(domain: str | None, *, limit: int = 500) -> int:
-    """Send what is pending (and settle what is in doubt); returns how many were delivered."""
-    sent = 0
-    in_outer = transaction.get_connection().in_atomic_block
-    qs = Outbox.objects.filter(status__in=[Outbox.Status.PENDING, Outbox.Status.SENDING])
+@contextlib.contextmanager
+def capture(into: Transport) -> Iterator[Transport]:
+    """Route every send to ``into`` for the duration (a rolled-back --compare way must not reach outside)."""
+    _capture.append(into)
+    try:
+        yield into
+    finally:
+        _capture.pop()
+
+
+@dataclass
+class DeliverStats:
+    sent: int = 0  # sent now
+    confirmed: int = 0  # in doubt, and the outside system had it: recorded without sending again
+    failed: int = 0  # refused for good, or out of tries
+    in_doubt: int = 0  # a send raised: kept, with its reason, for a later try that asks first
+    held: int = 0  # left being sent by another live sender
+
+    def __iadd__(self, other: DeliverStats) -> DeliverStats:
+        for f in ("sent", "confirmed", "failed", "in_doubt"):
+            setattr(self, f, getattr(self, f) + getattr(other, f))
+        self.held = other.held
+        return self
+
+    @property
+    def done(self) -> int:
+        return self.sent + self.confirmed + self.failed + self.in_doubt
+
+
+@dataclass
+class Claimed:
+    id: str
+    transport: str
+    payload: dict
+    in_doubt: bool  # someone claimed it before: ask the outside system first
+
+
+def _lease() -> timedelta:
+    return timedelta(seconds=float(settings.KEEPING_TIME.get("OUTBOX_LEASE_SECONDS", 30)))
+
+
+def _backoff(tries: int) -> timedelta:
+    return timedelta(seconds=min(300, 2 ** tries))
+
+
+# -- who is sending: a database session (PostgreSQL), or a process on this host (SQLite) ---------------
+_SENDER_SQL = "'pg:' || {a}.pid || ':' || floor(extract(epoch from {a}.backend_start) * 1000000)::bigint"
+
+
+def sender_id() -> str:
+    """This sender's name: its database session on PostgreSQL, so a killed sender's claims free at once."""
+    connection.ensure_connection()
+    if connection.vendor == "postgresql":
+        raw = connection.connection
+        cached = getattr(raw, "_kt_sender", None)
+        if cached is None:
+            with connection.cursor() as cur:
+                cur.execute(f"SELECT {_SENDER_SQL.format(a='a')} FROM pg_stat_activity a WHERE a.pid = pg_backend_pid()")
+                cached = cur.fetchone()[0]
+            raw._kt_sender = cached
+        return cached
+    return f"os:{socket.gethostname()}:{os.getpid()}"
+
+
+def _os_sender_alive(claimer: str) -> bool:
+    # SQLite is one machine's file: a claimer is alive while its process is.
+    parts = claimer.split(":")
+    if len(parts) != 3 or parts[0] != "os" or parts[1] != socket.gethostname():
+        return True  # not ours to judge: the lease decides
+    try:
+        os.kill(int(parts[2]), 0)
+    except (ProcessLookupError, ValueError):
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+# -- claiming and recording, in sets ----------------------------------------------------------------
+def _claim(domain: str | None, me: str, limit: int) -> list[Claimed]:
+    lease_s = _lease().total_seconds()
+    if connection.vendor == "postgresql":
+        where = "AND o.domain = %s" if domain is not None else ""
+        params: list = [*([domain] if domain is not None else []), limit, me, lease_s]
+        with connection.cursor() as cur:
+            cur.execute(
+                f"""
+                WITH live AS (
+                    SELECT {_SENDER_SQL.format(a='a')} AS s FROM pg_stat_activity a
+                    WHERE a.pid IS NOT NULL AND a.backend_start IS NOT NULL
+                ), c AS (
+                    SELECT o.id, o.claimed_by AS prev FROM timers_outbox o
+                    WHERE o.status IN ('pending', 'sending')
+                      AND (o.next_try_at IS NULL OR o.next_try_at <= clock_timestamp())
+                      AND (o.status = 'pending' OR o.lease_until IS NULL OR o.lease_until < clock_timestamp()
+                           OR o.claimed_by NOT IN (SELECT s FROM live))
+                      {where}
+                    ORDER BY o.created_at, o.id
+                    LIMIT %s
+                    FOR UPDATE OF o SKIP LOCKED
+                )
+                UPDATE timers_outbox o
+                SET status = 'sending', claimed_by = %s,
+                    lease_until = clock_timestamp() + make_interval(secs => %s)
+                FROM c WHERE o.id = c.id
+                RETURNING o.id, o.transport, o.payload, c.prev, o.created_at
+                """,
+                params,
+            )
+            rows = cur.fetchall()
+        rows.sort(key=lambda r: (r[4], r[0]))
+        return [Claimed(r[0], r[1], r[2] if isinstance(r[2], dict) else json.loads(r[2]), bool(r[3]))
+                for r in rows]
+    now = wall_now()
+    with transaction.atomic():
+        qs = Outbox.objects.filter(status__in=["pending", "sending"]).filter(
+            Q(next_try_at__isnull=True) | Q(next_try_at__lte=now))
+        if domain is not None:
+            qs = qs.filter(domain=domain)
+        picked = []
+        for row in qs.order_by("created_at", "id").only("id", "transport", "payload", "status", "claimed_by",
+                                                         "lease_until")[: limit * 4]:
+            claimable = (row.status == "pending" or row.lease_until is None or row.lease_until < now
+                         or (row.claimed_by != me and not _os_sender_alive(row.claimed_by)))
+            if claimable:
+                picked.append(Claimed(row.id, row.transport, row.payload, bool(row.claimed_by)))
+            if len(picked) == limit:
+                break
+        Outbox.objects.filter(pk__in=[c.id for c in picked]).update(
+            status="sending", claimed_by=me, lease_until=now + _lease())
+    return picked
+
+
+def _record(me: str, receipts: list[tuple[str, dict]], rest: list[str]) -> None:
+    """Write receipts in one statement, and renew the lease on what this sender still holds."""
+    if connection.vendor == "postgresql":
+        with connection.cursor() as cur:
+            if receipts:
+                cur.execute(
+                    "UPDATE timers_outbox o SET status = 'sent', receipt = v.r::jsonb, sent_at = clock_timestamp(), "
+                    "lease_until = NULL, next_try_at = NULL, error = '' "
+                    "FROM unnest(%s::varchar[], %s::text[]) AS v(id, r) WHERE o.id = v.id AND o.status <> 'sent'",
+                    [[r[0] for r in receipts], [json.dumps(r[1], default=str) for r in receipts]],
+                )
+            if rest:
+                cur.execute(
+                    "UPDATE timers_outbox SET lease_until = clock_timestamp() + make_interval(secs => %s) "
+                    "WHERE id = ANY(%s) AND claimed_by = %s AND status = 'sending'",
+                    [_lease().total_seconds(), rest, me],
+                )
+        return
+    now = wall_now()
+    with transaction.atomic():
+        Outbox.objects.bulk_update(
+            [Outbox(id=sid, status="sent", receipt=receipt, sent_at=now, lease_until=None, next_try_at=None, error="")
+             for sid, receipt in receipts],
+            ["status", "receipt", "sent_at", "lease_until", "next_try_at", "error"], batch_size=500)
+        if rest:
+            Outbox.objects.filter(pk__in=rest, claimed_by=me, status="sending").update(lease_until=now + _lease())
+
+
+def _fail(sid: str, error: str, *, permanent: bool) -> bool:
+    """A send that raised: in doubt (asked first next time, after a backoff), or failed for good."""
+    row = Outbox.objects.filter(pk=sid).values("tries").first()
+    if row is None:
+        return True
+    tries = row["tries"] + 1
+    final = permanent or tries >= MAX_TRIES
+    Outbox.objects.filter(pk=sid).exclude(status="sent").update(
+        status="failed" if final else "sending", error=error[:500], tries=tries, lease_until=None,
+        next_try_at=None if final else wall_now() + _backoff(tries))
+    return final
+
+
+def _release(ids: list[str], me: str) -> None:
+    # Claimed but never attempted (stopping): back to pending, no doubt about them.
+    if ids:
+        Outbox.objects.filter(pk__in=ids, claimed_by=me, status="sending").update(
+            status="pending", claimed_by="", lease_until=None)
+
+
+def _send_claimed(rows: list[Claimed], me: str, stats: DeliverStats, stop: threading.Event | None) -> None:
+    receipts: list[tuple[str, dict]] = []
+    last = time.monotonic()
+    for n, row in enumerate(rows):
+        if stop is not None and stop.is_set():
+            _record(me, receipts, [])
+            _release([r.id for r in rows[n:]], me)
+            return
+        t = transport(row.transport)
+        try:
+            if t is None:
+                raise PermanentFailure(f"no transport {row.transport!r} is configured")
+            receipt = t.lookup(row.id) if row.in_doubt else None
+            if receipt is not None:
+                stats.confirmed += 1
+            else:
+                receipt = t.send(row.id, row.payload)
+                stats.sent += 1
+            receipts.append((row.id, receipt))
+        except Exception as exc:
+            permanent = isinstance(exc, PermanentFailure)
+            log.warning("send %s failed: %s", row.id, exc)
+            _record(me, receipts, [])
+            receipts = []
+            if _fail(row.id, f"{type(exc).__name__}: {exc}", permanent=permanent):
+                stats.failed += 1
+            else:
+                stats.in_doubt += 1
+        if receipts and time.monotonic() - last >= RECORD_EVERY:
+            _record(me, receipts, [r.id for r in rows[n + 1:]])
+            receipts, last = [], time.monotonic()
+    _record(me, receipts, [])
+
+
+def deliver(domain: str | None, *, limit: int | None = None, stop: threading.Event | None = None) -> DeliverStats:
+    """Send everything owed that no live sender holds (settling what is in doubt first); in sets."""
+    stats = DeliverStats()
+    me = sender_id()
+    while limit is None or stats.done < limit:
+        if stop is not None and stop.is_set():
+            break
+        rows = _claim(domain, me, CLAIM if limit is None else min(CLAIM, limit - stats.done))
+        if not rows:
+            break
+        _send_claimed(rows, me, stats, stop)
+    stats.held = _held_elsewhere(domain, me)
+    return stats
+
+
+def _held_elsewhere(domain: str | None, me: str) -> int:
+    qs = Outbox.objects.filter(status="sending", lease_until__gt=wall_now()).exclude(claimed_by=me)
     if domain is not None:
         qs = qs.filter(domain=domain)
-    while sent < limit:
-        with transaction.atomic():
-            row = qs.select_for_update(skip_locked=True).order_by("created_at", "id").first()
-            if row is None:
-                return sent
-            t = _transports.get(row.transport)
-            if t is None:
-                row.status, row.error = Outbox.Status.FAILED, f"no transport {row.transport!r}"
-                row.save(update_fields=["status", "error"])
-                continue
-            receipt = t.lookup(row.id) if row.status == Outbox.Status.SENDING else None
-            if receipt is None and not in_outer:
-                # Mark in doubt before the send, durably: a crash after the send leaves it in doubt.
-                row.status = Outbox.Status.SENDING
-                row.save(update_fields=["status"])
-        if receipt is None:
-            try:
-                receipt = t.send(row.id, row.payload)
-            except Exception as exc:  # the row stays in doubt; the next delivery asks first
-                log.warning("send %s failed: %s", row.id, exc)
-                Outbox.objects.filter(pk=row.pk).update(status=Outbox.Status.SENDING, error=str(exc)[:500])
-                return sent
-        Outbox.objects.filter(pk=row.pk).update(status=Outbox.Status.SENT, receipt=receipt, sent_at=wall_now())
-        sent += 1
-    return sent
+    return qs.count()
+
+
+def settle(domain: str, *, wait: float | None = None) -> DeliverStats:
+    """Deliver what the domain owes and wait for sends other live senders hold, so that on return every
+    owed send has been made, has failed, or is in doubt with its reason (``Outbox.error``)."""
+    stats = deliver(domain)
+    deadline = time.monotonic() + (wait if wait is not None else 2 * _lease().total_seconds())
+    while stats.held and time.monotonic() < deadline:
+        time.sleep(0.05)
+        stats += deliver(domain)
+    return stats
+
+
+def owed(domain: str | None = None) -> dict[str, int]:
+    """What the outbox still owes: pending, being sent (leased), in doubt (a send raised)."""
+    qs = Outbox.objects.filter(status__in=["pending", "sending"])
+    if domain is not None:
+        qs = qs.filter(domain=domain)
+    now: datetime = wall_now()
+    return {
+        "pending": qs.filter(status="pending").count(),
+        "sending": qs.filter(status="sending", lease_until__gt=now).count(),
+        "in_doubt": qs.filter(status="sending").filter(Q(lease_until__isnull=True) | Q(lease_until__lte=now)).count(),
+    }
+
+
+def void(domain: str) -> int:
+    """A deleted test clock's sends that never left: voided, never sent."""
+    return Outbox.objects.filter(domain=domain, status="pending").update(status="voided", error="test_clock.deleted")

@@ -11,14 +11,15 @@ import secrets
 from datetime import datetime, timedelta
 
 from django.db import IntegrityError, transaction
-from django.db.models import F
 from django.dispatch import Signal
 
+from . import gate, outbox
 from .clock import wall_now
 from .errors import KeepingTimeError, NotFound, TestClockAdvancing, TestClockBackward
 from .handlers import get as get_handler
 from .ids import new_id
 from .keys import parse
+from .lease import lease
 from .models import LIVE, ApiKey, Brand, Commit, Event, TestClock, Timer
 from .timeutil import iso_z
 
@@ -57,7 +58,7 @@ def test_clock_create(*, brand: Brand, frozen_time: datetime, name: str = "") ->
 
 
 def test_clock_get(*, clock_id: str, brand: Brand | None = None) -> TestClock:
-    qs = TestClock.objects.exclude(status=TestClock.Status.DELETED)
+    qs = TestClock.objects.exclude(status__in=TestClock.GONE)
     if brand is not None:
         qs = qs.filter(brand=brand)
     clock = qs.filter(pk=clock_id).first()
@@ -77,7 +78,7 @@ def test_clock_request_advance(*, clock: TestClock, to: datetime, redeliver: boo
     """Ask the worker to advance the clock (202 advancing); the worker fires and then marks it ready."""
     with transaction.atomic():
         clock = TestClock.objects.select_for_update().get(pk=clock.pk)
-        if clock.status == TestClock.Status.DELETED:
+        if clock.status in TestClock.GONE:
             raise NotFound(f"no test clock {clock.id!r}")
         if clock.status == TestClock.Status.ADVANCING:
             raise TestClockAdvancing(
@@ -95,20 +96,42 @@ def test_clock_request_advance(*, clock: TestClock, to: datetime, redeliver: boo
 
 
 def test_clock_delete(*, clock: TestClock) -> TestClock:
-    """Void everything on the clock: armed and held timers are superseded by the deletion."""
+    """Void everything on the clock: armed and held timers are superseded by the deletion.
+
+    The clock is marked first, so an advance running on it stops at its next batch; the voiding then
+    happens under the clock's lease, after that advance has let go. Nothing lands after
+    ``test_clock.deleted``.
+    """
+    marked = TestClock.objects.filter(pk=clock.pk).exclude(status__in=TestClock.GONE).update(
+        status=TestClock.Status.DELETING, advance_to=None)
+    if not marked and not TestClock.objects.filter(pk=clock.pk, status=TestClock.Status.DELETING).exists():
+        raise NotFound(f"no test clock {clock.id!r}")
+    with lease(clock.id):
+        test_clock_finish_delete(clock_id=clock.id)
+    clock.refresh_from_db()
+    return clock
+
+
+def test_clock_finish_delete(*, clock_id: str) -> bool:
+    """The voiding half of a delete; the caller holds the clock's lease. Idempotent: False if done."""
     with transaction.atomic():
+        clock = TestClock.objects.select_for_update().filter(pk=clock_id, status=TestClock.Status.DELETING).first()
+        if clock is None:
+            return False
         Timer.objects.filter(domain=clock.id, status__in=["armed", "held"]).update(
             status="superseded", by="test_clock.deleted", owed_at=None, held_since=None, remaining=None,
             held_by="",
         )
         voided = Timer.objects.filter(domain=clock.id, by="test_clock.deleted").count()
+        sends = outbox.void(clock.id)
         clock.status = TestClock.Status.DELETED
         clock.advance_to = None
         clock.save(update_fields=["status", "advance_to"])
         Event.objects.create(domain=clock.id, brand_id=clock.brand_id, type="test_clock.deleted", subject=clock.id,
-                             owed_at=clock.frozen_time, data={"timers_voided": voided}, fired_at=clock.frozen_time)
+                             owed_at=clock.frozen_time, data={"timers_voided": voided, "sends_voided": sends},
+                             fired_at=clock.frozen_time)
         test_clock_deleted.send(sender=TestClock, clock=clock)
-    return clock
+    return True
 
 
 def _notify_worker() -> None:
@@ -172,12 +195,13 @@ def timer_resume(*, timer: Timer, now: datetime, cap: datetime | None = None) ->
 
 
 def timer_wake(*, timer: Timer) -> dict:
-    """A wake delivered outside the tick: a fired timer answers replayed: true with its first commit."""
-    if timer.status != Timer.Status.FIRED:
-        return {"replayed": False, "status": timer.status, "commit": None}
-    Timer.objects.filter(pk=timer.pk).update(wakes=F("wakes") + 1)
-    commit = Commit.objects.filter(domain=timer.domain, key=timer.key).first()
-    return {"replayed": True, "status": timer.status, "commit": commit_json(commit)}
+    """A wake delivered outside the tick, through the gate's wake path (timers/gate.py): a fired timer
+    answers replayed: true with its first commit."""
+    result = gate.wake(domain=timer.domain, timer_ids=[timer.id])[0]
+    if not result.replayed:
+        return {"replayed": False, "status": result.status, "commit": None}
+    commit = Commit.objects.filter(domain=timer.domain, key=timer.key).order_by("at", "id").first()
+    return {"replayed": True, "status": result.status, "commit": commit_json(commit)}
 
 
 def commit_json(commit: Commit | None, *, events: list[str] | None = None) -> dict | None:
@@ -192,5 +216,6 @@ def commit_json(commit: Commit | None, *, events: list[str] | None = None) -> di
 
 
 # Service functions named test_clock_* are not pytest tests when a test module imports them.
-for _fn in (test_clock_create, test_clock_get, test_clock_request_advance, test_clock_delete):
+for _fn in (test_clock_create, test_clock_get, test_clock_request_advance, test_clock_delete,
+            test_clock_finish_delete):
     _fn.__test__ = False  # type: ignore[attr-defined]

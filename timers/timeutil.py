@@ -9,14 +9,22 @@ from dateutil.relativedelta import relativedelta
 
 from .errors import InvalidSpan, KeepingTimeError
 
-_SPAN_RE = re.compile(r"^\s*(\d+)\s*(s|m|min|h|d|w|mo|y)\s*$")
+_SPAN_RE = re.compile(r"\s*([0-9]{1,9})\s*(s|m|min|h|d|w|mo|y)\s*")
+# An instant as the API and the CLI document it (RFC 3339): a date, T, hours and minutes, optional seconds and
+# fraction, and Z or a numeric offset. fromisoformat alone also takes week dates (2027-W05-3), ordinal dates,
+# basic forms (20270101T0000Z) and, in 3.11, trailing garbage such as NUL; none of those is documented.
+_INSTANT_RE = re.compile(
+    r"(?P<date>[0-9]{4}-[0-9]{2}-[0-9]{2})[Tt](?P<hm>[0-9]{2}:[0-9]{2})(?:(?P<s>:[0-9]{2})(?:\.(?P<frac>[0-9]{1,9}))?)?"
+    r"(?P<zone>[Zz]|[+-][0-9]{2}:[0-9]{2})"
+)
 
 
 def parse_span(text: str) -> relativedelta:
     """A span as the CLI writes it. Months and years are calendar months and years (UTC)."""
-    m = _SPAN_RE.match(text or "")
+    m = _SPAN_RE.fullmatch(text or "")
     if not m:
-        raise InvalidSpan(f"span {text!r} is not a number and a unit: s, m, h, d, w, mo or y (e.g. 6h, 7d, 1mo, 1y)")
+        raise InvalidSpan(f"span {text!r} is not a number (at most 9 digits) and a unit: s, m, h, d, w, mo or y "
+                          "(e.g. 6h, 7d, 1mo, 1y)")
     n, unit = int(m[1]), m[2]
     if n <= 0:
         raise InvalidSpan(f"span {text!r} must be positive")
@@ -32,25 +40,42 @@ def parse_span(text: str) -> relativedelta:
     }[unit]
 
 
-def parse_instant(text: str) -> datetime:
-    """An ISO 8601 instant with an explicit zone (``Z`` or an offset); a naive time is refused."""
-    raw = (text or "").strip()
-    if not raw:
-        raise KeepingTimeError("an instant is required, e.g. 2026-12-01T09:00Z", code="invalid_time")
-    candidate = raw[:-1] + "+00:00" if raw.endswith(("Z", "z")) else raw
+def after_span(start: datetime, span: relativedelta, *, text: str = "") -> datetime:
+    """``start`` plus ``span``, or InvalidSpan when that is past the last instant a clock can stand at
+    (9999-12-31), rather than the OverflowError or ValueError the arithmetic raises."""
     try:
-        value = datetime.fromisoformat(candidate)
-        if value.tzinfo is not None:
-            value.astimezone(UTC)  # an instant that overflows once in UTC is no instant
+        return start + span
+    except (OverflowError, ValueError):
+        raise InvalidSpan(f"span {text or span!r} from {iso_z(start)} lands past 9999-12-31, the last date a clock "
+                          "can reach") from None
+
+
+def parse_instant(text: str) -> datetime:
+    """An RFC 3339 instant with an explicit zone (``Z`` or an offset), e.g. 2026-12-01T09:00Z; seconds and a
+    fraction are optional. A naive time, a bare date, a week date or anything around it is refused."""
+    raw = text if isinstance(text, str) else ""
+    if not raw.strip():
+        raise KeepingTimeError("an instant is required, e.g. 2026-12-01T09:00Z", code="invalid_time")
+    m = _INSTANT_RE.fullmatch(raw)
+    if not m:
+        naive = re.fullmatch(r"[0-9]{4}-[0-9]{2}-[0-9]{2}(?:[Tt ][0-9:.]+)?", raw)
+        hint = " (it has no zone; write Z or an offset)" if naive else ""
+        raise KeepingTimeError(
+            f"{raw!r} is not an RFC 3339 instant{hint}, e.g. 2026-12-01T09:00Z or 2026-12-01T04:00-05:00",
+            code="invalid_time",
+        )
+    zone = m["zone"].upper()
+    # fromisoformat takes at most 6 fraction digits; nanoseconds are below what a timer keeps.
+    frac = f".{(m['frac'] or '')[:6].ljust(6, '0')}" if m["frac"] else ""
+    candidate = f"{m['date']}T{m['hm']}{m['s'] or ''}{frac}{'+00:00' if zone == 'Z' else zone}"
+    try:
+        value = datetime.fromisoformat(candidate).astimezone(UTC)  # an instant that overflows in UTC is no instant
     except (ValueError, OverflowError):
         raise KeepingTimeError(
-            f"{raw!r} is not an ISO 8601 instant, e.g. 2026-12-01T09:00Z", code="invalid_time"
+            f"{raw!r} is not an instant: a day or time out of range, or before 0001 or after 9999 in UTC",
+            code="invalid_time",
         ) from None
-    if value.tzinfo is None:
-        raise KeepingTimeError(
-            f"{raw!r} has no zone; write Z or an offset, e.g. 2026-12-01T09:00Z", code="invalid_time"
-        )
-    return value.astimezone(UTC)
+    return value
 
 
 def iso_z(value: datetime | None) -> str | None:

@@ -6,11 +6,9 @@ domains, never by racing on one. Requested advances are claimed with SKIP LOCKED
 
 from __future__ import annotations
 
-import contextlib
 import hashlib
 import logging
 import threading
-from collections.abc import Iterator
 from datetime import datetime
 
 from django.db import connection, transaction
@@ -18,56 +16,67 @@ from django.db import connection, transaction
 from . import outbox
 from .clock import Clock, WallClock
 from .engine import Run, RunStats, canonical
-from .errors import NotFound, TestClockBackward
+from .errors import NotFound, TestClockBackward, TestClockDeleted
+from .lease import lease
 from .models import LIVE, Event, LiveClock, TestClock, Timer
-from .services import backward_message
+from .services import backward_message, test_clock_finish_delete
 from .store import get_store
 from .timeutil import iso_z
 
 log = logging.getLogger(__name__)
 
 
-@contextlib.contextmanager
-def lease(domain: str, *, wait: bool = True) -> Iterator[bool]:
-    """Hold the clock domain for the duration: a session-level advisory lock on PostgreSQL."""
-    if connection.vendor != "postgresql":
-        yield True  # SQLite has one writer at a time already
-        return
-    with connection.cursor() as cur:
-        fn = "pg_advisory_lock" if wait else "pg_try_advisory_lock"
-        cur.execute(f"SELECT {fn}(hashtextextended(%s, 7))", [f"keeping_time:{domain}"])
-        got = True if wait else bool(cur.fetchone()[0])
-    try:
-        yield got
-    finally:
-        if got:
-            with connection.cursor() as cur:
-                cur.execute("SELECT pg_advisory_unlock(hashtextextended(%s, 7))", [f"keeping_time:{domain}"])
-
-
 def _set_frozen(clock_id: str):
     def write(at: datetime) -> None:
-        TestClock.objects.filter(pk=clock_id, frozen_time__lt=at).update(frozen_time=at)
+        TestClock.objects.filter(pk=clock_id, frozen_time__lt=at).exclude(status__in=TestClock.GONE).update(
+            frozen_time=at)
 
     return write
+
+
+def _alive(clock_id: str):
+    """The run's guard, first in each batch's transaction: a clock marked for deletion stops its advance
+    there. It locks the clock's row for the batch, so a delete's mark waits for the batch to commit and
+    never lands between the check and the batch's writes (the frozen time moves with each batch)."""
+    def check() -> bool:
+        status = (TestClock.objects.select_for_update(no_key=True).filter(pk=clock_id)
+                  .values_list("status", flat=True).first())
+        return status is not None and status not in TestClock.GONE
+
+    return check
+
+
+def _stopped(clock_id: str) -> TestClockDeleted:
+    return TestClockDeleted(f"test clock {clock_id} was deleted while it advanced; it stopped at a batch boundary "
+                            "and nothing landed after test_clock.deleted")
 
 
 def advance(clock_id: str, to: datetime, *, redeliver: bool = False, trace: bool = False,
             on: set[str] | None = None) -> RunStats:
     """Advance a test clock to ``to``, firing every timer owed on the way, each instant in turn."""
     with lease(clock_id):
-        clock = TestClock.objects.exclude(status=TestClock.Status.DELETED).filter(pk=clock_id).first()
+        clock = TestClock.objects.exclude(status__in=TestClock.GONE).filter(pk=clock_id).first()
         if clock is None:
             raise NotFound(f"no test clock {clock_id!r}")
         if to < clock.frozen_time:
             raise TestClockBackward(backward_message(clock, to))
         run = Run(domain=clock.id, floor=clock.frozen_time, to=to, store=get_store(), redeliver=redeliver,
-                  trace=trace, on=on, on_flush=_set_frozen(clock.id), deliver=lambda: outbox.deliver(clock.id))
+                  trace=trace, on=on, on_flush=_set_frozen(clock.id), deliver=lambda: outbox.deliver(clock.id),
+                  guard=_alive(clock.id))
         stats = run.execute()
+        if stats.stopped:
+            raise _stopped(clock.id)
+        # Ready only once every send the advance owes has been made, has failed, or is in doubt with its reason.
+        stats.add_sends(outbox.settle(clock.id))
         with transaction.atomic():
+            # The row lock orders this against a delete's mark: a clock marked gone is never moved or readied.
+            current = TestClock.objects.select_for_update().filter(pk=clock.id).first()
+            if current is None or current.status in TestClock.GONE:
+                raise _stopped(clock.id)
             TestClock.objects.filter(pk=clock.id).update(frozen_time=to)
-            if clock.status == TestClock.Status.ADVANCING and clock.advance_to is not None and clock.advance_to <= to:
-                _mark_ready(clock, to)
+            if (current.status == TestClock.Status.ADVANCING and current.advance_to is not None
+                    and current.advance_to <= to):
+                _mark_ready(current, to)
         return stats
 
 
@@ -100,25 +109,46 @@ def run_requested_advances(*, limit: int = 10) -> int:
                 continue
             try:
                 advance(clock.id, target, redeliver=redeliver)
+            except TestClockDeleted:
+                pass  # deleted while it advanced: the delete finishes under the lease we let go
             except Exception as exc:  # pushed out, never crash-looped
                 log.exception("advance of %s failed", clock.id)
-                TestClock.objects.filter(pk=clock.id).update(status=TestClock.Status.INTERNAL_FAILURE,
-                                                             failure=str(exc)[:500])
+                TestClock.objects.filter(pk=clock.id, status=TestClock.Status.ADVANCING).update(
+                    status=TestClock.Status.INTERNAL_FAILURE, failure=str(exc)[:500])
             done += 1
     return done
 
 
 # -- the live clock ----------------------------------------------------------------------------------
-def live_step(clock: Clock, *, domain: str = LIVE, trace: bool = False, on: set[str] | None = None) -> RunStats:
-    """Fire what is owed now on a live-style domain: the wall clock's (or a virtual wall's) now."""
+def live_step(clock: Clock, *, domain: str = LIVE, trace: bool = False, on: set[str] | None = None,
+              settle: bool = True) -> RunStats:
+    """Fire what is owed now on a live-style domain: the wall clock's (or a virtual wall's) now.
+
+    With ``settle`` (a one-shot `tick`), it returns once every send owed has been made, has failed or is
+    in doubt with its reason; the worker loop delivers after each step instead of waiting on others.
+    """
     now = clock.now()
     with lease(domain):
         floor = _position(domain)
         run = Run(domain=domain, floor=floor, to=now, store=get_store(), now=clock.now, trace=trace, on=on,
-                  on_flush=lambda at: _set_position(domain, at), deliver=lambda: outbox.deliver(domain))
+                  on_flush=lambda at: _set_position(domain, at), deliver=lambda: outbox.deliver(domain),
+                  guard=None if domain == LIVE else _alive(domain))
         stats = run.execute()
+        if stats.stopped:
+            raise _stopped(domain)
+        stats.add_sends(outbox.settle(domain) if settle else outbox.deliver(domain))
         _set_position(domain, now)
         return stats
+
+
+def finish_deletes() -> int:
+    """Finish deletes whose requester died between marking the clock and voiding it."""
+    done = 0
+    for clock_id in TestClock.objects.filter(status=TestClock.Status.DELETING).values_list("id", flat=True)[:10]:
+        with lease(clock_id, wait=False) as got:
+            if got and test_clock_finish_delete(clock_id=clock_id):
+                done += 1
+    return done
 
 
 def _position(domain: str) -> datetime | None:
@@ -133,7 +163,7 @@ def _set_position(domain: str, at: datetime) -> None:
         if not updated:
             LiveClock.objects.get_or_create(pk=domain, defaults={"position": at})
     else:
-        TestClock.objects.filter(pk=domain, frozen_time__lt=at).update(frozen_time=at)
+        _set_frozen(domain)(at)
 
 
 def next_owed(domain: str) -> datetime | None:
@@ -160,13 +190,14 @@ class Worker:
         self._listening = False
 
     def step(self) -> bool:
-        stats = live_step(self.clock, domain=self.domain)
+        stats = live_step(self.clock, domain=self.domain, settle=False)
         self.steps += 1
         found = stats.fired + stats.refused + stats.failed > 0
         if self.test_clocks:
             found = run_requested_advances() > 0 or found
-        outbox.deliver(None)
-        return found
+            found = finish_deletes() > 0 or found
+        sends = outbox.deliver(None if self.test_clocks else self.domain, stop=self.stop)
+        return found or sends.done > 0
 
     def run(self) -> None:
         """Step until nothing is found, then sleep until the next owed timer (or a wake-up)."""

@@ -8,11 +8,11 @@ from urllib.parse import quote
 from zoneinfo import ZoneInfo
 
 from django.shortcuts import render
-from django.views.decorators.http import require_safe
 
 from calendars import feed
 from calendars.entries import subject_calendar
 from calendars.services import subject_by_feed_token
+from timers.api.errors import read_only
 
 
 def _private(response):
@@ -32,7 +32,7 @@ def _rows(entries, zone: ZoneInfo) -> list[dict]:
     return rows
 
 
-@require_safe
+@read_only  # a POST is a JSON 405, not Django's HTML CSRF 403
 def subject_calendar_page(request, subject_id: str):
     token = request.GET.get("token", "")
     subject = subject_by_feed_token(subject_id=subject_id, token=token)

@@ -2,6 +2,11 @@
 
 A good key authenticates as its brand: ``request.auth`` is the Brand and ``request.user`` a BrandUser, so
 every view filters what it reads and writes by ``request.auth``.
+
+A key also has a mode, as Stripe's do: ``sk_live_…`` acts on the live clock's objects, ``sk_test_…`` on
+the test clocks and their objects. The mode is the key's (its stored prefix) and rides on the Brand the
+request carries (``livemode(request.auth)``), so the brand-scoped lookups in ``timers.api.views`` scope by
+mode wherever they scope by brand.
 """
 
 from __future__ import annotations
@@ -15,9 +20,20 @@ from rest_framework.exceptions import AuthenticationFailed
 from rest_framework.permissions import BasePermission
 
 from .. import services
-from ..models import Brand
+from ..models import ApiKey, Brand
 
 INVALID_KEY = "Invalid API key provided. Send it as 'Authorization: Bearer sk_test_…'."
+LIVE_PREFIX = "sk_live_"
+
+
+def livemode(brand: Brand) -> bool:
+    """The mode of the key the request's brand authenticated with: True for a live key."""
+    mode = getattr(brand, "livemode", None)
+    if mode is None:
+        # Only SecretKeyAuthentication makes the brand a request acts as; anything else is a bug, and
+        # guessing a mode here would hand one mode's objects to the other.
+        raise RuntimeError(f"brand {brand.pk} did not come from a key: its mode is unknown")
+    return mode
 
 
 class BrandUser:
@@ -33,6 +49,7 @@ class BrandUser:
         self.brand = brand
         self.pk = self.id = brand.pk
         self.username = brand.name
+        self.livemode = livemode(brand)
 
     def __str__(self) -> str:
         return self.username
@@ -63,9 +80,13 @@ class SecretKeyAuthentication(BaseAuthentication):
         secret = _secret_from(header)
         if not secret or "\x00" in secret:
             raise AuthenticationFailed(INVALID_KEY)
-        brand = services.api_key_brand(secret=secret)
-        if brand is None:
+        key = (ApiKey.objects.select_related("brand")
+               .filter(digest=services.api_key_digest(secret), revoked_at=None).first())
+        if key is None:
             raise AuthenticationFailed(INVALID_KEY)
+        brand = key.brand
+        # A fresh instance per request: the mode is this key's, never another request's.
+        brand.livemode = key.prefix.startswith(LIVE_PREFIX)
         return BrandUser(brand), brand
 
     def authenticate_header(self, request) -> str:

@@ -7,9 +7,12 @@ shape for Django's handler404/handler500 (a URL no view matches never reaches DR
 from __future__ import annotations
 
 import logging
+from functools import wraps
 
 from django.core.exceptions import PermissionDenied as DjangoPermissionDenied
+from django.core.exceptions import RequestDataTooBig, SuspiciousOperation, TooManyFieldsSent, TooManyFilesSent
 from django.http import Http404, JsonResponse
+from django.views.decorators.csrf import csrf_exempt
 from rest_framework import exceptions as drf
 from rest_framework.response import Response
 from rest_framework.views import set_rollback
@@ -18,6 +21,7 @@ from ..errors import KeepingTimeError, Refused
 
 log = logging.getLogger(__name__)
 
+SAFE_METHODS = ("GET", "HEAD")
 NO_KEY = "You did not provide an API key. Send it as 'Authorization: Bearer sk_test_…'."
 
 
@@ -53,10 +57,26 @@ def _validation(exc: drf.ValidationError) -> tuple[str, str, str | None]:
     return "invalid_request", message, param
 
 
+def too_large(exc: Exception) -> tuple[int, str, str] | None:
+    """The status, code and message for a body Django refuses to read (over DATA_UPLOAD_MAX_MEMORY_SIZE, or
+    too many form fields), or None for any other exception."""
+    from django.conf import settings
+
+    if isinstance(exc, RequestDataTooBig):
+        limit = settings.DATA_UPLOAD_MAX_MEMORY_SIZE
+        return 413, "request_too_large", f"the body is larger than {limit} bytes, the most a request may send"
+    if isinstance(exc, TooManyFieldsSent | TooManyFilesSent):
+        return 413, "request_too_large", "the body has more fields than a request may send"
+    return None
+
+
 def exception_handler(exc, context):
     headers: dict[str, str] = {}
     param = None
-    if isinstance(exc, KeepingTimeError):
+    refused_body = too_large(exc)
+    if refused_body is not None:
+        status, code, message = refused_body
+    elif isinstance(exc, KeepingTimeError):
         status, code, message = exc.status, exc.code, exc.message
         param = getattr(exc, "param", None)
     elif isinstance(exc, Refused):  # the gate refused the proposal: nothing it proposed landed
@@ -101,6 +121,42 @@ def exception_handler(exc, context):
 def page_not_found(request, exception=None):
     return JsonResponse(error_body("resource_missing", f"no such URL: {request.method} {request.path}",
                                    status=404), status=404)
+
+
+def bad_request(request, exception=None):
+    """handler400: a request Django refused before any view (a body too large for the CSRF check to read,
+    a bad Host) in the API's shape; a body too large is a 413 as in the API's views."""
+    refused_body = too_large(exception) if exception is not None else None
+    if refused_body is not None:
+        status, code, message = refused_body
+    else:
+        status, code = 400, "invalid_request"
+        # The exception's class only: its text can echo configuration (ALLOWED_HOSTS hints).
+        message = "the request was refused" + (f" ({type(exception).__name__})"
+                                               if isinstance(exception, SuspiciousOperation) else "")
+    return JsonResponse(error_body(code, message, status=status), status=status)
+
+
+def method_not_allowed(request, allowed: list[str]) -> JsonResponse:
+    """A 405 in the API's shape for the views outside DRF (the feed, the portal pages), with Allow."""
+    response = JsonResponse(error_body("method_not_allowed", f"method {request.method!r} is not allowed here; "
+                                       f"allowed: {', '.join(allowed)}", status=405), status=405)
+    response["Allow"] = ", ".join(allowed)
+    return response
+
+
+def read_only(view):
+    """For a function view outside DRF that only reads (GET and HEAD): any other method is a 405 in the API's
+    shape. CSRF is off for it, since it changes nothing: otherwise Django's check answers a POST with an HTML
+    403 before the view can say 405."""
+
+    @wraps(view)
+    def wrapper(request, *args, **kwargs):
+        if request.method not in SAFE_METHODS:
+            return method_not_allowed(request, list(SAFE_METHODS))
+        return view(request, *args, **kwargs)
+
+    return csrf_exempt(wrapper)
 
 
 def server_error(request):

@@ -2,18 +2,21 @@
 
 from __future__ import annotations
 
+import json
 import math
 import re
 from datetime import UTC, datetime
 
 from django.db.models import Q
-from drf_spectacular.extensions import OpenApiSerializerFieldExtension
+from django.http import QueryDict
+from drf_spectacular.extensions import OpenApiSerializerExtension, OpenApiSerializerFieldExtension
 from drf_spectacular.plumbing import ResolvedComponent
 from drf_spectacular.utils import extend_schema_field, inline_serializer
 from rest_framework import serializers
 
+from .. import handlers
 from ..errors import KeepingTimeError
-from ..keys import KINDS
+from ..keys import KEY_PATTERN, KINDS, MAX_KEY_LENGTH
 from ..models import Commit, Event, TestClock, Timer
 from ..services import commit_json
 from ..timeutil import duration_text, iso_z, parse_instant
@@ -125,24 +128,99 @@ def const(value: str, component: str) -> Choice:
 
 
 # -- what the API takes: bodies and query strings ------------------------------------------------------
-# These parse and validate; the views hand validated_data to the service functions.
+# These parse and validate; the views hand validated_data to the service functions. They take what the
+# schema says and nothing else: DRF's fields turn 0 into "0" and "yes" into True, which the schema (type:
+# string, type: boolean) does not allow, so a client that relies on it would break on a stricter server.
 
+def from_form(field: serializers.Field) -> bool:
+    """Whether the body came form-encoded (as Stripe's clients send it): every value is then a string, and a
+    boolean or a number is written as one."""
+    return isinstance(getattr(field.root, "initial_data", None), QueryDict)
+
+
+class StringOnly:
+    """A JSON string, never a number or a boolean turned into one."""
+
+    def to_internal_value(self, data):
+        if not isinstance(data, str):
+            self.fail("invalid")
+        return super().to_internal_value(data)
+
+
+class StrictCharField(StringOnly, serializers.CharField):
+    pass
+
+
+class StrictRegexField(StringOnly, serializers.RegexField):
+    pass
+
+
+# DRF refuses a NUL in any CharField (PostgreSQL stores none); the schema says so, so a NUL is no valid string.
+# One or more characters: drf-spectacular adds "" as its own oneOf branch for a field that allows blank.
+NO_NUL = "^[^\\u0000]+$"
+
+
+class StrictCharSchema(OpenApiSerializerFieldExtension):
+    target_class = StrictCharField
+
+    def map_serializer_field(self, auto_schema, direction):
+        # Lengths and blank come from the field's validators, added after this (_insert_field_validators).
+        return {"type": "string", "pattern": NO_NUL}
+
+
+class StrictBooleanField(serializers.BooleanField):
+    """true or false; a form field (all strings) writes them as "true" and "false"."""
+
+    def to_internal_value(self, data):
+        if isinstance(data, bool):
+            return data
+        if isinstance(data, str) and from_form(self) and data in ("true", "false"):
+            return data == "true"
+        self.fail("invalid", input=data)
+
+
+_INTEGER = re.compile(r"-?[0-9]{1,18}")
+
+
+class StrictIntegerField(serializers.IntegerField):
+    """A whole number; in a query string, digits only (DRF also takes 1.0 and " 1 ")."""
+
+    def to_internal_value(self, data):
+        if isinstance(data, bool) or not isinstance(data, int | str) or (
+                isinstance(data, str) and not _INTEGER.fullmatch(data)):
+            self.fail("invalid")
+        return super().to_internal_value(data)
+
+
+def query_field(help_text: str, *, max_length: int = 64) -> StrictCharField:
+    """An optional query parameter; empty (?test_clock=) is the same as absent, as the schema says."""
+    return StrictCharField(required=False, allow_blank=True, max_length=max_length, help_text=help_text)
+
+
+# Unix seconds a datetime can hold: 0001-01-01T00:00:00Z to 9999-12-31T23:59:59Z.
+MIN_UNIX, MAX_UNIX = -62135596800, 253402300799
+# RFC 3339 writes a few instants that are no instant: a positive offset on 0001-01-01 or a negative one on
+# 9999-12-31 can fall outside the years 1 to 9999 in UTC. The pattern leaves those two days' offsets out,
+# so that what the schema calls valid the API takes.
+_INSTANT_PATTERN = r"^(?!0001-01-01T.*\+(?!00:00)|9999-12-31T.*-(?!00:00)[0-9]{2}:[0-9]{2}$)"
 _INSTANT_SCHEMA = {
     "oneOf": [
-        {"type": "string", "format": "date-time", "example": "2026-12-01T09:00:00Z",
-         "description": "ISO 8601 with Z or an offset"},
-        {"type": "integer", "example": 1796115600, "description": "unix seconds"},
+        {"type": "string", "format": "date-time", "pattern": _INSTANT_PATTERN, "example": "2026-12-01T09:00:00Z",
+         "description": "RFC 3339 with Z or an offset (seconds optional: 2026-12-01T09:00Z)"},
+        {"type": "integer", "minimum": MIN_UNIX, "maximum": MAX_UNIX, "example": 1796115600,
+         "description": "unix seconds"},
     ]
 }
-_DIGITS = re.compile(r"^-?[0-9]{1,12}$")
+_DIGITS = re.compile(r"-?[0-9]{1,12}")
 
 
 @extend_schema_field(_INSTANT_SCHEMA)
 class InstantField(serializers.Field):
-    """An instant: ISO 8601 with Z or an offset (a naive time is refused), or integer unix seconds."""
+    """An instant: RFC 3339 with Z or an offset (a naive time is refused), or integer unix seconds (a string
+    of digits in a form field)."""
 
     default_error_messages = {
-        "invalid": "expected an ISO 8601 instant with Z or an offset (e.g. 2026-12-01T09:00Z) "
+        "invalid": "expected an RFC 3339 instant with Z or an offset (e.g. 2026-12-01T09:00Z) "
                    "or integer unix seconds",
         "range": "{value!r} is out of range",
     }
@@ -150,30 +228,79 @@ class InstantField(serializers.Field):
     def to_internal_value(self, data):
         if isinstance(data, bool):
             self.fail("invalid")
-        if isinstance(data, int) or (isinstance(data, str) and _DIGITS.match(data.strip())):
-            try:
-                return datetime.fromtimestamp(int(data), UTC)
-            except (OverflowError, OSError, ValueError):
+        if isinstance(data, int) or (isinstance(data, str) and from_form(self) and _DIGITS.fullmatch(data)):
+            if not MIN_UNIX <= int(data) <= MAX_UNIX:
                 self.fail("range", value=data)
+            return datetime.fromtimestamp(int(data), UTC)
         if not isinstance(data, str):
             self.fail("invalid")
         try:
             return parse_instant(data)
         except KeepingTimeError as exc:
             raise serializers.ValidationError(exc.message, code=exc.code) from None
-        except (OverflowError, ValueError):  # e.g. 0001-01-01T00:00+01:00 has no UTC instant
-            self.fail("range", value=data)
 
     def to_representation(self, value):
         return iso_z(value)
 
 
+@extend_schema_field({"type": "string", "pattern": KEY_PATTERN, "maxLength": MAX_KEY_LENGTH,
+                      "example": "job_1:task:prep:2027"})
+class KeyField(StrictCharField):
+    """A timer key; keys.parse (in the service) says what is wrong with a bad one (invalid_key)."""
+
+
+class HandlerField(StrictCharField):
+    """A registered handler's name: the schema lists the names registered when it is asked for."""
+
+
+class HandlerSchema(OpenApiSerializerFieldExtension):
+    target_class = HandlerField
+
+    def map_serializer_field(self, auto_schema, direction):
+        return {"type": "string", "enum": handlers.names()}
+
+
+def _surrogate_at(value, path: str = "") -> str | None:
+    """Where a lone surrogate is in a JSON value (``a.b[2]``), or None. JSON's \\ud800 parses to one, and no
+    database stores it (PostgreSQL refuses it as UTF-8)."""
+    if isinstance(value, str):
+        try:
+            value.encode("utf-8")
+        except UnicodeEncodeError:
+            return path or "(the value)"
+    elif isinstance(value, dict):
+        for k, v in value.items():
+            found = _surrogate_at(k, path) or _surrogate_at(v, f"{path}.{k}" if path else str(k))
+            if found:
+                return found
+    elif isinstance(value, list):
+        for i, v in enumerate(value):
+            found = _surrogate_at(v, f"{path}[{i}]")
+            if found:
+                return found
+    return None
+
+
+def has_surrogate(value) -> str | None:
+    """As _surrogate_at, with one fast pass over the whole value first (most bodies have none)."""
+    try:
+        json.dumps(value, ensure_ascii=False).encode("utf-8")
+    except UnicodeEncodeError:
+        return _surrogate_at(value) or "(the value)"
+    except (TypeError, ValueError):
+        return None
+    return None
+
+
 def _plain_json(value, path: str = "") -> None:
-    """What jsonb stores: no NUL characters and no infinite numbers (PostgreSQL refuses both)."""
+    """What jsonb stores: no NUL characters, no lone surrogates and no infinite numbers (PostgreSQL refuses
+    all three)."""
     where = f" at {path}" if path else ""
     if isinstance(value, str):
         if "\x00" in value:
             raise serializers.ValidationError(f"contains a NUL character{where}")
+        if has_surrogate(value):
+            raise serializers.ValidationError(f"contains a lone surrogate (not Unicode text){where}")
     elif isinstance(value, float):
         if not math.isfinite(value):
             raise serializers.ValidationError(f"contains a number out of range{where}")
@@ -187,50 +314,63 @@ def _plain_json(value, path: str = "") -> None:
 
 
 class TimerCreateSerializer(serializers.Serializer):
-    key = serializers.CharField(trim_whitespace=False, allow_blank=True,
-                                help_text="<owner>:<kind>:<name>:<occurrence>[@<move>], unique per clock domain")
+    key = KeyField(trim_whitespace=False,
+                   help_text="<owner>:<kind>:<name>:<occurrence>[@<move>], unique per clock domain")
     owed_at = InstantField()
-    handler = serializers.CharField(required=False, allow_null=True, allow_blank=True, max_length=64,
-                                    help_text="A registered handler; defaults to the key's kind")
+    handler = HandlerField(required=False, allow_null=True, allow_blank=True, max_length=64,
+                           help_text="A registered handler; defaults to the key's kind when a handler of that "
+                                     "name is registered")
     data = serializers.DictField(required=False, default=dict)
-    test_clock = serializers.CharField(required=False, allow_null=True, allow_blank=True, max_length=64,
-                                       help_text="Arm on this test clock; the live clock when absent")
+    test_clock = StrictCharField(required=False, allow_null=True, allow_blank=True, max_length=64,
+                                 help_text="Arm on this test clock; the live clock when absent")
 
     def validate_data(self, value):
         _plain_json(value)
         return value
 
 
+class TimerCreateSchema(OpenApiSerializerExtension):
+    """The schema says handler is required when no key kind names a registered handler, as then an arm
+    without one is refused (unknown_handler); the serializer still takes it absent for the day one does."""
+
+    target_class = TimerCreateSerializer
+
+    def map_serializer(self, auto_schema, direction):
+        schema = auto_schema._map_basic_serializer(self.target, direction)
+        if direction == "request" and not set(KINDS) & set(handlers.names()):
+            schema.setdefault("required", [])
+            if "handler" not in schema["required"]:
+                schema["required"].append("handler")
+            schema["properties"]["handler"] = {**schema["properties"]["handler"]}
+            schema["properties"]["handler"].pop("nullable", None)
+        return schema
+
+
 class TestClockCreateSerializer(serializers.Serializer):
     frozen_time = InstantField()
-    name = serializers.CharField(required=False, allow_null=True, allow_blank=True, max_length=200, default="")
+    name = StrictCharField(required=False, allow_null=True, allow_blank=True, max_length=200, default="")
 
 
 class TestClockAdvanceSerializer(serializers.Serializer):
     to = InstantField(help_text="The new frozen time; never before the current one")
-    redeliver = serializers.BooleanField(required=False, default=False,
-                                         help_text="Deliver every wake twice (each second one replays)")
+    redeliver = StrictBooleanField(required=False, default=False,
+                                   help_text="Deliver every wake twice (each second one replays)")
 
 
 class ListQuerySerializer(serializers.Serializer):
-    limit = serializers.IntegerField(required=False, default=10, min_value=1, max_value=100)
-    starting_after = serializers.CharField(required=False, max_length=64,
-                                           help_text="An object id: the page starts after it")
+    limit = StrictIntegerField(required=False, default=10, min_value=1, max_value=100)
+    starting_after = query_field("An object id: the page starts after it")
 
 
 class TimerListQuerySerializer(ListQuerySerializer):
-    on = serializers.CharField(required=False, max_length=160,
-                               help_text="The owner: exactly, or a clock's occurrences (owner#…)")
+    on = query_field("The owner: exactly, or a clock's occurrences (owner#…)", max_length=160)
     status = Choice(required=False, choices=Timer.Status.choices, component="TimerStatus")
-    test_clock = serializers.CharField(required=False, max_length=64,
-                                       help_text="The test clock's timers; the live clock's when absent")
+    test_clock = query_field("The test clock's timers; the live clock's when absent")
 
 
 class EventListQuerySerializer(ListQuerySerializer):
-    type = serializers.CharField(required=False, max_length=64,
-                                 help_text="An event type, or a prefix ending in * (timer.*)")
-    test_clock = serializers.CharField(required=False, max_length=64,
-                                       help_text="Only this test clock's events; every domain when absent")
+    type = query_field("An event type, or a prefix ending in * (timer.*)")
+    test_clock = query_field("Only this test clock's events; every domain when absent")
 
 
 # -- what the API answers: these only describe the JSON above, for the OpenAPI schema ------------------

@@ -1,6 +1,12 @@
-"""The REST API's views: each parses, calls a service function, renders. Every read is the caller's brand's.
+"""The REST API's views: each parses, calls a service function, renders. Every read is the caller's brand's,
+in the caller's key's mode.
 
 The caller's brand is ``request.auth`` (timers.api.auth); an id of another brand's is a 404, never a leak.
+Modes are kept apart as Stripe keeps them: a live key (``sk_live_…``) sees and acts on the live clock's
+objects only, a test key (``sk_test_…``) on test clocks and their objects only; an id of the other mode's is
+the same 404. A list with no ``test_clock`` is the live clock's, as Stripe leaves test-clock objects out
+unless asked: for a test key, empty. Creating across modes is refused: a test clock with a live key
+(``test_mode_only``), a timer on the live clock with a test key (``live_mode_only``).
 Lists are Stripe's shape, {"object": "list", "data", "has_more", "url"}, paged with ``limit`` and
 ``starting_after`` (an object id) over a stable order.
 """
@@ -20,6 +26,7 @@ from .. import services
 from ..errors import KeepingTimeError, NotFound
 from ..models import LIVE, Brand, Event, TestClock, Timer
 from ..owners import owner_filter
+from .auth import livemode
 from .serializers import (
     DeletedTestClockSerializer,
     ErrorSerializer,
@@ -34,6 +41,7 @@ from .serializers import (
     TimerSerializer,
     WakeSerializer,
     event_json,
+    has_surrogate,
     list_serializer,
     test_clock_json,
     timer_json,
@@ -52,20 +60,28 @@ ERRORS = {
     401: _error("No key, or not a valid one: invalid_api_key"),
 }
 NOT_FOUND = {404: _error("No such object for this brand: resource_missing")}
+WRONG_MODE = {403: _error("Not in this key's mode: live_mode_only (a test key arms on a test clock), "
+                          "test_mode_only (test clocks take a test key)")}
 
 
 class SafeJSONParser(JSONParser):
-    """JSON, with a body nested too deep for the parser answered as invalid JSON rather than a 500."""
+    """JSON, with a body nested too deep for the parser, or with a lone surrogate in a string, answered as
+    invalid JSON rather than a 500."""
 
     def parse(self, stream, media_type=None, parser_context=None):
         try:
-            return super().parse(stream, media_type, parser_context)
+            data = super().parse(stream, media_type, parser_context)
         except ParseError as exc:
             raise ParseError(
                 f"the body is not valid JSON: {str(exc.detail).removeprefix('JSON parse error - ')}"
             ) from None
         except RecursionError:
             raise ParseError("the body is not valid JSON: nested too deep") from None
+        where = has_surrogate(data)
+        if where:
+            # JSON can write \ud800 alone; it is no Unicode text and no database column takes it.
+            raise ParseError(f"the body is not valid JSON text: a lone surrogate (\\ud800-\\udfff) at {where}")
+        return data
 
 
 class BrandAPIView(APIView):
@@ -82,33 +98,45 @@ class BrandAPIView(APIView):
         return s.validated_data
 
     def query(self, serializer_class) -> dict:
-        s = serializer_class(data=self.request.query_params)
+        # A plain dict, not the QueryDict: DRF reads an empty value in a QueryDict as absent, whatever the
+        # field allows, so ?status= would list everything while the schema says it is no status.
+        s = serializer_class(data=self.request.query_params.dict())
         s.is_valid(raise_exception=True)
         return s.validated_data
 
 
-# -- lookups, always within the brand -----------------------------------------------------------------
+# -- lookups, always within the brand and its key's mode ------------------------------------------------
 def _missing(what: str, object_id: str) -> NotFound:
     return NotFound(f"no {what} {object_id!r}")
 
 
-def get_owned(qs: QuerySet, object_id: str, what: str, *, field: str = "pk"):
-    """One of the caller's objects (``qs`` is already the brand's) by id, or 404; an id of the wrong shape
-    never reaches the database."""
-    found = qs.filter(**{field: object_id}).first() if _ID.match(object_id) else None
+def owned(qs: QuerySet, brand: Brand) -> QuerySet:
+    """The caller's rows of ``qs``: the brand's, in its key's mode. A live key's are the live clock's
+    (domain "live"); a test key's are the test clocks' (domain a test clock id), and the test clocks."""
+    qs = qs.filter(brand=brand)
+    if qs.model is TestClock:
+        return qs.none() if livemode(brand) else qs
+    return qs.filter(domain=LIVE) if livemode(brand) else qs.exclude(domain=LIVE)
+
+
+def get_owned(brand: Brand, qs: QuerySet, object_id: str, what: str, *, field: str = "pk"):
+    """One of the caller's objects by id (``qs`` narrowed to ``owned``), or 404 as if it did not exist: another
+    brand's or another mode's alike. An id of the wrong shape never reaches the database."""
+    found = owned(qs, brand).filter(**{field: object_id}).first() if _ID.match(object_id) else None
     if found is None:
         raise _missing(what, object_id)
     return found
 
 
 def get_timer(brand: Brand, timer_id: str) -> Timer:
-    return get_owned(Timer.objects.filter(brand=brand), timer_id, "timer")
+    return get_owned(brand, Timer.objects.all(), timer_id, "timer")
 
 
 def get_test_clock(brand: Brand, clock_id: str, *, param: str | None = None) -> TestClock:
-    if not _ID.match(clock_id):
-        raise _missing("test clock", clock_id)
+    """One of the brand's test clocks (not deleted); a live key has none."""
     try:
+        if not _ID.match(clock_id) or livemode(brand):
+            raise _missing("test clock", clock_id)
         return services.test_clock_get(clock_id=clock_id, brand=brand)
     except NotFound as exc:
         exc.param = param
@@ -116,14 +144,28 @@ def get_test_clock(brand: Brand, clock_id: str, *, param: str | None = None) -> 
 
 
 def get_event(brand: Brand, event_id: str) -> Event:
-    return get_owned(Event.objects.filter(brand=brand), event_id, "event", field="id")
+    return get_owned(brand, Event.objects.all(), event_id, "event", field="id")
 
 
 def domain_of(brand: Brand, test_clock: str | None) -> str:
-    """The clock domain a request names: the live clock, or one of the brand's test clocks."""
+    """The clock domain a request reads: the live clock, or one of the brand's test clocks (a live key
+    names none). Whether the caller's mode may read it is ``owned``'s to say."""
     if not test_clock:
         return LIVE
     return get_test_clock(brand, test_clock, param="test_clock").id
+
+
+def arm_domain_of(brand: Brand, test_clock: str | None) -> str:
+    """The clock domain a request creates on: as ``domain_of``, but a test key cannot create on the live
+    clock (Stripe's test keys never make live objects, and here every test object lives on a test clock)."""
+    domain = domain_of(brand, test_clock)
+    if domain == LIVE and not livemode(brand):
+        err = KeepingTimeError("a test key (sk_test_…) creates on a test clock only: pass test_clock (tc_…); "
+                               "the live clock takes a live key (sk_live_…)", code="live_mode_only",
+                               status=403)  # well formed, but not for this key's mode: a permission
+        err.param = "test_clock"
+        raise err
+    return domain
 
 
 # -- Stripe-style lists --------------------------------------------------------------------------------
@@ -145,7 +187,8 @@ def page(qs: QuerySet, *, scope: QuerySet, order: tuple[str, ...], lookup: str, 
     if after:
         cursor = scope.filter(**{lookup: after}).first() if _ID.match(after) else None
         if cursor is None:
-            err = KeepingTimeError(f"starting_after: no {what} {after!r}", code="resource_missing")
+            # A 404 as for any id that names nothing (test_clock=tc_nope): the request is well formed.
+            err = NotFound(f"starting_after: no {what} {after!r}")
             err.param = "starting_after"
             raise err
         qs = qs.filter(_after(order, cursor))
@@ -168,7 +211,7 @@ class TimerListView(BrandAPIView):
     )
     def get(self, request):
         params = self.query(TimerListQuerySerializer)
-        scope = Timer.objects.filter(brand=self.brand)
+        scope = owned(Timer.objects.all(), self.brand)
         qs = scope.filter(domain=domain_of(self.brand, params.get("test_clock")))
         if params.get("on"):
             on = params["on"]
@@ -180,16 +223,17 @@ class TimerListView(BrandAPIView):
 
     @extend_schema(
         operation_id="timers_arm", tags=["timers"], request=TimerCreateSerializer, summary="Arm a timer",
-        description="Arms a timer under its key on the live clock or a test clock; it fires on the domain's "
-                    "next tick. Errors: invalid_key, unknown_handler, timer_exists (409).",
-        responses={201: TimerSerializer, **ERRORS, **NOT_FOUND,
+        description="Arms a timer under its key on the live clock (a live key) or a test clock (a test key); "
+                    "it fires on the domain's next tick. Errors: invalid_key, unknown_handler, live_mode_only "
+                    "(403: a test key without test_clock), timer_exists (409).",
+        responses={201: TimerSerializer, **ERRORS, **NOT_FOUND, **WRONG_MODE,
                    409: _error("A timer with this key is already armed on the domain: timer_exists")},
     )
     def post(self, request):
         body = self.body(TimerCreateSerializer)
         timer = services.timer_arm(
             brand=self.brand, key=body["key"], owed_at=body["owed_at"],
-            domain=domain_of(self.brand, body.get("test_clock")), handler=body.get("handler") or None,
+            domain=arm_domain_of(self.brand, body.get("test_clock")), handler=body.get("handler") or None,
             data=body.get("data") or {},
         )
         return Response(timer_json(timer), status=201)
@@ -220,17 +264,22 @@ CLOCK_ORDER = ("created_at", "id")
 class TestClockListView(BrandAPIView):
     @extend_schema(operation_id="test_clocks_list", tags=["test_clocks"], parameters=[ListQuerySerializer],
                    summary="List test clocks",
-                   responses={200: list_serializer("TestClockList", TestClockSerializer), **ERRORS})
+                   responses={200: list_serializer("TestClockList", TestClockSerializer), **ERRORS, **NOT_FOUND})
     def get(self, request):
         params = self.query(ListQuerySerializer)
-        scope = TestClock.objects.filter(brand=self.brand)
-        qs = scope.exclude(status=TestClock.Status.DELETED)
+        scope = owned(TestClock.objects.all(), self.brand)
+        qs = scope.exclude(status__in=TestClock.GONE)
         return Response(page(qs, scope=scope, order=CLOCK_ORDER, lookup="pk", params=params,
                              url="/test_clocks", render=lambda rows: [test_clock_json(c) for c in rows], what="test clock"))
 
     @extend_schema(operation_id="test_clocks_create", tags=["test_clocks"], request=TestClockCreateSerializer,
-                   summary="Create a test clock", responses={201: TestClockSerializer, **ERRORS})
+                   summary="Create a test clock",
+                   description="A test key only: a live key is refused with test_mode_only (403).",
+                   responses={201: TestClockSerializer, **ERRORS, **WRONG_MODE})
     def post(self, request):
+        if livemode(self.brand):
+            raise KeepingTimeError("test clocks are test mode: create one with a test key (sk_test_…), not a "
+                                   "live key (sk_live_…)", code="test_mode_only", status=403)
         body = self.body(TestClockCreateSerializer)
         clock = services.test_clock_create(brand=self.brand, frozen_time=body["frozen_time"],
                                            name=body.get("name") or "")
@@ -280,7 +329,7 @@ class EventListView(BrandAPIView):
     )
     def get(self, request):
         params = self.query(EventListQuerySerializer)
-        scope = Event.objects.filter(brand=self.brand)
+        scope = owned(Event.objects.all(), self.brand)
         qs = scope
         if params.get("test_clock"):
             qs = qs.filter(domain=domain_of(self.brand, params["test_clock"]))

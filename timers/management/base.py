@@ -18,7 +18,7 @@ class KTCommand(BaseCommand):
     def test_clock(self, clock_id: str | None) -> TestClock | None:
         if not clock_id:
             return None
-        clock = TestClock.objects.exclude(status=TestClock.Status.DELETED).filter(pk=clock_id).first()
+        clock = TestClock.objects.exclude(status__in=TestClock.GONE).filter(pk=clock_id).first()
         if clock is None:
             raise CommandError(f"resource_missing: no test clock {clock_id!r}")
         return clock

@@ -1,4 +1,8 @@
-"""createapikey --brand <name> [--name label]: prints a secret key once; only its sha256 is kept."""
+"""createapikey --brand <name> [--name label] [--live]: prints a secret key once; only its sha256 is kept.
+
+A test key (sk_test_…, the default) reaches the test clocks and their objects; a live key (sk_live_…) the
+live clock's. Neither sees the other's (timers.api.views.owned).
+"""
 
 from __future__ import annotations
 
@@ -13,9 +17,10 @@ class Command(KTCommand):
     def add_arguments(self, parser):
         parser.add_argument("--brand", required=True)
         parser.add_argument("--name", default="")
+        parser.add_argument("--live", action="store_true", help="a live key (sk_live_…) for the live clock")
 
     def handle(self, *args, **o):
         brand = brand_get_or_create(name=o["brand"])
-        row, secret = api_key_create(brand=brand, name=o["name"])
+        row, secret = api_key_create(brand=brand, name=o["name"], live=o["live"])
         self.stdout.write(f"{brand.id} · {brand.name} · {row.id}")
         self.stdout.write(secret)

@@ -28,7 +28,7 @@ class Command(KTCommand):
                                       name=o["name"])
             self.stdout.write(f"{clock.id} · frozen at {trace_z(clock.frozen_time)} · {clock.brand.name}")
         elif o["action"] == "list":
-            for clock in TestClock.objects.exclude(status="deleted").select_related("brand").order_by("created_at"):
+            for clock in TestClock.objects.exclude(status__in=TestClock.GONE).select_related("brand").order_by("created_at"):
                 self.stdout.write(f"{clock.id} · {clock.status} · frozen at {trace_z(clock.frozen_time)} · "
                                   f"{clock.brand.name} · {clock.name}")
         else:

@@ -16,7 +16,8 @@ from django.core.management.base import CommandError
 from timers import cli
 from timers.clock import WallClock
 from timers.compare import compare
-from timers.timeutil import parse_instant, parse_span
+from timers.models import Outbox
+from timers.timeutil import after_span, parse_instant, parse_span
 from timers.worker import Worker, advance, live_step, run_requested_advances
 
 from ..base import KTCommand
@@ -46,7 +47,7 @@ class Command(KTCommand):
                 )
             return self._live(o)
         if o["span"]:
-            to = clock.frozen_time + parse_span(o["span"])
+            to = after_span(clock.frozen_time, parse_span(o["span"]), text=o["span"])
         elif o["to"]:
             to = parse_instant(o["to"])
         else:
@@ -59,6 +60,16 @@ class Command(KTCommand):
         if o["trace"]:
             for line in cli.trace_lines(stats):
                 self.stdout.write(line)
+        self._sends(clock.id, stats)
+
+    def _sends(self, domain: str, stats) -> None:
+        # Every owed send was made before the tick returned, unless the far end failed it or left it in doubt.
+        s = stats.sends
+        if s is not None and (s.in_doubt or s.failed):
+            reasons = sorted(set(Outbox.objects.filter(domain=domain, status__in=["sending", "failed"])
+                                 .exclude(error="").values_list("error", flat=True)[:20]))
+            self.stderr.write(f"sends: {s.sent + s.confirmed} made, {s.in_doubt} in doubt (retried after asking the "
+                              f"far end), {s.failed} failed: {'; '.join(reasons)[:300]}")
 
     def _compare(self, clock, to, redeliver: bool, span: str | None) -> None:
         ways = compare(clock.id, to, redeliver=redeliver, span_label=span)
@@ -95,6 +106,7 @@ class Command(KTCommand):
         if o["trace"]:
             for line in cli.trace_lines(stats):
                 self.stdout.write(line)
+        self._sends("live", stats)
         ran = run_requested_advances()
         if ran:
             self.stdout.write(f"{ran} requested test clock advance{'s' if ran != 1 else ''} run")

@@ -5,9 +5,10 @@ from __future__ import annotations
 import json
 
 from django.core.management.base import CommandError
+from rest_framework.exceptions import ValidationError
 
 from timers import cli
-from timers.api.serializers import timer_json
+from timers.api.serializers import _plain_json, timer_json
 from timers.models import LIVE, Timer
 from timers.owners import describe, owner_filter
 from timers.services import domain_now, timer_arm
@@ -77,8 +78,14 @@ class Command(KTCommand):
         brand = clock.brand if clock else self.brand(o["brand"])
         try:
             data = json.loads(o["data"])
-        except json.JSONDecodeError as exc:
-            raise CommandError(f"invalid_data: --data is not JSON ({exc.msg})") from None
+        except (json.JSONDecodeError, RecursionError) as exc:
+            raise CommandError(f"invalid_data: --data is not JSON ({getattr(exc, 'msg', 'nested too deep')})") from None
+        if not isinstance(data, dict):
+            raise CommandError("invalid_data: --data is a JSON object, e.g. '{\"what\": \"prep\"}'")
+        try:
+            _plain_json(data)  # what the API refuses in a timer's data, the CLI refuses too
+        except ValidationError as exc:
+            raise CommandError(f"invalid_data: --data {exc.detail[0]}") from None
         timer = timer_arm(brand=brand, key=o["key"], owed_at=parse_instant(o["owed"]),
                           domain=clock.id if clock else LIVE, handler=o["handler"], data=data)
         self.stdout.write(f"{timer.id} armed · {timer.key} · owed {trace_z(timer.owed_at)} · place {timer.place}")

@@ -1,0 +1,299 @@
+"""Bad input, as issue 7 found it: each is a 4xx JSON error with a code (or a one-line CLI error with a code)
+and writes nothing. "Nothing written" is counted: every table a request could touch has the rows it had."""
+
+from __future__ import annotations
+
+import json
+from datetime import UTC, datetime
+from io import StringIO
+
+import pytest
+from django.core.management import call_command
+from django.core.management.base import CommandError
+from django.test import Client
+
+from calendars.models import Calendar, Clock, ClockItem, Subject
+from calendars.services import subject_feed_rotate
+from services.declare import Input, InvalidInput, Service, ServiceError, SubjectSpec
+from services.models import Job, MoneyLine, Subscription
+from services.services import subscription_create
+from timers import keys
+from timers.errors import InvalidKey, KeepingTimeError
+from timers.models import Commit, Event, Outbox, TestClock, Timer
+from timers.services import api_key_create, test_clock_create
+from timers.timeutil import parse_instant
+
+pytestmark = pytest.mark.django_db
+
+T0 = datetime(2027, 1, 20, 14, tzinfo=UTC)
+INPUT = {"entity": "C corp", "states": ["CA", "NY", "NJ"]}
+TABLES = (Timer, Event, Commit, Outbox, TestClock, Subscription, Subject, Job, Clock, ClockItem, MoneyLine)
+
+
+def counts() -> dict[str, int]:
+    return {model.__name__: model.objects.count() for model in TABLES}
+
+
+class Tax:
+    """apis.tax's Tax Plan for Acme on a test clock, and a test key to call the API with."""
+
+    def __init__(self, brand):
+        self.clock = test_clock_create(brand=brand, frozen_time=T0, name="bad input")
+        cal = Calendar.objects.create(brand=brand, name="apis.tax", zone="America/New_York", holiday_country="US",
+                                      holiday_subdiv="DC")
+        self.subject = Subject.objects.create(brand=brand, domain=self.clock.id, kind="taxpayer", key_name="ein",
+                                              key="12-3456789", name="Acme Robotics", calendar=cal,
+                                              input={"entity": "C corp"}, created_at=T0)
+        self.sub = subscription_create(brand=brand, domain=self.clock.id, subject=self.subject,
+                                       service="tax-plan", input=INPUT, now=T0)
+        _, self.key = api_key_create(brand=brand)
+        # enforce_csrf_checks: as a real client, which never sends Django's CSRF token
+        self.client = Client(enforce_csrf_checks=True, raise_request_exception=False)
+
+    def call(self, method: str, path: str, body=None, *, raw: bytes | None = None, key: str | None = None):
+        data = raw if raw is not None else json.dumps(body if body is not None else {})
+        return self.client.generic(method, path, data=data, content_type="application/json",
+                                   HTTP_AUTHORIZATION=f"Bearer {key or self.key}")
+
+
+@pytest.fixture
+def tax(brand) -> Tax:
+    return Tax(brand)
+
+
+def error(r, status: int, code: str) -> dict:
+    """The API's error shape, with this status and code."""
+    assert r.status_code == status, (r.status_code, r.content[:300])
+    assert r["Content-Type"].startswith("application/json"), r["Content-Type"]
+    err = r.json()["error"]
+    assert err["code"] == code and err["message"] and err["type"] == "invalid_request_error", err
+    return err
+
+
+def run(*args: str) -> str:
+    out = StringIO()
+    call_command(*args, stdout=out, stderr=StringIO())
+    return out.getvalue()
+
+
+def one_line(args: list[str], code: str) -> str:
+    with pytest.raises(CommandError) as err:
+        run(*args)
+    text = str(err.value)
+    assert text.startswith(f"{code}: ") and "\n" not in text, text
+    return text
+
+
+# -- bodies over the upload limit ----------------------------------------------------------------------------
+def test_a_body_over_the_upload_limit_is_413_with_a_code(tax, settings):
+    settings.DATA_UPLOAD_MAX_MEMORY_SIZE = 4096
+    big = {"name": "x" * 5000, "frozen_time": "2027-01-01T00:00Z"}
+    before = counts()
+    for path, body in (("/test_clocks", big),
+                       ("/timers", {"key": "job_1:task:a:1", "owed_at": "2027-02-01T00:00Z", "handler": "noop",
+                                    "test_clock": tax.clock.id, "data": {"x": "y" * 5000}}),
+                       (f"/subjects/{tax.subject.id}/events", {"type": "notice.received", "key": "CP2000",
+                                                                "data": {"reply_by": "2027-06-01", "pad": "z" * 5000}}),
+                       (f"/subscriptions/{tax.sub.id}/update", {"input": {"states": ["CA"] * 2000}})):
+        err = error(tax.call("POST", path, body), 413, "request_too_large")
+        assert "4096 bytes" in err["message"]
+    r = tax.client.post("/test_clocks", data="name=" + "x" * 5000, content_type="application/x-www-form-urlencoded",
+                        HTTP_AUTHORIZATION=f"Bearer {tax.key}")
+    error(r, 413, "request_too_large")
+    assert counts() == before
+
+
+# -- bad dates in an event's data ------------------------------------------------------------------------------
+@pytest.mark.parametrize("reply_by", ["2027-02-30", "0001-01-01", "notadate", "9999-12-31", "2027-6-1", 20270601,
+                                      None, ["2027-06-01"], "2027-06-01T00:00Z"])
+def test_bad_dates_in_an_events_data_are_400_and_write_nothing(tax, reply_by):
+    before = counts()
+    r = tax.call("POST", f"/subjects/{tax.subject.id}/events",
+                 {"type": "notice.received", "key": "CP2000", "data": {"reply_by": reply_by}})
+    err = error(r, 400, "invalid_input")
+    assert err["param"] == "data.reply_by" and "date" in err["message"], err
+    assert counts() == before
+
+
+def test_an_event_without_the_date_its_service_needs_is_400_and_a_good_one_mints(tax):
+    before = counts()
+    r = tax.call("POST", f"/subjects/{tax.subject.id}/events", {"type": "notice.received", "key": "CP2000"})
+    err = error(r, 400, "invalid_input")
+    assert err["param"] == "data.reply_by" and "required" in err["message"], err
+    assert counts() == before
+    r = tax.call("POST", f"/subjects/{tax.subject.id}/events",
+                 {"type": "notice.received", "key": "CP2000", "data": {"reply_by": "2027-06-01"}})
+    assert r.status_code == 200 and len(r.json()["data"]) == 1, r.content
+    assert Job.objects.filter(service="notice-response").count() == 1
+
+
+# -- a key owner longer than its column ------------------------------------------------------------------------
+def test_a_key_owner_longer_than_the_column_is_invalid_key_in_the_grammar(tax):
+    long_owner = "o" * (keys.MAX_OWNER_LENGTH + 1)
+    with pytest.raises(InvalidKey, match="owner is 161 characters"):
+        keys.parse(f"{long_owner}:task:a:1")
+    assert keys.parse(f"{long_owner[:-1]}:task:a:1").owner == long_owner[:-1]
+    assert Timer._meta.get_field("owner").max_length == keys.MAX_OWNER_LENGTH  # the grammar follows the column
+
+    before = counts()
+    body = {"key": f"{long_owner}:task:a:1", "owed_at": "2027-02-01T00:00Z", "handler": "noop",
+            "test_clock": tax.clock.id}
+    err = error(tax.call("POST", "/timers", body), 400, "invalid_key")
+    assert "owner" in err["message"]
+    one_line(["timers", "arm", body["key"], "--owed", "2027-02-01T00:00Z", "--handler", "noop", "--test-clock",
+              tax.clock.id], "invalid_key")
+    assert counts() == before
+    body["key"] = f"{long_owner[:-1]}:task:a:1"
+    assert tax.call("POST", "/timers", body).status_code == 201
+
+
+# -- lone surrogates in JSON -----------------------------------------------------------------------------------
+def test_lone_surrogates_in_json_are_400_not_a_database_error(tax):
+    before = counts()
+    clock, subject, sub = tax.clock.id, tax.subject.id, tax.sub.id
+    for path, raw in (
+        ("/test_clocks", b'{"frozen_time": "2027-01-01T00:00Z", "name": "\\ud800"}'),
+        ("/timers", b'{"key": "job_1:task:a:1", "owed_at": "2027-02-01T00:00Z", "handler": "noop", '
+                    b'"test_clock": "%s", "data": {"note": "a\\udfffb"}}' % clock.encode()),
+        ("/timers", b'{"key": "job_1:task:\\ud83d:1", "owed_at": "2027-02-01T00:00Z", "handler": "noop", '
+                    b'"test_clock": "%s"}' % clock.encode()),
+        ("/timers", b'{"key": "job_1:task:a:1", "owed_at": "2027-02-01T00:00Z", "handler": "noop", '
+                    b'"test_clock": "%s", "data": {"\\udc00": 1}}' % clock.encode()),
+        (f"/subjects/{subject}/events", b'{"type": "notice.received", "key": "CP2000", '
+                                        b'"data": {"reply_by": "2027-06-01", "note": ["\\ud800"]}}'),
+        (f"/subscriptions/{sub}/update", b'{"input": {"states": ["\\udbff"]}}'),
+    ):
+        err = error(tax.call("POST", path, raw=raw), 400, "invalid_json")
+        assert "surrogate" in err["message"], err
+    assert counts() == before
+    assert Subscription.objects.get(pk=sub).input == INPUT
+    # A surrogate pair is one character, and fine.
+    r = tax.call("POST", "/test_clocks", raw=b'{"frozen_time": "2027-01-01T00:00Z", "name": "\\ud83d\\ude00"}')
+    assert r.status_code == 201 and r.json()["name"] == "\U0001f600", r.content
+
+
+def test_the_cli_refuses_a_timers_data_the_database_cannot_store(tax):
+    before = counts()
+    for data in ('{"a": "\\ud800"}', '{"a": "nul\\u0000"}', "[1]", "{"):
+        one_line(["timers", "arm", "job_1:task:a:1", "--owed", "2027-02-01T00:00Z", "--handler", "noop",
+                  "--data", data, "--test-clock", tax.clock.id], "invalid_data")
+    assert counts() == before
+
+
+# -- a tick past 9999 ------------------------------------------------------------------------------------------
+def test_a_tick_past_9999_is_one_line_not_a_traceback(tax):
+    before = counts()
+    for span in ("99999999999y", "8000y", "999999999d"):
+        text = one_line(["tick", span, "--test-clock", tax.clock.id], "invalid_span")
+        assert span in text
+    one_line(["tick", "8000y", "--compare", "--test-clock", tax.clock.id], "invalid_span")
+    one_line(["tick", "--to", "10000-01-01T00:00Z", "--test-clock", tax.clock.id], "invalid_time")
+    one_line(["tick", "--to", "9999-12-31T23:00:00-05:00", "--test-clock", tax.clock.id], "invalid_time")
+    assert counts() == before
+    assert TestClock.objects.get(pk=tax.clock.id).frozen_time == T0
+
+
+@pytest.mark.parametrize("to", ["9999-12-31T23:00:00-05:00", "10000-01-01T00:00:00Z", 253402300800, 10**20,
+                                "+99999-01-01T00:00Z"])
+def test_an_advance_past_9999_over_the_api_is_400(tax, to):
+    before = counts()
+    err = error(tax.call("POST", f"/test_clocks/{tax.clock.id}/advance", {"to": to}), 400, "invalid_request")
+    assert err["param"] == "to"
+    assert counts() == before and TestClock.objects.get(pk=tax.clock.id).status == TestClock.Status.READY
+
+
+# -- what an instant is ----------------------------------------------------------------------------------------
+NOT_INSTANTS = ["2027-W05-3", "2027-W05-3T00:00Z", "2027-01-01T00:00Z\x00", "2027-01-01T00:00Z\n", "2027-001T00:00Z",
+                "20270101T0000Z", "2027-01-01 00:00Z", "2027-01-01", "2027-01-01T00:00", "2027-01-01T09:00.5Z",
+                " 2027-01-01T00:00Z", "２０２７-01-01T00:00Z", "2027-01-01T00:00+0100", "2027-02-30T00:00Z"]
+
+
+@pytest.mark.parametrize("text", NOT_INSTANTS)
+def test_week_dates_nuls_and_other_iso_forms_are_not_instants(tax, text):
+    with pytest.raises(KeepingTimeError) as exc:
+        parse_instant(text)
+    assert exc.value.code == "invalid_time"
+    before = counts()
+    err = error(tax.call("POST", "/test_clocks", {"frozen_time": text}), 400, "invalid_request")
+    assert err["param"] == "frozen_time"
+    err = error(tax.call("POST", f"/test_clocks/{tax.clock.id}/advance", {"to": text}), 400, "invalid_request")
+    assert err["param"] == "to"
+    assert counts() == before
+    if "\x00" not in text:  # argv cannot carry a NUL
+        one_line(["tick", "--to", text, "--test-clock", tax.clock.id], "invalid_time")
+
+
+def test_the_documented_instants_still_parse():
+    assert parse_instant("2026-12-01T09:00Z") == datetime(2026, 12, 1, 9, tzinfo=UTC)
+    assert parse_instant("2026-12-01T04:00:30.5-05:00") == datetime(2026, 12, 1, 9, 0, 30, 500000, tzinfo=UTC)
+    assert parse_instant("2026-12-01t09:00:00z") == datetime(2026, 12, 1, 9, tzinfo=UTC)
+
+
+# -- a subscription's input against its Service's declared input ------------------------------------------------
+BAD_INPUTS = [
+    ({"states": -1}, "input.states"),
+    ({"states": "CA"}, "input.states"),
+    ({"states": ["ca"]}, "input.states"),
+    ({"states": ["C:A"]}, "input.states"),
+    ({"states": [None]}, "input.states"),
+    ({"states": ["CA"] * 61}, "input.states"),
+    ({"entity": 5}, "input.entity"),
+    ({"entity": "LLC"}, "input.entity"),
+    ({"year_end": "02-30"}, "input.year_end"),
+    ({"year_end": 1231}, "input.year_end"),
+    ({"statez": ["CA"]}, "input.statez"),
+]
+
+
+@pytest.mark.parametrize(("bad", "param"), BAD_INPUTS)
+def test_a_subscription_update_is_checked_against_the_declared_input(tax, bad, param):
+    timers_before = sorted(Timer.objects.filter(domain=tax.clock.id).values_list("key", "owed_at", "status"))
+    before = counts()
+    err = error(tax.call("POST", f"/subscriptions/{tax.sub.id}/update", {"input": bad}), 400, "invalid_input")
+    assert err["param"] == param and err["message"].startswith(f"{param}: "), err
+    assert counts() == before
+    assert Subscription.objects.get(pk=tax.sub.id).input == INPUT
+    assert sorted(Timer.objects.filter(domain=tax.clock.id).values_list("key", "owed_at", "status")) == timers_before
+
+
+@pytest.mark.parametrize(("bad", "param"), BAD_INPUTS)
+def test_a_subscription_create_is_checked_against_the_declared_input(tax, brand, bad, param):
+    before = counts()
+    with pytest.raises(InvalidInput) as exc:
+        subscription_create(brand=brand, domain=tax.clock.id, subject=tax.subject, service="tax-plan",
+                            input={**INPUT, **bad}, now=T0)
+    assert exc.value.code == "invalid_input" and exc.value.param == param
+    assert counts() == before
+
+
+def test_a_good_update_still_re_arms_the_next_mint(tax):
+    r = tax.call("POST", f"/subscriptions/{tax.sub.id}/update",
+                 {"input": {"states": ["CA", "NY", "NJ", "TX"], "year_end": "12-31"}})
+    assert r.status_code == 200 and r.json()["input"]["states"][-1] == "TX", r.content
+
+
+def test_a_declared_input_is_checked_when_the_service_loads():
+    subject = SubjectSpec(kind="taxpayer", key="ein")
+    for spec, field in ((Input("integer"), "input.n"), (Input("list", of="list"), "input.n.of"),
+                        (Input("text", pattern="("), "input.n.pattern"),
+                        (Input("int", choices=("one",)), "input.n.choices")):
+        with pytest.raises(ServiceError, match=field):
+            Service(name="t-input", subject=subject, input={"n": spec}, where="t.py").check({})
+    Service(name="t-input", subject=subject, input={"n": Input("int", min=0)}).check({})
+
+
+# -- the feed and the portal page only read ------------------------------------------------------------------
+@pytest.mark.parametrize("method", ["POST", "PUT", "PATCH", "DELETE"])
+def test_a_write_to_the_feed_or_the_portal_page_is_a_json_405(tax, method):
+    token = subject_feed_rotate(subject=tax.subject)
+    before = counts()
+    for path in (f"/subjects/{tax.subject.id}/calendar.ics?token={token}",
+                 f"/portal/subjects/{tax.subject.id}/calendar?token={token}",
+                 f"/subjects/{tax.subject.id}/calendar.ics"):
+        r = tax.client.generic(method, path, data="a=b", content_type="application/x-www-form-urlencoded")
+        err = error(r, 405, "method_not_allowed")
+        assert r["Allow"] == "GET, HEAD" and method in err["message"]
+    assert counts() == before
+    # and reading them still works
+    assert tax.client.get(f"/subjects/{tax.subject.id}/calendar.ics?token={token}").status_code == 200
+    assert tax.client.get(f"/portal/subjects/{tax.subject.id}/calendar?token={token}").status_code == 200

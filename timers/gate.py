@@ -1,0 +1,78 @@
+"""The gate's wake path: every wake of a timer, the tick's first or a redelivered one, meets the gate.
+
+The gate commits a key once per clock domain: the commit's unique constraint says so, not a check. A
+wake of a timer that already fired claims the timer row and offers its commit again; the constraint
+refuses it, and the wake is answered ``replayed: true`` with the first commit (and counted in
+``wakes``). Were the constraint gone, the commit would go through and the timer would fire a second
+time, on the record for anyone comparing hashes to see.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from django.db import IntegrityError, connection, transaction
+from django.db.models import F
+
+from .engine import TIMER_FIELDS, Item, Run
+from .ids import new_id
+from .models import Commit, Timer
+from .store import get_store
+
+
+@dataclass(frozen=True)
+class Wake:
+    timer_id: str
+    status: str  # the timer's status when the wake arrived
+    replayed: bool  # the gate refused a second commit: the first one stands
+    fired_again: bool = False  # the gate let a second commit through (never, while the constraint holds)
+
+
+def _commit_once(domain: str, rows: list[tuple]) -> set[str]:
+    """Offer each (id, domain, key, timer_id, outcome, code, at); returns the keys the gate committed now."""
+    if not rows:
+        return set()
+    if connection.vendor == "postgresql":
+        with connection.cursor() as cur:
+            cur.execute(
+                "INSERT INTO timers_commit (id, domain, key, timer_id, outcome, code, at) "
+                "SELECT * FROM unnest(%s::varchar[], %s::varchar[], %s::varchar[], %s::varchar[], "
+                "%s::varchar[], %s::varchar[], %s::timestamptz[]) ON CONFLICT DO NOTHING RETURNING key",
+                [list(col) for col in zip(*rows, strict=True)],
+            )
+            return {r[0] for r in cur.fetchall()}
+    committed = set()
+    for r in rows:
+        try:
+            with transaction.atomic():
+                Commit.objects.create(id=r[0], domain=r[1], key=r[2], timer_id=r[3], outcome=r[4], code=r[5],
+                                      at=r[6])
+            committed.add(r[2])
+        except IntegrityError:
+            pass
+    return committed
+
+
+def wake(*, domain: str, timer_ids: list[str]) -> list[Wake]:
+    """Deliver one wake to each timer, in the order given; one set of statements for the lot."""
+    with transaction.atomic():
+        rows = (Timer.objects.select_for_update().filter(domain=domain, id__in=timer_ids)
+                .values_list(*TIMER_FIELDS))
+        items = {r[0]: Item(**dict(zip(TIMER_FIELDS, r, strict=True))) for r in rows}
+        fired = [items[i] for i in timer_ids if i in items and items[i].status == "fired"]
+        again = _commit_once(domain, [(new_id("cmt"), domain, t.key, t.id, "committed", "", t.fired_at)
+                                      for t in fired])
+        replayed = [t.id for t in fired if t.key not in again]
+        if replayed:
+            Timer.objects.filter(pk__in=replayed).update(wakes=F("wakes") + 1)
+        if again:
+            first = min(t.fired_at for t in fired if t.key in again)
+            run = Run(domain=domain, floor=first, to=first, store=get_store())
+            run.refire([t for t in fired if t.key in again])
+    out = []
+    for i in timer_ids:
+        t = items.get(i)
+        if t is None:
+            continue
+        out.append(Wake(i, t.status, t.status == "fired" and t.key not in again, t.key in again))
+    return out
