@@ -12,7 +12,7 @@ from django.db import models
 from django.db.models import Q
 
 from timers.fields import IdField
-from timers.ids import new_id
+from timers.ids import LIVE, domain_id, new_id
 from timers.models import Brand
 
 from .civil import BusinessCalendar, calendar_from
@@ -24,6 +24,14 @@ def new_calendar_id() -> str:
 
 def new_subject_id() -> str:
     return new_id("sbj")
+
+
+def seeded_subject_id(*, brand: Brand, domain: str, kind: str, key: str) -> str:
+    """A subject's id derived from its domain's seed and what it is, so the same scenario names it alike.
+
+    The live domain holds every brand's subjects, so there the brand is part of what it is; a test clock
+    belongs to one brand, and its (random) id must not enter a seeded scenario's ids."""
+    return domain_id("sbj", domain, *((brand.id,) if domain == LIVE else ()), kind, key)
 
 
 def new_clock_id() -> str:

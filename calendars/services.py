@@ -17,6 +17,7 @@ from django.db.models import Q
 
 from timers.engine import Firing
 from timers.errors import KeepingTimeError, Refused
+from timers.ids import domain_id
 from timers.models import Brand, Event, Timer
 from timers.services import domain_now, timer_arm, timer_hold, timer_resume
 
@@ -197,9 +198,9 @@ def clock_open(*, armer: Armer, brand: Brand | str, domain: str, subject: Subjec
     Inside the tick pass a ``clock_id`` derived from what the clock is, so a replay makes the same ids.
     """
     spec = specs.get(spec_name)
-    extra = {"id": clock_id} if clock_id else {}
     clock = Clock.objects.create(
-        **extra,
+        # Derived from the domain's seed and what the clock is, so the same scenario makes the same ids.
+        id=clock_id or domain_id("clk", domain, owner_ref, spec_name, period, length=8),
         brand_id=brand if isinstance(brand, str) else brand.id, domain=domain, subject=subject, spec=spec_name,
         name=spec.name, title=title or spec.title or spec.name, lives_on=spec.lives_on, owner_ref=owner_ref,
         period=period, hard=spec.hard, answers_for=answers_for or spec.answers_for, guarantee=spec.guarantee,

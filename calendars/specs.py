@@ -90,6 +90,8 @@ class ClockSpec:
 
 
 _registry: dict[str, ClockSpec] = {}
+# Finds a spec not registered yet: a versioned name (``svc.clock@sha256:…``) loads its stored bundle.
+_resolver: Callable[[str], ClockSpec | None] | None = None
 
 
 def register(name: str, spec: ClockSpec) -> ClockSpec:
@@ -97,8 +99,17 @@ def register(name: str, spec: ClockSpec) -> ClockSpec:
     return spec
 
 
+def set_resolver(fn: Callable[[str], ClockSpec | None]) -> None:
+    global _resolver
+    _resolver = fn
+
+
 def get(name: str) -> ClockSpec:
-    try:
-        return _registry[name]
-    except KeyError:
-        raise SpecError(f"no clock spec {name!r} is registered") from None
+    spec = _registry.get(name)
+    if spec is None and _resolver is not None:
+        spec = _resolver(name)
+        if spec is not None:
+            _registry[name] = spec
+    if spec is None:
+        raise SpecError(f"no clock spec {name!r} is registered")
+    return spec

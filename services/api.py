@@ -51,11 +51,13 @@ from timers.api.views import (
 from timers.errors import KeepingTimeError, NotFound, Refused
 from timers.keys import KINDS
 from timers.models import LIVE, Brand, Timer
+from timers.services import domain_now
 from timers.timeutil import iso_z
 
 from . import registry
 from .declare import Service, ServiceError
 from .models import Job, Subscription
+from .repin import job_repin
 from .services import (
     job_activity,
     job_deliver,
@@ -67,6 +69,7 @@ from .services import (
     subscription_update,
     usd,
 )
+from .versions import versions_summary
 
 _ITEM = re.compile(r"^[A-Za-z0-9_.-]{1,32}$")
 UNNAMED = "-"  # the URL's name for a clock's single unnamed item
@@ -744,3 +747,96 @@ class ClockSatisfyView(BrandAPIView):
         with through_the_gate():
             clock_satisfy(armer=DirectArmer(brand=self.brand, domain=clock.domain), item=it, by=body["by"])
         return Response(clock_json(clock))
+
+
+# -- versions -----------------------------------------------------------------------------------------
+class VersionListQuerySerializer(serializers.Serializer):
+    pinned = serializers.BooleanField(required=False, default=False,
+                                      help_text="Only versions still running a timer of the caller's")
+    test_clock = query_field("Count what is on this test clock; the live clock's when absent")
+
+
+class VersionSerializer(serializers.Serializer):
+    id = serializers.CharField(help_text="sha256:… over the bundle's files")
+    object = const("version", "VersionObject")
+    name = serializers.CharField(allow_null=True, help_text="A deploy's name, e.g. 2027-06")
+    label = serializers.CharField(help_text="How headers print it: the name, else the short hash")
+    services = serializers.ListField(child=serializers.CharField())
+    files = serializers.ListField(child=serializers.CharField(), help_text="The bundle's files")
+    live = serializers.BooleanField(help_text="What new work of one of its Services pins now")
+    armed_timers = serializers.IntegerField(help_text="Armed and held timers of the caller's it still runs")
+    subjects = serializers.IntegerField(help_text="Subjects with open work on it")
+    keeps_until = serializers.DateTimeField(allow_null=True, help_text="The last owed time of those timers")
+    created_at = serializers.DateTimeField()
+
+
+class VersionListView(BrandAPIView):
+    @extend_schema(
+        operation_id="versions_list", tags=["versions"], parameters=[VersionListQuerySerializer],
+        summary="List versions",
+        description="The bundles Services run on, newest first; with pinned=true only those still running a "
+                    "timer of the caller's (a version with armed timers stays runnable until its last one closes).",
+        responses={200: list_serializer("VersionList", VersionSerializer), **ERRORS, **NOT_FOUND},
+    )
+    def get(self, request):
+        params = self.query(VersionListQuerySerializer)
+        domain = domain_of(self.brand, params.get("test_clock"))
+        now = domain_now(domain=domain)
+        rows = versions_summary(brand=self.brand, domains=Q(domain=domain), now=now,
+                                pinned_only=params["pinned"], live_domain=domain)
+        return Response({"object": "list", "url": "/versions", "has_more": False, "data": [
+            {"id": p.version.digest, "object": "version", "name": p.version.name or None, "label": p.version.label,
+             "services": list(p.version.services), "files": sorted(s["path"] for s in p.version.sources.values()),
+             "live": p.live, "armed_timers": p.armed, "subjects": p.subjects,
+             "keeps_until": iso_z(p.last) if p.last else None, "created_at": iso_z(p.version.created_at)}
+            for p in rows]})
+
+
+class JobRepinSerializer(serializers.Serializer):
+    to = StrictRegexField(r"^(sha256:[0-9a-f]{8,64}|[A-Za-z0-9][A-Za-z0-9._-]{0,63})$", max_length=71,
+                          help_text="A version's name (2027-06) or a sha256 prefix")
+    dry_run = serializers.BooleanField(required=False, default=False, help_text="Print the diff, change nothing")
+
+
+class RepinChangeSerializer(serializers.Serializer):
+    action = Choice(choices=[("arm", "arm"), ("supersede", "supersede"), ("keep", "keep")],
+                    component="RepinAction")
+    key = serializers.CharField()
+    owed_at = serializers.DateTimeField(allow_null=True)
+
+
+class JobRepinResultSerializer(serializers.Serializer):
+    object = const("repin", "RepinObject")
+    job = serializers.CharField()
+    to = serializers.CharField(help_text="The version's digest")
+    label = serializers.CharField()
+    dry_run = serializers.BooleanField()
+    changes = RepinChangeSerializer(many=True)
+
+
+class JobRepinView(BrandAPIView):
+    parser_classes = [SafeJSONParser]
+
+    @extend_schema(
+        operation_id="owner_jobs_repin", tags=["versions"], request=JobRepinSerializer, summary="Repin a job",
+        description="Move an open job to another version: the diff timer by timer (arm, supersede, keep, with "
+                    "owed times); without dry_run each changed timer is superseded by: 'repin' and the new ones "
+                    "armed. Errors: job_not_open (409), version_mismatch; a version that does not exist is a 404 on to.",
+        responses={200: JobRepinResultSerializer, **ERRORS, **NOT_FOUND, **CONFLICT},
+    )
+    def post(self, request, job_id: str):
+        job = get_job(self.brand, job_id)
+        body = self.body(JobRepinSerializer)
+        try:
+            to = registry.version_named(body["to"])
+        except ServiceError as exc:  # a well-formed name that names nothing: 404, as for any id
+            err = NotFound(str(exc))
+            err.param = "to"
+            raise err from None
+        with through_the_gate():
+            changes = job_repin(armer=DirectArmer(brand=self.brand, domain=job.domain), job=job, to=to,
+                                dry_run=body["dry_run"])
+        return Response({"object": "repin", "job": job.id, "to": to.digest, "label": to.label,
+                         "dry_run": body["dry_run"], "changes": [
+                             {"action": c.action, "key": c.key, "owed_at": iso_z(c.owed_at) if c.owed_at else None}
+                             for c in changes]})

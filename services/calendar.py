@@ -26,7 +26,7 @@ def schedule_and_cycle_dates(subject: Subject, domain: str, from_date: date | No
                                   status__in=["armed", "fired"])
     for t in timers:
         sub = subs[t.owner]
-        svc = registry.get(sub.service)
+        svc = registry.get(sub.service, sub.version)
         when = t.owed_at or t.fired_at
         if when is None:
             continue

@@ -34,7 +34,7 @@ def _sub(f: Firing) -> Subscription:
 def fire_cycle(f: Firing) -> None:
     """Renew: post the charge as owed, reset allowances, arm the next cycle. Or end, if canceled."""
     sub = _sub(f)
-    svc = registry.get(sub.service)
+    svc = registry.get(sub.service, sub.version)
     n = int(f.timer.data["cycle"])
     if sub.status != Subscription.Status.ACTIVE:
         f.what = f"skipped · subscription {sub.status}"
@@ -62,7 +62,7 @@ def fire_cycle(f: Firing) -> None:
 def fire_schedule(f: Firing) -> None:
     """Mint the period's job (once: period_taken), then arm the next occurrence."""
     sub = _sub(f)
-    svc = registry.get(sub.service)
+    svc = registry.get(sub.service, sub.version)
     name, period_name = f.timer.data["schedule"], f.timer.data["period"]
     sch = svc.schedule[name]
     ends = _ends(svc, sub.input)
@@ -89,7 +89,7 @@ def fire_schedule(f: Firing) -> None:
         return
     allowance = svc.price.includes.get(sch.order, 0)
     used = int(sub.usage.get(sch.order, 0)) + 1
-    order = registry.get(sch.order)
+    order = registry.get(sch.order, registry.live_version(sch.order, domain=sub.domain, now=f.now))
     cents = 0 if used <= allowance else order.price.cents
     try:
         with transaction.atomic():
@@ -123,7 +123,7 @@ def fire_deadline(f: Firing) -> None:
         return
     job.late = True
     job.save(update_fields=["late"])
-    svc = registry.get(job.service)
+    svc = registry.get(job.service, job.version)
     credit = svc.price.late_cents(job.price_cents)
     f.record("job.late", subject=job.id, data={"credit": credit})
     f.what = f"{job.id} · late"
@@ -141,7 +141,7 @@ def fire_signal(f: Firing) -> None:
     if job.status != Job.Status.OPEN:
         f.what = f"skipped · job {job.status}"
         return
-    sig = registry.get(job.service).signals[name]
+    sig = registry.get(job.service, job.version).signals[name]
     f.record("signal.raised", subject=job.id, data={"signal": name, "goto": sig.goto, "silent": sig.silent})
     f.what = f"{job.id} · {name} · silent {sig.silent}" + (f" → {sig.goto}" if sig.goto else "")
 

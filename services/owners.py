@@ -17,13 +17,21 @@ def related(domain: str, owner: str) -> Q | None:
     return Q(key=f"{job.subscription_id}:schedule:{job.schedule}:{job.period}")
 
 
+def version_label(digest: str) -> str:
+    """How headers name a version: its name (2027-06) where it has one, else its short hash."""
+    from timers.models import Version
+
+    name = Version.objects.filter(pk=digest).values_list("name", flat=True).first()
+    return name or f"{digest[:15]}…"
+
+
 def describe(domain: str, owner: str) -> list[str]:
     if owner.startswith("job_"):
         job = Job.objects.filter(pk=owner, domain=domain).first()
         if job is not None:
-            return [job.service, f"period {job.period}", f"on {job.version[:15]}…", job.status]
+            return [job.service, f"period {job.period}", f"on {version_label(job.version)}", job.status]
     if owner.startswith("sbn_"):
         sub = Subscription.objects.filter(pk=owner, domain=domain).first()
         if sub is not None:
-            return [sub.service, f"cycle {sub.cycle}", f"on {sub.version[:15]}…", sub.status]
+            return [sub.service, f"cycle {sub.cycle}", f"on {version_label(sub.version)}", sub.status]
     return []

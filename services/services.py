@@ -15,7 +15,7 @@ from calendars.models import Clock, ClockItem, Subject
 from calendars.services import Armer, DirectArmer, business_calendar, clock_open
 from calendars.specs import DueInput
 from timers.errors import KeepingTimeError
-from timers.ids import new_id
+from timers.ids import domain_seed, new_id
 from timers.models import Brand, Timer
 from timers.owners import owner_filter
 
@@ -23,6 +23,7 @@ from . import registry
 from .declare import Service, check_input
 from .models import Job, MoneyLine, Subscription
 from .periods import Period, next_period, period_of, previous_period
+from .repin import repin_subject_clocks
 
 CYCLE = "services.cycle"
 SCHEDULE = "services.schedule"
@@ -38,7 +39,8 @@ def usd(cents: int) -> str:
 
 
 def _seed(domain: str, *parts: str) -> str:
-    return "|".join((domain, *parts))
+    # The domain's seed, not its id: a test clock's id is random, and the same scenario must mint the same ids.
+    return "|".join((domain_seed(domain), *parts))
 
 
 # -- schedules -------------------------------------------------------------------------------------
@@ -49,7 +51,7 @@ def _ends(svc: Service, input: dict) -> str:
 def mint_at(*, sub: Subscription, name: str, period: Period) -> datetime:
     """When a schedule mints ``period``: its 'at' offset from the period's end or start, or from a clock
     of the Service it orders (the clock's rolled date), at 09:00 in the subject's zone."""
-    svc = registry.get(sub.service)
+    svc = registry.get(sub.service, sub.version)
     sch, at = svc.schedule[name], svc.at[name]
     cal = business_calendar(sub.subject)
     if at.anchor == "end":
@@ -68,7 +70,7 @@ def mint_at(*, sub: Subscription, name: str, period: Period) -> datetime:
 
 def first_period(*, sub: Subscription, name: str, since: datetime) -> Period:
     """The first period whose mint comes at or after ``since``."""
-    svc = registry.get(sub.service)
+    svc = registry.get(sub.service, sub.version)
     each, ends = svc.schedule[name].each, _ends(svc, sub.input)
     p = period_of(each, business_calendar(sub.subject).today(since), ends=ends)
     for _ in range(8):  # a mint comes at most a few periods after its period
@@ -110,11 +112,17 @@ def post_money(*, armer: Armer, brand_id: str, domain: str, kind: str, cents: in
 @transaction.atomic
 def subscription_create(*, brand: Brand, domain: str, subject: Subject, service: str, input: dict | None = None,
                         now: datetime | None = None) -> Subscription:
-    svc = registry.get(service)
-    check_input(svc.input, input or {})  # before anything is written: a bad input breaks every later mint
     armer = DirectArmer(brand=brand, domain=domain, now=now)
+    # The subscription keeps the plan (and its price) live when it was made, whatever is deployed later.
+    version = registry.pin(service, domain=domain, now=armer.now)
+    svc = registry.get(service, version)
+    check_input(svc.input, input or {})  # before anything is written: a bad input breaks every later mint
     sub = Subscription.objects.create(
-        brand=brand, domain=domain, subject=subject, service=service, version=registry.bundle(service).version,
+        # What it names: the subject's nth order of the Service, made at this instant.
+        id=new_id("sbn", seed=_seed(domain, subject.id, service, armer.now.isoformat(),
+                                    str(Subscription.objects.filter(subject=subject, service=service).count())),
+                  length=10),
+        brand=brand, domain=domain, subject=subject, service=service, version=version,
         input=input or {}, cycle=1, cycle_started_at=armer.now, opened_at=armer.now,
     )
     armer.record("subscription.created", subject=sub.id,
@@ -134,7 +142,7 @@ def subscription_create(*, brand: Brand, domain: str, subject: Subject, service:
 def subscription_update(*, armer: Armer, sub: Subscription, input: dict) -> Subscription:
     """Re-arms the next mint with the new input; jobs already minted keep theirs. The input is checked against
     the Service's declared input first (InvalidInput, nothing written): the next mint reads it."""
-    check_input(registry.get(sub.service).input, input, partial=True)
+    check_input(registry.get(sub.service, sub.version).input, input, partial=True)
     sub.input = {**sub.input, **input}
     sub.save(update_fields=["input"])
     rearmed = []
@@ -146,24 +154,25 @@ def subscription_update(*, armer: Armer, sub: Subscription, input: dict) -> Subs
 
 
 @transaction.atomic
-@transaction.atomic
 def subject_event(*, armer: Armer, subject: Subject, type: str, key: str, data: dict) -> list[Job]:
     """An event on the subject (a notice received): each active subscription whose Service names it under
     ``on`` mints a job of that Service, once per event ``key``, with the event's data as its input. The data is
     checked against each minted Service's declared input before anything is recorded (InvalidInput)."""
     minting = []
     for sub in Subscription.objects.filter(subject=subject, domain=subject.domain, status="active"):
-        order = registry.get(sub.service).on.get(type)
+        order = registry.get(sub.service, sub.version).on.get(type)
         if order is not None:
-            check_input(registry.get(order).input, {**sub.input, **data}, where="data", others=True)
+            check_input(registry.get(order, registry.live_version(order, domain=subject.domain, now=armer.now)).input,
+                        {**sub.input, **data}, where="data", others=True)
             minting.append((sub, order))
     armer.record(f"subject.{type}", subject=subject.id, data={"key": key, **data})
     jobs = []
     for sub, order in minting:
-        svc = registry.get(sub.service)
+        svc = registry.get(sub.service, sub.version)
         allowance = svc.price.includes.get(order, 0)
         used = int(sub.usage.get(order, 0)) + 1
-        cents = 0 if used <= allowance else registry.get(order).price.cents
+        live = registry.live_version(order, domain=subject.domain, now=armer.now)
+        cents = 0 if used <= allowance else registry.get(order, live).price.cents
         try:
             with transaction.atomic():
                 job = job_open(armer=armer, brand_id=sub.brand_id, domain=sub.domain, service=order, subject=subject,
@@ -185,7 +194,7 @@ def subject_event(*, armer: Armer, subject: Subject, type: str, key: str, data: 
 
 def _schedule_keys(armer: Armer, sub: Subscription, status: str) -> list[tuple[str, str, Period]]:
     """The next mint of each schedule, in the given status: (key, schedule, period)."""
-    svc = registry.get(sub.service)
+    svc = registry.get(sub.service, sub.version)
     ends = _ends(svc, sub.input)
     found = []
     for name, sch in svc.schedule.items():
@@ -246,21 +255,25 @@ def job_open(*, armer: Armer, brand_id: str, domain: str, service: str, subject:
              input: dict, subscription: Subscription | None = None, schedule: str = "", price_cents: int = 0,
              job_id: str | None = None) -> Job:
     """Open a job: its clocks (dates the world sets) and its deadline (price.within)."""
-    svc = registry.get(service)
     now = armer.now
+    # A job runs the version live at its opening (a mint: the one live at the mint) until it closes.
+    version = registry.pin(service, domain=domain, now=now)
+    svc = registry.get(service, version)
     job = Job.objects.create(
         id=job_id or new_id("job", seed=_seed(domain, subscription.id if subscription else subject.id, service,
                                               period), length=10),
-        brand_id=brand_id, domain=domain, service=service, version=registry.bundle(service).version,
+        brand_id=brand_id, domain=domain, service=service, version=version,
         subject=subject, subscription=subscription, schedule=schedule, period=period, input=input,
         price_cents=price_cents, opened_at=now,
     )
     title = (svc.title or "{service} {period}").format(service=service, period=period)
     for name in svc.clocks:
         clock_open(armer=armer, brand=brand_id, domain=domain, subject=subject,
-                   spec_name=registry.clock_spec_name(service, name), owner_ref=job.id, period=period, inputs=input,
+                   spec_name=registry.clock_spec_name(service, name, version), owner_ref=job.id, period=period, inputs=input,
                    title=f"{name} · {title}", version=job.version, opened_at=now,
                    clock_id=new_id("clk", seed=_seed(domain, job.id, name), length=8))
+    # A clock that lives on the subject follows the newest job of its Service there (clock.repinned).
+    repin_subject_clocks(armer=armer, job=job)
     armer.record("job.opened", subject=job.id, data={"service": service, "period": period, "subject": subject.id,
                                                      "schedule": schedule, "version": job.version[:15]})
     if svc.within is not None:
@@ -280,7 +293,7 @@ def job_activity(*, armer: Armer, job: Job, what: str = "") -> list[str]:
     if job.status != Job.Status.OPEN:
         raise KeepingTimeError(f"{job.id} is {job.status}; activity counts on an open job", code="job_not_open",
                                status=409)
-    svc = registry.get(job.service)
+    svc = registry.get(job.service, job.version)
     rearmed = []
     for name, span in svc.silent.items():
         key = signal_key(job, name)
@@ -297,11 +310,11 @@ def job_deliver(*, armer: Armer, job: Job, keeps: dict | None = None) -> Job:
     if job.status != Job.Status.OPEN:
         raise KeepingTimeError(f"{job.id} is {job.status}; only an open job is delivered", code="job_not_open",
                                status=409)
-    svc = registry.get(job.service)
+    svc = registry.get(job.service, job.version)
     # What the subject keeps is declared by the job's Service or by the plan that minted it.
     declared = set(svc.subject.keeps)
     if job.subscription_id:
-        declared |= set(registry.get(job.subscription.service).subject.keeps)
+        declared |= set(registry.get(job.subscription.service, job.subscription.version).subject.keeps)
     carried = {k: v for k, v in (keeps or {}).items() if k in declared}
     ignored = sorted(set(keeps or {}) - set(carried))
     if ignored:

@@ -21,6 +21,8 @@ urlpatterns = [
     path("jobs/<str:job_id>/cancel", api.JobCancelView.as_view(), name="job-cancel"),
     path("jobs/<str:job_id>/activity", api.JobActivityView.as_view(), name="job-activity"),
     path("clocks/<str:clock_id>", api.ClockDetailView.as_view(), name="clock-detail"),
+    path("versions", api.VersionListView.as_view(), name="version-list"),
+    path("owner/jobs/<str:job_id>/repin", api.JobRepinView.as_view(), name="owner-job-repin"),
     path("clocks/<str:clock_id>/items/<str:item>/choose", api.ClockChooseView.as_view(), name="clock-item-choose"),
     path("clocks/<str:clock_id>/items/<str:item>/satisfy", api.ClockSatisfyView.as_view(),
          name="clock-item-satisfy"),

@@ -234,8 +234,9 @@ def test_the_file_clock_shows_its_dates_in_new_york(tax):
     assert us["due_at"] == "2028-04-19T03:59:00Z" and us["local"] == "2028-04-18T23:59:00-04:00"
     assert nj["due_date"] == "2028-05-15" and nj["local"] == "2028-05-15T23:59:00-04:00" and nj["rolled_why"] is None
     assert us["status"] == "open" and us["moves"] == 0
-    # US rang its notice 90d; its next is notice 30d. NJ's next is its notice 90d, and so is the clock's.
-    assert us["next_timer"]["key"] == f"{file.id}#US:rung:notice 30d:2027@0"
+    # US rang its notice 90d; its next is the notice 60d the June 2027 deploy added (the 2027 return runs
+    # 2027-06). NJ's next is its notice 90d, and so is the clock's.
+    assert us["next_timer"]["key"] == f"{file.id}#US:rung:notice 60d:2027@0"
     assert nj["next_timer"]["key"] == f"{file.id}#US-NJ:rung:notice 90d:2027@0"
     assert got["next_timer"] == nj["next_timer"] == tax.api.get(f"/jobs/{job.id}").body["next_timer"]
     for i in got["items"]:

@@ -318,7 +318,7 @@ def test_timers_list_on_a_job_shows_its_mint_its_clocks_and_the_next_armed(db):
     out = StringIO()
     call_command("timers", "list", "--on", job.id, "--test-clock", tc, stdout=out)
     lines = out.getvalue().splitlines()
-    assert lines[0].startswith(f"{job.id} · annual-return · period 2027 · on sha256:")
+    assert lines[0].startswith(f"{job.id} · annual-return · period 2027 · on 2027-06 · ")  # the deploy's name
     assert " · at 2028-02-02 14:00Z · UTC · 4 fired · 0 held · " in lines[0]
     assert lines[0].endswith("armed, the next 6 below")
     keys = [line.split()[-1] for line in lines[2:6]]

@@ -60,9 +60,9 @@ class TimerAdmin(ReadOnlyAdmin):
 
 @admin.register(TestClock)
 class TestClockAdmin(ReadOnlyAdmin):
-    list_display = ("id", "name", "brand", "frozen_time", "status", "advance_to")
+    list_display = ("id", "name", "seed", "brand", "frozen_time", "status", "advance_to")
     list_filter = ("status", "brand")
-    search_fields = ("id", "name")
+    search_fields = ("id", "name", "seed")
 
 
 @admin.register(Event)

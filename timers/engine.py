@@ -28,7 +28,7 @@ from django.db import transaction
 
 from . import handlers
 from .errors import Refused
-from .ids import new_id
+from .ids import domain_seed, new_id
 from .keys import PLACES, Key, parse
 
 log = logging.getLogger(__name__)
@@ -131,7 +131,7 @@ class Firing:
     def arm(self, key: str, *, owed_at: datetime, handler: str | None = None, data: dict | None = None,
             opened_at: datetime | None = None, version: str | None = None, what: str | None = None) -> str:
         k = parse(key)
-        timer_id = new_id("tmr", seed=f"{self.run.domain}|{key}")
+        timer_id = new_id("tmr", seed=f"{domain_seed(self.run.domain)}|{key}")
         self.ops.append(("arm", k, timer_id, owed_at, handler or k.kind, data or {},
                          opened_at or self.timer.opened_at, self.timer.version if version is None else version,
                          what))
@@ -158,6 +158,9 @@ class Firing:
     def send(self, transport: str, payload: dict) -> str:
         """Queue an outside send; it leaves through the outbox after the commit, one submission per attempt."""
         attempt = (self.timer.attempt or 0) + 1
+        # The clock's own id, not its seed: a far end dedupes on the submission id, and a second load of a
+        # scenario sends anew. Stable within the domain (a replay or a resume names the same submission);
+        # submission ids never reach the record's hash.
         submission = new_id("sub", seed=f"{self.run.domain}|{self.timer.key}|{attempt}")
         self.ops.append(("send", submission, transport, payload, attempt))
         return submission

@@ -89,6 +89,9 @@ class TestClock(models.Model):
     advance_to = models.DateTimeField(null=True, blank=True)
     redeliver = models.BooleanField(default=False)
     failure = models.TextField(blank=True)
+    seed = models.CharField(
+        max_length=64, blank=True,
+        help_text="Ids minted in this domain derive from the seed and the key; blank means the clock's id.")
     created_at = models.DateTimeField()
 
     class Meta:
@@ -97,6 +100,9 @@ class TestClock(models.Model):
                 name="test_clock_advancing_has_target",
                 condition=~Q(status="advancing") | Q(advance_to__isnull=False),
             ),
+            # Ids minted on a clock derive from its seed: two clocks of one seed would mint the same keys'
+            # ids. A deleted clock keeps its rows, so it holds its seed until they are removed.
+            models.UniqueConstraint(fields=["seed"], condition=~Q(seed=""), name="test_clock_seed_once"),
         ]
         indexes = [
             # `tick` (timers/worker.py) claims requested advances with SKIP LOCKED.
@@ -105,6 +111,50 @@ class TestClock(models.Model):
 
     def __str__(self) -> str:
         return self.id
+
+
+class Version(models.Model):
+    """A bundle of Service code, content-addressed: the Service module and every module it imports from
+    its own package, their source stored. Never edited; never deleted while anything pins it."""
+
+    digest = models.CharField(primary_key=True, max_length=80, help_text="sha256:… over the files")
+    name = models.CharField(max_length=64, blank=True, help_text="A deploy's name, e.g. 2027-06")
+    module = models.CharField(max_length=200, help_text="The entry module's dotted path")
+    services = models.JSONField(default=list, help_text="The Services the bundle declares")
+    sources = models.JSONField(default=dict, help_text="{module name: {path, source}} for each file")
+    created_at = models.DateTimeField()
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(fields=["name"], condition=~Q(name=""), name="version_name_once"),
+        ]
+
+    def __str__(self) -> str:
+        return self.name or self.digest[:15]
+
+    @property
+    def label(self) -> str:
+        """How headers print it: the name where it has one, else the short hash."""
+        return self.name or self.digest[:15]
+
+
+class Deploy(models.Model):
+    """A version going live for a Service in a clock domain at an instant (a test clock replays deploys)."""
+
+    domain = models.CharField(max_length=32, help_text='"live" or the test clock id')
+    service = models.CharField(max_length=64)
+    version = models.ForeignKey(Version, on_delete=models.PROTECT, related_name="deploys")
+    at = models.DateTimeField(help_text="From this instant in the domain's time, new work pins the version")
+    created_at = models.DateTimeField()
+
+    class Meta:
+        indexes = [
+            # registry.live_version: the latest deploy of a Service in a domain at or before now.
+            models.Index(fields=["domain", "service", "at"], name="deploy_live"),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.service} {self.version} on {self.domain} at {self.at}"
 
 
 class LiveClock(models.Model):

@@ -17,7 +17,7 @@ from . import gate, outbox
 from .clock import wall_now
 from .errors import KeepingTimeError, NotFound, TestClockAdvancing, TestClockBackward
 from .handlers import get as get_handler
-from .ids import new_id
+from .ids import SEED_PATTERN, SEED_RE, domain_seed, new_id
 from .keys import parse
 from .lease import lease
 from .models import LIVE, ApiKey, Brand, Commit, Event, TestClock, Timer
@@ -25,6 +25,8 @@ from .timeutil import iso_z
 
 # Sent when a test clock is deleted, so domain apps void what they keep on it (jobs, subscriptions…).
 test_clock_deleted = Signal()
+# Sent when the live worker (`tick`) starts, with ``now``: domain apps record what is new in their code.
+worker_starting = Signal()
 
 
 def brand_get_or_create(*, name: str) -> Brand:
@@ -53,8 +55,39 @@ def api_key_brand(*, secret: str) -> Brand | None:
 
 
 # -- test clocks -------------------------------------------------------------------------------------
-def test_clock_create(*, brand: Brand, frozen_time: datetime, name: str = "") -> TestClock:
-    return TestClock.objects.create(brand=brand, frozen_time=frozen_time, name=name, created_at=wall_now())
+def test_clock_create(*, brand: Brand, frozen_time: datetime, name: str = "", seed: str = "") -> TestClock:
+    """A test clock; with a ``seed``, the ids minted on it derive from the seed instead of its random id, so
+    the same scenario on a clock of the same seed (another load, another database) makes the same record."""
+    seed = seed or ""
+    if seed:
+        _check_seed(seed, brand)
+    try:
+        with transaction.atomic():
+            return TestClock.objects.create(brand=brand, frozen_time=frozen_time, name=name, seed=seed,
+                                            created_at=wall_now())
+    except IntegrityError:
+        # Two creates raced past the check: the constraint (test_clock_seed_once) refused the second.
+        if seed and TestClock.objects.filter(seed=seed).exists():
+            raise _seed_taken(seed, brand) from None
+        raise
+
+
+def _check_seed(seed: str, brand: Brand) -> None:
+    if not SEED_RE.fullmatch(seed):
+        raise KeepingTimeError(f"seed {seed[:80]!r} does not match {SEED_PATTERN}: up to 64 letters, digits and "
+                               "_ . : -, and neither \"live\" nor tc_… (they name clock domains)", code="invalid_seed")
+    if TestClock.objects.filter(seed=seed).exists():
+        raise _seed_taken(seed, brand)
+
+
+def _seed_taken(seed: str, brand: Brand) -> KeepingTimeError:
+    # Seeds are one namespace across brands (ids are), but another brand's clock is never named.
+    mine = TestClock.objects.filter(seed=seed, brand=brand).values_list("id", "status").first()
+    held = f"test clock {mine[0]} ({mine[1]})" if mine else "another test clock"
+    # A deleted clock keeps its timers and record, whose ids came from the seed: it holds the seed too.
+    return KeepingTimeError(f"seed {seed!r} is held by {held}; ids minted from it would collide. Pick another "
+                            "seed, or remove that clock's load first (loadexample replaces its own)",
+                            code="test_clock_seed_taken", status=409)
 
 
 def test_clock_get(*, clock_id: str, brand: Brand | None = None) -> TestClock:
@@ -159,8 +192,8 @@ def timer_arm(*, brand: Brand, key: str, owed_at: datetime, domain: str = LIVE, 
     try:
         with transaction.atomic():
             timer = Timer.objects.create(
-                id=new_id("tmr", seed=f"{domain}|{key}"), domain=domain, brand=brand, key=key, owner=k.owner,
-                kind=k.kind, place=k.place, handler=handler, owed_at=owed_at, opened_at=opened_at or now,
+                id=new_id("tmr", seed=f"{domain_seed(domain)}|{key}"), domain=domain, brand=brand, key=key,
+                owner=k.owner, kind=k.kind, place=k.place, handler=handler, owed_at=owed_at, opened_at=opened_at or now,
                 armed_at=now, version=version, data=data or {},
             )
     except IntegrityError:

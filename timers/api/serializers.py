@@ -16,6 +16,7 @@ from rest_framework import serializers
 
 from .. import handlers
 from ..errors import KeepingTimeError
+from ..ids import SEED_PATTERN
 from ..keys import KEY_PATTERN, KINDS, MAX_KEY_LENGTH
 from ..models import Commit, Event, TestClock, Timer
 from ..services import commit_json
@@ -80,6 +81,7 @@ def test_clock_json(c: TestClock) -> dict:
         "id": c.id,
         "object": "test_clock",
         "name": c.name,
+        "seed": c.seed,
         "frozen_time": iso_z(c.frozen_time),
         "status": c.status,
         "status_details": {"advancing": {"target_frozen_time": iso_z(c.advance_to), "redeliver": c.redeliver}}
@@ -349,6 +351,9 @@ class TimerCreateSchema(OpenApiSerializerExtension):
 class TestClockCreateSerializer(serializers.Serializer):
     frozen_time = InstantField()
     name = StrictCharField(required=False, allow_null=True, allow_blank=True, max_length=200, default="")
+    seed = StrictRegexField(SEED_PATTERN, required=False, allow_null=True, allow_blank=True, default="",
+                            help_text="Ids minted on the clock derive from the seed and what they name, so the same "
+                                      "scenario on a clock of the same seed makes the same record; one clock per seed")
 
 
 class TestClockAdvanceSerializer(serializers.Serializer):
@@ -423,6 +428,7 @@ class TestClockSerializer(serializers.Serializer):
     id = serializers.CharField()
     object = const("test_clock", "TestClockObject")
     name = serializers.CharField()
+    seed = serializers.CharField(help_text="What ids minted on it derive from; empty: its id")
     frozen_time = serializers.DateTimeField()
     status = Choice(choices=TestClock.Status.choices, component="TestClockStatus")
     status_details = StatusDetailsSerializer()

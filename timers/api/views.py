@@ -275,14 +275,15 @@ class TestClockListView(BrandAPIView):
     @extend_schema(operation_id="test_clocks_create", tags=["test_clocks"], request=TestClockCreateSerializer,
                    summary="Create a test clock",
                    description="A test key only: a live key is refused with test_mode_only (403).",
-                   responses={201: TestClockSerializer, **ERRORS, **WRONG_MODE})
+                   responses={201: TestClockSerializer, **ERRORS, **WRONG_MODE,
+                              409: _error("Another test clock holds the seed: test_clock_seed_taken")})
     def post(self, request):
         if livemode(self.brand):
             raise KeepingTimeError("test clocks are test mode: create one with a test key (sk_test_…), not a "
                                    "live key (sk_live_…)", code="test_mode_only", status=403)
         body = self.body(TestClockCreateSerializer)
         clock = services.test_clock_create(brand=self.brand, frozen_time=body["frozen_time"],
-                                           name=body.get("name") or "")
+                                           name=body.get("name") or "", seed=body.get("seed") or "")
         return Response(test_clock_json(clock), status=201)
 
 

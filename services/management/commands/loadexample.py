@@ -1,73 +1,102 @@
-"""loadexample apis_tax | demo [--reset]: load an example brand onto a test clock and print the ids it made."""
+"""loadexample apis_tax | demo [--reset]: load an example brand onto a test clock and print the ids it made.
+
+The example's clock is seeded with the example's name, so every id minted on it (subject, subscription,
+jobs, clocks, money, timers, submissions) derives from that seed and what it names: loading it again, here
+or on another database, prints the same ids (the test clock's own id aside) and `tick 1y --compare`
+prints the same sha256. A load replaces the previous load of the same example.
+"""
 
 from __future__ import annotations
 
-from datetime import UTC, datetime
+from datetime import UTC, datetime, time
 
 from django.db import transaction
 
-from calendars.models import Calendar, Subject
+from calendars.models import Calendar, ClosedDay, Subject, seeded_subject_id
+from services import registry
 from services.models import Job, MoneyLine, Subscription
 from services.services import UPDATE, subscription_create
+from services.versions import version_deploy
 from timers.management.base import KTCommand
-from timers.models import Brand, Commit, Event, Outbox, TestClock, Timer
+from timers.models import Brand, Commit, Deploy, Event, Outbox, TestClock, Timer, Version
 from timers.services import brand_get_or_create, test_clock_create, timer_arm
 
 START = datetime(2027, 1, 20, 14, 0, tzinfo=UTC)
+DEPLOY_AT = datetime(2027, 6, 15, 14, 0, tzinfo=UTC)
+DEPLOY_MODULE = "services.examples.apis_tax.annual_return_2027_06"
+DEPLOY_2027_06 = "2027-06"
 BRANDS = {"apis_tax": "apis.tax", "demo": "demo.services"}
 
 
 class Command(KTCommand):
-    help = "Load an example brand onto a test clock and print the ids it made."
+    help = "Load an example brand onto a test clock (seeded with the example's name) and print the ids it made."
 
     def add_arguments(self, parser):
         parser.add_argument("example", choices=sorted(BRANDS))
-        parser.add_argument("--reset", action="store_true", help="remove a previous load of the example first")
+        parser.add_argument("--reset", action="store_true",
+                            help="also remove the brand's other test clocks and what is on them (a load always "
+                                 "replaces the example's previous load)")
 
     @transaction.atomic
     def handle(self, *args, **o):
-        name = BRANDS[o["example"]]
-        if o["reset"]:
-            _reset(name)
-        brand = brand_get_or_create(name=name)
-        getattr(self, f"_{o['example']}")(brand)
+        seed = o["example"]
+        brand = brand_get_or_create(name=BRANDS[seed])
+        _remove(brand, seed=seed, every=o["reset"])
+        getattr(self, f"_{seed}")(brand, seed)
 
-    def _apis_tax(self, brand: Brand) -> None:
-        clock = test_clock_create(brand=brand, frozen_time=START, name="Acme Robotics")
-        calendar, _ = Calendar.objects.get_or_create(
+    def _apis_tax(self, brand: Brand, seed: str) -> None:
+        clock = test_clock_create(brand=brand, frozen_time=START, name="Acme Robotics", seed=seed)
+        # The calendar is part of the example: an edit left from an earlier load would move its dates.
+        calendar, _ = Calendar.objects.update_or_create(
             brand=brand, name="apis.tax", defaults={"zone": "America/New_York", "holiday_country": "US",
-                                                     "holiday_subdiv": "DC"})
-        subject = Subject.objects.create(brand=brand, domain=clock.id, kind="taxpayer", key_name="ein",
-                                         key="12-3456789", name="Acme Robotics", calendar=calendar,
-                                         input={"entity": "C corp"}, created_at=START)
+                                                     "holiday_subdiv": "DC", "weekends": [5, 6],
+                                                     "closes": time(23, 59)})
+        ClosedDay.objects.filter(calendar=calendar).delete()
+        subject = Subject.objects.create(
+            id=seeded_subject_id(brand=brand, domain=clock.id, kind="taxpayer", key="12-3456789"),
+            brand=brand, domain=clock.id, kind="taxpayer", key_name="ein", key="12-3456789", name="Acme Robotics",
+            calendar=calendar, input={"entity": "C corp"}, created_at=START)
         sub = subscription_create(brand=brand, domain=clock.id, subject=subject, service="tax-plan",
                                   input={"entity": "C corp", "states": ["CA", "NY", "NJ"]}, now=START)
         # Acme adds Texas in March 2027: a subscription.update, scheduled on the clock so every way replays it.
         timer_arm(brand=brand, key=f"{sub.id}:window:add Texas:2027-03", owed_at=datetime(2027, 3, 15, 14, tzinfo=UTC),
                   domain=clock.id, handler=UPDATE,
                   data={"input": {"states": ["CA", "NY", "NJ", "TX"]}}, opened_at=START, version=sub.version)
+        # The June 2027 deploy of annual-return (a rung added, ack 7d → 5d, the late price raised), on the clock:
+        # returns opened before it keep their version; the 2027 return, minted in February 2028, runs it.
+        v1 = registry.store(registry.bundle("annual-return"))
+        if not v1.name and not Version.objects.filter(name="2027-01").exists():
+            v1 = registry.store(registry.bundle("annual-return"), name="2027-01")
+        named = Version.objects.filter(name=DEPLOY_2027_06).first()
+        v2 = version_deploy(domain=clock.id, at=DEPLOY_AT, module=DEPLOY_MODULE,
+                            name="" if named else DEPLOY_2027_06)[0].version
         self.stdout.write(f"brand {brand.id} · {brand.name}")
-        self.stdout.write(f"test clock {clock.id} · frozen at 2027-01-20 14:00Z")
+        self.stdout.write(f"test clock {clock.id} · seed {seed} · frozen at 2027-01-20 14:00Z")
+        self.stdout.write(f"versions annual-return {v1.label} until {v2.label} · deployed on the clock 2027-06-15 14:00Z")
         self.stdout.write(f"subject {subject.id} · taxpayer 12-3456789 · Acme Robotics · America/New_York")
         self.stdout.write(f"subscription {sub.id} · tax-plan · $2,400.00 a year · C corp · CA, NY, NJ (+TX in March)")
         self.stdout.write(f"next: python manage.py tick 1y --compare --redeliver --test-clock {clock.id}")
 
-    def _demo(self, brand: Brand) -> None:
-        clock = test_clock_create(brand=brand, frozen_time=START, name="demo clock")
+    def _demo(self, brand: Brand, seed: str) -> None:
+        clock = test_clock_create(brand=brand, frozen_time=START, name="demo clock", seed=seed)
         d = clock.id
         timer_arm(brand=brand, key="sbn_demo1:cycle:renew:#1", owed_at=datetime(2027, 2, 20, 14, tzinfo=UTC),
                   domain=d, handler="repeat", data={"every": {"months": 1}, "count": 12}, opened_at=START)
         timer_arm(brand=brand, key="job_demo1:deadline:at_risk:2027", owed_at=datetime(2027, 3, 1, 14, tzinfo=UTC),
                   domain=d, handler="noop", opened_at=START)
         self.stdout.write(f"brand {brand.id} · {brand.name}")
-        self.stdout.write(f"test clock {clock.id} · demo clock · frozen at 2027-01-20 14:00Z")
+        self.stdout.write(f"test clock {clock.id} · seed {seed} · demo clock · frozen at 2027-01-20 14:00Z")
 
 
-def _reset(name: str) -> None:
-    brand = Brand.objects.filter(name=name).first()
-    if brand is None:
+def _remove(brand: Brand, *, seed: str, every: bool) -> None:
+    """Remove the example's previous load (the brand's clock holding its seed, whatever its status), so its
+    seed is free again; with ``every``, each of the brand's test clocks. The brand and its keys stay."""
+    clocks = TestClock.objects.filter(brand=brand)
+    if not every:
+        clocks = clocks.filter(seed=seed)
+    domains = list(clocks.values_list("id", flat=True))
+    if not domains:
         return
-    domains = list(TestClock.objects.filter(brand=brand).values_list("id", flat=True))
-    for model in (MoneyLine, Job, Subscription, Subject, Timer, Event, Commit, Outbox):
+    for model in (MoneyLine, Job, Subscription, Subject, Timer, Event, Commit, Outbox, Deploy):
         model.objects.filter(domain__in=domains).delete()
-    brand.delete()
+    TestClock.objects.filter(pk__in=domains).delete()

@@ -1,4 +1,4 @@
-"""testclocks create --frozen-time <instant> [--name] [--brand] · testclocks list · testclocks delete tc_…"""
+"""testclocks create --frozen-time <instant> [--name] [--seed] [--brand] · testclocks list · testclocks delete tc_…"""
 
 from __future__ import annotations
 
@@ -17,6 +17,7 @@ class Command(KTCommand):
         c = sub.add_parser("create")
         c.add_argument("--frozen-time", required=True)
         c.add_argument("--name", default="")
+        c.add_argument("--seed", default="", help="ids minted on the clock derive from the seed (one clock per seed)")
         c.add_argument("--brand")
         sub.add_parser("list")
         d = sub.add_parser("delete")
@@ -25,8 +26,9 @@ class Command(KTCommand):
     def handle(self, *args, **o):
         if o["action"] == "create":
             clock = test_clock_create(brand=self.brand(o["brand"]), frozen_time=parse_instant(o["frozen_time"]),
-                                      name=o["name"])
-            self.stdout.write(f"{clock.id} · frozen at {trace_z(clock.frozen_time)} · {clock.brand.name}")
+                                      name=o["name"], seed=o["seed"])
+            seed = f" · seed {clock.seed}" if clock.seed else ""
+            self.stdout.write(f"{clock.id}{seed} · frozen at {trace_z(clock.frozen_time)} · {clock.brand.name}")
         elif o["action"] == "list":
             for clock in TestClock.objects.exclude(status__in=TestClock.GONE).select_related("brand").order_by("created_at"):
                 self.stdout.write(f"{clock.id} · {clock.status} · frozen at {trace_z(clock.frozen_time)} · "

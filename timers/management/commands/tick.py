@@ -17,6 +17,7 @@ from timers import cli
 from timers.clock import WallClock
 from timers.compare import compare
 from timers.models import Outbox
+from timers.services import worker_starting
 from timers.timeutil import after_span, parse_instant, parse_span
 from timers.worker import Worker, advance, live_step, run_requested_advances
 
@@ -89,6 +90,8 @@ class Command(KTCommand):
         self.stdout.write(f"all {len(ways)} agree · sha256:{ways[0].sha256}")
 
     def _live(self, o) -> None:
+        # The live worker starts: the domain app stores (and deploys) a working-tree bundle whose hash is new.
+        worker_starting.send(sender=Command, now=WallClock().now())
         if o["forever"]:
             worker = Worker(WallClock())
 

@@ -1,0 +1,26 @@
+"""The June 2027 deploy of annual-return: a 60-day notice added, the daily ack shortened to 5 days, and the
+late price raised. Deployed on a test clock by `loadexample apis_tax` (and by `versions deploy --module`);
+the returns opened before it keep the version they opened under.
+"""
+
+from services.declare import Period, Price, Service, SubjectSpec, clock
+
+from . import tax
+
+annual_return = Service(
+    name="annual-return",
+    title="the {period} return",
+    subject=SubjectSpec(kind="taxpayer", key="ein", period=Period(of="tax_year",
+                                                                  ends=lambda i: i.get("year_end", "12-31")),
+                        keeps=("carryforwards", "tax")),
+    price=Price(usd=1_200, within="5d before file", late={"usd": 300}),
+    clocks={
+        "file": clock(
+            "file", due=tax.file_due, items=tax.items, moves={"extend": tax.extended_due},
+            rungs=("notice 90d", "notice 60d", "notice 30d", "escalate 7d", "ack daily 5d", "run tentative 3d"),
+            runs={"tentative": "extend"}, answers_for="Ada Lovelace", title="file",
+        ),
+        "pay": clock("pay", due=tax.pay_due, items=("US",), hard=True, rungs=("notice 30d",),
+                     answers_for="Ada Lovelace", title="pay"),
+    },
+)
