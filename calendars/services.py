@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import hashlib
 import secrets
+from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import date, datetime, timedelta
 from typing import Protocol
@@ -19,6 +20,7 @@ from timers.engine import Firing
 from timers.errors import KeepingTimeError, Refused
 from timers.ids import domain_id
 from timers.models import Brand, Event, Timer
+from timers.rearm import Rearm, rearm_cause
 from timers.services import domain_now, timer_arm, timer_hold, timer_resume
 
 from . import specs
@@ -38,17 +40,19 @@ class Armer(Protocol):
     def arm(self, key: str, *, owed_at: datetime, handler: str, data: dict, opened_at: datetime,
             version: str = "") -> None: ...
 
-    def supersede(self, key: str, *, by: str, successor: str = "") -> None: ...
+    # A supersede with a successor, a retime and a hold are re-arms: ``by`` is from the closed list
+    # (timers.rearm.Rearm), or ValueError. A supersede with no successor only ends the timer.
+    def supersede(self, key: str, *, by: Rearm | str, successor: str = "") -> None: ...
 
-    def supersede_all(self, keys: list[str], *, by: str) -> None: ...
+    def supersede_all(self, keys: list[str], *, by: Rearm | str) -> None: ...
 
-    def retime(self, key: str, *, owed_at: datetime) -> None: ...
+    def retime(self, key: str, *, owed_at: datetime, by: Rearm) -> None: ...
 
     def record(self, type: str, *, subject: str, data: dict) -> None: ...
 
     def state(self, key: str) -> tuple[str, datetime | None] | None: ...
 
-    def hold(self, key: str, *, by: str) -> None: ...
+    def hold(self, key: str, *, by: Rearm, who: str = "") -> None: ...
 
     def resume(self, key: str, *, cap: datetime | None = None) -> None: ...
 
@@ -71,8 +75,8 @@ class FiringArmer:
         for key in keys:
             self.f.supersede(key, by=by)
 
-    def retime(self, key, *, owed_at):
-        self.f.retime(key, owed_at=owed_at)
+    def retime(self, key, *, owed_at, by):
+        self.f.retime(key, owed_at=owed_at, by=by)
 
     def record(self, type, *, subject, data):
         self.f.record(type, subject=subject, data=data, key=self.f.timer.key)
@@ -80,8 +84,8 @@ class FiringArmer:
     def state(self, key):
         return self.f.state(key)
 
-    def hold(self, key, *, by):
-        self.f.hold(key, by=by)
+    def hold(self, key, *, by, who=""):
+        self.f.hold(key, by=by, who=who)
 
     def resume(self, key, *, cap=None):
         self.f.resume(key, cap=cap)
@@ -104,11 +108,13 @@ class DirectArmer:
                 raise
 
     def supersede(self, key, *, by, successor=""):
+        if successor:  # a re-arm: its cause is on the closed list (as Firing.supersede)
+            by = rearm_cause(by)
         succ = Timer.objects.filter(domain=self.domain, key=successor).values_list("id", flat=True).first()
-        self._supersede(Q(key=key), by=by, successor=succ or successor)
+        self._supersede(Q(key=key), by=str(by), successor=succ or successor)
 
     def supersede_all(self, keys, *, by):
-        self._supersede(Q(key__in=list(keys)), by=by)
+        self._supersede(Q(key__in=list(keys)), by=str(by))
 
     def _supersede(self, which: Q, *, by: str, successor: str = "") -> None:
         Timer.objects.filter(which, domain=self.domain, status__in=["armed", "held"]).update(
@@ -116,8 +122,11 @@ class DirectArmer:
             held_by="",
         )
 
-    def retime(self, key, *, owed_at):
-        Timer.objects.filter(domain=self.domain, key=key, status="armed").update(owed_at=owed_at, tick_pass=1)
+    def retime(self, key, *, owed_at, by):
+        by = rearm_cause(by)
+        # An unchanged time stays as it is, cause and all (as the tick's retime).
+        Timer.objects.filter(domain=self.domain, key=key, status="armed").exclude(owed_at=owed_at).update(
+            owed_at=owed_at, by=by.value, tick_pass=1)
 
     def record(self, type, *, subject, data):
         Event.objects.create(domain=self.domain, brand_id=self.brand_id, type=type, subject=subject,
@@ -127,10 +136,11 @@ class DirectArmer:
         row = Timer.objects.filter(domain=self.domain, key=key).values_list("status", "owed_at").first()
         return None if row is None else tuple(row)
 
-    def hold(self, key, *, by):
+    def hold(self, key, *, by, who=""):
+        by = rearm_cause(by)
         timer = Timer.objects.filter(domain=self.domain, key=key, status="armed").first()
         if timer is not None:
-            timer_hold(timer=timer, by=by, now=self.now)
+            timer_hold(timer=timer, by=who or by.value, now=self.now)
 
     def resume(self, key, *, cap=None):
         timer = Timer.objects.filter(domain=self.domain, key=key, status="held").first()
@@ -224,7 +234,9 @@ def clock_open(*, armer: Armer, brand: Brand | str, domain: str, subject: Subjec
 
 
 def _arm_item(armer: Armer, item: ClockItem, spec: ClockSpec, cal: BusinessCalendar, *, move: int,
-              supersede_prev: bool = False, include_run: bool = True) -> None:
+              supersede_prev: bool = False, include_run: bool = True, by: Rearm = Rearm.CLOCK_MOVED) -> None:
+    """Arm an item's rungs and due timer at ``move``; after a move (``supersede_prev``), the previous move's
+    are superseded and the run rung retimed, each naming ``by``, the cause of the move."""
     opened, version = item.clock.opened_at, item.clock.version
     data = {"clock": item.clock_id, "item": item.item, "move": move, "of": item.clock.owner_ref}
     for rung in spec.parsed_rungs:
@@ -235,7 +247,7 @@ def _arm_item(armer: Armer, item: ClockItem, spec: ClockSpec, cal: BusinessCalen
                 armer.arm(key, owed_at=owed, handler=RUNG_HANDLER, data={**data, "rung": rung.text}, opened_at=opened,
                           version=version)
             else:
-                armer.retime(key, owed_at=owed)
+                armer.retime(key, owed_at=owed, by=by)
             continue
         if rung.kind == "ack":
             first = rung.day(item.due_date)
@@ -244,18 +256,18 @@ def _arm_item(armer: Armer, item: ClockItem, spec: ClockSpec, cal: BusinessCalen
                       data={**data, "rung": rung.text, "day": 1, "days": (item.due_date - first).days},
                       opened_at=opened, version=version)
             if supersede_prev:
-                _supersede_acks(armer, item, rung, move - 1, key)
+                _supersede_acks(armer, item, rung, move - 1, key, by=by)
             continue
         key = rung_key(item, rung, move=move)
         armer.arm(key, owed_at=cal.at(rung.day(item.due_date), spec.at), handler=RUNG_HANDLER,
                   data={**data, "rung": rung.text}, opened_at=opened, version=version)
         if supersede_prev:
-            armer.supersede(rung_key(item, rung, move=move - 1), by="clock.moved", successor=key)
+            armer.supersede(rung_key(item, rung, move=move - 1), by=by, successor=key)
     key = due_key(item, move=move)
     armer.arm(key, owed_at=item.due_at + timedelta(minutes=1), handler=DUE_HANDLER, data=data, opened_at=opened,
               version=version)
     if supersede_prev:
-        armer.supersede(due_key(item, move=move - 1), by="clock.moved", successor=key)
+        armer.supersede(due_key(item, move=move - 1), by=by, successor=key)
 
 
 def _ack_keys(item: ClockItem, rung: Rung, move: int) -> list[str]:
@@ -263,12 +275,13 @@ def _ack_keys(item: ClockItem, rung: Rung, move: int) -> list[str]:
     return [rung_key(item, rung, move=move, day=day) for day in range(1, max(1, rung.span.days) + 1)]
 
 
-def _supersede_acks(armer: Armer, item: ClockItem, rung: Rung, move: int, successor: str) -> None:
+def _supersede_acks(armer: Armer, item: ClockItem, rung: Rung, move: int, successor: str, *, by: Rearm) -> None:
     for key in _ack_keys(item, rung, move):
-        armer.supersede(key, by="clock.moved", successor=successor)
+        armer.supersede(key, by=by, successor=successor)
 
 
-def clock_move(*, armer: Armer, item: ClockItem, civil: date, by: str, cause: dict | None = None) -> ClockItem:
+def clock_move(*, armer: Armer, item: ClockItem, civil: date, by: str, cause: dict | None = None,
+               rearm: Rearm = Rearm.CLOCK_MOVED) -> ClockItem:
     """Move one item's date: each notice/escalate/ack/due timer still ahead is superseded and its successor
     armed at @n+1; the run rung keeps its key (retimed if it has not rung)."""
     clock = item.clock
@@ -296,8 +309,20 @@ def clock_move(*, armer: Armer, item: ClockItem, civil: date, by: str, cause: di
                                                            "from": d.civil.isoformat(), "to": d.due_date.isoformat(),
                                                            "why": d.reason, "skipped": d.why})
     if item.status == ClockItem.Status.OPEN:
-        _arm_item(armer, item, spec, cal, move=item.moves, supersede_prev=True, include_run=False)
+        _arm_item(armer, item, spec, cal, move=item.moves, supersede_prev=True, include_run=False, by=rearm)
+    for hook in _moved_hooks:  # what follows the date (a job deadline written '5d before file') moves with it
+        hook(armer, item)
     return item
+
+
+# Called after a clock item's date moved, with the armer of the move (domain apps register: calendars
+# knows nothing of jobs).
+_moved_hooks: list[Callable[[Armer, ClockItem], None]] = []
+
+
+def on_clock_moved(fn: Callable[[Armer, ClockItem], None]) -> None:
+    if fn not in _moved_hooks:
+        _moved_hooks.append(fn)
 
 
 def clock_satisfy(*, armer: Armer, item: ClockItem, by: str = "") -> ClockItem:
@@ -380,7 +405,7 @@ def clock_inputs_changed(*, armer: Armer, clock: Clock, inputs: dict) -> list[Cl
             continue  # a date a step moved keeps its move; the due function answered for @0 only
         civil = spec.due(_inputs(clock, item.item))
         if civil != item.civil:
-            moved.append(clock_move(armer=armer, item=item, civil=civil, by="due"))
+            moved.append(clock_move(armer=armer, item=item, civil=civil, by="due", rearm=Rearm.DUE_INPUT))
     return moved
 
 
@@ -403,7 +428,8 @@ def _reroll(calendar: Calendar, why: str) -> int:
         armer = armers.get(clock.domain) or armers.setdefault(
             clock.domain, DirectArmer(brand=clock.brand_id, domain=clock.domain))
         # The civil date stays what the due function said; only the roll changed.
-        clock_move(armer=armer, item=item, civil=item.civil, by="calendar", cause={"calendar": why})
+        clock_move(armer=armer, item=item, civil=item.civil, by="calendar", cause={"calendar": why},
+                   rearm=Rearm.CLOSED_DAYS)
         moved += 1
     return moved
 
@@ -432,7 +458,8 @@ def calendar_postpone(*, calendar: Calendar, items: list[ClockItem], to: date, n
         if item.clock.subject.calendar_id != calendar.id or item.status == ClockItem.Status.SATISFIED:
             continue
         armer = DirectArmer(brand=item.clock.brand_id, domain=item.clock.domain)
-        clock_move(armer=armer, item=item, civil=to, by="calendar", cause={"notice": notice})
+        clock_move(armer=armer, item=item, civil=to, by="calendar", cause={"notice": notice},
+                   rearm=Rearm.CALENDAR_POSTPONE)
         moved += 1
     return moved
 

@@ -686,7 +686,8 @@ class JobCancelView(BrandAPIView):
 class JobActivityView(BrandAPIView):
     @extend_schema(
         operation_id="jobs_activity", tags=["jobs"], request=JobActivitySerializer, summary="Record activity",
-        description="Something happened on the job: each silent signal re-arms from now.",
+        description="Something happened on the job: recorded (job.activity) and kept as its last activity. "
+                    "No timer moves: a silent signal reads the last activity when it fires.",
         responses={200: JobSerializer, **ERRORS, **NOT_FOUND, **CONFLICT},
     )
     def post(self, request, job_id: str):

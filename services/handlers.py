@@ -22,6 +22,7 @@ from .services import (
     job_open,
     mint_at,
     post_money,
+    signal_key,
     subscription_update,
     usd,
 )
@@ -135,13 +136,27 @@ def fire_deadline(f: Firing) -> None:
 
 
 def fire_signal(f: Firing) -> None:
-    """Nothing happened for the signal's span: raise it, and say where its goto moves the job."""
+    """Nothing happened for the signal's span: raise it, and say where its goto moves the job.
+
+    Activity does not move this timer (it is not on the closed re-arm list): the timer reads the job's last
+    activity here. If some came within the span, nothing is raised and the next check is armed at
+    last activity + span, under the next ``@n`` of the key (a fired key is never armed again)."""
     job = Job.objects.get(pk=f.timer.data["job"])
     name = f.timer.data["signal"]
     if job.status != Job.Status.OPEN:
         f.what = f"skipped · job {job.status}"
         return
-    sig = registry.get(job.service, job.version).signals[name]
+    svc = registry.get(job.service, job.version)
+    last = job.last_activity_at
+    if last is not None and last + svc.silent[name] > f.instant:
+        nxt = last + svc.silent[name]
+        move = (f.key.move or 0) + 1
+        f.arm(f"{signal_key(job, name)}@{move}", owed_at=nxt, handler=SIGNAL, opened_at=job.opened_at,
+              data={"job": job.id, "signal": name, "since": last.isoformat()}, version=job.version,
+              what=f"{name} · the next check, from the last activity")
+        f.what = f"{job.id} · {name} · activity at {last.isoformat()} · next check {nxt.isoformat()}"
+        return
+    sig = svc.signals[name]
     f.record("signal.raised", subject=job.id, data={"signal": name, "goto": sig.goto, "silent": sig.silent})
     f.what = f"{job.id} · {name} · silent {sig.silent}" + (f" → {sig.goto}" if sig.goto else "")
 

@@ -74,6 +74,8 @@ class Job(models.Model):
     price_cents = models.IntegerField(default=0)
     late_at = models.DateTimeField(null=True, blank=True)
     late = models.BooleanField(default=False)
+    last_activity_at = models.DateTimeField(
+        null=True, blank=True, help_text="the last job.activity: a silent signal reads it when it fires")
     opened_at = models.DateTimeField()
     closed_at = models.DateTimeField(null=True, blank=True)
 

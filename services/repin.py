@@ -18,6 +18,7 @@ from calendars.models import Clock, ClockItem
 from calendars.services import Armer, _arm_item, business_calendar, rung_key
 from timers.errors import KeepingTimeError
 from timers.models import Timer, Version
+from timers.rearm import Rearm
 
 from . import registry
 from .models import Job
@@ -40,7 +41,7 @@ class _Planner:
     def arm(self, key, *, owed_at, handler, data, opened_at, version=""):
         self.arms[key] = (owed_at, {"handler": handler, "data": data, "opened_at": opened_at})
 
-    def retime(self, key, *, owed_at):
+    def retime(self, key, *, owed_at, by=None):
         if key in self.arms:
             self.arms[key] = (owed_at, self.arms[key][1])
 
@@ -57,7 +58,8 @@ class _Planner:
         return None
 
 
-def clock_repin(*, armer: Armer, clock: Clock, version: str, dry_run: bool, by: str = "repin") -> list[Change]:
+def clock_repin(*, armer: Armer, clock: Clock, version: str, dry_run: bool,
+                by: Rearm = Rearm.CLOCK_REPINNED) -> list[Change]:
     """Repin one clock to ``version``: the diff of its open items' timers, applied unless ``dry_run``."""
     service = clock.spec.partition("@")[0].rpartition(".")[0]
     new_name = registry.clock_spec_name(service, clock.name, version)

@@ -18,6 +18,8 @@ from timers.errors import KeepingTimeError
 from timers.ids import domain_seed, new_id
 from timers.models import Brand, Timer
 from timers.owners import owner_filter
+from timers.rearm import Rearm
+from timers.timeutil import iso_z
 
 from . import registry
 from .declare import Service, check_input
@@ -147,7 +149,8 @@ def subscription_update(*, armer: Armer, sub: Subscription, input: dict) -> Subs
     sub.save(update_fields=["input"])
     rearmed = []
     for key, name, period in _schedule_keys(armer, sub, "armed"):
-        armer.retime(key, owed_at=mint_at(sub=sub, name=name, period=period))  # unchanged times stay as they are
+        # Unchanged times stay as they are.
+        armer.retime(key, owed_at=mint_at(sub=sub, name=name, period=period), by=Rearm.SUBSCRIPTION_UPDATE)
         rearmed.append(key)
     armer.record("subscription.updated", subject=sub.id, data={"input": input, "rearmed": sorted(rearmed)})
     return sub
@@ -215,7 +218,7 @@ def subscription_pause(*, armer: Armer, sub: Subscription, note: str = "") -> Su
                                "subscription pauses", code="subscription_not_running", status=409)
     held = _schedule_keys(armer, sub, "armed")
     for key, _, _ in held:
-        armer.hold(key, by="subscription.paused")
+        armer.hold(key, by=Rearm.HOLD, who="subscription.paused")
     sub.paused_at, sub.pause_note = armer.now, note
     sub.save(update_fields=["paused_at", "pause_note"])
     armer.record("subscription.paused", subject=sub.id, data={"note": note, "held": sorted(k for k, _, _ in held)})
@@ -288,21 +291,16 @@ def signal_key(job: Job, name: str) -> str:
     return f"{job.id}:deadline:{name}:{job.period}"
 
 
-def job_activity(*, armer: Armer, job: Job, what: str = "") -> list[str]:
-    """Something happened on the job: each silent signal re-arms from now (its key stays)."""
+def job_activity(*, armer: Armer, job: Job, what: str = "") -> Job:
+    """Something happened on the job: it is recorded, with its time kept on the job. Activity is not on the
+    closed re-arm list, so no timer moves: a silent signal reads the last activity when it fires."""
     if job.status != Job.Status.OPEN:
         raise KeepingTimeError(f"{job.id} is {job.status}; activity counts on an open job", code="job_not_open",
                                status=409)
-    svc = registry.get(job.service, job.version)
-    rearmed = []
-    for name, span in svc.silent.items():
-        key = signal_key(job, name)
-        state = armer.state(key)
-        if state is not None and state[0] == "armed":
-            armer.retime(key, owed_at=armer.now + span)
-            rearmed.append(key)
-    armer.record("job.activity", subject=job.id, data={"what": what, "rearmed": rearmed})
-    return rearmed
+    job.last_activity_at = armer.now
+    job.save(update_fields=["last_activity_at"])
+    armer.record("job.activity", subject=job.id, data={"what": what})
+    return job
 
 
 def job_deliver(*, armer: Armer, job: Job, keeps: dict | None = None) -> Job:
@@ -333,22 +331,70 @@ def job_deliver(*, armer: Armer, job: Job, keeps: dict | None = None) -> Job:
     return job
 
 
-def _arm_deadline(armer: Armer, job: Job, svc: Service) -> None:
+def _deadline_times(job: Job, svc: Service) -> tuple[datetime, datetime]:
+    """(at_risk, late_at): late at the end of ``price.within`` (from the open, or from a clock's date: the
+    earliest of its items), at risk at three quarters of the way there."""
     within = svc.within
-    cal = business_calendar(job.subject)
     if within.anchor == "open":
         late_at = job.opened_at + within.span
     else:
-        items = ClockItem.objects.filter(clock__owner_ref=job.id, clock__name=within.anchor)
+        items = ClockItem.objects.filter(clock__owner_ref=job.id, clock__domain=job.domain, clock__name=within.anchor)
         anchor = min(i.due_date for i in items)
-        late_at = cal.close_of(within.apply(anchor)) + timedelta(minutes=1)
+        late_at = business_calendar(job.subject).close_of(within.apply(anchor)) + timedelta(minutes=1)
+    at_risk = (job.opened_at + (late_at - job.opened_at) * 3 / 4).replace(microsecond=0)
+    return at_risk, late_at
+
+
+def _arm_deadline(armer: Armer, job: Job, svc: Service) -> None:
+    at_risk, late_at = _deadline_times(job, svc)
     job.late_at = late_at
     job.save(update_fields=["late_at"])
-    at_risk = job.opened_at + (late_at - job.opened_at) * 3 / 4
-    at_risk = at_risk.replace(microsecond=0)
     for point, owed in (("at_risk", at_risk), ("late", late_at)):
-        armer.arm(f"{job.id}:deadline:{point}:{job.period}", owed_at=owed, handler=DEADLINE,
+        armer.arm(deadline_key(job, point), owed_at=owed, handler=DEADLINE,
                   data={"job": job.id, "point": point}, opened_at=job.opened_at, version=job.version)
+
+
+def deadline_key(job: Job, point: str, move: int = 0) -> str:
+    base = f"{job.id}:deadline:{point}:{job.period}"
+    return base if move == 0 else f"{base}@{move}"
+
+
+def deadline_follows_clock(armer: Armer, item: ClockItem) -> None:
+    """A deadline written before a clock ('5d before file') follows the clock: a move of its date supersedes
+    the deadline's armed timers (by clock.moved) and arms them again at @n from the new date. A deadline that
+    came already (the job is late) stays where it came."""
+    clock = item.clock
+    if not clock.owner_ref.startswith("job_"):
+        return
+    job = Job.objects.filter(pk=clock.owner_ref, domain=clock.domain, status=Job.Status.OPEN, late=False).first()
+    if job is None:
+        return
+    svc = registry.get(job.service, job.version)
+    if svc.within is None or svc.within.anchor != clock.name:
+        return
+    at_risk, late_at = _deadline_times(job, svc)
+    if late_at == job.late_at:
+        return
+    # The current timers: the last @n armed for each point (the tick's view, so this batch's arms count).
+    move = 0
+    while armer.state(deadline_key(job, "late", move + 1)) is not None:
+        move += 1
+    for point, owed in (("at_risk", at_risk), ("late", late_at)):
+        prev = deadline_key(job, point, move)
+        state = armer.state(prev)
+        if state is None:
+            continue
+        if state[0] != "armed" and point == "at_risk" and owed <= armer.now:
+            continue  # it warned already, and the new warning would be in the past: once is enough
+        key = deadline_key(job, point, move + 1)
+        armer.arm(key, owed_at=owed, handler=DEADLINE, data={"job": job.id, "point": point, "late_at": iso_z(late_at)},
+                  opened_at=job.opened_at, version=job.version)
+        if state[0] in ("armed", "held"):
+            armer.supersede(prev, by=Rearm.CLOCK_MOVED, successor=key)
+    armer.record("job.deadline_moved", subject=job.id, data={"from": iso_z(job.late_at) if job.late_at else None, "to": iso_z(late_at),
+                                                             "clock": clock.name, "item": item.item})
+    job.late_at = late_at
+    job.save(update_fields=["late_at"])
 
 
 def penalty_notice(*, armer: Armer, clock: Clock, amount_cents: int, notice: str) -> MoneyLine | None:

@@ -271,7 +271,10 @@ def test_every_timer_is_pinned_to_the_bundle_it_was_armed_under(db):
     assert {t.version for t in Timer.objects.filter(domain=tc, owner=job.id)} == {job.version}
 
 
-def test_a_quiet_job_raises_its_signal_and_activity_re_arms_it(world):
+def test_a_quiet_job_reads_its_last_activity_when_the_silent_timer_fires(world):
+    """Activity is not on the closed re-arm list: it moves no timer. The silent timer, when it fires, reads
+    the last activity: some within the span arms the next check (@1) from it and raises nothing; with none
+    since, the check raises the signal."""
     from calendars.services import DirectArmer
     from services.services import job_activity
 
@@ -280,13 +283,27 @@ def test_a_quiet_job_raises_its_signal_and_activity_re_arms_it(world):
     deal = job_open(armer=armer, brand_id=sub.brand_id, domain=tc.id, service="t-deal", subject=sub.subject,
                     period="2027-11", input={})
     key = f"{deal.id}:deadline:gone_dark:2027-11"
-    assert Timer.objects.get(domain=tc.id, key=key).owed_at == at("2027-11-15T14:00Z")
+    before = Timer.objects.get(domain=tc.id, key=key)
+    assert before.owed_at == at("2027-11-15T14:00Z")
     advance(tc.id, at("2027-11-03T14:00Z"))
     job_activity(armer=DirectArmer(brand=sub.brand_id, domain=tc.id), job=deal, what="the account replied")
-    assert Timer.objects.get(domain=tc.id, key=key).owed_at == at("2027-11-17T14:00Z")
+    after = Timer.objects.get(domain=tc.id, key=key)
+    assert (after.status, after.owed_at, after.by) == ("armed", before.owed_at, "")  # activity moved nothing
+    deal.refresh_from_db()
+    assert deal.last_activity_at == at("2027-11-03T14:00Z")
+    activity = Event.objects.get(domain=tc.id, type="job.activity")
+    assert activity.data == {"what": "the account replied"} and activity.owed_at == at("2027-11-03T14:00Z")
+
+    advance(tc.id, at("2027-11-16T00:00Z"))
+    assert Timer.objects.get(domain=tc.id, key=key).status == "fired"
+    assert not Event.objects.filter(domain=tc.id, type="signal.raised").exists()  # there was activity
+    nxt = Timer.objects.get(domain=tc.id, key=f"{key}@1")
+    assert (nxt.status, nxt.owed_at, nxt.armed_by) == ("armed", at("2027-11-17T14:00Z"), after.id)
     advance(tc.id, at("2027-11-30T00:00Z"))
     raised = Event.objects.get(domain=tc.id, type="signal.raised")
     assert raised.owed_at == at("2027-11-17T14:00Z") and raised.data["goto"] == "dark"
+    assert raised.key == f"{key}@1"
+    assert not Timer.objects.filter(domain=tc.id, key=f"{key}@2").exists()  # quiet since: no further check
 
 
 def test_delivering_a_job_carries_what_the_subject_keeps(world):

@@ -14,6 +14,7 @@ from timers.clock import VirtualWallClock
 from timers.compare import compare
 from timers.errors import Refused, TestClockBackward
 from timers.models import LIVE, Commit, Event, Outbox, Timer
+from timers.rearm import Rearm
 from timers.services import timer_hold, timer_resume, timer_wake
 from timers.worker import Worker, advance, live_step, record_hash
 
@@ -242,9 +243,9 @@ def mixed(f):
     if n % 4 == 1 and n < 60:
         f.arm(f"{base}:{n + 1000}", owed_at=f.instant + timedelta(hours=n), handler="t.mixed")
     if n % 7 == 0:
-        f.supersede(f"{base}:{n + 1}", by="test")
-    if n % 11 == 0:
-        f.hold(f"{base}:{n + 2}", by="test")
+        f.supersede(f"{base}:{n + 1}", by="test")  # no successor: it only ends the timer
+    if n % 11 == 0 and f.key.kind != "rung":  # a rung's hold is refused (rung_not_holdable)
+        f.hold(f"{base}:{n + 2}", by=Rearm.HOLD)
 
 
 def build_mixed(arm, n=60):

@@ -341,3 +341,35 @@ def test_a_subject_clock_repins_when_a_newer_job_of_its_service_joins(brand, tmp
     armed = set(Timer.objects.filter(domain=clock.id, owner__startswith=old_clock.id, status="armed")
                 .values_list("key", "version"))
     assert any(":rung:notice 30d:2026@0" in k and v == second.version for k, v in armed)
+
+
+PLAN = '''
+from services.declare import Price, Service, SubjectSpec
+
+plan = Service(name="watch-plan", subject=SubjectSpec(kind="taxpayer", key="ein"), price=Price(usd={usd}, every="year"))
+'''
+
+
+def test_a_subscription_renews_at_the_price_of_the_plan_it_was_made_under(brand, tmp_path, registry_state,
+                                                                         monkeypatch):
+    from services.models import MoneyLine
+    from services.services import subscription_create
+    from tests.acme import acme_subject
+
+    pkg = tmp_path / "plan_brand"
+    pkg.mkdir()
+    (pkg / "__init__.py").write_text("")
+    (pkg / "v1.py").write_text(PLAN.replace("{usd}", "1_000"))
+    (pkg / "v2.py").write_text(PLAN.replace("{usd}", "1_500"))
+    monkeypatch.syspath_prepend(str(tmp_path))
+    clock = test_clock_create(brand=brand, frozen_time=START)
+    with override_settings(KEEPING_TIME_SERVICES=[*LIVE_PATHS, "plan_brand.v1"]):
+        registry.load()
+    old = subscription_create(brand=brand, domain=clock.id, subject=acme_subject(brand, clock.id),
+                              service="watch-plan", now=START)
+    with override_settings(KEEPING_TIME_SERVICES=[*LIVE_PATHS, "plan_brand.v2"]):
+        registry.load()  # the price rises in the working tree; the old plan is not loaded any more
+    registry._versioned.pop(old.version)
+    advance(clock.id, START + timedelta(days=400))
+    charges = MoneyLine.objects.filter(domain=clock.id, subscription=old, kind="charge").order_by("owed_at")
+    assert [c.amount_cents for c in charges] == [100_000, 100_000]  # cycle 1 and its renewal: the plan it was made under

@@ -30,6 +30,7 @@ from . import handlers
 from .errors import Refused
 from .ids import domain_seed, new_id
 from .keys import PLACES, Key, parse
+from .rearm import UNHOLDABLE_KINDS, Rearm, rearm_cause
 
 log = logging.getLogger(__name__)
 
@@ -137,18 +138,29 @@ class Firing:
                          what))
         return timer_id
 
-    def supersede(self, key: str, *, by: str, successor: str = "") -> None:
-        self.ops.append(("supersede", key, by, successor))
+    def supersede(self, key: str, *, by: Rearm | str, successor: str = "") -> None:
+        """End a timer. With a successor it is a re-arm, whose cause must be on the closed list; without
+        one it only ends the timer (job.delivered, …), and nothing is armed in its place."""
+        if successor:
+            by = rearm_cause(by)
+        self.ops.append(("supersede", key, str(by), successor))
 
-    def hold(self, key: str, *, by: str) -> None:
-        self.ops.append(("hold", key, by))
+    def hold(self, key: str, *, by: Rearm, who: str = "") -> None:
+        """Hold an armed timer (``held_by`` is ``who``, else the cause). A clock's rung or due timer is
+        never held: the proposal is refused with rung_not_holdable."""
+        by = rearm_cause(by)
+        if parse(key).kind in UNHOLDABLE_KINDS:
+            raise Refused("rung_not_holdable", f"{key} rings on its clock's date: clock rungs are never held",
+                          {"key": key})
+        self.ops.append(("hold", key, who or str(by)))
 
     def resume(self, key: str, *, cap: datetime | None = None) -> None:
         self.ops.append(("resume", key, cap))
 
-    def retime(self, key: str, *, owed_at: datetime) -> None:
-        """Move an armed timer under its own key (a run rung whose clock moved before it rang)."""
-        self.ops.append(("retime", key, owed_at))
+    def retime(self, key: str, *, owed_at: datetime, by: Rearm) -> None:
+        """Move an armed timer under its own key (a run rung whose clock moved before it rang); ``by`` is
+        the cause from the closed list, kept in the timer's ``by``."""
+        self.ops.append(("retime", key, owed_at, str(rearm_cause(by))))
 
     def state(self, key: str) -> tuple[str, datetime | None] | None:
         """A timer's status and owed time as the tick sees it now (before this firing's proposal lands)."""
@@ -475,18 +487,18 @@ class Run:
             owed = now + item.remaining
             if cap is not None and cap < owed:
                 owed = cap
-            item.status, item.owed_at, item.dirty = "armed", owed, True
+            item.status, item.owed_at, item.dirty, item.by = "armed", owed, True, Rearm.RESUME.value
             item.held_since, item.held_by, item.remaining = None, "", None
             self._arm_item(item, instant, parent.pass_no)
             if row is not None:
                 row.children.append(TraceRow("armed", parent.pass_no, owed, None, item.place, item.kind,
                                              item.owner, f"{key} resumed"))
         elif kind == "retime":
-            _, key, owed_at = op
+            _, key, owed_at, by = op
             item = self._lookup(key)
             if item is None or item.status != "armed" or item.owed_at == owed_at:
                 return
-            item.owed_at, item.dirty = owed_at, True
+            item.owed_at, item.by, item.dirty = owed_at, by, True
             item.gen += 1
             self._armed.pop(item.id, None)
             self._arm_item(item, instant, parent.pass_no)

@@ -21,6 +21,7 @@ from .ids import SEED_PATTERN, SEED_RE, domain_seed, new_id
 from .keys import parse
 from .lease import lease
 from .models import LIVE, ApiKey, Brand, Commit, Event, TestClock, Timer
+from .rearm import UNHOLDABLE_KINDS, Rearm
 from .timeutil import iso_z
 
 # Sent when a test clock is deleted, so domain apps void what they keep on it (jobs, subscriptions…).
@@ -205,6 +206,11 @@ def timer_arm(*, brand: Brand, key: str, owed_at: datetime, domain: str = LIVE, 
 
 
 def timer_hold(*, timer: Timer, by: str, now: datetime) -> Timer:
+    """Hold an armed timer (``by``: who or what holds it). A clock's rungs and due timer ring on the clock's
+    date whoever the work waits on, so they are never held."""
+    if timer.kind in UNHOLDABLE_KINDS:
+        raise KeepingTimeError(f"timer {timer.id} is a clock's {timer.kind} timer; clock rungs are never held",
+                               code="rung_not_holdable", status=409)
     if timer.status != Timer.Status.ARMED:
         raise KeepingTimeError(f"timer {timer.id} is {timer.status}; only an armed timer can be held",
                                code="timer_not_armed", status=409)
@@ -222,8 +228,9 @@ def timer_resume(*, timer: Timer, now: datetime, cap: datetime | None = None) ->
     owed = now + timer.remaining
     timer.owed_at = min(owed, cap) if cap is not None else owed
     timer.status, timer.held_since, timer.held_by, timer.remaining = "armed", None, "", None
+    timer.by = Rearm.RESUME.value  # a re-arm names its cause from the closed list
     timer.tick_pass = 1  # resumed from outside a firing: it starts its instant's first pass
-    timer.save(update_fields=["status", "owed_at", "held_since", "held_by", "remaining", "tick_pass"])
+    timer.save(update_fields=["status", "owed_at", "held_since", "held_by", "remaining", "by", "tick_pass"])
     return timer
 
 

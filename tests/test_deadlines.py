@@ -1,0 +1,73 @@
+"""A job's deadline written before a clock ('5d before file') follows the clock's moves."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+
+from calendars.models import ClockItem
+from calendars.services import DirectArmer, clock_step
+from services.models import Job
+from tests.acme import tax_plan_subscribers
+from timers.models import Event, Timer
+from timers.services import test_clock_create
+from timers.worker import advance
+
+START = datetime(2027, 1, 20, 14, tzinfo=UTC)
+
+
+def _return_2027(brand):
+    clock = test_clock_create(brand=brand, frozen_time=START)
+    tax_plan_subscribers(brand, clock, 1)
+    advance(clock.id, datetime(2028, 3, 1, 14, tzinfo=UTC))
+    return clock, Job.objects.get(domain=clock.id, service="annual-return", period="2027")
+
+
+def test_an_extension_before_the_deadline_moves_it_with_the_file_date(brand):
+    clock, job = _return_2027(brand)
+    assert job.late_at == datetime(2028, 4, 14, 4, 0, tzinfo=UTC)  # 5d before 04-18 closes, New York
+    armer = DirectArmer(brand=brand, domain=clock.id)
+    for item in ClockItem.objects.filter(clock__owner_ref=job.id, clock__name="file").select_related("clock"):
+        clock_step(armer=armer, item=item, step="extend")
+    job.refresh_from_db()
+    # The earliest extended file date is 2028-10-16 (rolled from Sunday the 15th): late 5 days before it.
+    assert job.late_at == datetime(2028, 10, 12, 4, 0, tzinfo=UTC)
+    moves = Event.objects.filter(domain=clock.id, type="job.deadline_moved", subject=job.id).count()
+    assert moves >= 1  # once each time the earliest file date moved (NJ's 05-15 was the earliest for a while)
+    old = Timer.objects.filter(domain=clock.id, owner=job.id, kind="deadline").exclude(status="armed")
+    assert {(t.status, t.by) for t in old} == {("superseded", "clock.moved")} and old.count() == 2 * moves
+    new = {t.key.split(":")[2]: t for t in Timer.objects.filter(domain=clock.id, owner=job.id, status="armed",
+                                                                  kind="deadline")}
+    assert new["late"].key.endswith(f":2027@{moves}") and new["late"].owed_at == job.late_at
+    assert new["at_risk"].owed_at == (job.opened_at + (job.late_at - job.opened_at) * 3 / 4).replace(microsecond=0)
+    assert all(o.superseded_by for o in old)
+    advance(clock.id, datetime(2028, 6, 1, tzinfo=UTC))
+    job.refresh_from_db()
+    assert not job.late and not Event.objects.filter(domain=clock.id, type="job.late", subject=job.id).exists()
+    advance(clock.id, datetime(2028, 10, 13, tzinfo=UTC))
+    job.refresh_from_db()
+    assert job.late
+    late = Event.objects.get(domain=clock.id, type="job.late", subject=job.id)
+    assert late.owed_at == datetime(2028, 10, 12, 4, 0, tzinfo=UTC) and late.key.endswith(f"@{moves}")
+
+
+def test_a_move_of_another_clock_leaves_the_deadline(brand):
+    clock, job = _return_2027(brand)
+    before = list(Timer.objects.filter(domain=clock.id, owner=job.id, kind="deadline").values_list("key", "status"))
+    armer = DirectArmer(brand=brand, domain=clock.id)
+    pay = ClockItem.objects.select_related("clock").get(clock__owner_ref=job.id, clock__name="pay")
+    from calendars.services import clock_move
+
+    clock_move(armer=armer, item=pay, civil=datetime(2028, 5, 1).date(), by="test")
+    after = list(Timer.objects.filter(domain=clock.id, owner=job.id, kind="deadline").values_list("key", "status"))
+    assert after == before
+
+
+def test_a_deadline_that_came_stays_when_the_date_moves_after_it(brand):
+    clock, job = _return_2027(brand)
+    # The run rung files the extension on 2028-04-15, a day after the return went late: late stays late.
+    advance(clock.id, datetime(2028, 4, 16, tzinfo=UTC))
+    job.refresh_from_db()
+    moved = Event.objects.filter(domain=clock.id, type="clock.moved")
+    assert moved.exists() and job.late
+    assert not Event.objects.filter(domain=clock.id, type="job.deadline_moved", subject=job.id).exists()
+    assert not Timer.objects.filter(domain=clock.id, owner=job.id, kind="deadline", by="clock.moved").exists()
