@@ -302,6 +302,19 @@ def test_versions_check_prints_what_a_deploy_would_change_and_changes_nothing(br
     assert _armed(clock.id) == before and list(Version.objects.values_list("pk", flat=True)) == deploys
 
 
+def _two_versions(tmp_path, monkeypatch, brand, package: str, v1: str, v2: str):
+    """A brand's package with two versions of one Service module; v1 is loaded live. Returns a test clock."""
+    pkg = tmp_path / package
+    pkg.mkdir()
+    (pkg / "__init__.py").write_text("")
+    (pkg / "v1.py").write_text(v1)
+    (pkg / "v2.py").write_text(v2)
+    monkeypatch.syspath_prepend(str(tmp_path))
+    with override_settings(KEEPING_TIME_SERVICES=[*LIVE_PATHS, f"{package}.v1"]):
+        registry.load()
+    return test_clock_create(brand=brand, frozen_time=START)
+
+
 CARRY = '''
 from datetime import date
 
@@ -317,16 +330,9 @@ def test_a_subject_clock_repins_when_a_newer_job_of_its_service_joins(brand, tmp
     from services.services import job_open
     from tests.acme import acme_subject
 
-    pkg = tmp_path / "carry_brand"
-    pkg.mkdir()
-    (pkg / "__init__.py").write_text("")
-    (pkg / "v1.py").write_text(CARRY.replace("{rungs}", '"notice 90d",'))
-    (pkg / "v2.py").write_text(CARRY.replace("{rungs}", '"notice 90d", "notice 30d"'))
-    monkeypatch.syspath_prepend(str(tmp_path))
-    clock = test_clock_create(brand=brand, frozen_time=START)
+    clock = _two_versions(tmp_path, monkeypatch, brand, "carry_brand", CARRY.replace("{rungs}", '"notice 90d",'),
+                          CARRY.replace("{rungs}", '"notice 90d", "notice 30d"'))
     subject = acme_subject(brand, clock.id)
-    with override_settings(KEEPING_TIME_SERVICES=[*LIVE_PATHS, "carry_brand.v1"]):
-        registry.load()
     armer = DirectArmer(brand=brand, domain=clock.id, now=START)
     first = job_open(armer=armer, brand_id=brand.id, domain=clock.id, service="carry-watch", subject=subject,
                      period="2026", input={})
@@ -356,15 +362,8 @@ def test_a_subscription_renews_at_the_price_of_the_plan_it_was_made_under(brand,
     from services.services import subscription_create
     from tests.acme import acme_subject
 
-    pkg = tmp_path / "plan_brand"
-    pkg.mkdir()
-    (pkg / "__init__.py").write_text("")
-    (pkg / "v1.py").write_text(PLAN.replace("{usd}", "1_000"))
-    (pkg / "v2.py").write_text(PLAN.replace("{usd}", "1_500"))
-    monkeypatch.syspath_prepend(str(tmp_path))
-    clock = test_clock_create(brand=brand, frozen_time=START)
-    with override_settings(KEEPING_TIME_SERVICES=[*LIVE_PATHS, "plan_brand.v1"]):
-        registry.load()
+    clock = _two_versions(tmp_path, monkeypatch, brand, "plan_brand", PLAN.replace("{usd}", "1_000"),
+                          PLAN.replace("{usd}", "1_500"))
     old = subscription_create(brand=brand, domain=clock.id, subject=acme_subject(brand, clock.id),
                               service="watch-plan", now=START)
     with override_settings(KEEPING_TIME_SERVICES=[*LIVE_PATHS, "plan_brand.v2"]):
