@@ -10,7 +10,16 @@ from timers.timeutil import iso_z
 
 from . import specs
 from .models import ClockItem
-from .services import DUE_HANDLER, RUNG_HANDLER, FiringArmer, business_calendar, clock_step, rung_key
+from .services import (
+    DUE_HANDLER,
+    RUNG_HANDLER,
+    FiringArmer,
+    business_calendar,
+    clock_lapsed,
+    clock_step,
+    lapse_hears,
+    rung_key,
+)
 
 NOTICES_TRANSPORT = "notices"  # configured in KEEPING_TIME["TRANSPORTS"]
 
@@ -80,19 +89,25 @@ def fire_due(f: Firing) -> None:
         f.what = "skipped: the clock is no longer open"
         return
     clock = item.clock
+    # A lapse is never silent: who hears it is on the record, and each of them is notified (the hooks).
+    hears = lapse_hears(clock)
     base = {"clock": clock.name, "item": item.item, "period": clock.period, "due": item.due_date.isoformat(),
-            "answers_for": clock.answers_for}
+            "answers_for": clock.answers_for, "hears": hears}
     label = f"{clock.name} {item.item}".strip()
+    title = f"{clock.name} {clock.period} {item.item}".strip()
     if clock.hard:
-        item.status = ClockItem.Status.PASSED
-        f.record("clock.passed", subject=item.owner_key, data=base)
+        item.status, kind = ClockItem.Status.PASSED, "clock.passed"
+        message = (f"{title}: the hard date {item.due_date} passed unsatisfied; the gate now refuses what it "
+                   f"bars (date_passed)")
         f.what = f"{label} · hard date passed unsatisfied · the gate now refuses what it bars (date_passed)"
     else:
-        item.status = ClockItem.Status.DUE
-        f.record("clock.due", subject=item.owner_key, data=base)
+        item.status, kind = ClockItem.Status.DUE, "clock.due"
+        message = f"{title}: {item.due_date} came unsatisfied; it waits on {clock.answers_for or 'the owner'}'s choice"
         f.what = f"{label} · came unsatisfied · waits on {clock.answers_for}'s choice"
+    f.record(kind, subject=item.owner_key, data=base)
     item.changed_at = f.now
     item.save(update_fields=["status", "changed_at"])
+    clock_lapsed(armer=FiringArmer(f), item=item, kind=kind, hears=hears, message=message)
 
 
 def register() -> None:

@@ -325,6 +325,28 @@ def on_clock_moved(fn: Callable[[Armer, ClockItem], None]) -> None:
         _moved_hooks.append(fn)
 
 
+# Called when a clock's date lapses (clock.due: it came unsatisfied; clock.passed: a hard date passed) with
+# the armer of the lapse, the item, the kind, who hears it and what they are told. Inside the tick the
+# armer is the firing's, so what a hook writes is part of its proposal (domain apps register: calendars
+# knows nothing of notifications).
+_lapse_hooks: list[Callable[[Armer, ClockItem, str, list[str], str], None]] = []
+
+
+def on_clock_lapsed(fn: Callable[[Armer, ClockItem, str, list[str], str], None]) -> None:
+    if fn not in _lapse_hooks:
+        _lapse_hooks.append(fn)
+
+
+def lapse_hears(clock: Clock) -> list[str]:
+    """Who hears a clock's lapse: who answers for it, then the brand's owner (the owner console)."""
+    return list(dict.fromkeys(name for name in (clock.answers_for, "owner") if name))
+
+
+def clock_lapsed(*, armer: Armer, item: ClockItem, kind: str, hears: list[str], message: str) -> None:
+    for hook in _lapse_hooks:
+        hook(armer, item, kind, hears, message)
+
+
 def clock_satisfy(*, armer: Armer, item: ClockItem, by: str = "") -> ClockItem:
     """Mark the date kept: a satisfied clock arms nothing further, and what it had armed is superseded."""
     if item.status == ClockItem.Status.SATISFIED:

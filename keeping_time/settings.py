@@ -116,6 +116,21 @@ KEEPING_TIME_SERVICES = env.list("KT_SERVICES", default=[
     "services.examples.apis_tax.tax_plan",
 ])
 
+
+
+def _people(text: str) -> dict[str, str]:
+    people = {}
+    for part in text.split(";"):
+        name, sep, address = part.partition("=")
+        if sep and name.strip() and address.strip():
+            people[name.strip()] = address.strip()
+    return people
+
+
+# Email (notifications): SMTP from EMAIL_URL (smtp://user:pass@host:587, smtp+tls://…), the console by default.
+vars().update(env.email_url("EMAIL_URL", default="consolemail://"))
+DEFAULT_FROM_EMAIL = env("DEFAULT_FROM_EMAIL", default="keeping-time@localhost")
+
 # The tick: how many armed timers one claim query takes, and how deep a chain may go in one instant.
 KEEPING_TIME = {
     "BATCH_SIZE": env.int("KT_BATCH_SIZE", default=2000),
@@ -125,9 +140,14 @@ KEEPING_TIME = {
     "FEED_HOST": env("KT_FEED_HOST", default="localhost:8000"),
     # Outside systems the outbox sends to, by name: "recording" (in this process) or an http(s)://
     # submissions URL (timers/outbox.py, HttpTransport). Clock notices go to "notices".
-    "TRANSPORTS": {"notices": env("KT_NOTICES_TRANSPORT", default="recording")},
+    "TRANSPORTS": {"notices": env("KT_NOTICES_TRANSPORT", default="recording"),
+                   # Notifications' emails, through Django's email backend (EMAIL_URL, below).
+                   "email": env("KT_EMAIL_TRANSPORT", default="django-email")},
     # How long a sender's claim on an outbox row holds; a claim whose sender's session died frees at once.
     "OUTBOX_LEASE_SECONDS": env.float("KT_OUTBOX_LEASE_SECONDS", default=30.0),
+    # Who a notification's recipient is by email, name → address (KT_PEOPLE "Ada Lovelace=ada@example.com;
+    # owner=owner@apis.tax"). A name without an address still gets its Notification row, and no email.
+    "PEOPLE": _people(env("KT_PEOPLE", default="")),
 }
 
 # The feed and the portal take their secret in the URL (?token=…): every logger that prints a request line

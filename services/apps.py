@@ -20,11 +20,13 @@ class ServicesConfig(AppConfig):
 
         registry.load()  # a malformed Service is an error now, at start, naming its file and field
         handlers.register()
-        from calendars.services import on_clock_moved
+        from calendars.services import on_clock_lapsed, on_clock_moved
 
+        from .notifications import clock_lapsed
         from .services import deadline_follows_clock
 
         on_clock_moved(deadline_follows_clock)
+        on_clock_lapsed(clock_lapsed)  # who hears a lapse: Notification rows and their emails
         entries.register(calendar.schedule_and_cycle_dates)
         owners.register(related=timer_owners.related, describe=timer_owners.describe)
         test_clock_deleted.connect(void_on_test_clock_delete, dispatch_uid="services.void")

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from django.conf import settings
 from django.db import models
 from django.db.models import Q
 
@@ -126,3 +127,38 @@ class MoneyLine(models.Model):
 
     def __str__(self) -> str:
         return f"{self.kind} {self.amount_cents / 100:.2f} {self.currency}"
+
+
+def new_notification_id() -> str:
+    return new_id("ntf")
+
+
+class Notification(models.Model):
+    """Who hears a lapse: one row per recipient (a person or a role by name), read by the apps.
+
+    Written inside the firing that raised it (the gate commits it with the lapse, or nothing); the unique
+    constraint means a replay or a redelivered wake never notifies twice. Each one also leaves as one email
+    through the outbox ("email" transport), exactly once.
+    """
+
+    id = IdField(primary_key=True, max_length=32, default=new_notification_id, editable=False)
+    brand = models.ForeignKey(Brand, on_delete=models.CASCADE, related_name="notifications")
+    domain = models.CharField(max_length=32, default="live")
+    recipient = models.CharField(max_length=200, help_text='a person or a role by name: "Ada Lovelace", "owner"')
+    user = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.SET_NULL, null=True, blank=True,
+                             related_name="notifications", help_text="the recipient's account, once there is one")
+    kind = models.CharField(max_length=40, help_text="clock.due, clock.passed, job.lapsed …")
+    subject = models.CharField(max_length=64, help_text="what lapsed: the clock item or job id")
+    key = models.CharField(max_length=255, help_text="the timer key whose firing raised it")
+    message = models.TextField()
+    created_at = models.DateTimeField(help_text="the domain's time of the lapse")
+    read_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(fields=["domain", "key", "recipient", "kind"], name="notification_once"),
+        ]
+        indexes = [models.Index(fields=["brand", "domain", "recipient", "created_at"], name="notification_inbox")]
+
+    def __str__(self) -> str:
+        return f"{self.kind} {self.subject} → {self.recipient}"

@@ -142,3 +142,18 @@ def test_a_tick_with_nothing_left_to_fire_still_makes_the_sends_owed(arm, clock,
     stats = advance(clock.id, at("2026-11-26T00:00Z"))  # re-run: nothing to fire
     assert stats.fired == 0 and stats.sends.sent == 1
     assert len(far_end.received) == 1 and outbox.owed(clock.id) == {"pending": 0, "sending": 0, "in_doubt": 0}
+
+
+def test_a_firing_that_sends_twice_makes_two_submissions_each_received_once(arm, clock, handler, far_end):
+    def two(f):
+        f.record("timer.fired")
+        f.send("notices", {"to": "Ada Lovelace"})
+        f.send("notices", {"to": "owner"})
+
+    handler("t.two", two)
+    arm("job_1:task:efile:2027", "2026-11-25T10:00Z", handler="t.two")
+    advance(clock.id, at("2026-11-26T00:00Z"), redeliver=True)
+    rows = list(Outbox.objects.filter(domain=clock.id).order_by("seq"))
+    assert [(r.attempt, r.seq) for r in rows] == [(1, 0), (1, 1)] and rows[0].id != rows[1].id
+    assert far_end.received == {rows[0].id: 1, rows[1].id: 1}
+    assert [far_end.payloads[r.id]["to"] for r in rows] == ["Ada Lovelace", "owner"]

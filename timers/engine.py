@@ -168,13 +168,16 @@ class Firing:
         return None if item is None else (item.status, item.owed_at)
 
     def send(self, transport: str, payload: dict) -> str:
-        """Queue an outside send; it leaves through the outbox after the commit, one submission per attempt."""
+        """Queue an outside send; it leaves through the outbox after the commit. Each send of a firing is
+        its own submission: (attempt, seq), seq counting the firing's sends from 0."""
         attempt = (self.timer.attempt or 0) + 1
+        seq = sum(1 for op in self.ops if op[0] == "send")
         # The clock's own id, not its seed: a far end dedupes on the submission id, and a second load of a
         # scenario sends anew. Stable within the domain (a replay or a resume names the same submission);
         # submission ids never reach the record's hash.
-        submission = new_id("sub", seed=f"{self.run.domain}|{self.timer.key}|{attempt}")
-        self.ops.append(("send", submission, transport, payload, attempt))
+        suffix = f"|{seq}" if seq else ""
+        submission = new_id("sub", seed=f"{self.run.domain}|{self.timer.key}|{attempt}{suffix}")
+        self.ops.append(("send", submission, transport, payload, attempt, seq))
         return submission
 
 
@@ -506,9 +509,9 @@ class Run:
                 row.children.append(TraceRow("armed", parent.pass_no, owed_at, None, item.place, item.kind,
                                              item.owner, f"{key} retimed"))
         elif kind == "send":
-            _, submission, transport, payload, attempt = op
+            _, submission, transport, payload, attempt, seq = op
             self.sends.append((submission, self.domain, parent.brand_id, parent.key, attempt, transport, payload,
-                               now))
+                               now, seq))
         else:  # pragma: no cover - the Firing only builds the ops above
             raise ValueError(kind)
 

@@ -312,6 +312,7 @@ class Outbox(models.Model):
     brand = models.ForeignKey(Brand, on_delete=models.CASCADE, related_name="outbox", null=True)
     key = ByteOrderCharField(max_length=255)
     attempt = models.PositiveIntegerField()
+    seq = models.PositiveSmallIntegerField(default=0, db_default=0, help_text="The firing's sends, from 0")
     transport = models.CharField(max_length=64)
     payload = models.JSONField(default=dict)
     status = models.CharField(max_length=12, choices=Status.choices, default=Status.PENDING)
@@ -326,7 +327,7 @@ class Outbox(models.Model):
 
     class Meta:
         constraints = [
-            models.UniqueConstraint(fields=["domain", "key", "attempt"], name="outbox_one_submission_per_attempt"),
+            models.UniqueConstraint(fields=["domain", "key", "attempt", "seq"], name="outbox_one_submission_per_send"),
             models.CheckConstraint(
                 name="outbox_status_known",
                 condition=Q(status__in=["pending", "sending", "sent", "failed", "voided"]),

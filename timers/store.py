@@ -127,7 +127,7 @@ def _write_sends(sends: list[tuple]) -> None:
     Outbox.objects.bulk_create(
         [
             Outbox(id=s[0], domain=s[1], brand_id=s[2], key=s[3], attempt=s[4], transport=s[5], payload=s[6],
-                   created_at=s[7])
+                   created_at=s[7], seq=s[8])
             for s in sends
         ]
     )

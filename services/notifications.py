@@ -1,0 +1,88 @@
+"""Who hears a lapse: a Notification row per recipient and one email each, through the armer of the lapse.
+
+Inside the tick the armer is the firing's: the rows are written in its atomic handler (the gate commits them
+with the lapse, or nothing) and the emails leave through the outbox after the commit, exactly once. The
+unique constraint (domain, key, recipient, kind) is what makes a replay or a redelivered wake notify no one
+twice: a duplicate insert fails at the database and is skipped, and only rows created now are emailed.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django.conf import settings
+from django.db import IntegrityError, transaction
+
+from timers import outbox
+from timers.clock import wall_now
+from timers.engine import Firing
+from timers.ids import new_id
+from timers.models import Brand, Outbox
+
+from .models import Notification
+
+EMAIL_TRANSPORT = "email"  # KEEPING_TIME["TRANSPORTS"]["email"]
+
+
+def notify(armer: Any, *, kind: str, subject: str, recipients: list[str], message: str,
+           key: str | None = None) -> list[Notification]:
+    """Notify each recipient (a person or role by name) of a lapse once; returns the rows created now.
+
+    ``armer`` is the lapse's Firing, a calendars FiringArmer (its ``f``), or a DirectArmer outside the tick
+    (then ``key`` names what raised it). A future ``job.lapsed`` (a link expired twice) calls
+    ``notify(f, kind="job.lapsed", subject=job.id, recipients=[buyer, "owner"], message=…)`` from its handler.
+    """
+    firing: Firing | None = armer if isinstance(armer, Firing) else getattr(armer, "f", None)
+    if firing is not None:
+        domain, brand_id, now, key = firing.run.domain, firing.timer.brand_id, firing.now, key or firing.timer.key
+    else:
+        domain, brand_id, now = armer.domain, armer.brand_id, armer.now
+        if not key:
+            raise ValueError("a notification outside the tick names the key that raised it")
+    created: list[Notification] = []
+    for name in dict.fromkeys(r for r in recipients if r):
+        try:
+            with transaction.atomic():  # a savepoint: a duplicate fails here alone, not the firing's proposal
+                created.append(Notification.objects.create(
+                    brand_id=brand_id, domain=domain, recipient=name, kind=kind, subject=subject, key=key,
+                    message=message, created_at=now))
+        except IntegrityError:
+            continue  # this recipient already heard this lapse (a replay, a redelivered wake)
+    messages = _emails(brand_id, created)
+    if messages:
+        if firing is not None:
+            _send_in_firing(firing, messages)
+        else:
+            _send_direct(domain, brand_id, f"{key}|notify:{created[0].id}", messages)
+    return created
+
+
+def _emails(brand_id: str, rows: list[Notification]) -> list[dict]:
+    people = settings.KEEPING_TIME.get("PEOPLE", {})
+    brand = Brand.objects.filter(pk=brand_id).values_list("name", flat=True).first() or ""
+    out = []
+    for n in rows:
+        address = people.get(n.recipient)
+        if not address:
+            continue  # no address for this name: the row is there for the apps, no email
+        out.append({"to": [address], "ref": n.id, "subject": f"[{brand}] {n.kind} · {n.message}"[:200],
+                    "body": f"{n.message}\n\n{n.kind} · {n.subject} · {n.created_at.isoformat()} · to {n.recipient}\n"})
+    return out
+
+
+def _send_in_firing(f: Firing, messages: list[dict]) -> None:
+    # Part of the firing's proposal: the outbox sends it once the gate has committed the firing.
+    f.send(EMAIL_TRANSPORT, {"messages": messages})
+
+
+def _send_direct(domain: str, brand_id: str, key: str, messages: list[dict]) -> None:
+    # Outside the tick: the outbox row is written with the notifications, and sent after the commit.
+    sid = new_id("sub", seed=f"{domain}|{key}|1")
+    Outbox.objects.create(id=sid, domain=domain, brand_id=brand_id, key=key, attempt=1, transport=EMAIL_TRANSPORT,
+                          payload={"messages": messages}, created_at=wall_now())
+    transaction.on_commit(lambda: outbox.deliver(domain))
+
+
+def clock_lapsed(armer: Any, item: Any, kind: str, hears: list[str], message: str) -> None:
+    """calendars' lapse hook (registered in ServicesConfig.ready): a clock date came unsatisfied or passed."""
+    notify(armer, kind=kind, subject=item.owner_key, recipients=hears, message=message)
