@@ -62,6 +62,8 @@ from .services import (
     job_activity,
     job_deliver,
     job_end,
+    job_resume_work,
+    job_wait,
     subject_event,
     subscription_cancel,
     subscription_pause,
@@ -211,6 +213,7 @@ def job_json(job: Job, clocks: list[str], nxt: Timer | None) -> dict:
         "status": job.status,
         "late": job.late,
         "late_at": iso_z(job.late_at),
+        "waiting_on": job.waiting_on or None,
         "opened_at": iso_z(job.opened_at),
         "closed_at": iso_z(job.closed_at),
         "price": _price(job.price_cents),
@@ -448,6 +451,7 @@ class JobSerializer(serializers.Serializer):
     status = Choice(choices=Job.Status.choices, component="JobStatus")
     late = serializers.BooleanField()
     late_at = serializers.DateTimeField(allow_null=True)
+    waiting_on = serializers.CharField(allow_null=True, help_text="The party the work waits on (its at-risk is held)")
     opened_at = serializers.DateTimeField()
     closed_at = serializers.DateTimeField(allow_null=True)
     price = PriceSerializer()
@@ -841,3 +845,38 @@ class JobRepinView(BrandAPIView):
                          "dry_run": body["dry_run"], "changes": [
                              {"action": c.action, "key": c.key, "owed_at": iso_z(c.owed_at) if c.owed_at else None}
                              for c in changes]})
+
+
+class JobWaitSerializer(serializers.Serializer):
+    on = StrictCharField(max_length=200, help_text="The party the work waits on: the organizer, the buyer …")
+
+
+class JobWaitView(BrandAPIView):
+    parser_classes = [SafeJSONParser]
+
+    @extend_schema(
+        operation_id="jobs_wait", tags=["jobs"], request=JobWaitSerializer, summary="Wait on a party",
+        description="The work is the party's now: the deadline's at-risk timer is held (late_at never moves). "
+                    "Errors: job_not_open, job_waiting (409).",
+        responses={200: JobSerializer, **ERRORS, **NOT_FOUND, **CONFLICT},
+    )
+    def post(self, request, job_id: str):
+        job = get_job(self.brand, job_id)
+        body = self.body(JobWaitSerializer)
+        with through_the_gate():
+            job_wait(armer=DirectArmer(brand=self.brand, domain=job.domain), job=job, on=body["on"])
+        return Response(_render_job(job))
+
+
+class JobResumeView(BrandAPIView):
+    @extend_schema(
+        operation_id="jobs_resume_work", tags=["jobs"], request=None, summary="The party answered",
+        description="The held at-risk timer re-arms at min(now + remaining, late_at); one whose time passed "
+                    "while held fires at once. Errors: job_not_waiting (409).",
+        responses={200: JobSerializer, **ERRORS, **NOT_FOUND, **CONFLICT},
+    )
+    def post(self, request, job_id: str):
+        job = get_job(self.brand, job_id)
+        with through_the_gate():
+            job_resume_work(armer=DirectArmer(brand=self.brand, domain=job.domain), job=job)
+        return Response(_render_job(job))

@@ -75,6 +75,8 @@ class Job(models.Model):
     price_cents = models.IntegerField(default=0)
     late_at = models.DateTimeField(null=True, blank=True)
     late = models.BooleanField(default=False)
+    waiting_on = models.CharField(
+        max_length=200, blank=True, help_text="The party the work waits on; while set, its at-risk timer is held")
     last_activity_at = models.DateTimeField(
         null=True, blank=True, help_text="the last job.activity: a silent signal reads it when it fires")
     opened_at = models.DateTimeField()

@@ -291,6 +291,50 @@ def signal_key(job: Job, name: str) -> str:
     return f"{job.id}:deadline:{name}:{job.period}"
 
 
+def _current_deadline_key(armer: Armer, job: Job, point: str) -> str | None:
+    """The deadline timer of ``point`` now in force: the last @n there is (a clock move re-arms at @n+1)."""
+    move, found = 0, None
+    while armer.state(deadline_key(job, point, move)) is not None:
+        found = deadline_key(job, point, move)
+        move += 1
+    return found
+
+
+def job_wait(*, armer: Armer, job: Job, on: str) -> Job:
+    """The work is the party's now (the customer's books, a signature): the deadline counts only while the
+    work is the brand's, so the at-risk timer is held (held_since, remaining). ``late_at`` never moves."""
+    if job.status != Job.Status.OPEN:
+        raise KeepingTimeError(f"{job.id} is {job.status}; only an open job waits", code="job_not_open", status=409)
+    if job.waiting_on:
+        raise KeepingTimeError(f"{job.id} already waits on {job.waiting_on}", code="job_waiting", status=409)
+    key = _current_deadline_key(armer, job, "at_risk")
+    state = armer.state(key) if key else None
+    held = state is not None and state[0] == "armed"
+    if held:
+        armer.hold(key, by=Rearm.HOLD, who=on)
+    job.waiting_on = on
+    job.save(update_fields=["waiting_on"])
+    armer.record("job.waiting", subject=job.id, data={"on": on, "held": key if held else None,
+                                                      "late_at": iso_z(job.late_at) if job.late_at else None})
+    return job
+
+
+def job_resume_work(*, armer: Armer, job: Job) -> Job:
+    """The party answered: the held at-risk timer re-arms at min(now + remaining, late_at); one whose time
+    passed while held fires at once, in place."""
+    if not job.waiting_on:
+        raise KeepingTimeError(f"{job.id} waits on no one", code="job_not_waiting", status=409)
+    key = _current_deadline_key(armer, job, "at_risk")
+    state = armer.state(key) if key else None
+    if state is not None and state[0] == "held":
+        armer.resume(key, cap=job.late_at)
+    armer.record("job.resumed", subject=job.id, data={"from": job.waiting_on, "resumed": key if state and
+                                                      state[0] == "held" else None})
+    job.waiting_on = ""
+    job.save(update_fields=["waiting_on"])
+    return job
+
+
 def job_activity(*, armer: Armer, job: Job, what: str = "") -> Job:
     """Something happened on the job: it is recorded, with its time kept on the job. Activity is not on the
     closed re-arm list, so no timer moves: a silent signal reads the last activity when it fires."""
@@ -391,6 +435,8 @@ def deadline_follows_clock(armer: Armer, item: ClockItem) -> None:
                   opened_at=job.opened_at, version=job.version)
         if state[0] in ("armed", "held"):
             armer.supersede(prev, by=Rearm.CLOCK_MOVED, successor=key)
+        if state[0] == "held" and job.waiting_on:  # still the party's work: the new at-risk waits too
+            armer.hold(key, by=Rearm.HOLD, who=job.waiting_on)
     armer.record("job.deadline_moved", subject=job.id, data={"from": iso_z(job.late_at) if job.late_at else None, "to": iso_z(late_at),
                                                              "clock": clock.name, "item": item.item})
     job.late_at = late_at

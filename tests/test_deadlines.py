@@ -4,10 +4,13 @@ from __future__ import annotations
 
 from datetime import UTC, datetime
 
+import pytest
+
 from calendars.models import ClockItem
 from calendars.services import DirectArmer, clock_step
 from services.models import Job
 from tests.acme import tax_plan_subscribers
+from timers.errors import KeepingTimeError
 from timers.models import Event, Timer
 from timers.services import test_clock_create
 from timers.worker import advance
@@ -71,3 +74,64 @@ def test_a_deadline_that_came_stays_when_the_date_moves_after_it(brand):
     assert moved.exists() and job.late
     assert not Event.objects.filter(domain=clock.id, type="job.deadline_moved", subject=job.id).exists()
     assert not Timer.objects.filter(domain=clock.id, owner=job.id, kind="deadline", by="clock.moved").exists()
+
+
+def _at_risk(clock, job) -> Timer:
+    return Timer.objects.filter(domain=clock.id, owner=job.id, kind="deadline", key__contains=":at_risk:") \
+        .exclude(status="superseded").get()
+
+
+def test_the_deadline_counts_only_while_the_work_is_the_brands(brand):
+    from services.services import job_resume_work, job_wait
+
+    clock, job = _return_2027(brand)  # on 2028-03-01 14:00Z; at risk 2028-03-27 00:30Z, late 2028-04-14 04:00Z
+    late_at = job.late_at
+    risk = _at_risk(clock, job)
+    assert risk.status == "armed"
+    job_wait(armer=DirectArmer(brand=brand, domain=clock.id), job=job, on="the organizer")
+    risk.refresh_from_db()
+    assert (risk.status, risk.held_by, risk.owed_at) == ("held", "the organizer", None)
+    assert risk.remaining == datetime(2028, 3, 27, 0, 30, tzinfo=UTC) - datetime(2028, 3, 1, 14, tzinfo=UTC)
+    late = Timer.objects.get(domain=clock.id, owner=job.id, key__contains=":late:")
+    assert late.status == "armed" and late.owed_at == late_at  # only the at-risk timer waits
+    advance(clock.id, datetime(2028, 3, 11, 14, tzinfo=UTC))  # ten days with the organizer
+    assert not Event.objects.filter(domain=clock.id, type="job.at_risk", subject=job.id).exists()
+    job.refresh_from_db()
+    job_resume_work(armer=DirectArmer(brand=brand, domain=clock.id), job=job)
+    risk.refresh_from_db()
+    assert risk.status == "armed" and risk.owed_at == datetime(2028, 4, 6, 0, 30, tzinfo=UTC) and risk.by == "resume"
+    job.refresh_from_db()
+    assert job.late_at == late_at and job.waiting_on == ""
+
+
+def test_a_resume_is_capped_at_late_and_one_whose_time_passed_fires_at_once(brand):
+    from services.services import job_resume_work, job_wait
+
+    clock, job = _return_2027(brand)
+    job_wait(armer=DirectArmer(brand=brand, domain=clock.id), job=job, on="the organizer")
+    advance(clock.id, datetime(2028, 4, 1, 14, tzinfo=UTC))
+    job.refresh_from_db()
+    job_resume_work(armer=DirectArmer(brand=brand, domain=clock.id), job=job)
+    risk = _at_risk(clock, job)
+    assert risk.owed_at == job.late_at  # now + 25½ days would be after late: capped at late_at
+    job_wait(armer=DirectArmer(brand=brand, domain=clock.id), job=job, on="the organizer")
+    advance(clock.id, datetime(2028, 4, 20, tzinfo=UTC))  # late came and went while it waited
+    job.refresh_from_db()
+    assert job.late
+    job_resume_work(armer=DirectArmer(brand=brand, domain=clock.id), job=job)
+    advance(clock.id, datetime(2028, 4, 20, tzinfo=UTC))
+    fired = Event.objects.get(domain=clock.id, type="job.at_risk", subject=job.id)
+    assert fired.fired_at == datetime(2028, 4, 20, tzinfo=UTC)  # at the resume, in place
+    with pytest.raises(KeepingTimeError) as exc:
+        job_resume_work(armer=DirectArmer(brand=brand, domain=clock.id), job=job)
+    assert exc.value.code == "job_not_waiting"
+
+
+def test_waiting_twice_is_refused(brand):
+    from services.services import job_wait
+
+    clock, job = _return_2027(brand)
+    job_wait(armer=DirectArmer(brand=brand, domain=clock.id), job=job, on="the organizer")
+    with pytest.raises(KeepingTimeError) as exc:
+        job_wait(armer=DirectArmer(brand=brand, domain=clock.id), job=job, on="the buyer")
+    assert exc.value.code == "job_waiting"
