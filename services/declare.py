@@ -60,6 +60,15 @@ class Schedule:
 
 
 @dataclass(frozen=True)
+class Wait:
+    """A job opens waiting on a party (the organizer's books): its deadline's at-risk timer is held from the
+    open until the subject event ``until`` (books.received) resumes it."""
+
+    on: str
+    until: str
+
+
+@dataclass(frozen=True)
 class Price:
     usd: float | None = None
     every: str | None = None  # a cycle: 'year', 'month', 'quarter' (or a span such as '1y')
@@ -290,6 +299,7 @@ class Service:
     on: dict[str, str] = field(default_factory=dict)  # an event on the subject → the Service it mints
     input: dict[str, Input] = field(default_factory=dict)  # what it reads from its input (none: any)
     title: str = ""  # '{period} return'
+    waits: Wait | None = None  # opens waiting on a party until an event on the subject
     where: str = ""  # the file, set by the loader
 
     # Parsed at load:
@@ -301,6 +311,12 @@ class Service:
     def check(self, known: Mapping[str, Service]) -> None:
         """Validate every field against the other Services; raise ServiceError naming file and field."""
         w = f"{self.where}: " if self.where else ""
+        if self.waits is not None:
+            if not self.waits.on.strip() or not re.fullmatch(r"[a-z][a-z0-9_]*(\.[a-z0-9_]+)+", self.waits.until):
+                raise ServiceError(f"{w}waits: a party and the subject event that ends the wait, e.g. "
+                                   f"Wait(on='the organizer', until='books.received'), not {self.waits!r}")
+            if not self.price.within:
+                raise ServiceError(f"{w}waits: a wait holds the deadline's at-risk timer; declare price.within")
         for name, spec in self.clocks.items():
             if spec.name != name:
                 raise ServiceError(f"{w}clocks.{name}: the ClockSpec is named {spec.name!r}")

@@ -17,12 +17,14 @@ from .services import (
     MONEY,
     SCHEDULE,
     SIGNAL,
+    SUBJECT_EVENT,
     UPDATE,
     _ends,
     job_open,
     mint_at,
     post_money,
     signal_key,
+    subject_event,
     subscription_update,
     usd,
 )
@@ -181,9 +183,21 @@ def fire_update(f: Firing) -> None:
     f.what = f"subscription updated · {f.timer.data['input']}"
 
 
+def fire_subject_event(f: Firing) -> None:
+    """An event on the subject scheduled on the clock (the example's 'the books arrive')."""
+    from calendars.models import Subject
+
+    data = f.timer.data
+    subject = Subject.objects.get(pk=data["subject"])
+    jobs = subject_event(armer=FiringArmer(f), subject=subject, type=data["type"], key=data["key"],
+                         data=data.get("data", {}))
+    f.what = f"{data['type']} on {subject.id}" + (f" · minted {', '.join(j.id for j in jobs)}" if jobs else "")
+
+
 def register() -> None:
     for name, fn in ((CYCLE, fire_cycle), (SCHEDULE, fire_schedule), (DEADLINE, fire_deadline),
-                     (MONEY, fire_money), (UPDATE, fire_update), (SIGNAL, fire_signal)):
+                     (MONEY, fire_money), (UPDATE, fire_update), (SIGNAL, fire_signal),
+                     (SUBJECT_EVENT, fire_subject_event)):
         handlers.register(name, fn, atomic=True, replace=True)
 
 

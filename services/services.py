@@ -33,6 +33,7 @@ DEADLINE = "services.deadline"
 MONEY = "services.money"
 UPDATE = "services.update"
 SIGNAL = "services.signal"
+SUBJECT_EVENT = "services.subject_event"
 MINT_AT = time(9, 0)  # schedules mint at 09:00 in the subject's zone, as rungs ring
 
 
@@ -169,6 +170,12 @@ def subject_event(*, armer: Armer, subject: Subject, type: str, key: str, data: 
                         {**sub.input, **data}, where="data", others=True)
             minting.append((sub, order))
     armer.record(f"subject.{type}", subject=subject.id, data={"key": key, **data})
+    # The event a waiting job waits for (books.received): the work is the brand's again.
+    for job in Job.objects.filter(subject=subject, domain=subject.domain, status=Job.Status.OPEN).exclude(
+            waiting_on="").order_by("opened_at", "id"):
+        waits = registry.get(job.service, job.version).waits
+        if waits is not None and waits.until == type and job.waiting_on == waits.on:
+            job_resume_work(armer=armer, job=job)
     jobs = []
     for sub, order in minting:
         svc = registry.get(sub.service, sub.version)
@@ -281,6 +288,8 @@ def job_open(*, armer: Armer, brand_id: str, domain: str, service: str, subject:
                                                      "schedule": schedule, "version": job.version[:15]})
     if svc.within is not None:
         _arm_deadline(armer, job, svc)
+        if svc.waits is not None:  # it opens on the party's work: the at-risk timer waits from the start
+            _wait(armer, job, on=svc.waits.on, key=deadline_key(job, "at_risk"))
     for name, span in svc.silent.items():
         armer.arm(signal_key(job, name), owed_at=now + span, handler=SIGNAL, opened_at=job.opened_at,
                   data={"job": job.id, "signal": name, "since": now.isoformat()}, version=job.version)
@@ -309,12 +318,16 @@ def job_wait(*, armer: Armer, job: Job, on: str) -> Job:
         raise KeepingTimeError(f"{job.id} already waits on {job.waiting_on}", code="job_waiting", status=409)
     key = _current_deadline_key(armer, job, "at_risk")
     state = armer.state(key) if key else None
-    held = state is not None and state[0] == "armed"
-    if held:
+    return _wait(armer, job, on=on, key=key if state is not None and state[0] == "armed" else None)
+
+
+def _wait(armer: Armer, job: Job, *, on: str, key: str | None) -> Job:
+    # Inside the tick the hold is proposed after the arm in the same firing: it applies in that order.
+    if key is not None:
         armer.hold(key, by=Rearm.HOLD, who=on)
     job.waiting_on = on
     job.save(update_fields=["waiting_on"])
-    armer.record("job.waiting", subject=job.id, data={"on": on, "held": key if held else None,
+    armer.record("job.waiting", subject=job.id, data={"on": on, "held": key,
                                                       "late_at": iso_z(job.late_at) if job.late_at else None})
     return job
 

@@ -19,10 +19,18 @@ START = datetime(2027, 1, 20, 14, tzinfo=UTC)
 
 
 def _return_2027(brand):
+    """The 2027 return on 2028-03-01, its books in since the mint (it opens waiting on the organizer)."""
+    from services.services import job_resume_work
+
     clock = test_clock_create(brand=brand, frozen_time=START)
     tax_plan_subscribers(brand, clock, 1)
+    advance(clock.id, datetime(2028, 2, 1, 14, tzinfo=UTC))
+    job = Job.objects.get(domain=clock.id, service="annual-return", period="2027")
+    assert job.waiting_on == "the organizer"
+    job_resume_work(armer=DirectArmer(brand=brand, domain=clock.id), job=job)
     advance(clock.id, datetime(2028, 3, 1, 14, tzinfo=UTC))
-    return clock, Job.objects.get(domain=clock.id, service="annual-return", period="2027")
+    job.refresh_from_db()
+    return clock, job
 
 
 def test_an_extension_before_the_deadline_moves_it_with_the_file_date(brand):
@@ -135,3 +143,25 @@ def test_waiting_twice_is_refused(brand):
     with pytest.raises(KeepingTimeError) as exc:
         job_wait(armer=DirectArmer(brand=brand, domain=clock.id), job=job, on="the buyer")
     assert exc.value.code == "job_waiting"
+
+
+def test_the_example_return_waits_on_the_books_from_the_mint(brand):
+    from django.core.management import call_command
+
+    from timers.models import TestClock
+
+    call_command("loadexample", "apis_tax", stdout=open("/dev/null", "w"))  # noqa: SIM115
+    clock = TestClock.objects.get(name="Acme Robotics", status="ready")
+    advance(clock.id, datetime(2028, 2, 1, 20, tzinfo=UTC))
+    job = Job.objects.get(domain=clock.id, service="annual-return", period="2027")
+    risk = _at_risk(clock, job)
+    assert (job.waiting_on, risk.status, risk.held_by) == ("the organizer", "held", "the organizer")
+    assert risk.held_since == datetime(2028, 2, 1, 14, tzinfo=UTC)
+    advance(clock.id, datetime(2028, 2, 21, tzinfo=UTC))  # the books arrive on 2028-02-20 14:00Z
+    risk.refresh_from_db()
+    job.refresh_from_db()
+    assert job.waiting_on == "" and risk.status == "armed"
+    # 54d 10h 30m were left at the mint: resumed + remaining is 04-15 00:30, after late_at, so late_at it is.
+    remaining = datetime(2028, 3, 27, 0, 30, tzinfo=UTC) - datetime(2028, 2, 1, 14, tzinfo=UTC)
+    assert risk.owed_at == min(datetime(2028, 2, 20, 14, tzinfo=UTC) + remaining, job.late_at) == job.late_at
+    assert Event.objects.filter(domain=clock.id, type="job.resumed", subject=job.id).count() == 1

@@ -336,13 +336,13 @@ def test_timers_list_on_a_job_shows_its_mint_its_clocks_and_the_next_armed(db):
     call_command("timers", "list", "--on", job.id, "--test-clock", tc, stdout=out)
     lines = out.getvalue().splitlines()
     assert lines[0].startswith(f"{job.id} · annual-return · period 2027 · on 2027-06 · ")  # the deploy's name
-    assert " · at 2028-02-02 14:00Z · UTC · 4 fired · 0 held · " in lines[0]
+    assert " · at 2028-02-02 14:00Z · UTC · 4 fired · 1 held · " in lines[0]  # the at-risk waits on the books
     assert lines[0].endswith("armed, the next 6 below")
-    keys = [line.split()[-1] for line in lines[2:6]]
-    rows = "\n".join(lines[2:])
-    assert f"{job.subscription_id}:schedule:annual:2027" in rows  # the mint that opened it
-    assert all("notice 90d:2027@0" in line for line in lines[3:6]) and len(keys) == 4
-    assert len(lines) == 2 + 4 + 6
+    assert f"{job.subscription_id}:schedule:annual:2027" in lines[2]  # the mint that opened it
+    # Its at-risk timer is held from the mint: the return waits on the organizer's books.
+    assert lines[3].split()[1] == "held" and lines[3].endswith(f"{job.id}:deadline:at_risk:2027")
+    assert all("notice 90d:2027@0" in line for line in lines[4:7])
+    assert len(lines) == 2 + 5 + 6
 
 
 def test_a_minted_return_carries_carryforwards_to_the_subject(db):

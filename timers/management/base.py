@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import os
+import sys
+
 from django.core.management.base import BaseCommand, CommandError
 
 from ..errors import KeepingTimeError
@@ -14,6 +17,9 @@ class KTCommand(BaseCommand):
             return super().execute(*args, **options)
         except KeepingTimeError as exc:
             raise CommandError(f"{exc.code}: {exc.message}") from None
+        except BrokenPipeError:  # the reader went away (`| head`): nothing more to say, and no traceback
+            os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+            sys.exit(1)
 
     def test_clock(self, clock_id: str | None) -> TestClock | None:
         if not clock_id:

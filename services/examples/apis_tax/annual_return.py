@@ -1,4 +1,4 @@
-from services.declare import Period, Price, Service, SubjectSpec, clock
+from services.declare import Period, Price, Service, SubjectSpec, Wait, clock
 
 from . import tax
 
@@ -8,6 +8,8 @@ annual_return = Service(
     subject=SubjectSpec(kind="taxpayer", key="ein", period=Period(of="tax_year",
                                                                   ends=lambda i: i.get("year_end", "12-31")),
                         keeps=("carryforwards", "tax")),
+    # The return waits on the organizer's books from the mint: its deadline counts only once they arrive.
+    waits=Wait(on="the organizer", until="books.received"),
     price=Price(usd=1_200, within="5d before file", late={"usd": 200}),
     clocks={
         "file": clock(

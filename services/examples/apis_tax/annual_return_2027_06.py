@@ -3,7 +3,7 @@ late price raised. Deployed on a test clock by `loadexample apis_tax` (and by `v
 the returns opened before it keep the version they opened under.
 """
 
-from services.declare import Period, Price, Service, SubjectSpec, clock
+from services.declare import Period, Price, Service, SubjectSpec, Wait, clock
 
 from . import tax
 
@@ -13,6 +13,8 @@ annual_return = Service(
     subject=SubjectSpec(kind="taxpayer", key="ein", period=Period(of="tax_year",
                                                                   ends=lambda i: i.get("year_end", "12-31")),
                         keeps=("carryforwards", "tax")),
+    # The return waits on the organizer's books from the mint: its deadline counts only once they arrive.
+    waits=Wait(on="the organizer", until="books.received"),
     price=Price(usd=1_200, within="5d before file", late={"usd": 300}),
     clocks={
         "file": clock(

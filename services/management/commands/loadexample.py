@@ -15,7 +15,7 @@ from django.db import transaction
 from calendars.models import Calendar, ClosedDay, Subject, seeded_subject_id
 from services import registry
 from services.models import Job, MoneyLine, Subscription
-from services.services import UPDATE, subscription_create
+from services.services import SUBJECT_EVENT, UPDATE, subscription_create
 from services.versions import version_deploy
 from timers.management.base import KTCommand
 from timers.models import Brand, Commit, Deploy, Event, Outbox, TestClock, Timer, Version
@@ -62,6 +62,11 @@ class Command(KTCommand):
         timer_arm(brand=brand, key=f"{sub.id}:window:add Texas:2027-03", owed_at=datetime(2027, 3, 15, 14, tzinfo=UTC),
                   domain=clock.id, handler=UPDATE,
                   data={"input": {"states": ["CA", "NY", "NJ", "TX"]}}, opened_at=START, version=sub.version)
+        # The organizer's books arrive for each return: a subject event on the clock resumes its deadline.
+        for year, at in (("2026", datetime(2027, 2, 15, 14, tzinfo=UTC)), ("2027", datetime(2028, 2, 20, 14, tzinfo=UTC))):
+            timer_arm(brand=brand, key=f"{subject.id}:window:books arrive:{year}", owed_at=at, domain=clock.id,
+                      handler=SUBJECT_EVENT, opened_at=START,
+                      data={"subject": subject.id, "type": "books.received", "key": f"books-{year}"})
         # The June 2027 deploy of annual-return (a rung added, ack 7d → 5d, the late price raised), on the clock:
         # returns opened before it keep their version; the 2027 return, minted in February 2028, runs it.
         v1 = registry.store(registry.bundle("annual-return"))
