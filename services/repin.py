@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 
 from django.db import transaction
+from django.db.models import Q
 
 from calendars import specs
 from calendars.models import Clock, ClockItem
@@ -67,10 +68,8 @@ def clock_repin(*, armer: Armer, clock: Clock, version: str, dry_run: bool,
     cal = business_calendar(clock.subject)
     changes: list[Change] = []
     items = list(ClockItem.objects.filter(clock=clock, status=ClockItem.Status.OPEN).select_related("clock"))
-    armed = {t.key: t for t in Timer.objects.filter(domain=clock.domain, owner__startswith=f"{clock.id}#",
-                                                    status__in=["armed", "held"])}
-    armed.update({t.key: t for t in Timer.objects.filter(domain=clock.domain, owner=clock.id,
-                                                         status__in=["armed", "held"])})
+    armed = {t.key: t for t in Timer.objects.filter(Q(owner__startswith=f"{clock.id}#") | Q(owner=clock.id),
+                                                    domain=clock.domain, status__in=["armed", "held"])}
     existing = set(Timer.objects.filter(domain=clock.domain, owner__startswith=clock.id).values_list("key", flat=True))
     plans: dict[str, tuple[datetime, dict]] = {}
     chains: dict[str, list[str]] = {}  # an ack rung's day keys, in order: the chain arms one day at a time

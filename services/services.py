@@ -300,13 +300,18 @@ def signal_key(job: Job, name: str) -> str:
     return f"{job.id}:deadline:{name}:{job.period}"
 
 
+def _last_deadline_move(armer: Armer, job: Job, point: str) -> int | None:
+    """The last @n of the deadline's ``point`` timer (a clock move re-arms at @n+1); None if it has none."""
+    move = None
+    while armer.state(deadline_key(job, point, 0 if move is None else move + 1)) is not None:
+        move = 0 if move is None else move + 1
+    return move
+
+
 def _current_deadline_key(armer: Armer, job: Job, point: str) -> str | None:
-    """The deadline timer of ``point`` now in force: the last @n there is (a clock move re-arms at @n+1)."""
-    move, found = 0, None
-    while armer.state(deadline_key(job, point, move)) is not None:
-        found = deadline_key(job, point, move)
-        move += 1
-    return found
+    """The deadline timer of ``point`` now in force."""
+    move = _last_deadline_move(armer, job, point)
+    return None if move is None else deadline_key(job, point, move)
 
 
 def job_wait(*, armer: Armer, job: Job, on: str) -> Job:
@@ -432,10 +437,10 @@ def deadline_follows_clock(armer: Armer, item: ClockItem) -> None:
     at_risk, late_at = _deadline_times(job, svc)
     if late_at == job.late_at:
         return
-    # The current timers: the last @n armed for each point (the tick's view, so this batch's arms count).
-    move = 0
-    while armer.state(deadline_key(job, "late", move + 1)) is not None:
-        move += 1
+    # The current timers: the last @n of each point (the tick's view, so this batch's arms count).
+    move = _last_deadline_move(armer, job, "late")
+    if move is None:
+        return
     for point, owed in (("at_risk", at_risk), ("late", late_at)):
         prev = deadline_key(job, point, move)
         state = armer.state(prev)

@@ -14,7 +14,7 @@ from django.db import transaction
 from django.db.models import Count, Max, Q
 
 from calendars.models import Clock
-from timers.models import LIVE, Brand, Deploy, Timer, Version
+from timers.models import LIVE, Brand, Timer, Version
 
 from . import registry
 from .declare import ServiceError
@@ -56,9 +56,9 @@ def version_deploy(*, domain: str, at: datetime, module: str | None = None, serv
         services = [s for s in row.services if service is None or s == service]
         for s in services:
             registry.deploy(service=s, version=row, domain=domain, at=at)
-        older = Deploy.objects.filter(version=row).exclude(at=at).exists() or (
-            to is not None and Version.objects.filter(created_at__gt=row.created_at).exists())
-        out.append(Deployed(row, services, domain, at, rollback=bool(to) and older))
+        # Deploying an existing version that a newer one followed is a rollback.
+        rollback = to is not None and Version.objects.filter(created_at__gt=row.created_at).exists()
+        out.append(Deployed(row, services, domain, at, rollback=rollback))
     return out
 
 
