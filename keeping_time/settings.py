@@ -114,6 +114,8 @@ KEEPING_TIME_SERVICES = env.list("KT_SERVICES", default=[
     "services.examples.apis_tax.estimate",
     "services.examples.apis_tax.notice_response",
     "services.examples.apis_tax.tax_plan",
+    "services.examples.api_forsale.deal",
+    "services.examples.api_forsale.desk",
 ])
 
 

@@ -214,6 +214,7 @@ def job_json(job: Job, clocks: list[str], nxt: Timer | None) -> dict:
         "late": job.late,
         "late_at": iso_z(job.late_at),
         "waiting_on": job.waiting_on or None,
+        "step": job.step or None,
         "opened_at": iso_z(job.opened_at),
         "closed_at": iso_z(job.closed_at),
         "price": _price(job.price_cents),
@@ -452,6 +453,7 @@ class JobSerializer(serializers.Serializer):
     late = serializers.BooleanField()
     late_at = serializers.DateTimeField(allow_null=True)
     waiting_on = serializers.CharField(allow_null=True, help_text="The party the work waits on (its at-risk is held)")
+    step = serializers.CharField(allow_null=True, help_text="The current step of its delivery, if it declares steps")
     opened_at = serializers.DateTimeField()
     closed_at = serializers.DateTimeField(allow_null=True)
     price = PriceSerializer()

@@ -14,12 +14,14 @@ class ServicesConfig(AppConfig):
         from timers.models import Version
         from timers.services import test_clock_deleted, worker_starting
 
-        from . import calendar, handlers, registry
+        from . import calendar, handlers, people, registry
         from . import owners as timer_owners
         from .signals import keep_pinned_versions, keep_versions_unedited, void_on_test_clock_delete
 
         registry.load()  # a malformed Service is an error now, at start, naming its file and field
         handlers.register()
+        people.register()
+
         from calendars.services import on_clock_lapsed, on_clock_moved
 
         from .notifications import clock_lapsed

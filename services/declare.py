@@ -69,12 +69,46 @@ class Wait:
 
 
 @dataclass(frozen=True)
+class Pool:
+    """Members (Django usernames) who take a step's Task; each take holds the Task for ``hold``."""
+
+    members: tuple[str, ...] = ()
+    hold: str = "2d"
+
+
+@dataclass(frozen=True)
+class Step:
+    """One step of a job's delivery, done by a member of ``pool`` (a Task), by ``party`` through a link (an
+    ask that ``expires``), or by the system (neither). ``within`` is the step's own deadline from entering
+    it; ``needs`` a grant scope the step may not move without; ``usd`` what its act costs when done (paid acts
+    stay charged if the job lapses)."""
+
+    name: str
+    pool: str | None = None
+    party: str | None = None
+    within: str | None = None
+    expires: str | None = None
+    needs: str | None = None
+    usd: float | None = None
+
+
+@dataclass(frozen=True)
+class Scope:
+    """A grant a party gives for ``term`` (scope.<g>.for): after it ends, a step that needs it is refused
+    ``needs_grant`` and the party is asked again."""
+
+    party: str
+    term: str = "90d"
+
+
+@dataclass(frozen=True)
 class Price:
     usd: float | None = None
     every: str | None = None  # a cycle: 'year', 'month', 'quarter' (or a span such as '1y')
     includes: Mapping[str, int] = field(default_factory=dict)
     within: str | None = None  # '30d', or '5d before file'
     late: Mapping[str, float] | None = None  # {'usd': 100} or {'percent': 10}: comes off the charge
+    hold: bool = False  # the buyer's funds are held at the open and return if the job lapses or is canceled
 
     @property
     def cents(self) -> int:
@@ -93,7 +127,7 @@ class Signal:
     """A quiet job: nothing happened for ``silent`` (a span), so the signal is raised and ``goto`` names where
     the job moves (a status or step the domain reads from the record)."""
 
-    silent: str
+    silent: str  # a span ('14d') or the name of a policy value in days ('stall_days')
     goto: str = ""
 
 
@@ -300,6 +334,10 @@ class Service:
     input: dict[str, Input] = field(default_factory=dict)  # what it reads from its input (none: any)
     title: str = ""  # '{period} return'
     waits: Wait | None = None  # opens waiting on a party until an event on the subject
+    steps: tuple[Step, ...] = ()  # the delivery, in order: a job opens at the first
+    pools: dict[str, Pool] = field(default_factory=dict)
+    scopes: dict[str, Scope] = field(default_factory=dict)  # grants a step may need
+    policy: dict[str, int] = field(default_factory=dict)  # per-brand values (days) with their defaults
     where: str = ""  # the file, set by the loader
 
     # Parsed at load:
@@ -307,6 +345,18 @@ class Service:
     every: relativedelta | None = field(default=None, init=False)
     at: dict[str, Offset] = field(default_factory=dict, init=False)
     silent: dict[str, relativedelta] = field(default_factory=dict, init=False)
+    step_within: dict[str, relativedelta] = field(default_factory=dict, init=False)
+    step_expires: dict[str, relativedelta] = field(default_factory=dict, init=False)
+    pool_hold: dict[str, relativedelta] = field(default_factory=dict, init=False)
+    scope_term: dict[str, relativedelta] = field(default_factory=dict, init=False)
+
+    def step(self, name: str) -> Step | None:
+        return next((s for s in self.steps if s.name == name), None)
+
+    def next_step(self, name: str) -> Step | None:
+        names = [s.name for s in self.steps]
+        i = names.index(name) + 1
+        return self.steps[i] if i < len(names) else None
 
     def check(self, known: Mapping[str, Service]) -> None:
         """Validate every field against the other Services; raise ServiceError naming file and field."""
@@ -343,11 +393,18 @@ class Service:
             if order not in known:
                 raise ServiceError(f"{w}on.{event}: no Service {order!r} is registered "
                                    f"(known: {', '.join(sorted(known)) or 'none'})")
+        self._check_people(w)
         for name, sig in self.signals.items():
+            if sig.goto and self.steps and not self.step(sig.goto):
+                raise ServiceError(f"{w}signals.{name}.goto: no step {sig.goto!r}; steps: "
+                                   f"{', '.join(s.name for s in self.steps)}")
+            if sig.silent in self.policy:
+                continue  # a policy value in days: read for the brand when the signal is armed
             try:
                 self.silent[name] = parse_span(sig.silent)
             except OffsetError as exc:
-                raise ServiceError(f"{w}signals.{name}.silent: {exc}") from None
+                raise ServiceError(f"{w}signals.{name}.silent: {exc} (or name a policy value: "
+                                   f"{', '.join(self.policy) or 'none declared'})") from None
         for name, spec in self.input.items():
             where = f"{w}input.{name}"
             if not isinstance(spec, Input) or spec.type not in INPUT_TYPES:
@@ -386,6 +443,57 @@ class Service:
                 raise ServiceError(f"{where}.at: {exc}") from None
             if self.at[name].anchor is None:
                 raise ServiceError(f"{where}.at: say what it is after or before: '1mo after end', '10d before pay'")
+
+
+    def _check_people(self, w: str) -> None:
+        """Steps, pools, scopes and policy values: each named thing declared, each span parsed."""
+        for name, value in self.policy.items():
+            if not name.isidentifier() or isinstance(value, bool) or not isinstance(value, int) or value < 1:
+                raise ServiceError(f"{w}policy.{name}: a policy value is a whole number of days, at least 1")
+        for name, pool in self.pools.items():
+            if not _STEP_RE.fullmatch(name):
+                raise ServiceError(f"{w}pools.{name}: a pool's name is lowercase letters, digits and _")
+            try:
+                self.pool_hold[name] = parse_span(pool.hold)
+            except OffsetError as exc:
+                raise ServiceError(f"{w}pools.{name}.hold: {exc}") from None
+        for name, scope in self.scopes.items():
+            if not _STEP_RE.fullmatch(name) or not scope.party.strip():
+                raise ServiceError(f"{w}scopes.{name}: a scope is named in lowercase and granted by a party")
+            try:
+                self.scope_term[name] = parse_span(scope.term)
+            except OffsetError as exc:
+                raise ServiceError(f"{w}scope.{name}.for: {exc}") from None
+        seen: set[str] = set()
+        for i, step in enumerate(self.steps):
+            where = f"{w}deliver.{getattr(step, 'name', i)}"
+            if not isinstance(step, Step) or not _STEP_RE.fullmatch(step.name):
+                raise ServiceError(f"{where}: a Step named in lowercase letters, digits and _")
+            if step.name in seen:
+                raise ServiceError(f"{where}: a step's name is used once")
+            seen.add(step.name)
+            if step.pool and step.party:
+                raise ServiceError(f"{where}: a step is a member's (pool) or a party's (party), not both")
+            if step.pool and step.pool not in self.pools:
+                raise ServiceError(f"{where}.pool: no pool {step.pool!r}; pools: {', '.join(self.pools) or 'none'}")
+            if step.needs and step.needs not in self.scopes:
+                raise ServiceError(f"{where}.needs: no scope {step.needs!r}; scopes: "
+                                   f"{', '.join(self.scopes) or 'none'}")
+            if step.expires and not step.party:
+                raise ServiceError(f"{where}.expires: only a party's step sends a link that expires")
+            for attr, into in (("within", self.step_within), ("expires", self.step_expires)):
+                text = getattr(step, attr)
+                if text:
+                    try:
+                        into[step.name] = parse_span(text)
+                    except OffsetError as exc:
+                        raise ServiceError(f"{where}.{attr}: {exc}") from None
+            if step.expires and date(2001, 1, 1) + self.step_expires[step.name] < date(2001, 1, 3):
+                # its reminder rings a day before it expires: a shorter link would be reminded before it is sent
+                raise ServiceError(f"{where}.expires: at least 2d (a reminder rings a day before)")
+
+
+_STEP_RE = re.compile(r"[a-z][a-z0-9_]{0,39}")
 
 
 def clock(name: str, **kw: Any) -> ClockSpec:

@@ -10,6 +10,7 @@ from timers.engine import Firing
 
 from . import registry
 from .models import Job, MoneyLine, Subscription
+from .people import signal_span, step_goto
 from .periods import next_period, period_named
 from .services import (
     CYCLE,
@@ -105,7 +106,7 @@ def fire_schedule(f: Firing) -> None:
         return
     sub.usage = {**sub.usage, sch.order: used}
     sub.save(update_fields=["usage"])
-    if cents:
+    if cents and not registry.get(job.service, job.version).price.hold:  # a holding Service holds it instead
         post_money(armer=FiringArmer(f), brand_id=sub.brand_id, domain=sub.domain, kind="charge", cents=cents,
                    memo=f"{sch.order} {period_name} beyond the plan", owed_at=f.instant, key_owner=job.id,
                    occurrence=period_name, subscription=sub, job=job)
@@ -149,9 +150,10 @@ def fire_signal(f: Firing) -> None:
         f.what = f"skipped · job {job.status}"
         return
     svc = registry.get(job.service, job.version)
+    span = signal_span(job, svc, name)
     last = job.last_activity_at
-    if last is not None and last + svc.silent[name] > f.instant:
-        nxt = last + svc.silent[name]
+    if last is not None and last + span > f.instant:
+        nxt = last + span
         move = (f.key.move or 0) + 1
         f.arm(f"{signal_key(job, name)}@{move}", owed_at=nxt, handler=SIGNAL, opened_at=job.opened_at,
               data={"job": job.id, "signal": name, "since": last.isoformat()}, version=job.version,
@@ -159,8 +161,11 @@ def fire_signal(f: Firing) -> None:
         f.what = f"{job.id} · {name} · activity at {last.isoformat()} · next check {nxt.isoformat()}"
         return
     sig = svc.signals[name]
-    f.record("signal.raised", subject=job.id, data={"signal": name, "goto": sig.goto, "silent": sig.silent})
+    f.record("signal.raised", subject=job.id, data={"signal": name, "goto": sig.goto, "silent": sig.silent,
+                                                    "last_activity": last.isoformat() if last else None})
     f.what = f"{job.id} · {name} · silent {sig.silent}" + (f" → {sig.goto}" if sig.goto else "")
+    if sig.goto and not step_goto(armer=FiringArmer(f), job=job, step=sig.goto, by=f"signal {name}"):
+        f.what += " (already there)" if job.step == sig.goto else ""
 
 
 def fire_money(f: Firing) -> None:

@@ -79,6 +79,9 @@ class Job(models.Model):
         max_length=200, blank=True, help_text="The party the work waits on; while set, its at-risk timer is held")
     last_activity_at = models.DateTimeField(
         null=True, blank=True, help_text="the last job.activity: a silent signal reads it when it fires")
+    step = models.CharField(max_length=40, blank=True, help_text="the current step of its delivery")
+    step_entry = models.PositiveIntegerField(
+        default=0, help_text="how many times a step was entered: names the current step's Task, ask and timers")
     opened_at = models.DateTimeField()
     closed_at = models.DateTimeField(null=True, blank=True)
 
@@ -119,6 +122,7 @@ class MoneyLine(models.Model):
     currency = models.CharField(max_length=3, default="usd")
     status = models.CharField(max_length=10, choices=Status.choices, default=Status.OWED)
     memo = models.CharField(max_length=200, blank=True)
+    step = models.CharField(max_length=40, blank=True, help_text="the act it charges: a step done")
     owed_at = models.DateTimeField()
     collected_at = models.DateTimeField(null=True, blank=True)
 
@@ -164,3 +168,173 @@ class Notification(models.Model):
 
     def __str__(self) -> str:
         return f"{self.kind} {self.subject} → {self.recipient}"
+
+
+def new_task_id() -> str:
+    return new_id("tsk", length=10)
+
+
+class Task(models.Model):
+    """A step done by a member of a Pool. A member takes it for the pool's hold (warned at three quarters);
+    at the hold's end the Task opens again for the pool. A hold is extended once."""
+
+    class Status(models.TextChoices):
+        OPEN = "open"  # the pool's: any member may take it
+        TAKEN = "taken"
+        DONE = "done"
+        CANCELED = "canceled"  # the job left the step (a goto, a lapse, a cancel)
+
+    id = IdField(primary_key=True, max_length=32, default=new_task_id, editable=False)
+    brand = models.ForeignKey(Brand, on_delete=models.CASCADE, related_name="tasks")
+    domain = models.CharField(max_length=32, default="live")
+    job = models.ForeignKey(Job, on_delete=models.CASCADE, related_name="tasks")
+    step = models.CharField(max_length=40)
+    entry = models.PositiveIntegerField(help_text="the job's step entry this Task belongs to")
+    pool = models.CharField(max_length=40)
+    status = models.CharField(max_length=10, choices=Status.choices, default=Status.OPEN)
+    member = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.SET_NULL, null=True, blank=True,
+                               related_name="tasks")
+    takes = models.PositiveIntegerField(default=0, help_text="how many times it was taken: names the hold's timers")
+    taken_at = models.DateTimeField(null=True, blank=True)
+    hold_until = models.DateTimeField(null=True, blank=True)
+    extended = models.BooleanField(default=False, help_text="this take's hold was extended (once)")
+    due_at = models.DateTimeField(null=True, blank=True, help_text="the step's deadline (deliver.<step>.within)")
+    opened_at = models.DateTimeField()
+    closed_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(fields=["job", "entry"], name="task_once_per_entry"),
+            # A taken Task names its member and when the hold ends; an open one holds for no one.
+            models.CheckConstraint(name="task_taken_has_hold", condition=(
+                Q(status="taken", member__isnull=False, hold_until__isnull=False)
+                | (~Q(status="taken") & Q(hold_until__isnull=True)))),
+        ]
+        indexes = [models.Index(fields=["member", "status"], name="task_member_status")]  # the delivery portal
+
+    def __str__(self) -> str:
+        return f"{self.id} {self.step}"
+
+
+def new_ask_id() -> str:
+    return new_id("ask", length=10)
+
+
+class Ask(models.Model):
+    """A step (or a grant) waiting on a party through a link. The link is sent once and may open once more:
+    ``link`` 1, then 2. The second expiry ends the job lapsed."""
+
+    class Status(models.TextChoices):
+        OPEN = "open"
+        ANSWERED = "answered"
+        EXPIRED = "expired"
+        CANCELED = "canceled"
+
+    id = IdField(primary_key=True, max_length=32, default=new_ask_id, editable=False)
+    brand = models.ForeignKey(Brand, on_delete=models.CASCADE, related_name="asks")
+    domain = models.CharField(max_length=32, default="live")
+    job = models.ForeignKey(Job, on_delete=models.CASCADE, related_name="asks")
+    step = models.CharField(max_length=40, blank=True)
+    scope = models.CharField(max_length=40, blank=True, help_text="a grant asked for again, once its term ended")
+    entry = models.PositiveIntegerField(help_text="the step entry, or the grant's number")
+    party = models.CharField(max_length=200)
+    status = models.CharField(max_length=10, choices=Status.choices, default=Status.OPEN)
+    link = models.PositiveSmallIntegerField(default=1, help_text="1: sent; 2: opened once more after an expiry")
+    expires_at = models.DateTimeField(null=True, blank=True)
+    sent_at = models.DateTimeField()
+    answered_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(fields=["job", "step", "scope", "entry"], name="ask_once"),
+            models.CheckConstraint(name="ask_link_once_more", condition=Q(link__in=[1, 2])),
+            models.CheckConstraint(name="ask_step_or_scope", condition=(
+                (Q(step="") & ~Q(scope="")) | (~Q(step="") & Q(scope="")))),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.id} {self.step or self.scope} → {self.party}"
+
+
+def new_grant_id() -> str:
+    return new_id("grt", length=10)
+
+
+class Grant(models.Model):
+    """A party's grant of a scope for a term (scope.<g>.for)."""
+
+    class Status(models.TextChoices):
+        ACTIVE = "active"
+        ENDED = "ended"
+
+    id = IdField(primary_key=True, max_length=32, default=new_grant_id, editable=False)
+    brand = models.ForeignKey(Brand, on_delete=models.CASCADE, related_name="grants")
+    domain = models.CharField(max_length=32, default="live")
+    job = models.ForeignKey(Job, on_delete=models.CASCADE, related_name="grants")
+    scope = models.CharField(max_length=40)
+    number = models.PositiveIntegerField(help_text="the nth grant of this scope on the job")
+    party = models.CharField(max_length=200)
+    status = models.CharField(max_length=10, choices=Status.choices, default=Status.ACTIVE)
+    granted_at = models.DateTimeField()
+    ends_at = models.DateTimeField()
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(fields=["job", "scope", "number"], name="grant_numbered"),
+            models.CheckConstraint(name="grant_ends_after_start", condition=Q(ends_at__gt=models.F("granted_at"))),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.id} {self.scope}"
+
+
+def new_window_id() -> str:
+    return new_id("win", length=10)
+
+
+class Window(models.Model):
+    """A member's standby window: opened for a span and closed at its end (a timer) or by the member."""
+
+    class Status(models.TextChoices):
+        OPEN = "open"
+        CLOSED = "closed"
+
+    id = IdField(primary_key=True, max_length=32, default=new_window_id, editable=False)
+    brand = models.ForeignKey(Brand, on_delete=models.CASCADE, related_name="windows")
+    domain = models.CharField(max_length=32, default="live")
+    member = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="windows")
+    status = models.CharField(max_length=10, choices=Status.choices, default=Status.OPEN)
+    opened_at = models.DateTimeField()
+    closes_at = models.DateTimeField()
+    closed_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        constraints = [
+            # One standby at a time per member and clock domain.
+            models.UniqueConstraint(fields=["member", "domain"], condition=Q(status="open"), name="window_one_open"),
+            models.CheckConstraint(name="window_closes_after_open", condition=Q(closes_at__gt=models.F("opened_at"))),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.id} {self.member_id}"
+
+
+class PolicyValue(models.Model):
+    """A brand's value of a Service's policy (stall_days), set with policy.set; the declaration's default
+    holds until one is set."""
+
+    brand = models.ForeignKey(Brand, on_delete=models.CASCADE, related_name="policy_values")
+    domain = models.CharField(max_length=32, default="live")
+    service = models.CharField(max_length=64)
+    name = models.CharField(max_length=40)
+    value = models.PositiveIntegerField()
+    set_at = models.DateTimeField()
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(fields=["brand", "domain", "service", "name"], name="policy_value_once"),
+            models.CheckConstraint(name="policy_value_positive", condition=Q(value__gte=1)),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.service}.{self.name} = {self.value}"

@@ -23,7 +23,8 @@ from timers.timeutil import iso_z
 
 from . import registry
 from .declare import Service, check_input
-from .models import Job, MoneyLine, Subscription
+from .models import Ask, Job, MoneyLine, Subscription, Task
+from .people import _leave, signal_span, step_enter
 from .periods import Period, next_period, period_of, previous_period
 from .repin import repin_subject_clocks
 
@@ -99,11 +100,11 @@ def _arm_schedule(armer: Armer, sub: Subscription, name: str, period: Period) ->
 # -- money -------------------------------------------------------------------------------------------
 def post_money(*, armer: Armer, brand_id: str, domain: str, kind: str, cents: int, memo: str, owed_at: datetime,
                key_owner: str, occurrence: str, subscription: Subscription | None = None,
-               job: Job | None = None) -> MoneyLine:
+               job: Job | None = None, step: str = "") -> MoneyLine:
     """Post a line as owed and arm the money timer (place 8) that collects it."""
     line = MoneyLine.objects.create(
         id=new_id("mny", seed=_seed(domain, key_owner, kind, occurrence)), brand_id=brand_id, domain=domain,
-        subscription=subscription, job=job, kind=kind, amount_cents=cents, memo=memo, owed_at=owed_at,
+        subscription=subscription, job=job, kind=kind, amount_cents=cents, memo=memo, owed_at=owed_at, step=step,
     )
     pinned = job or subscription
     armer.arm(f"{key_owner}:money:{kind}:{occurrence}", owed_at=owed_at, handler=MONEY, data={"line": line.id},
@@ -192,7 +193,7 @@ def subject_event(*, armer: Armer, subject: Subject, type: str, key: str, data: 
             continue
         sub.usage = {**sub.usage, order: used}
         sub.save(update_fields=["usage"])
-        if cents:
+        if cents and not registry.get(job.service, job.version).price.hold:  # a holding Service holds it instead
             post_money(armer=armer, brand_id=sub.brand_id, domain=sub.domain, kind="charge", cents=cents,
                        memo=f"{order} {key} beyond the plan", owed_at=armer.now, key_owner=job.id, occurrence=key,
                        subscription=sub, job=job)
@@ -286,13 +287,20 @@ def job_open(*, armer: Armer, brand_id: str, domain: str, service: str, subject:
     repin_subject_clocks(armer=armer, job=job)
     armer.record("job.opened", subject=job.id, data={"service": service, "period": period, "subject": subject.id,
                                                      "schedule": schedule, "version": job.version[:15]})
+    if svc.price.hold and price_cents:  # the buyer's funds, held until delivery (or returned)
+        post_money(armer=armer, brand_id=brand_id, domain=domain, kind="hold", cents=price_cents,
+                   memo=f"hold · {service} {period}", owed_at=now, key_owner=job.id, occurrence="open",
+                   subscription=subscription, job=job)
     if svc.within is not None:
         _arm_deadline(armer, job, svc)
         if svc.waits is not None:  # it opens on the party's work: the at-risk timer waits from the start
             _wait(armer, job, on=svc.waits.on, key=deadline_key(job, "at_risk"))
-    for name, span in svc.silent.items():
-        armer.arm(signal_key(job, name), owed_at=now + span, handler=SIGNAL, opened_at=job.opened_at,
-                  data={"job": job.id, "signal": name, "since": now.isoformat()}, version=job.version)
+    for name in svc.signals:
+        armer.arm(signal_key(job, name), owed_at=now + signal_span(job, svc, name), handler=SIGNAL,
+                  opened_at=job.opened_at, data={"job": job.id, "signal": name, "since": now.isoformat()},
+                  version=job.version)
+    if svc.steps:
+        step_enter(armer=armer, job=job, step=svc.steps[0], by="job.opened")
     return job
 
 
@@ -380,15 +388,22 @@ def job_deliver(*, armer: Armer, job: Job, keeps: dict | None = None) -> Job:
     if ignored:
         raise KeepingTimeError(f"{svc.name} keeps {', '.join(sorted(declared)) or 'nothing'}; not {ignored}",
                                code="unknown_keeps")
+    _leave(armer, job, why="job.delivered")
     job.status, job.closed_at = Job.Status.DELIVERED, armer.now
     job.save(update_fields=["status", "closed_at"])
+    held = sum(MoneyLine.objects.filter(job=job, kind="hold").values_list("amount_cents", flat=True))
+    acts = sum(MoneyLine.objects.filter(job=job, kind="charge").exclude(step="").values_list("amount_cents",
+                                                                                            flat=True))
+    if held > acts:  # the hold is captured: what its acts did not charge already
+        post_money(armer=armer, brand_id=job.brand_id, domain=job.domain, kind="charge", cents=held - acts,
+                   memo=f"{job.service} {job.period} delivered", owed_at=armer.now, key_owner=job.id,
+                   occurrence="delivered", subscription=job.subscription, job=job)
     if carried:
         subject = job.subject
         subject.keeps = {**subject.keeps, **carried}
         subject.save(update_fields=["keeps"])
-    armer.supersede_all(list(Timer.objects.filter(domain=job.domain, owner=job.id, kind="deadline",
-                                                  status__in=["armed", "held"]).values_list("key", flat=True)),
-                        by="job.delivered")
+    armer.supersede_all([k for k in live_keys(armer, domain=job.domain, owner=job.id, clocks=False)
+                         if k.split(":")[1] in ("deadline", "ask", "task")], by="job.delivered")
     armer.record("job.delivered", subject=job.id, data={"keeps": sorted(carried), "late": job.late})
     return job
 
@@ -485,24 +500,45 @@ def job_end(*, armer: Armer, job: Job, status: str, reason: str = "") -> Job:
         raise KeepingTimeError(f"{job.id} is {job.status}; only an open job ends", code="job_not_open", status=409)
     if status not in (Job.Status.CANCELED, Job.Status.LAPSED):
         raise KeepingTimeError(f"a job ends canceled or lapsed, not {status!r}", code="invalid_status")
+    _leave(armer, job, why=f"job.{status}")
     job.status, job.closed_at = status, armer.now
     job.save(update_fields=["status", "closed_at"])
+    Task.objects.filter(job=job, status__in=[Task.Status.OPEN, Task.Status.TAKEN]).update(
+        status=Task.Status.CANCELED, closed_at=armer.now, hold_until=None)
+    Ask.objects.filter(job=job, status=Ask.Status.OPEN).update(status=Ask.Status.CANCELED)
     # The job's own timers and its clocks' (whose data names the job): the runtime's owner filter.
-    keys = list(Timer.objects.filter(owner_filter(job.domain, job.id), domain=job.domain,
-                                     status__in=["armed", "held"]).values_list("key", flat=True))
+    keys = live_keys(armer, domain=job.domain, owner=job.id)
     armer.supersede_all(keys, by=f"job.{status}")
     ClockItem.objects.filter(clock__owner_ref=job.id, status=ClockItem.Status.OPEN).update(
         status=ClockItem.Status.VOIDED, changed_at=armer.now)
     held = sum(MoneyLine.objects.filter(job=job, kind="hold").exclude(status="void").values_list("amount_cents",
                                                                                                 flat=True))
     released = sum(MoneyLine.objects.filter(job=job, kind="release").values_list("amount_cents", flat=True))
+    # Paid acts already committed stay charged (from the hold): the rest of it returns.
+    acts = sum(MoneyLine.objects.filter(job=job, kind="charge").exclude(step="").values_list("amount_cents",
+                                                                                            flat=True))
+    released += acts
     if held - released > 0:
         post_money(armer=armer, brand_id=job.brand_id, domain=job.domain, kind="release", cents=held - released,
                    memo=f"hold returns · {job.service} {job.period} {status}", owed_at=armer.now, key_owner=job.id,
                    occurrence=status, subscription=job.subscription, job=job)
     armer.record(f"job.{status}", subject=job.id, data={"reason": reason, "released": max(0, held - released),
-                                                         "timers_stopped": len(keys)})
+                                                         "acts_charged": acts, "timers_stopped": len(keys)})
     return job
+
+
+def live_keys(armer: Armer, *, domain: str, owner: str, clocks: bool = True) -> list[str]:
+    """An owner's armed and held timers as the armer sees them: the table's, and inside the tick also what the
+    batch armed or changed in memory (not yet in the table). ``clocks``: its clocks' timers too."""
+    which = owner_filter(domain, owner) if clocks else Q(owner=owner)
+    keys = set(Timer.objects.filter(which, domain=domain, status__in=["armed", "held"]).values_list("key", flat=True))
+    f = getattr(armer, "f", None)
+    if f is not None:
+        for key, head, data in f.touched():
+            if head == owner or (clocks and (head.startswith(f"{owner}#") or data.get("of") == owner)):
+                keys.add(key)
+        keys = {k for k in keys if (f.state(k) or ("",))[0] in ("armed", "held")}
+    return sorted(keys)
 
 
 def next_timer(*, domain: str, owner: str) -> Timer | None:

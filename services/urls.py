@@ -2,7 +2,7 @@
 
 from django.urls import path
 
-from . import api
+from . import api, people_api
 
 urlpatterns = [
     path("subscriptions", api.SubscriptionListView.as_view(), name="subscription-list"),
@@ -22,6 +22,14 @@ urlpatterns = [
     path("jobs/<str:job_id>/activity", api.JobActivityView.as_view(), name="job-activity"),
     path("jobs/<str:job_id>/wait", api.JobWaitView.as_view(), name="job-wait"),
     path("jobs/<str:job_id>/resume", api.JobResumeView.as_view(), name="job-resume"),
+    path("jobs/<str:job_id>/steps/<str:step>/<str:act>", people_api.JobStepActView.as_view(), name="job-step-act"),
+    path("jobs/<str:job_id>/grants", people_api.JobGrantView.as_view(), name="job-grants"),
+    path("policies", people_api.PolicySetView.as_view(), name="policy-set"),
+    path("windows", people_api.WindowOpenView.as_view(), name="window-open"),
+    path("windows/<str:window_id>/close", people_api.WindowCloseView.as_view(), name="window-close"),
+    path("clocks/<str:clock_id>/items/<str:item>/postpone", people_api.ClockPostponeView.as_view(),
+         name="clock-item-postpone"),
+    path("clocks/<str:clock_id>/inputs", people_api.ClockInputsView.as_view(), name="clock-inputs"),
     path("clocks/<str:clock_id>", api.ClockDetailView.as_view(), name="clock-detail"),
     path("versions", api.VersionListView.as_view(), name="version-list"),
     path("owner/jobs/<str:job_id>/repin", api.JobRepinView.as_view(), name="owner-job-repin"),

@@ -167,6 +167,12 @@ class Firing:
         item = self.run._lookup(key)
         return None if item is None else (item.status, item.owed_at)
 
+    def touched(self) -> list[tuple[str, str, dict]]:
+        """(key, owner, data) of the timers the run holds in memory since its last flush (armed in this batch,
+        or changed): a query of the timers table does not see them yet, so domain code listing an owner's
+        timers adds these."""
+        return [(key, item.owner, item.data or {}) for key, item in self.run._by_key.items()]
+
     def send(self, transport: str, payload: dict) -> str:
         """Queue an outside send; it leaves through the outbox after the commit. Each send of a firing is
         its own submission: (attempt, seq), seq counting the firing's sends from 0."""

@@ -14,7 +14,7 @@ from django.db import transaction
 
 from calendars.models import Calendar, ClosedDay, Subject, seeded_subject_id
 from services import registry
-from services.models import Job, MoneyLine, Subscription
+from services.models import Job, MoneyLine, Notification, PolicyValue, Subscription, Window
 from services.services import SUBJECT_EVENT, UPDATE, subscription_create
 from services.versions import version_deploy
 from timers.management.base import KTCommand
@@ -25,7 +25,8 @@ START = datetime(2027, 1, 20, 14, 0, tzinfo=UTC)
 DEPLOY_AT = datetime(2027, 6, 15, 14, 0, tzinfo=UTC)
 DEPLOY_MODULE = "services.examples.apis_tax.annual_return_2027_06"
 DEPLOY_2027_06 = "2027-06"
-BRANDS = {"apis_tax": "apis.tax", "demo": "demo.services"}
+BRANDS = {"apis_tax": "apis.tax", "api_forsale": "api.forsale", "demo": "demo.services"}
+FORSALE_START = datetime(2027, 10, 20, 14, 0, tzinfo=UTC)
 
 
 class Command(KTCommand):
@@ -82,6 +83,71 @@ class Command(KTCommand):
         self.stdout.write(f"subscription {sub.id} · tax-plan · $2,400.00 a year · C corp · CA, NY, NJ (+TX in March)")
         self.stdout.write(f"next: python manage.py tick 1y --compare --redeliver --test-clock {clock.id}")
 
+    def _api_forsale(self, brand: Brand, seed: str) -> None:
+        """Two deals, every kind of people's time at once: a broker's Task held, extended once (the second
+        refused), warned and reopened; the buyer's link reminded, reopened and expired twice (deal A lapses,
+        its hold returned less the appraisal already done); a registrar grant that ends and refuses the
+        transfer needs_grant; a standby window; and gone_dark, which stall_days 14 → 7 brings to 10 November
+        from the account's last reply on 3 November."""
+        from django.contrib.auth import get_user_model
+
+        from services.people import ACT
+
+        clock = test_clock_create(brand=brand, frozen_time=FORSALE_START, name="api.forsale deals", seed=seed)
+        for username, name in (("grace", "Grace Hopper"), ("linus", "Linus Pauling")):
+            user, made = get_user_model().objects.get_or_create(username=username, defaults={"first_name": name})
+            if made:
+                user.set_unusable_password()
+                user.save(update_fields=["password"])
+        calendar, _ = Calendar.objects.update_or_create(
+            brand=brand, name="api.forsale", defaults={"zone": "America/Los_Angeles", "weekends": [5, 6],
+                                                        "closes": time(17, 0)})
+        subjects = {}
+        for code, domain, name in (("A", "alpha.example", "Alpha Labs"), ("B", "beta.example", "Beta Foods")):
+            subjects[code] = Subject.objects.create(
+                id=seeded_subject_id(brand=brand, domain=clock.id, kind="account", key=domain), brand=brand,
+                domain=clock.id, kind="account", key_name="domain", key=domain, name=name, calendar=calendar,
+                created_at=FORSALE_START)
+            subscription_create(brand=brand, domain=clock.id, subject=subjects[code], service="deal-desk",
+                                now=FORSALE_START)
+
+        def at(month: int, day: int, hour: int, minute: int = 0) -> datetime:
+            return datetime(2027, month, day, hour, minute, tzinfo=UTC)
+
+        deals = {"A": "A-1001", "B": "B-2001"}
+        for code, key in deals.items():
+            timer_arm(brand=brand, key=f"{subjects[code].id}:window:deal opened:{key}", owed_at=FORSALE_START,
+                      domain=clock.id, handler=SUBJECT_EVENT, opened_at=FORSALE_START,
+                      data={"subject": subjects[code].id, "type": "deal.opened", "key": key})
+        script = [
+            ("A", at(10, 20, 15), "grace takes appraise", {"act": "take", "member": "grace"}),
+            ("A", at(10, 21, 16), "grace appraised", {"act": "done", "step": "appraise", "member": "grace"}),
+            ("B", at(10, 21, 9), "linus takes appraise", {"act": "take", "member": "linus"}),
+            ("B", at(10, 22, 10), "linus extends", {"act": "extend", "member": "linus"}),
+            ("B", at(10, 22, 11), "linus extends again", {"act": "extend", "member": "linus"}),
+            ("B", at(10, 26, 10), "grace takes appraise", {"act": "take", "member": "grace"}),
+            ("B", at(10, 26, 12), "grace appraised", {"act": "done", "step": "appraise", "member": "grace"}),
+            ("B", at(11, 1, 9), "linus on standby", {"act": "window", "member": "linus", "hours": 8}),
+            ("B", at(11, 2, 9), "the buyer accepts the offer", {"act": "answer", "step": "offer"}),
+            ("B", at(11, 3, 10), "the account replies", {"act": "activity", "what": "the account replied"}),
+            ("B", at(11, 3, 10, 5), "the buyer grants registrar", {"act": "grant", "scope": "registrar"}),
+            ("B", at(11, 5, 14), "stall_days 14 to 7", {"act": "policy", "service": "deal", "name": "stall_days",
+                                                         "value": 7}),
+            ("B", at(11, 9, 10), "grace takes transfer", {"act": "take", "member": "grace"}),
+            ("B", at(11, 9, 12), "grace transfers", {"act": "done", "step": "transfer", "member": "grace"}),
+        ]
+        for code, when, what, data in script:
+            timer_arm(brand=brand, key=f"{subjects[code].id}:window:{what}:{deals[code]}", owed_at=when,
+                      domain=clock.id, handler=ACT, opened_at=FORSALE_START,
+                      data={"subject": subjects[code].id, "service": "deal", "period": deals[code], **data})
+        self.stdout.write(f"brand {brand.id} · {brand.name}")
+        self.stdout.write(f"test clock {clock.id} · seed {seed} · frozen at 2027-10-20 14:00Z")
+        for code, key in deals.items():
+            self.stdout.write(f"subject {subjects[code].id} · account {subjects[code].key} · deal {key}")
+        self.stdout.write("members grace, linus · pool brokers · hold 2d · stall_days 14 (7 from 2027-11-05)")
+        self.stdout.write(f"next: python manage.py tick --to 2027-12-01T00:00:00Z --compare --redeliver "
+                          f"--test-clock {clock.id}")
+
     def _demo(self, brand: Brand, seed: str) -> None:
         clock = test_clock_create(brand=brand, frozen_time=START, name="demo clock", seed=seed)
         d = clock.id
@@ -102,6 +168,7 @@ def _remove(brand: Brand, *, seed: str, every: bool) -> None:
     domains = list(clocks.values_list("id", flat=True))
     if not domains:
         return
-    for model in (MoneyLine, Job, Subscription, Subject, Timer, Event, Commit, Outbox, Deploy):
+    for model in (Notification, PolicyValue, Window, MoneyLine, Job, Subscription, Subject, Timer, Event, Commit,
+                  Outbox, Deploy):
         model.objects.filter(domain__in=domains).delete()
     TestClock.objects.filter(pk__in=domains).delete()
