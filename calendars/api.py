@@ -73,6 +73,12 @@ def calendar_domain(brand: Brand, subject: Subject, test_clock: str | None) -> s
 
 
 def entry_json(e: Entry, zone) -> dict:
+    """A date, with its rungs (reminders and steps) listed under it."""
+    return {**_entry_fields(e, zone), "rungs": [{**_entry_fields(r, zone), "step": r.step, "current": r.current}
+                                                for r in e.rungs]}
+
+
+def _entry_fields(e: Entry, zone) -> dict:
     return {
         "date": e.date.isoformat(),
         "what": e.what,
@@ -108,7 +114,7 @@ def calendar_json(sc: SubjectCalendar) -> dict:
 
 
 # -- the schema -----------------------------------------------------------------------------------------------
-class CalendarEntrySerializer(serializers.Serializer):
+class _CalendarEntryFields(serializers.Serializer):
     date = serializers.DateField(help_text="The local date, in the calendar's zone.")
     what = serializers.CharField()
     kind = serializers.CharField(help_text="hard, clock, rung, schedule …")
@@ -119,6 +125,15 @@ class CalendarEntrySerializer(serializers.Serializer):
     uid = serializers.CharField(help_text="Stable: what the date is, never when. The feed's UID.")
     sequence = serializers.IntegerField(help_text="How many times the date moved.")
     on = serializers.CharField(allow_null=True, help_text="Its owner: clk_…#US, job_…")
+
+
+class CalendarRungSerializer(_CalendarEntryFields):
+    step = serializers.CharField(help_text="notice, escalate, ack or run")
+    current = serializers.BooleanField(help_text="false: it rang before its date moved, kept as history")
+
+
+class CalendarEntrySerializer(_CalendarEntryFields):
+    rungs = CalendarRungSerializer(many=True, help_text="The date's reminders and steps, in ring order.")
 
 
 class SubjectCalendarSerializer(serializers.Serializer):
@@ -148,8 +163,8 @@ class SubjectCalendarView(BrandAPIView):
     @extend_schema(
         operation_id="subjects_calendar", tags=["subjects"], summary="A subject's calendar",
         description="Every date the subject keeps, on or after `from` (default: today in the calendar's "
-                    "zone), sorted by instant: clock dates (hard or clock) and their rungs, and what domain "
-                    "apps add. Dates are local to the calendar's zone; `at` is UTC with Z.",
+                    "zone), sorted by instant: clock dates (hard or clock), each with its rungs under it, "
+                    "and what domain apps add. Dates are local to the calendar's zone; `at` is UTC with Z.",
         parameters=[
             OpenApiParameter("from", OpenApiTypes.DATE, description="YYYY-MM-DD, in the calendar's zone"),
             OpenApiParameter("test_clock", OpenApiTypes.STR, description="tc_…: the test clock's dates"),

@@ -7,6 +7,8 @@ class CalendarsConfig(AppConfig):
     default_auto_field = "django.db.models.BigAutoField"
 
     def ready(self) -> None:
-        from . import handlers
+        from . import handlers, services, specs
 
         handlers.register()
+        # A submit step's receipts are heard whichever process delivers them.
+        specs.on_register(services.hear_submissions)

@@ -1,7 +1,8 @@
 """What a subject's calendar lists: every date, kept and ahead, from a small registry of providers.
 
 A provider is ``provider(subject, domain, from_date) -> Iterable[Entry]``: the built-in one lists the
-subject's clocks (each item's due date and its rungs); a domain app registers its own for schedule runs,
+subject's clocks (each item's due date, its rungs listed under it in ``Entry.rungs``: a rung is a date's
+reminder or step, not a date of its own); a domain app registers its own for schedule runs,
 cycles, links and grants with ``register(provider)`` (in its ``AppConfig.ready``). ``from_date`` is a
 hint (``None`` asks for everything); ``subject_calendar`` filters and sorts whatever providers yield.
 
@@ -13,7 +14,7 @@ keeps its uid and counts the move in ``sequence``.
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import date, datetime
 from urllib.parse import quote
 
@@ -40,6 +41,9 @@ class Entry:
     sequence: int = 0  # how many times the date moved
     stamp: datetime | None = None  # the date's last change, in domain time (the feed's DTSTAMP)
     on: str = ""  # its owner: clk_…#US, job_…, sbn_…
+    step: str = ""  # a rung's kind: notice | escalate | ack | run
+    current: bool = True  # False: a rung that fired before its date moved, kept as history
+    rungs: tuple[Entry, ...] = ()  # a date's reminders and steps, in ring order (shown with --rungs)
 
     def sort_key(self) -> tuple:
         return (self.at, self.kind, self.what, self.uid)  # the uid last: the order never depends on the database
@@ -114,20 +118,40 @@ def clock_what(item: ClockItem) -> str:
     return f"{title} · {item.item}" if item.item and "{item}" not in (clock.title or "") else title
 
 
+WEEKDAYS = ("Monday", "Tuesday", "Wednesday", "Thursday", "Friday", "Saturday", "Sunday")
+
+
+def rolled_text(civil: date, rolled_why: str) -> str:
+    """Why a date rolled, as the seed says it: "rolled from Saturday 2028-04-15: Emancipation Day (observed)
+    on Monday 04-17" (the closed day that pushed it last); a weekend alone: "rolled from Sunday 2028-10-15:
+    a weekend"."""
+    text = f"rolled from {WEEKDAYS[civil.weekday()]} {civil.isoformat()}"
+    last = rolled_why.rsplit("; ", 1)[-1] if rolled_why else ""
+    day, _, reason = last.partition(": ")
+    if not reason:
+        return text
+    parts = day.split()
+    when = date.fromisoformat(parts[-1]) if parts else civil
+    if when == civil or reason == "a weekend":
+        return f"{text}: {reason}"
+    return f"{text}: {reason} on {WEEKDAYS[when.weekday()]} {when:%m-%d}"
+
+
 def _hints(item: ClockItem) -> str:
     hints = []
     if item.moves:
         hints.append(f"moved {item.moves}×")
     if item.due_date != item.civil:
-        hints.append(f"rolled from {item.civil.isoformat()}")
+        hints.append(rolled_text(item.civil, item.rolled_why))
     return "".join(f", {h}" for h in hints)
 
 
-def _due_status(item: ClockItem, cal, today: date) -> str:
+def _due_status(item: ClockItem, cal, today: date, kept_with: str = "") -> str:
     s = ClockItem.Status
     if item.status == s.SATISFIED:
         kept = cal.today(item.satisfied_at) if item.satisfied_at else None
-        return (f"kept {kept.isoformat()}" if kept else "kept") + _hints(item)
+        with_ = f", {kept_with}" if kept_with else ""
+        return (f"kept {kept.isoformat()}" if kept else "kept") + with_ + _hints(item)
     if item.status == s.DUE:
         status = "came unsatisfied"
     elif item.status == s.PASSED:
@@ -167,29 +191,43 @@ def _fired_status(events: list[tuple[str, dict]]) -> str | None:
 
 
 def clock_entries(subject: Subject, domain: str, from_date: date | None) -> Iterable[Entry]:
-    """Each clock item's due date (hard or clock) and each of its rungs still armed or already fired."""
+    """Each clock item's due date (hard or clock), with each of its rungs still armed or already fired
+    listed under it (``Entry.rungs``)."""
     items = list(ClockItem.objects.filter(clock__subject=subject, clock__domain=domain)
                  .exclude(status=ClockItem.Status.VOIDED).select_related("clock"))
     if not items:
         return []
     cal = business_calendar(subject)
     today = cal.today(domain_now(domain=domain))
-    entries: list[Entry] = []
+    dates: dict[str, Entry] = {}
     by_owner: dict[str, ClockItem] = {}
     whats: dict[str, str] = {}
+    # How a kept date was kept, when a move of a sibling kept it ("with the extension"): on the record.
+    kept_with = dict(Event.objects.filter(
+        domain=domain, type="clock.satisfied", data__has_key="with",
+        subject__in=[i.owner_key for i in items if i.status == ClockItem.Status.SATISFIED],
+    ).values_list("subject", "data__with")) if any(i.status == ClockItem.Status.SATISFIED for i in items) else {}
     for item in items:
         clock = item.clock
         owner = item.owner_key
         by_owner[owner] = item
         whats[owner] = what = clock_what(item)
-        entries.append(Entry(
+        dates[owner] = Entry(
             date=item.due_date, at=item.due_at, what=what, kind="hard" if clock.hard else "clock",
-            answers_for=clock.answers_for, status=_due_status(item, cal, today),
+            answers_for=clock.answers_for, status=_due_status(item, cal, today, kept_with.get(owner, "")),
             uid=uid_for(format_key(owner, "due", clock.name, clock.period)), sequence=item.moves,
             stamp=item.changed_at, on=owner,
-        ))
-    entries.extend(_rung_entries(domain, by_owner, whats, cal))
-    return entries
+        )
+    rungs: dict[str, list[Entry]] = {}
+    for rung in _rung_entries(domain, by_owner, whats, cal):
+        rungs.setdefault(rung.on, []).append(rung)
+    return [replace(entry, rungs=tuple(sorted(rungs.get(owner, ()), key=Entry.sort_key)))
+            for owner, entry in dates.items()]
+
+
+def _rung_kind(name: str) -> str:
+    """notice 90d → notice; ack daily 7d → ack; run tentative 3d → run."""
+    return name.split(" ", 1)[0]
 
 
 def _rung_entries(domain: str, by_owner: dict[str, ClockItem], whats: dict[str, str], cal) -> list[Entry]:
@@ -233,7 +271,7 @@ def _rung_entries(domain: str, by_owner: dict[str, ClockItem], whats: dict[str, 
             out.append(Entry(
                 date=cal.today(at), at=at, what=f"{what} · {whats[t.owner]}", kind="rung",
                 answers_for=item.clock.answers_for, status=status, uid=uid, sequence=sequence, stamp=stamp,
-                on=t.owner,
+                on=t.owner, step=_rung_kind(k.name), current=newest,
             ))
     return out
 

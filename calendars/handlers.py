@@ -22,6 +22,7 @@ from .services import (
 )
 
 NOTICES_TRANSPORT = "notices"  # configured in KEEPING_TIME["TRANSPORTS"]
+GAP = "gap"  # a rung's ``by`` when a later rung owed by now stands for it (timers-and-replay's gap table)
 
 
 def _item(f: Firing) -> ClockItem | None:
@@ -44,10 +45,11 @@ def fire_rung(f: Firing) -> None:
             "due": item.due_date.isoformat(), "due_at": iso_z(item.due_at), "zone": cal.zone_name}
     label = f"{clock.name} {item.item}".strip()
     if rung.kind in ("notice", "escalate"):
-        # After a gap only the latest owed notice or escalate is sent; the earlier are recorded superseded.
+        # After a gap only the latest owed notice or escalate is sent; the earlier are recorded superseded
+        # (the timer's status, by: 'gap', superseded_by the later rung), never fired.
         later = _later_owed(f, item, spec, rung, move)
         if later:
-            f.record("clock.rung_superseded", subject=item.owner_key, data={**base, "by": later})
+            f.superseded_instead(by=GAP, successor=later)
             f.what = f"{label} · {rung.text} superseded by {later.split(':')[2]}, owed by now"
             return
         f.record(f"clock.{rung.kind}", subject=item.owner_key, data=base)
@@ -65,7 +67,16 @@ def fire_rung(f: Firing) -> None:
     else:  # run: the step goes through the gate; a hard date past refuses it
         outcome = clock_step(armer=FiringArmer(f), item=item, step=rung.step)
         f.record("clock.rung_ran", subject=item.owner_key, data={**base, "step": rung.step, "outcome": outcome})
-        f.what = f"{label} · rung {rung.text} → {rung.step} {outcome}"
+        f.what = f"{label} · rung {rung.text} → {rung.step} {outcome}" + _accepted(f, item.item)
+
+
+def _accepted(f: Firing, leader: str) -> str:
+    """What the run's move carried with it, in the order it was accepted: " · US accepted → US-CA accepted,
+    US-NY accepted · pay satisfied, with the extension"."""
+    followers = [d["item"] for t, _, d, _ in f.events if t == "clock.moved" and d.get("follows") == leader]
+    kept = [f"{d['clock']} satisfied, {d['with']}" for t, _, d, _ in f.events if t == "clock.satisfied" and "with" in d]
+    text = f" · {leader} accepted → {', '.join(f'{x} accepted' for x in followers)}" if followers else ""
+    return text + "".join(f" · {k}" for k in kept)
 
 
 def _later_owed(f: Firing, item: ClockItem, spec, rung, move: int) -> str | None:

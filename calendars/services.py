@@ -10,7 +10,7 @@ import hashlib
 import secrets
 from collections.abc import Callable
 from dataclasses import dataclass
-from datetime import date, datetime, timedelta
+from datetime import UTC, date, datetime, timedelta
 from typing import Protocol
 
 from django.db import IntegrityError, transaction
@@ -18,13 +18,14 @@ from django.db.models import Q
 
 from timers.engine import Firing
 from timers.errors import KeepingTimeError, Refused
-from timers.ids import domain_id
-from timers.models import Brand, Event, Timer
+from timers.ids import domain_id, new_id
+from timers.models import Brand, Event, Outbox, Timer
 from timers.rearm import Rearm, rearm_cause
 from timers.services import domain_now, timer_arm, timer_hold, timer_resume
+from timers.timeutil import iso_z
 
 from . import specs
-from .civil import BusinessCalendar
+from .civil import BusinessCalendar, local_instant
 from .models import Calendar, Clock, ClockItem, ClosedDay, Subject
 from .offsets import Rung
 from .specs import ClockSpec, DueInput
@@ -55,6 +56,9 @@ class Armer(Protocol):
     def hold(self, key: str, *, by: Rearm, who: str = "") -> None: ...
 
     def resume(self, key: str, *, cap: datetime | None = None) -> None: ...
+
+    # An outside send (a submit step's submission): it leaves through the outbox after the commit.
+    def send(self, transport: str, payload: dict, *, key: str) -> str: ...
 
 
 class FiringArmer:
@@ -89,6 +93,9 @@ class FiringArmer:
 
     def resume(self, key, *, cap=None):
         self.f.resume(key, cap=cap)
+
+    def send(self, transport, payload, *, key):
+        return self.f.send(transport, payload)
 
 
 class DirectArmer:
@@ -147,6 +154,14 @@ class DirectArmer:
         if timer is not None:
             timer_resume(timer=timer, now=self.now, cap=cap)
 
+    def send(self, transport, payload, *, key):
+        # One submission per attempt, its id derived from the domain, key and attempt (as a firing's sends).
+        attempt = Outbox.objects.filter(domain=self.domain, key=key).count() + 1
+        submission = new_id("sub", seed=f"{self.domain}|{key}|{attempt}")
+        Outbox.objects.create(id=submission, domain=self.domain, brand_id=self.brand_id, key=key, attempt=attempt,
+                              transport=transport, payload=payload, created_at=self.now)
+        return submission
+
 
 # -- keys --------------------------------------------------------------------------------------------
 def rung_key(item: ClockItem, rung: Rung, *, move: int, day: int | None = None) -> str:
@@ -202,13 +217,15 @@ def _date(cal: BusinessCalendar, civil: date) -> Dated:
 def clock_open(*, armer: Armer, brand: Brand | str, domain: str, subject: Subject, spec_name: str,
                owner_ref: str, period: str, inputs: dict | None = None, title: str = "", version: str = "",
                answers_for: str | None = None, opened_at: datetime | None = None,
-               clock_id: str | None = None) -> Clock:
+               clock_id: str | None = None) -> Clock | None:
     """Open a clock: each item's date from its due function, rolled, and its rungs and due timer armed.
 
-    Inside the tick pass a ``clock_id`` derived from what the clock is, so a replay makes the same ids.
+    Inside the tick pass a ``clock_id`` derived from what the clock is, so a replay makes the same ids. A
+    clock whose items function names no item this time (a carryforward the period did not make) opens
+    nothing: None.
     """
     spec = specs.get(spec_name)
-    clock = Clock.objects.create(
+    clock = Clock(
         # Derived from the domain's seed and what the clock is, so the same scenario makes the same ids.
         id=clock_id or domain_id("clk", domain, owner_ref, spec_name, period, length=8),
         brand_id=brand if isinstance(brand, str) else brand.id, domain=domain, subject=subject, spec=spec_name,
@@ -216,9 +233,13 @@ def clock_open(*, armer: Armer, brand: Brand | str, domain: str, subject: Subjec
         period=period, hard=spec.hard, answers_for=answers_for or spec.answers_for, guarantee=spec.guarantee,
         version=version, inputs=inputs or {}, opened_at=opened_at or armer.now,
     )
+    names = spec.items_for(_inputs(clock, ""))
+    if not names:
+        return None
+    clock.save(force_insert=True)
     cal = business_calendar(subject)
     items = []
-    for name in spec.items_for(_inputs(clock, "")):
+    for name in names:
         d = _date(cal, spec.due(_inputs(clock, name)))
         items.append(ClockItem(clock=clock, item=name, civil=d.civil, due_date=d.due_date, due_at=d.due_at,
                                rolled_why=d.why, changed_at=armer.now))
@@ -234,13 +255,17 @@ def clock_open(*, armer: Armer, brand: Brand | str, domain: str, subject: Subjec
 
 
 def _arm_item(armer: Armer, item: ClockItem, spec: ClockSpec, cal: BusinessCalendar, *, move: int,
-              supersede_prev: bool = False, include_run: bool = True, by: Rearm = Rearm.CLOCK_MOVED) -> None:
+              supersede_prev: bool = False, include_run: bool = True, by: Rearm = Rearm.CLOCK_MOVED,
+              prev_due: date | None = None) -> None:
     """Arm an item's rungs and due timer at ``move``; after a move (``supersede_prev``), the previous move's
     are superseded and the run rung retimed, each naming ``by``, the cause of the move."""
     opened, version = item.clock.opened_at, item.clock.version
     data = {"clock": item.clock_id, "item": item.item, "move": move, "of": item.clock.owner_ref}
+    follows = spec.leader(_inputs(item.clock, item.item))
     for rung in spec.parsed_rungs:
         if rung.kind == "run":
+            if follows:
+                continue  # it moves when its leader's run moves it, never on its own
             key = rung_key(item, rung, move=move)
             owed = cal.at(rung.day(item.due_date), spec.at)
             if include_run:
@@ -256,7 +281,8 @@ def _arm_item(armer: Armer, item: ClockItem, spec: ClockSpec, cal: BusinessCalen
                       data={**data, "rung": rung.text, "day": 1, "days": (item.due_date - first).days},
                       opened_at=opened, version=version)
             if supersede_prev:
-                _supersede_acks(armer, item, rung, move - 1, key, by=by)
+                # The old chain's days are counted back from the date it ran to, before the move.
+                _supersede_acks(armer, item, rung, move - 1, key, by=by, due=prev_due or item.due_date)
             continue
         key = rung_key(item, rung, move=move)
         armer.arm(key, owed_at=cal.at(rung.day(item.due_date), spec.at), handler=RUNG_HANDLER,
@@ -270,13 +296,16 @@ def _arm_item(armer: Armer, item: ClockItem, spec: ClockSpec, cal: BusinessCalen
         armer.supersede(due_key(item, move=move - 1), by=by, successor=key)
 
 
-def _ack_keys(item: ClockItem, rung: Rung, move: int) -> list[str]:
-    """Every day's key of an ``ack daily`` rung (the chain arms them one day at a time)."""
-    return [rung_key(item, rung, move=move, day=day) for day in range(1, max(1, rung.span.days) + 1)]
+def _ack_keys(item: ClockItem, rung: Rung, move: int, *, due: date) -> list[str]:
+    """Every day's key of an ``ack daily`` rung whose chain ran up to ``due`` (the chain arms them one day
+    at a time): as many days as lie between its first day and the date, so ``ack daily 1mo`` has 28 to 31."""
+    days = (due - rung.day(due)).days
+    return [rung_key(item, rung, move=move, day=day) for day in range(1, max(1, days) + 1)]
 
 
-def _supersede_acks(armer: Armer, item: ClockItem, rung: Rung, move: int, successor: str, *, by: Rearm) -> None:
-    for key in _ack_keys(item, rung, move):
+def _supersede_acks(armer: Armer, item: ClockItem, rung: Rung, move: int, successor: str, *, by: Rearm,
+                    due: date) -> None:
+    for key in _ack_keys(item, rung, move, due=due):
         armer.supersede(key, by=by, successor=successor)
 
 
@@ -309,7 +338,8 @@ def clock_move(*, armer: Armer, item: ClockItem, civil: date, by: str, cause: di
                                                            "from": d.civil.isoformat(), "to": d.due_date.isoformat(),
                                                            "why": d.reason, "skipped": d.why})
     if item.status == ClockItem.Status.OPEN:
-        _arm_item(armer, item, spec, cal, move=item.moves, supersede_prev=True, include_run=False, by=rearm)
+        _arm_item(armer, item, spec, cal, move=item.moves, supersede_prev=True, include_run=False, by=rearm,
+                  prev_due=before[0])
     for hook in _moved_hooks:  # what follows the date (a job deadline written '5d before file') moves with it
         hook(armer, item)
     return item
@@ -347,8 +377,10 @@ def clock_lapsed(*, armer: Armer, item: ClockItem, kind: str, hears: list[str], 
         hook(armer, item, kind, hears, message)
 
 
-def clock_satisfy(*, armer: Armer, item: ClockItem, by: str = "") -> ClockItem:
-    """Mark the date kept: a satisfied clock arms nothing further, and what it had armed is superseded."""
+def clock_satisfy(*, armer: Armer, item: ClockItem, by: str = "", kept_with: str = "",
+                  judged_at: datetime | None = None, judged_by: str = "") -> ClockItem:
+    """Mark the date kept: a satisfied clock arms nothing further, and what it had armed is superseded.
+    On time is judged at ``judged_at`` (an outside receipt's time, ``judged_by`` says which), else now."""
     if item.status == ClockItem.Status.SATISFIED:
         return item
     if item.status == ClockItem.Status.VOIDED:
@@ -358,10 +390,11 @@ def clock_satisfy(*, armer: Armer, item: ClockItem, by: str = "") -> ClockItem:
     item.status, item.satisfied_at, item.changed_at = ClockItem.Status.SATISFIED, armer.now, armer.now
     item.save(update_fields=["status", "satisfied_at", "changed_at"])
     armer.supersede_all(_item_keys(item, spec), by="clock.satisfied")
-    on_time = business_calendar(clock.subject).on_time(armer.now, item.due_date)
+    on_time = business_calendar(clock.subject).on_time(judged_at or armer.now, item.due_date)
+    judged = {"judged_by": judged_by, "judged_at": iso_z(judged_at)} if judged_at else {}
     armer.record("clock.satisfied", subject=item.owner_key,
                  data={"clock": clock.name, "item": item.item, "due": item.due_date.isoformat(),
-                       "on_time": on_time, "by": by})
+                       "on_time": on_time, "by": by, **({"with": kept_with} if kept_with else {}), **judged})
     return item
 
 
@@ -369,7 +402,7 @@ def _item_keys(item: ClockItem, spec: ClockSpec) -> list[str]:
     keys = [due_key(item, move=item.moves)]
     for rung in spec.parsed_rungs:
         if rung.kind == "ack":
-            keys += _ack_keys(item, rung, item.moves)
+            keys += _ack_keys(item, rung, item.moves, due=item.due_date)
         else:
             keys.append(rung_key(item, rung, move=item.moves))
     return keys
@@ -387,13 +420,112 @@ def clock_step(*, armer: Armer, item: ClockItem, step: str, proposed_at: datetim
                       {"clock": clock.name, "item": item.item, "due": item.due_date.isoformat()})
     if item.status == ClockItem.Status.SATISFIED:
         raise Refused("clock_satisfied", f"{clock.name} {item.item} is already satisfied")
+    if step in spec.submits:
+        return _submit(armer, item, step, spec.submits[step], cal)
     move = spec.move_for(step)
     if move is not None:
         civil = spec.moves[move](_inputs(clock, item.item, due=item.civil))
         clock_move(armer=armer, item=item, civil=civil, by=move, cause={"step": step})
+        # The items that follow this one are accepted after it, in item order (US → US-CA, US-NY).
+        for follower in _followers(item, spec):
+            civil = spec.moves[move](_inputs(clock, follower.item, due=follower.civil))
+            clock_move(armer=armer, item=follower, civil=civil, by=move, cause={"step": step, "follows": item.item})
+        _keep_with(armer, item, move, proposed_at=when)
         return "moved"
     armer.record("clock.step", subject=item.owner_key, data={"clock": clock.name, "item": item.item, "step": step})
     return "committed"
+
+
+# -- whose time decides: a submit step's outside receipt -------------------------------------------------------
+def _submit(armer: Armer, item: ClockItem, step: str, transport: str, cal: BusinessCalendar) -> str:
+    """A submit step commits and sends its submission; the date is kept when the outside system's receipt
+    comes back (``clock_receipt``), judged by the receipt's time."""
+    clock = item.clock
+    payload = {"clock": clock.id, "item": item.item, "step": step, "subject": clock.subject_id,
+               "due": item.due_date.isoformat(), "zone": cal.zone_name, "sent_at": iso_z(armer.now)}
+    submission = armer.send(transport, payload, key=f"{item.owner_key}:submit:{step}")
+    armer.record("clock.submitted", subject=item.owner_key,
+                 data={"clock": clock.name, "item": item.item, "step": step, "transport": transport,
+                       "submission": submission})
+    return "submitted"
+
+
+def receipt_time(receipt: dict | None, cal: BusinessCalendar) -> tuple[datetime, str] | None:
+    """Whose time decides, from an outside system's receipt: an e-filed return's ``postmark``, read in the
+    filer's own zone (the subject calendar's) when it carries no offset; else the system's ``received_at``.
+    None when the receipt carries neither (then the commit's time decides)."""
+    for name in ("postmark", "received_at"):
+        raw = (receipt or {}).get(name)
+        if not raw:
+            continue
+        try:
+            when = datetime.fromisoformat(str(raw).replace("Z", "+00:00"))
+        except ValueError:
+            continue  # a receipt that cannot be read does not decide
+        if when.tzinfo is None:
+            when = local_instant(when.date(), when.time(), cal.zone)
+        return when.astimezone(UTC), name
+    return None
+
+
+def clock_receipt(*, armer: Armer, item: ClockItem, step: str, receipt: dict | None) -> ClockItem:
+    """The outside system answered a submit step: the date is kept, on time or not by the receipt's time
+    (the postmark of an e-filed return, in the filer's zone; else when the system received it)."""
+    judged = receipt_time(receipt, business_calendar(item.clock.subject))
+    if judged is None:
+        return clock_satisfy(armer=armer, item=item, by=step)
+    return clock_satisfy(armer=armer, item=item, by=step, judged_at=judged[0], judged_by=judged[1])
+
+
+def submissions_settled(results: list[tuple[str, bool, object]]) -> None:
+    """The outbox's hook for a submit transport: each receipt keeps its clock's date (outside the tick)."""
+    rows = {r.id: r for r in Outbox.objects.filter(pk__in=[sid for sid, ok, _ in results if ok])}
+    for sid, ok, receipt in results:
+        row = rows.get(sid)
+        if not ok or row is None or "clock" not in (row.payload or {}):
+            continue
+        item = (ClockItem.objects.select_related("clock__subject__calendar")
+                .filter(clock_id=row.payload["clock"], item=row.payload.get("item", "")).first())
+        if item is None or item.status in (ClockItem.Status.SATISFIED, ClockItem.Status.VOIDED):
+            continue
+        armer = DirectArmer(brand=row.brand_id, domain=row.domain)
+        clock_receipt(armer=armer, item=item, step=row.payload.get("step", ""),
+                      receipt=receipt if isinstance(receipt, dict) else None)
+
+
+def hear_submissions(spec: ClockSpec) -> None:
+    """Each transport a spec's submit steps send through has its settled receipts heard."""
+    from timers import outbox
+
+    for transport in spec.submits.values():
+        outbox.on_settled(transport, submissions_settled)
+
+
+def _followers(leader: ClockItem, spec: ClockSpec) -> list[ClockItem]:
+    if spec.follows is None:
+        return []
+    items = (ClockItem.objects.filter(clock=leader.clock, status=ClockItem.Status.OPEN).exclude(pk=leader.pk)
+             .select_related("clock__subject__calendar").order_by("item"))
+    return [i for i in items if spec.leader(_inputs(leader.clock, i.item)) == leader.item]
+
+
+def _keep_with(armer: Armer, moved: ClockItem, move: str, *, proposed_at: datetime) -> None:
+    """A move that keeps a sibling clock (its spec's ``kept_with``): the sibling's step commits with it and its
+    date is kept (the extension pays: "clock pay · satisfied · pay committed")."""
+    clock = moved.clock
+    siblings = (ClockItem.objects.filter(clock__domain=clock.domain, clock__owner_ref=clock.owner_ref,
+                                         clock__period=clock.period, item=moved.item, status=ClockItem.Status.OPEN)
+                .exclude(clock=clock).select_related("clock__subject__calendar").order_by("clock__name"))
+    for item in siblings:
+        phrase = specs.get(item.clock.spec).kept_with.get(move)
+        if not phrase:
+            continue
+        step = item.clock.name
+        try:
+            clock_step(armer=armer, item=item, step=step, proposed_at=proposed_at)
+        except Refused:
+            continue  # a hard date already past: the move stands, and this date stays as it is (passed)
+        clock_satisfy(armer=armer, item=item, by=step, kept_with=phrase)
 
 
 def clock_choose(*, armer: Armer, item: ClockItem, option: str, by: str = "") -> str:

@@ -50,6 +50,14 @@ class ClockSpec:
     title: str = ""
     lives_on: str = "job"
     guarantee: dict | None = None
+    # A move of a sibling clock (the same job's, on the same item) that keeps this one: its step commits with
+    # that move, and the date is kept, "with" what the phrase says: pay {"extend": "with the extension"}.
+    kept_with: dict[str, str] = field(default_factory=dict)
+    # The item whose moves an item follows (a state that accepts the federal extension follows "US"): it arms
+    # no run rung of its own, and moves right after its leader, by the same move. None: it moves on its own.
+    follows: Callable[[DueInput], str | None] | None = None
+    # A step that submits to an outside system (step → transport): the outside receipt's time judges on time.
+    submits: dict[str, str] = field(default_factory=dict)
     where: str = ""  # the Service file that declares it, for error messages
     parsed_rungs: tuple[Rung, ...] = field(init=False, default=())
 
@@ -67,6 +75,8 @@ class ClockSpec:
                                 f"moves does not declare ({', '.join(self.moves) or 'none'})")
         if self.lives_on not in ("job", "subject"):
             raise SpecError(f"{where}clocks.{self.name}.lives_on: 'job' or 'subject', not {self.lives_on!r}")
+        if self.follows is not None and not callable(self.follows):
+            raise SpecError(f"{where}clocks.{self.name}.follows: a function of the input that names an item")
         if not callable(self.due):
             raise SpecError(f"{where}clocks.{self.name}.due: a function of the input that returns a date")
         for name, fn in self.moves.items():
@@ -77,6 +87,11 @@ class ClockSpec:
     def items_for(self, x: DueInput) -> list[str]:
         items = self.items(x) if callable(self.items) else self.items
         return list(items)
+
+    def leader(self, x: DueInput) -> str | None:
+        """The item this one follows, or None."""
+        leader = self.follows(x) if self.follows is not None else None
+        return leader if leader and leader != x.item else None
 
     def move_for(self, step: str) -> str | None:
         """The move a step makes: a move's own name, or the one ``runs`` maps the step to."""
@@ -94,8 +109,22 @@ _registry: dict[str, ClockSpec] = {}
 _resolver: Callable[[str], ClockSpec | None] | None = None
 
 
+# Hear each spec as it is registered (calendars.apps: a submit step's transport has its receipts heard).
+_listeners: list[Callable[[ClockSpec], None]] = []
+
+
+def on_register(fn: Callable[[ClockSpec], None]) -> None:
+    """Call ``fn`` for every spec registered from now on, and for each one already registered."""
+    if fn not in _listeners:
+        _listeners.append(fn)
+        for spec in list(_registry.values()):
+            fn(spec)
+
+
 def register(name: str, spec: ClockSpec) -> ClockSpec:
     _registry[name] = spec
+    for fn in _listeners:
+        fn(spec)
     return spec
 
 
@@ -109,7 +138,7 @@ def get(name: str) -> ClockSpec:
     if spec is None and _resolver is not None:
         spec = _resolver(name)
         if spec is not None:
-            _registry[name] = spec
+            register(name, spec)
     if spec is None:
         raise SpecError(f"no clock spec {name!r} is registered")
     return spec

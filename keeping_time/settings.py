@@ -6,6 +6,7 @@ to ``.env`` once per machine). The environment wins over ``.env``; KT_ENV_FILE n
 """
 
 import os
+import warnings
 from pathlib import Path
 
 import environ
@@ -47,6 +48,7 @@ INSTALLED_APPS = [
 
 MIDDLEWARE = [
     "django.middleware.security.SecurityMiddleware",
+    "whitenoise.middleware.WhiteNoiseMiddleware",  # the admin's styling, the same in the demo and production
     "django.contrib.sessions.middleware.SessionMiddleware",
     "django.middleware.common.CommonMiddleware",
     "django.middleware.csrf.CsrfViewMiddleware",
@@ -90,6 +92,14 @@ USE_TZ = True
 
 STATIC_URL = "static/"
 STATIC_ROOT = BASE_DIR / "staticfiles"
+# WhiteNoise serves static files from the apps' own folders (no collectstatic step for the demo); production
+# may run collectstatic into STATIC_ROOT and serve the same URLs.
+WHITENOISE_USE_FINDERS = True
+# Until a collectstatic fills STATIC_ROOT, WhiteNoise warns once per start that it is missing: the finders serve.
+warnings.filterwarnings("ignore", message="No directory at")
+LOGIN_URL = "delivery:login"
+# A brand's owners hold the owner console's permissions by their Membership (portals/owner/backends.py).
+AUTHENTICATION_BACKENDS = ["django.contrib.auth.backends.ModelBackend", "portals.owner.backends.OwnerPermissions"]
 
 REST_FRAMEWORK = {
     "DEFAULT_AUTHENTICATION_CLASSES": ["timers.api.auth.SecretKeyAuthentication"],

@@ -1,9 +1,12 @@
-from django.contrib import admin
 from django.urls import include, path
 
+from portals.api import PortalSessionView
+from portals.owner.site import site as owner_console
+
 urlpatterns = [
-    path("admin/", admin.site.urls),
+    path("admin/", owner_console.urls),  # the owner console: a brand-scoped AdminSite
     path("portal/", include("portals.urls")),
+    path("portal_sessions", PortalSessionView.as_view(), name="portal-session-create"),
     path("", include("calendars.urls")),
     path("", include("services.urls")),
     path("", include("timers.api.urls")),

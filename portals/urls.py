@@ -1,11 +1,9 @@
-"""The customer portal's routes, under /portal/ (keeping_time/urls.py)."""
+"""The apps people use, under /portal/ (keeping_time/urls.py): the customer portal and the delivery portal,
+each its own URL namespace and template folder. The owner console is the admin, at /admin/."""
 
-from django.urls import path
-
-from .customer import views
-
-app_name = "customer"
+from django.urls import include, path
 
 urlpatterns = [
-    path("subjects/<str:subject_id>/calendar", views.subject_calendar_page, name="subject-calendar"),
+    path("", include("portals.customer.urls")),
+    path("delivery/", include("portals.delivery.urls")),
 ]

@@ -21,7 +21,9 @@ class ServicesConfig(AppConfig):
         registry.load()  # a malformed Service is an error now, at start, naming its file and field
         handlers.register()
         people.register()
+        from . import schedules
 
+        schedules.register()  # calendar-period specs and Service targets of timers' Schedules
         from calendars.services import on_clock_lapsed, on_clock_moved
 
         from .notifications import clock_lapsed

@@ -115,6 +115,7 @@ class Price:
         return round((self.usd or 0) * 100)
 
     def late_cents(self, charge_cents: int) -> int:
+        """What comes off a late job's charge: never more than the charge (a job a plan includes has none)."""
         if not self.late:
             return 0
         if "usd" in self.late:

@@ -8,7 +8,7 @@ from calendars.services import FiringArmer
 from timers import handlers
 from timers.engine import Firing
 
-from . import registry
+from . import registry, schedules
 from .models import Job, MoneyLine, Subscription
 from .people import signal_span, step_goto
 from .periods import next_period, period_named
@@ -91,6 +91,12 @@ def fire_schedule(f: Firing) -> None:
                                                            "reason": "when"})
         f.what = f"{name} · period {period_name} · skipped, when is false"
         return
+    # The mint is a Run of the Service's Schedule: one per (schedule, intended instant), with its tick.
+    started = schedules.service_fire(f, sub=sub, name=name, intended=f.timer.owed_at)
+    if started is None:  # schedule_run_once: this instant's mint started already
+        f.record("schedule.period_taken", subject=sub.id, data={"schedule": name, "period": period_name})
+        f.what = f"{name} · period {period_name} · already minted"
+        return
     allowance = svc.price.includes.get(sch.order, 0)
     used = int(sub.usage.get(sch.order, 0)) + 1
     order = registry.get(sch.order, registry.live_version(sch.order, domain=sub.domain, now=f.now))
@@ -101,9 +107,12 @@ def fire_schedule(f: Firing) -> None:
                            subject=sub.subject, period=period_name, input=dict(sub.input), subscription=sub,
                            schedule=name, price_cents=cents)
     except IntegrityError:  # period_taken: this period was minted already
+        schedules.service_minted(sch=started[0], run=started[1], job=None, now=max(f.now, f.instant),
+                                   error="period_taken")
         f.record("schedule.period_taken", subject=sub.id, data={"schedule": name, "period": period_name})
         f.what = f"{name} · period {period_name} · already minted"
         return
+    schedules.service_minted(sch=started[0], run=started[1], job=job, now=max(f.now, f.instant))
     sub.usage = {**sub.usage, sch.order: used}
     sub.save(update_fields=["usage"])
     if cents and not registry.get(job.service, job.version).price.hold:  # a holding Service holds it instead

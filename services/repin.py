@@ -59,6 +59,30 @@ class _Planner:
         return None
 
 
+@dataclass
+class _Held:
+    key: str
+    owed_at: datetime | None
+
+
+def _in_memory(armer: Armer, plans: dict, armed: dict, existing: set) -> None:
+    """Inside the tick what the batch armed or changed is in memory, not yet in the table: read each timer the
+    repin weighs as the tick sees it, so one advance and many small ones repin alike."""
+    state = getattr(getattr(armer, "f", None), "state", None)
+    if state is None:
+        return
+    for key in sorted(set(plans) | set(armed)):
+        now = state(key)
+        if now is None:
+            continue
+        existing.add(key)
+        if now[0] in ("armed", "held"):
+            if key not in armed or armed[key].owed_at != now[1]:
+                armed[key] = _Held(key, now[1])
+        else:
+            armed.pop(key, None)
+
+
 def clock_repin(*, armer: Armer, clock: Clock, version: str, dry_run: bool,
                 by: Rearm = Rearm.CLOCK_REPINNED) -> list[Change]:
     """Repin one clock to ``version``: the diff of its open items' timers, applied unless ``dry_run``."""
@@ -89,6 +113,7 @@ def clock_repin(*, armer: Armer, clock: Clock, version: str, dry_run: bool,
                 planner.arms[chains[head][d - 1]] = (cal.at(first + timedelta(days=d - 1), spec.at), {
                     **extra, "data": {**extra["data"], "day": d}})
         plans.update(planner.arms)
+    _in_memory(armer, plans, armed, existing)
     mine = {k: t for k, t in armed.items() if any(k.startswith(f"{i.owner_key}:") for i in items)}
     for key, t in sorted(mine.items()):
         want = plans.get(key)

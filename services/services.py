@@ -19,6 +19,7 @@ from timers.ids import domain_seed, new_id
 from timers.models import Brand, Timer
 from timers.owners import owner_filter
 from timers.rearm import Rearm
+from timers.schedules import schedule_run_closed
 from timers.timeutil import iso_z
 
 from . import registry
@@ -27,6 +28,7 @@ from .models import Ask, Job, MoneyLine, Subscription, Task
 from .people import _leave, signal_span, step_enter
 from .periods import Period, next_period, period_of, previous_period
 from .repin import repin_subject_clocks
+from .schedules import service_schedule
 
 CYCLE = "services.cycle"
 SCHEDULE = "services.schedule"
@@ -139,6 +141,8 @@ def subscription_create(*, brand: Brand, domain: str, subject: Subject, service:
                   opened_at=sub.opened_at, version=sub.version)
     for name in svc.schedule:
         _arm_schedule(armer, sub, name, first_period(sub=sub, name=name, since=armer.now))
+        # One schedule mechanism: the Service's schedule is a Schedule row (its mints Runs and ticks).
+        service_schedule(sub=sub, name=name, now=armer.now)
     return sub
 
 
@@ -258,6 +262,17 @@ def subscription_cancel(*, armer: Armer, sub: Subscription) -> Subscription:
     sub.cancel_at_period_end = True
     sub.save(update_fields=["cancel_at_period_end"])
     armer.record("subscription.cancel_scheduled", subject=sub.id, data={"cycle": sub.cycle})
+    return sub
+
+
+def subscription_uncancel(*, armer: Armer, sub: Subscription) -> Subscription:
+    """Undo a cancel before the cycle's end: the next renewal renews."""
+    if sub.status != Subscription.Status.ACTIVE or not sub.cancel_at_period_end:
+        raise KeepingTimeError(f"{sub.id} is not set to cancel at the cycle's end", code="subscription_not_canceling",
+                               status=409)
+    sub.cancel_at_period_end = False
+    sub.save(update_fields=["cancel_at_period_end"])
+    armer.record("subscription.cancel_undone", subject=sub.id, data={"cycle": sub.cycle})
     return sub
 
 
@@ -405,6 +420,7 @@ def job_deliver(*, armer: Armer, job: Job, keeps: dict | None = None) -> Job:
     armer.supersede_all([k for k in live_keys(armer, domain=job.domain, owner=job.id, clocks=False)
                          if k.split(":")[1] in ("deadline", "ask", "task")], by="job.delivered")
     armer.record("job.delivered", subject=job.id, data={"keeps": sorted(carried), "late": job.late})
+    schedule_run_closed(armer=armer, ref=job.id, outcome=f"job {job.status}")  # a schedule's Run it was
     return job
 
 
@@ -507,10 +523,13 @@ def job_end(*, armer: Armer, job: Job, status: str, reason: str = "") -> Job:
         status=Task.Status.CANCELED, closed_at=armer.now, hold_until=None)
     Ask.objects.filter(job=job, status=Ask.Status.OPEN).update(status=Ask.Status.CANCELED)
     # The job's own timers and its clocks' (whose data names the job): the runtime's owner filter.
-    keys = live_keys(armer, domain=job.domain, owner=job.id)
+    # A clock that lives on the subject (a carryforward) outlives its job: it is neither voided nor stopped.
+    outlive = tuple(Clock.objects.filter(owner_ref=job.id, domain=job.domain,
+                                         lives_on=Clock.LivesOn.SUBJECT).values_list("id", flat=True))
+    keys = [k for k in live_keys(armer, domain=job.domain, owner=job.id) if not outlive or not k.startswith(outlive)]
     armer.supersede_all(keys, by=f"job.{status}")
-    ClockItem.objects.filter(clock__owner_ref=job.id, status=ClockItem.Status.OPEN).update(
-        status=ClockItem.Status.VOIDED, changed_at=armer.now)
+    ClockItem.objects.filter(clock__owner_ref=job.id, status=ClockItem.Status.OPEN).exclude(
+        clock__lives_on=Clock.LivesOn.SUBJECT).update(status=ClockItem.Status.VOIDED, changed_at=armer.now)
     held = sum(MoneyLine.objects.filter(job=job, kind="hold").exclude(status="void").values_list("amount_cents",
                                                                                                 flat=True))
     released = sum(MoneyLine.objects.filter(job=job, kind="release").values_list("amount_cents", flat=True))
@@ -524,6 +543,7 @@ def job_end(*, armer: Armer, job: Job, status: str, reason: str = "") -> Job:
                    occurrence=status, subscription=job.subscription, job=job)
     armer.record(f"job.{status}", subject=job.id, data={"reason": reason, "released": max(0, held - released),
                                                          "acts_charged": acts, "timers_stopped": len(keys)})
+    schedule_run_closed(armer=armer, ref=job.id, outcome=f"job {job.status}")  # a schedule's Run it was
     return job
 
 

@@ -1,6 +1,6 @@
 from __future__ import annotations
 
-from .models import Job, MoneyLine, Subscription
+from .models import Ask, Job, MoneyLine, Subscription, Task, Window
 
 
 def void_on_test_clock_delete(sender, clock, **kwargs) -> None:
@@ -8,6 +8,11 @@ def void_on_test_clock_delete(sender, clock, **kwargs) -> None:
     Job.objects.filter(domain=clock.id).exclude(status=Job.Status.VOIDED).update(status=Job.Status.VOIDED)
     Subscription.objects.filter(domain=clock.id).update(status=Subscription.Status.VOIDED)
     MoneyLine.objects.filter(domain=clock.id, status=MoneyLine.Status.OWED).update(status=MoneyLine.Status.VOID)
+    # People's time on it ends with it: no Task to take, no link to answer, no standby to keep.
+    Task.objects.filter(domain=clock.id, status__in=[Task.Status.OPEN, Task.Status.TAKEN]).update(
+        status=Task.Status.CANCELED, hold_until=None)
+    Ask.objects.filter(domain=clock.id, status=Ask.Status.OPEN).update(status=Ask.Status.CANCELED)
+    Window.objects.filter(domain=clock.id, status=Window.Status.OPEN).update(status=Window.Status.CLOSED)
 
 
 def keep_pinned_versions(sender, instance, **kwargs) -> None:

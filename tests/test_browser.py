@@ -121,7 +121,7 @@ def test_a_person_sees_acmes_dates_in_new_york_and_can_subscribe(live_server, pa
     us = row("file the 2027 return · US")
     expect(us).to_have_count(1)
     expect(us.locator("td.date")).to_have_text("2028-04-18 Tue 23:59")
-    expect(us).to_contain_text("ahead, rolled from 2028-04-15")
+    expect(us).to_contain_text("ahead, rolled from Saturday 2028-04-15: Emancipation Day (observed) on Monday 04-17")
     expect(us).to_contain_text("Ada Lovelace")
     expect(row("file the 2027 return · US-NJ").locator("td.date")).to_have_text("2028-05-15 Mon 23:59")
     pay = row("pay the 2027 tax · US")

@@ -21,7 +21,7 @@ from tests.acme import acme_subject, open_return
 from tests.conftest import at
 from timers import outbox
 from timers.errors import Refused
-from timers.models import Event, Timer
+from timers.models import Commit, Event, Timer
 from timers.services import test_clock_create
 from timers.worker import advance
 
@@ -115,8 +115,15 @@ def test_after_a_gap_only_the_latest_notice_is_sent(brand, acme):
     us = f"{file.id}#US"
     types = dict(Event.objects.filter(domain=tc.id, subject=us, type__startswith="clock.").exclude(
         type__in=["clock.rolled"]).values_list("key", "type"))
-    assert types[f"{us}:rung:notice 90d:2027@0"] == "clock.rung_superseded"
+    # The earlier notice is recorded superseded (its timer's status), never fired: no event, no commit.
+    assert f"{us}:rung:notice 90d:2027@0" not in types
     assert types[f"{us}:rung:notice 30d:2027@0"] == "clock.notice"
+    early = Timer.objects.get(domain=tc.id, key=f"{us}:rung:notice 90d:2027@0")
+    later = Timer.objects.get(domain=tc.id, key=f"{us}:rung:notice 30d:2027@0")
+    assert (early.status, early.by, early.superseded_by, early.fired_at) == ("superseded", "gap", later.id, None)
+    assert later.status == "fired"
+    assert not Commit.objects.filter(domain=tc.id, key=early.key).exists()
+    assert not Event.objects.filter(domain=tc.id, type="clock.rung_superseded").exists()
     # One notice per item: file's US, CA and NY 30d (their 90d superseded), NJ's 90d (its 30d is ahead),
     # and pay's 30d.
     assert len(transport.received) == 5

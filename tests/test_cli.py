@@ -23,8 +23,8 @@ def test_tick_trace_prints_the_seed_header_and_rows(arm, clock):
         data={"every": {"days": 30}, "count": 3, "n": 2})
     out = run("tick", "--to", "2026-12-01T09:00Z", "--test-clock", clock.id, "--trace")
     lines = out.splitlines()
-    assert lines[0] == (f"{clock.id} · 2026-11-24 09:00Z → 2026-12-01 09:00Z · UTC · 2 fired · 1 armed · 0 held · "
-                        "1 pass")
+    assert lines[0] == (f"{clock.id} · 2026-11-24 09:00:00Z → 2026-12-01 09:00:00Z · UTC · 2 fired · 0 held · "
+                        "each instant in place order · 1 armed · 1 pass")
     assert lines[1].split() == ["pass", "owed", "fired", "place", "kind", "on", "what"]
     assert lines[2].split()[:7] == ["1", "2026-11-24", "14:02:11Z", "2026-11-24", "14:02:11Z", "3", "ask"]
     assert "sbn_7Hq2" in lines[3] and lines[4].startswith("  armed 1") and "2026-12-25 14:02:11Z" in lines[4]

@@ -171,7 +171,8 @@ def test_the_2027_return_carries_its_clocks_and_next_timer(tax, django_assert_nu
                                                                       ("annual-return", "2027"),
                                                                       ("estimate", "2027-Q4")}
     for j in listed.values():  # the list computes each job's next timer as the detail does
-        clocks = Clock.objects.filter(domain=tax.tc, owner_ref=j["id"]).values_list("id", flat=True)
+        # A clock that lives on the subject (the 2026 return's carryforward) is not the job's to list.
+        clocks = Clock.objects.filter(domain=tax.tc, owner_ref=j["id"], lives_on="job").values_list("id", flat=True)
         assert sorted(j["clocks"]) == sorted(clocks)
         assert j["next_timer"] == tax.api.get(f"/jobs/{j['id']}").body["next_timer"]
     jobs = list(Job.objects.filter(domain=tax.tc))
@@ -360,3 +361,39 @@ def test_an_event_on_a_subject_mints_its_job_over_http(tax, globex):
     assert again.status == 200 and again.body["data"] == []
     assert tax.api.post(f"/subjects/{tax.subject}/events", {"type": "Bad Type", "key": "x"}).status == 400
     assert globex.post(f"/subjects/{tax.subject}/events", {"type": "notice.received", "key": "x"}).status == 404
+
+
+def test_a_postponement_over_http_moves_the_date_as_calendar_postpone(tax):
+    """A disaster-relief notice, reached by a user: the date moves, its rungs re-arm by calendar.postpone, and
+    the deadline written before it ('5d before file') follows."""
+    job = tax.job()
+    clock = tax.clock(job, "file")
+    late_before = job.late_at
+    r = tax.api.post(f"/clocks/{clock.id}/items/US/postpone", {"to": "2028-06-15", "notice": "IR-2028-41"})
+    assert r.status == 200
+    us = next(i for i in r.body["items"] if i["item"] == "US")
+    assert us["due_date"] == "2028-06-15"
+    moved = Event.objects.get(domain=tax.tc, type="clock.moved", subject=f"{clock.id}#US")
+    assert moved.data["notice"] == "IR-2028-41"
+    assert set(Timer.objects.filter(domain=tax.tc, owner=f"{clock.id}#US", status="superseded")
+               .values_list("by", flat=True)) == {"calendar.postpone"}
+    job.refresh_from_db()
+    assert job.late_at == late_before  # the deadline follows the earliest file date: CA and NY stay on 04-18
+    r = tax.api.post(f"/clocks/{clock.id}/items/US/postpone", {"to": "2028-13-01", "notice": "x"})
+    assert r.status == 400
+
+
+def test_a_due_re_run_over_http_moves_a_date_by_due_input(tax):
+    """A commit changed what the due reads (the notice's reply_by, corrected): the due runs again, and its new
+    answer is clock.moved {by: 'due'}, re-armed by due.input."""
+    r = tax.api.post(f"/subjects/{tax.subject}/events", {"type": "notice.received", "key": "CP2000-9",
+                                                         "data": {"reply_by": "2028-05-19"}})
+    job = Job.objects.get(pk=r.body["data"][0]["id"])
+    clock = tax.clock(job, "reply")
+    assert ClockItem.objects.get(clock=clock).due_date.isoformat() == "2028-05-19"
+    r = tax.api.post(f"/clocks/{clock.id}/inputs", {"inputs": {"reply_by": "2028-06-02"}})
+    assert r.status == 200 and r.body["items"][0]["due_date"] == "2028-06-02"
+    moved = Event.objects.get(domain=tax.tc, type="clock.moved", subject=f"{clock.id}#US")
+    assert moved.data["by"] == "due"
+    assert set(Timer.objects.filter(domain=tax.tc, owner=f"{clock.id}#US", status="superseded")
+               .values_list("by", flat=True)) == {"due.input"}

@@ -301,3 +301,38 @@ def test_policy_set_over_http_re_arms_now_when_the_new_time_passed(http):
     assert Timer.objects.get(domain=tc, key=r.body["rearmed"][0]).owed_at == at(11, 4, 12)  # 11-03 10:00 + 1d passed
     r = api.post("/policies", {"service": "deal", "name": "nope", "value": 3, "test_clock": tc})
     assert (r.status, r.body["error"]["code"]) == (404, "unknown_policy")
+
+
+def test_deleting_the_test_clock_ends_its_tasks_links_and_windows(forsale):
+    from timers.services import test_clock_delete
+
+    tc = forsale["tc"]
+    advance(tc, at(11, 1, 10))  # linus on standby; B's offer link open; A's offer link open
+    assert Window.objects.filter(domain=tc, status="open").exists()
+    from timers.models import TestClock
+
+    test_clock_delete(clock=TestClock.objects.get(pk=tc))
+    assert not Task.objects.filter(domain=tc, status__in=["open", "taken"]).exists()
+    assert not Ask.objects.filter(domain=tc, status="open").exists()
+    assert not Window.objects.filter(domain=tc, status="open").exists()
+
+
+def test_a_clock_that_lives_on_the_subject_outlives_its_job(db):
+    """Acme's 2026 return carries a carryforward clock (lives_on subject, to 2046): canceling the return voids
+    its file and pay dates, never the carryforward."""
+    from calendars.models import ClockItem
+    from services.services import job_end
+
+    out = StringIO()
+    call_command("loadexample", "apis_tax", stdout=out)
+    tc = out.getvalue().split("test clock ")[1].split()[0]
+    advance(tc, datetime(2027, 3, 1, tzinfo=UTC))
+    job = Job.objects.get(domain=tc, service="annual-return", period="2026")
+    carry = ClockItem.objects.get(clock__owner_ref=job.id, clock__lives_on="subject")
+    armed = Timer.objects.filter(domain=tc, owner=carry.owner_key, status="armed").count()
+    assert carry.status == "open" and armed
+    job_end(armer=DirectArmer(brand=job.brand_id, domain=tc), job=job, status=Job.Status.CANCELED, reason="test")
+    carry.refresh_from_db()
+    assert carry.status == "open"
+    assert Timer.objects.filter(domain=tc, owner=carry.owner_key, status="armed").count() == armed
+    assert not ClockItem.objects.filter(clock__owner_ref=job.id, clock__lives_on="job", status="open").exists()

@@ -81,7 +81,7 @@ def test_the_calendar_lists_the_returns_dates_and_rungs(client, key, acme):
     for state in ("US", "US-CA", "US-NY"):
         row = got[f"file the 2027 return · {state}"]
         assert (row["date"], row["kind"], row["answers_for"]) == ("2028-04-18", "clock", "Ada Lovelace")
-        assert row["status"] == "ahead, rolled from 2028-04-15"
+        assert row["status"] == "ahead, rolled from Saturday 2028-04-15: Emancipation Day (observed) on Monday 04-17"
     assert got["file the 2027 return · US-NJ"]["date"] == "2028-05-15"
     assert got["file the 2027 return · US-NJ"]["status"] == "ahead"
     pay_row = got["pay the 2027 tax · US"]
@@ -90,13 +90,16 @@ def test_the_calendar_lists_the_returns_dates_and_rungs(client, key, acme):
     us = got["file the 2027 return · US"]
     assert us["at"] == "2028-04-19T03:59:00Z" and us["local"] == "2028-04-18T23:59:00-04:00"
     assert us["on"] == f"{file.id}#US" and us["sequence"] == 0
-    # Rungs are dates of their own: they ring at 09:00 New York.
-    rung = got["notice 90d · file the 2027 return · US"]
-    assert (rung["date"], rung["kind"], rung["status"]) == ("2028-01-19", "rung", "armed")
+    # Rungs are a date's reminders, listed under it: they ring at 09:00 New York.
+    assert not any(d["kind"] == "rung" for d in body["data"])
+    rungs = by_what(us["rungs"])
+    rung = rungs["notice 90d · file the 2027 return · US"]
+    assert (rung["date"], rung["kind"], rung["status"], rung["step"]) == ("2028-01-19", "rung", "armed", "notice")
     assert rung["at"] == "2028-01-19T14:00:00Z" and rung["local"] == "2028-01-19T09:00:00-05:00"
-    assert got["notice 90d · file the 2027 return · US-NJ"]["date"] == "2028-02-15"
-    assert got["run tentative 3d · file the 2027 return · US"]["date"] == "2028-04-15"
-    assert got["notice 30d · pay the 2027 tax · US"]["date"] == "2028-03-19"
+    assert by_what(got["file the 2027 return · US-NJ"]["rungs"])["notice 90d · file the 2027 return · US-NJ"][
+        "date"] == "2028-02-15"
+    assert rungs["run tentative 3d · file the 2027 return · US"]["date"] == "2028-04-15"
+    assert [(r["what"], r["date"]) for r in pay_row["rungs"]] == [("notice 30d · pay the 2027 tax · US", "2028-03-19")]
     # Sorted by instant, then kind, then what; uids are unique.
     keys = [(d["at"], d["kind"], d["what"]) for d in body["data"]]
     assert keys == sorted(keys)
@@ -110,7 +113,8 @@ def test_from_filters_by_local_date_and_defaults_to_the_domains_today(client, ke
     later = calendar(client, key, subject, **{"from": "2028-04-18"})
     assert {d["date"] for d in later["data"]} >= {"2028-04-18", "2028-05-15"}
     assert min(d["date"] for d in later["data"]) == "2028-04-18"
-    assert later["count"] < everything["count"]
+    assert later["count"] == everything["count"] == 5  # every date is on or after 04-18: rungs are not dates
+    assert [d["date"] for d in calendar(client, key, subject, **{"from": "2028-04-19"})["data"]] == ["2028-05-15"]
 
 
 def test_the_json_calendar_needs_the_brands_key(client, key, acme):
@@ -135,8 +139,9 @@ def test_a_live_subject_lists_the_live_clocks_dates(client, brand):
     live_key = api_key_create(brand=brand, live=True)[1]  # a test key sees only test clocks' subjects
     body = calendar(client, live_key, subject, **{"from": "2027-01-01"})
     assert body["test_clock"] is None
-    assert [(d["date"], d["what"]) for d in body["data"]] == [
-        ("2028-03-19", "notice 30d · pay the 2027 tax · US"), ("2028-04-18", "pay the 2027 tax · US")]
+    assert [(d["date"], d["what"]) for d in body["data"]] == [("2028-04-18", "pay the 2027 tax · US")]
+    assert [(r["date"], r["what"]) for r in body["data"][0]["rungs"]] == [
+        ("2028-03-19", "notice 30d · pay the 2027 tax · US")]
 
 
 @pytest.mark.parametrize(("params", "param"), [
@@ -201,20 +206,27 @@ def test_the_feed_is_valid_icalendar_and_stable(client, acme):
     uids = [str(ev["UID"]) for ev in events]
     assert len(uids) == len(set(uids))
     assert uids == [str(ev["UID"]) for ev in Calendar.from_ical(r2.content).walk("VEVENT")]
-    assert not cal.walk("VALARM")  # reminders are events of their own
-
     got = vevents(body)
     us = got["file the 2027 return · US"]
-    assert us["DTSTART"].params["TZID"] == NY
-    assert us.decoded("DTSTART").isoformat() == "2028-04-18T23:59:00-04:00"
+    # A due date is all day on its date; notices and escalates are VALARMs on it, at their ring instant.
+    assert us.decoded("DTSTART") == date(2028, 4, 18) and us.decoded("DTEND") == date(2028, 4, 19)
+    assert [str(a["DESCRIPTION"]) for a in us.walk("VALARM")] == [
+        "notice 90d · file the 2027 return · US", "notice 30d · file the 2027 return · US",
+        "escalate 7d · file the 2027 return · US"]
+    assert us.walk("VALARM")[0].decoded("TRIGGER") == at("2028-01-19T14:00Z")
+    assert "notice 90d · file the 2027 return · US" not in got
     assert us.decoded("DTSTAMP") == at("2027-06-01T12:00Z")  # the date's last change, not the wall clock
     assert int(us["SEQUENCE"]) == 0
     assert str(us["UID"]) == uid_for(f"{file.id}#US:due:file:2027")
     description = str(us["DESCRIPTION"])
-    for part in ("Kind: clock", "Answers for it: Ada Lovelace", "Status: ahead", NY):
+    for part in ("Kind: clock", "Answers for it: Ada Lovelace", "Status: ahead", NY,
+                 f"Closes: Tuesday 2028-04-18 23:59 {NY} (2028-04-19 03:59Z)"):
         assert part in description
-    rung = got["notice 90d · file the 2027 return · US"]
-    assert rung.decoded("DTSTART").isoformat() == "2028-01-19T09:00:00-05:00"
+    # A step that acts is an event of its own, at 09:00 New York, with an end.
+    rung = got["run tentative 3d · file the 2027 return · US"]
+    assert rung["DTSTART"].params["TZID"] == NY
+    assert rung.decoded("DTSTART").isoformat() == "2028-04-15T09:00:00-04:00"
+    assert rung.decoded("DTEND").isoformat() == "2028-04-15T09:30:00-04:00"
     assert "Kind: rung" in str(rung["DESCRIPTION"])
     assert "Kind: hard" in str(got["pay the 2027 tax · US"]["DESCRIPTION"])
 
@@ -225,7 +237,7 @@ def test_a_moved_date_keeps_its_uid_and_counts_the_move(client, key, acme):
     before = ics(client, subject, token)
     old = vevents(before.content)
     us_uid = str(old["file the 2027 return · US"]["UID"])
-    rung_uid = str(old["notice 30d · file the 2027 return · US"]["UID"])
+    run_uid = str(old["run tentative 3d · file the 2027 return · US"]["UID"])
     advance(tc.id, at("2028-04-16T00:00Z"))
 
     after = ics(client, subject, token)
@@ -235,21 +247,18 @@ def test_a_moved_date_keeps_its_uid_and_counts_the_move(client, key, acme):
     events = {str(ev["UID"]): ev for ev in cal.walk("VEVENT")}
     assert len(events) == len(cal.walk("VEVENT"))
     us = events[us_uid]
-    assert us.decoded("DTSTART").isoformat() == "2028-10-16T23:59:00-04:00"
+    assert us.decoded("DTSTART") == date(2028, 10, 16)
     assert int(us["SEQUENCE"]) == 1
     assert us.decoded("DTSTAMP") == at("2028-04-15T13:00Z")  # when the extension moved it
-    assert "moved 1×, rolled from 2028-10-15" in str(us["DESCRIPTION"])
-    # The rung moves with its date under the same uid: notice 30d:2027@1 rings on 2028-09-16.
-    rung = events[rung_uid]
-    assert rung.decoded("DTSTART").isoformat() == "2028-09-16T09:00:00-04:00" and int(rung["SEQUENCE"]) == 1
-    # What already happened stays on the calendar as history, under uids of its own.
+    assert "moved 1×, rolled from Sunday 2028-10-15: a weekend" in str(us["DESCRIPTION"])
+    # Its reminders move with it: notice 30d:2027@1 rings on 2028-09-16.
+    assert at("2028-09-16T13:00Z") in [a.decoded("TRIGGER") for a in us.walk("VALARM")]
+    assert at("2028-03-19T13:00Z") not in [a.decoded("TRIGGER") for a in us.walk("VALARM")]
+    # What already happened stays on the calendar: the run step under its uid, with what it did.
     got = vevents(after.content)
-    assert "Status: sent" in str(got["notice 90d · file the 2027 return · US-NJ"]["DESCRIPTION"])
-    ca = [ev for ev in cal.walk("VEVENT") if str(ev["SUMMARY"]) == "notice 90d · file the 2027 return · US-CA"]
-    assert [(ev.decoded("DTSTART").date().isoformat(), "Status: sent" in str(ev["DESCRIPTION"])) for ev in ca] == [
-        ("2028-01-19", True), ("2028-08-17", False)]
-    assert str(ca[0]["UID"]).endswith("%400@keeping-time") and int(ca[0]["SEQUENCE"]) == 0
-    assert "Status: ran tentative → moved" in str(got["run tentative 3d · file the 2027 return · US"]["DESCRIPTION"])
+    assert "Reminder: notice 90d, Tuesday 2028-02-15 09:00" in str(
+        got["file the 2027 return · US-NJ"]["DESCRIPTION"])
+    assert "Status: ran tentative → moved" in str(events[run_uid]["DESCRIPTION"])
     assert cal.get_missing_tzids() == set()
     vobject.readOne(after.content.decode(), validate=True)
 
@@ -258,13 +267,15 @@ def test_a_moved_date_keeps_its_uid_and_counts_the_move(client, key, acme):
     got = by_what(rows)
     assert got["file the 2027 return · US"]["date"] == "2028-10-16"
     assert got["file the 2027 return · US"]["uid"] == us_uid
-    assert got["file the 2027 return · US"]["status"] == "ahead, moved 1×, rolled from 2028-10-15"
+    assert got["file the 2027 return · US"]["status"] == "ahead, moved 1×, rolled from Sunday 2028-10-15: a weekend"
     assert got["file the 2027 return · US-NY"]["date"] == "2028-10-16"
     assert got["file the 2027 return · US-CA"]["date"] == "2028-11-15"
     assert got["file the 2027 return · US-NJ"]["date"] == "2028-05-15"
     assert got["pay the 2027 tax · US"]["date"] == "2028-04-18"
-    notices_90d = [d for d in rows if d["what"] == "notice 90d · file the 2027 return · US"]
-    assert [(d["date"], d["status"]) for d in notices_90d] == [("2028-01-19", "sent"), ("2028-07-18", "armed")]
+    notices_90d = [d for d in got["file the 2027 return · US"]["rungs"]
+                   if d["what"] == "notice 90d · file the 2027 return · US"]
+    assert [(d["date"], d["status"], d["current"]) for d in notices_90d] == [
+        ("2028-01-19", "sent", False), ("2028-07-18", "armed", True)]
     assert len({d["uid"] for d in rows}) == len(rows)
 
 
@@ -303,7 +314,9 @@ def test_a_subject_without_a_calendar_is_on_utc(client, brand):
     cal = Calendar.from_ical(body)
     assert cal.get_used_tzids() == set() and cal.get_missing_tzids() == set()
     assert str(cal["X-WR-TIMEZONE"]) == "UTC"
-    assert vevents(body)["file the 2027 return · US"].decoded("DTSTART") == at("2028-04-15T23:59Z")
+    us = vevents(body)["file the 2027 return · US"]
+    assert us.decoded("DTSTART") == date(2028, 4, 15)
+    assert "Closes: Saturday 2028-04-15 23:59 UTC (2028-04-15 23:59Z)" in str(us["DESCRIPTION"])
     vobject.readOne(body.decode(), validate=True)
 
 
@@ -364,15 +377,22 @@ def test_subjects_calendar_prints_the_seeds_table(acme):
     rows = lines[2:]
     assert lines[0] == (f"{subject.id} · taxpayer 12-3456789 · Acme Robotics · {NY} · {len(rows)} dates · "
                         f"webcal at /subjects/{subject.id}/calendar.ics")
-    assert len(rows) > n  # each item's date and its rungs
+    assert len(rows) == n  # each item's date; its rungs only with --rungs
     assert lines[1].split() == ["date", "what", "kind", "answers", "for", "status"]
     cells = [re.split(r"\s{2,}", r) for r in rows]
     assert all(len(c) == 5 for c in cells)
-    assert ["2028-04-18", "file the 2027 return · US", "clock", "Ada Lovelace", "ahead, rolled from 2028-04-15"] in cells
+    assert ["2028-04-18", "file the 2027 return · US", "clock", "Ada Lovelace", "ahead, rolled from Saturday 2028-04-15: Emancipation Day (observed) on Monday 04-17"] in cells
     assert ["2028-05-15", "file the 2027 return · US-NJ", "clock", "Ada Lovelace", "ahead"] in cells
-    assert ["2028-04-18", "pay the 2027 tax · US", "hard", "Ada Lovelace", "ahead, rolled from 2028-04-15"] in cells
-    assert ["2028-01-19", "notice 90d · file the 2027 return · US", "rung", "Ada Lovelace", "armed"] in cells
+    assert ["2028-04-18", "pay the 2027 tax · US", "hard", "Ada Lovelace", "ahead, rolled from Saturday 2028-04-15: Emancipation Day (observed) on Monday 04-17"] in cells
     assert [c[0] for c in cells] == sorted(c[0] for c in cells)
+    assert not any(c[2] == "rung" for c in cells)
+    # --rungs lists each date's rungs under it, indented.
+    with_rungs = run("subjects", "calendar", subject.id, "--from", "2027-02-01", "--rungs").splitlines()
+    assert with_rungs[0] == lines[0]
+    more = [re.split(r"\s{2,}", r.strip()) for r in with_rungs[2:]]
+    us = more.index(["2028-04-18", "file the 2027 return · US", "clock", "Ada Lovelace", "ahead, rolled from Saturday 2028-04-15: Emancipation Day (observed) on Monday 04-17"])
+    assert more[us + 1] == ["2028-01-19", "notice 90d · file the 2027 return · US", "rung", "Ada Lovelace", "armed"]
+    assert with_rungs[2 + us + 1].startswith("  2028-01-19")
     # Without --test-clock it lists the subject's own clock domain.
     assert run("subjects", "calendar", subject.id, "--from", "2027-02-01").splitlines() == lines
 

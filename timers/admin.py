@@ -6,8 +6,10 @@ from datetime import timedelta
 
 from django.conf import settings
 from django.contrib import admin
+from django.utils.html import format_html, format_html_join
 
-from .models import ApiKey, Brand, Commit, Event, Outbox, TestClock, Timer
+from .models import ApiKey, Brand, Commit, DeadLetter, Event, Outbox, Schedule, ScheduleTick, TestClock, Timer
+from .schedules import fired_count, next_fire_at
 from .timeutil import duration_text
 
 
@@ -97,3 +99,53 @@ class BrandAdmin(admin.ModelAdmin):
 class ApiKeyAdmin(ReadOnlyAdmin):
     list_display = ("id", "prefix", "brand", "name", "created_at", "revoked_at")
     exclude = ("digest",)
+
+
+RECENT = 50  # ticks and dead letters a schedule's page shows: a year of a schedule is thousands
+
+
+@admin.register(Schedule)
+class ScheduleAdmin(ReadOnlyAdmin):
+    """Schedules with their recent ticks (and each Run's outcome) and dead letters; pause, resume and trigger
+    from the API or the CLI."""
+
+    list_display = ("id", "name", "spec_text", "zone", "target_kind", "overlap", "paused", "next_fire", "fired",
+                    "skipped", "dropped", "missed", "dead_letters_count", "domain")
+    list_filter = ("paused", "target_kind", "overlap", "domain")
+    search_fields = ("id", "name", "owner_ref")
+    ordering = ("-created_at",)
+    exclude = ("secret",)
+    readonly_fields = ("ticks_table", "dead_letters_table")
+
+    @admin.display(description="spec")
+    def spec_text(self, obj: Schedule) -> str:
+        return ", ".join(f"{k} {v}" for k, v in (obj.spec or {}).items())
+
+    @admin.display(description="next fire")
+    def next_fire(self, obj: Schedule):
+        return next_fire_at(obj)
+
+    @admin.display(description="fired")
+    def fired(self, obj: Schedule) -> int:
+        return fired_count(obj)
+
+    @admin.display(description="dead letters")
+    def dead_letters_count(self, obj: Schedule) -> int:
+        return obj.dead_letters.count()
+
+    @admin.display(description=f"recent ticks (the last {RECENT}, UTC)")
+    def ticks_table(self, obj: Schedule) -> str:
+        ticks = ScheduleTick.objects.filter(schedule=obj).select_related("run").order_by("-fired_at", "-intended_at")
+        rows = format_html_join("", "<tr><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td></tr>", (
+            (t.intended_at, t.fired_at, t.state, t.run.state, t.run.outcome or "—", t.run.ref or "—")
+            for t in ticks[:RECENT]))
+        return format_html("<table><tr><th>scheduled</th><th>fired</th><th>tick</th><th>run</th><th>outcome</th>"
+                           "<th>ref</th></tr>{}</table>", rows) if rows else "none yet"
+
+    @admin.display(description=f"dead letters (the last {RECENT})")
+    def dead_letters_table(self, obj: Schedule) -> str:
+        letters = DeadLetter.objects.filter(schedule=obj).select_related("tick").order_by("-at")
+        rows = format_html_join("", "<tr><td>{}</td><td>{}</td><td>{}</td><td>{}</td></tr>", (
+            (d.at, d.tick.intended_at, d.status or "—", d.error[:300]) for d in letters[:RECENT]))
+        return format_html("<table><tr><th>at</th><th>scheduled</th><th>status</th><th>refused</th></tr>{}</table>",
+                           rows) if rows else "none"

@@ -7,6 +7,7 @@ class TimersConfig(AppConfig):
     default_auto_field = "django.db.models.BigAutoField"
 
     def ready(self) -> None:
-        from . import handlers
+        from . import handlers, schedules
 
         handlers.register_builtin()
+        schedules.register()

@@ -10,10 +10,12 @@ from .models import Timer
 from .timeutil import duration_text, trace_z
 
 
-def span_text(start: datetime | None, to: datetime) -> str:
+def span_text(start: datetime | None, to: datetime, *, seconds: bool = False) -> str:
+    """``2026-11-24 09:00Z → 2026-12-01 09:00Z``; with seconds when they matter (``seconds``: the rows under it
+    print theirs, so the header does too, as the seed's week: ``09:00:00Z → …``)."""
     if start is None:
-        return f"→ {trace_z(to)}"
-    seconds = bool(start.second or start.microsecond or to.second or to.microsecond)
+        return f"→ {trace_z(to, seconds=seconds or None)}"
+    seconds = seconds or bool(start.second or start.microsecond or to.second or to.microsecond)
     left = trace_z(start, seconds=seconds)
     right = trace_z(to, seconds=seconds)
     if start.date() == to.date():
@@ -21,14 +23,22 @@ def span_text(start: datetime | None, to: datetime) -> str:
     return f"{left} → {right}"
 
 
+def _has_seconds(rows: Iterable[TraceRow]) -> bool:
+    return any(bool(t and (t.second or t.microsecond)) for r in rows
+               for t in (r.owed_at, r.fired_at, *(c.owed_at for c in r.children)))
+
+
 def header(label: str, stats: RunStats) -> str:
+    """The seed's header (``tc_… · 2026-11-24 09:00:00Z → 2026-12-01 09:00:00Z · UTC · 10 fired · 0 held ·
+    each instant in place order``), then our extra counts: armed, passes, and what else happened."""
     parts = [
         label,
-        span_text(stats.start, stats.to),
+        span_text(stats.start, stats.to, seconds=_has_seconds(stats.trace)),
         "UTC",
         f"{stats.fired} fired",
-        f"{stats.armed} armed",
         f"{stats.held} held",
+        "each instant in place order",
+        f"{stats.armed} armed",
         f"{stats.passes} pass" if stats.passes == 1 else f"{stats.passes} passes",
     ]
     if stats.superseded:

@@ -106,7 +106,7 @@ class RunStats:
 class Firing:
     """What a handler sees and proposes through. Nothing it proposes lands unless the gate commits it."""
 
-    __slots__ = ("run", "timer", "instant", "now", "pass_no", "events", "ops", "what", "_key")
+    __slots__ = ("run", "timer", "instant", "now", "pass_no", "events", "ops", "what", "_key", "instead")
 
     def __init__(self, run: Run, item: Item, instant: datetime, pass_no: int):
         self.run = run
@@ -118,6 +118,7 @@ class Firing:
         self.ops: list[tuple] = []
         self.what = ""
         self._key: Key | None = None
+        self.instead: tuple[str, str] | None = None
 
     @property
     def key(self) -> Key:
@@ -144,6 +145,13 @@ class Firing:
         if successor:
             by = rearm_cause(by)
         self.ops.append(("supersede", key, str(by), successor))
+
+    def superseded_instead(self, *, by: str, successor: str) -> None:
+        """Do not fire: this timer is recorded superseded, ``superseded_by`` the ``successor`` timer (already
+        armed and owed by now) that stands for it. A gap rule (clock rungs after a gap: only the latest owed
+        notice or escalate is sent), not a re-arm: nothing is armed in its place, and nothing else the
+        handler proposed lands. No commit is made, so a later wake finds it superseded, never replayed."""
+        self.instead = (by, successor)
 
     def hold(self, key: str, *, by: Rearm, who: str = "") -> None:
         """Hold an armed timer (``held_by`` is ``who``, else the cause). A clock's rung or due timer is
@@ -339,6 +347,9 @@ class Run:
             log.exception("timer %s failed", item.key)
             self._push_out(item, now, f"{type(exc).__name__}: {exc}")
             return
+        if f.instead is not None and outcome == "committed":
+            self._supersede_instead(item, f, now)
+            return
         tracing = self.tracing and self._traced(item)
         row = None
         if tracing:
@@ -364,6 +375,16 @@ class Run:
             self.stats.refused += 1
         if self.redeliver:
             self._batch_fired.append(item.id)
+
+    def _supersede_instead(self, item: Item, f: Firing, now: datetime) -> None:
+        by, successor = f.instead
+        succ = self._lookup(successor)
+        item.status, item.by, item.dirty = "superseded", by, True
+        item.superseded_by = succ.id if succ is not None else successor
+        self.stats.superseded += 1
+        if self.tracing and self._traced(item):
+            self.stats.trace.append(TraceRow("superseded", item.pass_no, item.owed_at, now, item.place, item.kind,
+                                             item.owner, f.what or f"{item.key} by {by}"))
 
     def _redeliver(self) -> None:
         """Deliver every wake of the batch a second time, after its commit, through the real wake path:

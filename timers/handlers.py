@@ -10,11 +10,13 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
+from datetime import datetime
 from typing import TYPE_CHECKING
 
 from dateutil.relativedelta import relativedelta
 
 from .errors import UnknownHandler
+from .timeutil import local_instant, zone_named
 
 if TYPE_CHECKING:
     from .engine import Firing
@@ -62,7 +64,13 @@ def noop(f: Firing) -> None:
 def repeat(f: Firing) -> None:
     """Records, then arms the next occurrence ``every`` later while ``count`` lasts.
 
-    data: {"every": {"days": 1} (relativedelta keywords), "count": 3, "n": 1}
+    data: {"every": {"days": 1} (relativedelta keywords), "count": 3, "n": 1, "zone": "America/New_York"}
+
+    Days, weeks, months and years step in local wall time in ``zone`` (UTC when absent), from the first
+    occurrence (``from``, kept in the data), by the calendar's DST rule: a skipped minute rings at the next
+    minute that exists, a repeated one at its first occurrence. A timer started at 02:30 EST rings at 02:30
+    EDT after the spring change (03:00 on the day itself, when 02:30 does not exist). Hours, minutes and
+    seconds alone are elapsed time.
     """
     data = dict(f.timer.data or {})
     n = int(data.get("n", 1))
@@ -70,11 +78,28 @@ def repeat(f: Firing) -> None:
     f.record("timer.fired", data={"n": n, "of": count})
     f.what = f"{n} of {count}"
     if n < count:
-        every = relativedelta(**data.get("every", {"days": 1}))
+        nxt_at = repeat_at(data, n, f.timer.owed_at)
         key = f.key
         nxt = f"{key.owner}:{key.kind}:{key.name}:{n + 1}"
-        f.arm(nxt, owed_at=f.timer.owed_at + every, handler="repeat", data={**data, "n": n + 1},
+        base = {"from": data["from"], "from_n": data.get("from_n", 1)} if data.get("from") else \
+            {"from": f.timer.owed_at.isoformat(), "from_n": n}
+        f.arm(nxt, owed_at=nxt_at, handler="repeat", data={**data, **base, "n": n + 1},
               what=f"{key.name} · {n + 1} of {count}, the next")
+
+
+def repeat_at(data: dict, n: int, owed_at: datetime) -> datetime:
+    """When occurrence ``n + 1`` of a repeat is owed (``owed_at`` is occurrence ``n``'s): counted from the
+    occurrence ``from_n`` owed at ``from`` (this one, when the data names none), so a step that landed on the
+    next minute of a DST gap does not carry into the next."""
+    every = relativedelta(**data.get("every", {"days": 1}))
+    if not (every.years or every.months or every.weeks or every.days):
+        return owed_at + every  # elapsed time: DST does not move it
+    zone = zone_named(data.get("zone") or "UTC")
+    if data.get("from"):
+        base, steps = datetime.fromisoformat(data["from"]), n + 1 - int(data.get("from_n", 1))
+    else:
+        base, steps = owed_at, 1
+    return local_instant(base.astimezone(zone).replace(tzinfo=None) + every * steps, zone)
 
 
 def register_builtin() -> None:

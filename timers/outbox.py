@@ -23,10 +23,10 @@ import time
 import urllib.error
 import urllib.request
 from collections import Counter
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from datetime import datetime, timedelta
-from typing import Protocol
+from typing import Any, Protocol
 
 from django.conf import settings
 from django.db import connection, transaction
@@ -165,11 +165,30 @@ def from_spec(spec: str) -> Transport:
 
 
 _transports: dict[str, Transport] = {}
+# Called once a transport's submissions settle (sent, or failed for good): [(submission id, ok, receipt or error)].
+_settled_hooks: dict[str, Callable[[list[tuple[str, bool, Any]]], None]] = {}
 _capture: list[Transport] = []  # while set, every send goes here (a --compare way sends nothing outside)
 
 
 def register(name: str, transport: Transport) -> None:
     _transports[name] = transport
+
+
+def on_settled(name: str, hook: Callable[[list[tuple[str, bool, Any]]], None]) -> None:
+    """Hear when ``name``'s submissions settle (a schedule's HTTP call closes its Run, or dead-letters it)."""
+    _settled_hooks[name] = hook
+
+
+def _notify(settled: list[tuple[str, str, bool, Any]]) -> None:
+    by: dict[str, list[tuple[str, bool, Any]]] = {}
+    for name, sid, ok, detail in settled:
+        if name in _settled_hooks:
+            by.setdefault(name, []).append((sid, ok, detail))
+    for name, results in by.items():
+        try:
+            _settled_hooks[name](results)
+        except Exception:  # the sends stand; what hears them must not undo or block them
+            log.exception("settled hook of %s failed", name)
 
 
 def transport(name: str) -> Transport | None:
@@ -344,13 +363,13 @@ def _record(me: str, receipts: list[tuple[str, dict]], rest: list[str]) -> None:
             Outbox.objects.filter(pk__in=rest, claimed_by=me, status="sending").update(lease_until=now + _lease())
 
 
-def _fail(sid: str, error: str, *, permanent: bool) -> bool:
+def _fail(sid: str, error: str, *, permanent: bool, max_tries: int = MAX_TRIES) -> bool:
     """A send that raised: in doubt (asked first next time, after a backoff), or failed for good."""
     row = Outbox.objects.filter(pk=sid).values("tries").first()
     if row is None:
         return True
     tries = row["tries"] + 1
-    final = permanent or tries >= MAX_TRIES
+    final = permanent or tries >= max_tries
     Outbox.objects.filter(pk=sid).exclude(status="sent").update(
         status="failed" if final else "sending", error=error[:500], tries=tries, lease_until=None,
         next_try_at=None if final else wall_now() + _backoff(tries))
@@ -365,6 +384,15 @@ def _release(ids: list[str], me: str) -> None:
 
 
 def _send_claimed(rows: list[Claimed], me: str, stats: DeliverStats, stop: threading.Event | None) -> None:
+    settled: list[tuple[str, str, bool, Any]] = []
+    try:
+        _send_claimed_rows(rows, me, stats, stop, settled)
+    finally:
+        _notify(settled)
+
+
+def _send_claimed_rows(rows: list[Claimed], me: str, stats: DeliverStats, stop: threading.Event | None,
+                       settled: list[tuple[str, str, bool, Any]]) -> None:
     receipts: list[tuple[str, dict]] = []
     last = time.monotonic()
     for n, row in enumerate(rows):
@@ -383,12 +411,16 @@ def _send_claimed(rows: list[Claimed], me: str, stats: DeliverStats, stop: threa
                 receipt = t.send(row.id, row.payload)
                 stats.sent += 1
             receipts.append((row.id, receipt))
+            settled.append((row.transport, row.id, True, receipt))
         except Exception as exc:
             permanent = isinstance(exc, PermanentFailure)
             log.warning("send %s failed: %s", row.id, exc)
             _record(me, receipts, [])
             receipts = []
-            if _fail(row.id, f"{type(exc).__name__}: {exc}", permanent=permanent):
+            tries = getattr(t, "max_tries", None)
+            if _fail(row.id, f"{type(exc).__name__}: {exc}", permanent=permanent,
+                     max_tries=tries(row.payload) if tries is not None else MAX_TRIES):
+                settled.append((row.transport, row.id, False, f"{exc}"))
                 stats.failed += 1
             else:
                 stats.in_doubt += 1

@@ -101,6 +101,21 @@ def test_clock_get(*, clock_id: str, brand: Brand | None = None) -> TestClock:
     return clock
 
 
+DEFAULT_TEST_CLOCK = "default"
+
+
+def test_clock_default(*, brand: Brand) -> TestClock:
+    """The brand's default test clock, which ``default`` names where a test clock id goes (POST
+    /test_clocks/default/advance, as the seed's example calls it): its first test clock that is not deleted
+    (``loadexample`` makes the example's). A brand with none has no default yet: 404, saying how to make one."""
+    clock = (TestClock.objects.exclude(status__in=TestClock.GONE).filter(brand=brand)
+             .order_by("created_at", "id").first())
+    if clock is None:
+        raise NotFound("no test clock 'default': the brand has no test clock yet; POST /test_clocks "
+                       '{"frozen_time": …} creates one, and its first one is its default')
+    return clock
+
+
 def backward_message(clock: TestClock, to: datetime) -> str:
     return (
         f"test clock {clock.id} is at {iso_z(clock.frozen_time)} and moves only forward; {iso_z(to)} is before it. "

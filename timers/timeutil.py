@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import functools
 import re
 from datetime import UTC, datetime, timedelta
+from zoneinfo import ZoneInfo, ZoneInfoNotFoundError, available_timezones
 
 from dateutil.relativedelta import relativedelta
 
@@ -111,3 +113,32 @@ def duration_text(value: timedelta | None) -> str | None:
     minutes, secs = divmod(rest, 60)
     parts = [f"{n}{u}" for n, u in ((days, "d"), (hours, "h"), (minutes, "m"), (secs, "s")) if n]
     return sign + (" ".join(parts) if parts else "0s")
+
+
+def local_instant(naive: datetime, zone: ZoneInfo) -> datetime:
+    """The UTC instant of a local wall time, by the calendar's DST rule: a skipped minute (spring forward)
+    rings at the next minute that exists; a repeated one (fall back) at its first occurrence."""
+    naive = naive.replace(tzinfo=None)
+    for _ in range(24 * 60):  # DST gaps are at most an hour or two; a day of minutes is a hard bound
+        instant = naive.replace(tzinfo=zone, fold=0).astimezone(UTC)
+        if instant.astimezone(zone).replace(tzinfo=None) == naive:
+            return instant
+        naive = (naive + timedelta(minutes=1)).replace(second=0, microsecond=0)
+    raise ValueError(f"{naive} does not exist in {zone}")
+
+
+def zone_named(name: str) -> ZoneInfo:
+    """An IANA zone, or 400 invalid_zone."""
+    try:
+        if not isinstance(name, str) or name not in zone_names():
+            raise ValueError(name)
+        return ZoneInfo(name)
+    except (ValueError, ZoneInfoNotFoundError, OSError):
+        raise KeepingTimeError(f"zone {str(name)[:80]!r} is not an IANA time zone, e.g. America/New_York or UTC",
+                               code="invalid_zone") from None
+
+
+@functools.cache
+def zone_names() -> frozenset[str]:
+    """The IANA zones this machine knows (tzdata): what a schedule's zone may be."""
+    return frozenset(available_timezones())

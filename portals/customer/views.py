@@ -10,7 +10,7 @@ from zoneinfo import ZoneInfo
 from django.shortcuts import render
 
 from calendars import feed
-from calendars.entries import subject_calendar
+from calendars.entries import Entry, subject_calendar
 from calendars.services import subject_by_feed_token
 from timers.api.errors import read_only
 
@@ -40,8 +40,10 @@ def subject_calendar_page(request, subject_id: str):
         return _private(render(request, "portals/customer/not_found.html", status=404))
     sc = subject_calendar(subject, everything=True)
     zone = ZoneInfo(sc.zone)
-    ahead = [e for e in sc.entries if e.date >= sc.today]
-    earlier = [e for e in sc.entries if e.date < sc.today]
+    # The page is a timeline: each date, and each of its reminders and steps on its own day.
+    timeline = sorted([x for e in sc.entries for x in (e, *e.rungs)], key=Entry.sort_key)
+    ahead = [e for e in timeline if e.date >= sc.today]
+    earlier = [e for e in timeline if e.date < sc.today]
     context = {
         "subject": subject,
         "zone": sc.zone,

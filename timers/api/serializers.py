@@ -477,4 +477,6 @@ def list_serializer(name: str, item: type[serializers.Serializer]):
         "data": item(many=True),
         "has_more": serializers.BooleanField(),
         "url": serializers.CharField(),
+        "note": serializers.CharField(required=False, help_text="Why an empty page is empty: the test clocks "
+                                                                "that hold the objects, when none is named"),
     })

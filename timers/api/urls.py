@@ -5,7 +5,7 @@ from drf_spectacular.renderers import OpenApiJsonRenderer
 from drf_spectacular.views import SpectacularAPIView
 from rest_framework.permissions import AllowAny
 
-from . import views
+from . import schedules, views
 
 urlpatterns = [
     path("timers", views.TimerListView.as_view(), name="timer-list"),
@@ -14,6 +14,11 @@ urlpatterns = [
     path("test_clocks", views.TestClockListView.as_view(), name="test-clock-list"),
     path("test_clocks/<str:clock_id>", views.TestClockDetailView.as_view(), name="test-clock-detail"),
     path("test_clocks/<str:clock_id>/advance", views.TestClockAdvanceView.as_view(), name="test-clock-advance"),
+    path("schedules", schedules.ScheduleListView.as_view(), name="schedule-list"),
+    path("schedules/<str:schedule_id>", schedules.ScheduleDetailView.as_view(), name="schedule-detail"),
+    path("schedules/<str:schedule_id>/pause", schedules.SchedulePauseView.as_view(), name="schedule-pause"),
+    path("schedules/<str:schedule_id>/resume", schedules.ScheduleResumeView.as_view(), name="schedule-resume"),
+    path("schedules/<str:schedule_id>/trigger", schedules.ScheduleTriggerView.as_view(), name="schedule-trigger"),
     path("events", views.EventListView.as_view(), name="event-list"),
     path("events/<str:event_id>", views.EventDetailView.as_view(), name="event-detail"),
     # The schema needs no key: anyone may read how to call the API.

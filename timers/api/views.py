@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import re
 
-from django.db.models import Q, QuerySet
+from django.db.models import Count, Q, QuerySet
 from drf_spectacular.utils import OpenApiResponse, extend_schema
 from rest_framework.exceptions import ParseError
 from rest_framework.parsers import FormParser, JSONParser
@@ -93,6 +93,12 @@ class BrandAPIView(APIView):
         return self.request.auth
 
     def body(self, serializer_class) -> dict:
+        raw = self.request._request
+        if raw.body.lstrip()[:1] in (b"{", b"[") and not (self.request.content_type or "").startswith(
+                "application/json"):
+            # Read as a form it would be "field required": say what is wrong instead.
+            raise KeepingTimeError("the body is JSON: send it with Content-Type: application/json",
+                                   code="unsupported_media_type", status=415)
         s = serializer_class(data=self.request.data)
         s.is_valid(raise_exception=True)
         return s.validated_data
@@ -133,10 +139,12 @@ def get_timer(brand: Brand, timer_id: str) -> Timer:
 
 
 def get_test_clock(brand: Brand, clock_id: str, *, param: str | None = None) -> TestClock:
-    """One of the brand's test clocks (not deleted); a live key has none."""
+    """One of the brand's test clocks (not deleted), or ``default``, its default one; a live key has none."""
     try:
         if not _ID.match(clock_id) or livemode(brand):
             raise _missing("test clock", clock_id)
+        if clock_id == services.DEFAULT_TEST_CLOCK:
+            return services.test_clock_default(brand=brand)
         return services.test_clock_get(clock_id=clock_id, brand=brand)
     except NotFound as exc:
         exc.param = param
@@ -193,8 +201,17 @@ def page(qs: QuerySet, *, scope: QuerySet, order: tuple[str, ...], lookup: str, 
             raise err
         qs = qs.filter(_after(order, cursor))
     rows = list(qs.order_by(*order)[: limit + 1])
-    return {"object": "list", "data": render(rows[:limit]), "has_more": len(rows) > limit,
-            "url": url}
+    listed = {"object": "list", "data": render(rows[:limit]), "has_more": len(rows) > limit, "url": url}
+    has_domain = any(f.name == "domain" for f in qs.model._meta.get_fields())
+    if not rows and not after and not params.get("test_clock") and has_domain:
+        # Say where the objects are: a demo's live on a test clock, and a list without test_clock is the live
+        # clock's (as Stripe's lists leave test-clock objects out unless asked).
+        held = list(scope.exclude(domain=LIVE).values_list("domain").annotate(n=Count("pk")).order_by("domain")[:5])
+        if held:
+            where = ", ".join(f"{domain} ({n})" for domain, n in held)
+            listed["note"] = (f"no {what}s on the live clock; test clocks hold some: {where}. "
+                              f"Pass test_clock=tc_… to list them.")
+    return listed
 
 
 # -- timers ---------------------------------------------------------------------------------------------

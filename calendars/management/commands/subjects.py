@@ -1,7 +1,9 @@
-"""subjects calendar sbj_… [--from 2027-02-01] [--test-clock tc_…] · subjects feed sbj_… [--rotate|--revoke]"""
+"""subjects calendar sbj_… [--from 2027-02-01] [--test-clock tc_…] [--rungs] · subjects feed sbj_… [--rotate|--revoke]
+· subjects portal sbj_… (a customer portal link, valid for an hour)"""
 
 from __future__ import annotations
 
+from django.conf import settings
 from django.core.management.base import CommandError
 
 from calendars import feed
@@ -30,14 +32,25 @@ class Command(KTCommand):
         cal.add_argument("subject_id")
         cal.add_argument("--from", dest="from_date", help="YYYY-MM-DD (default: today in the calendar's zone)")
         cal.add_argument("--test-clock")
+        cal.add_argument("--rungs", action="store_true", help="list each date's rungs (reminders, steps) under it")
         fd = sub.add_parser("feed", help="the subject's webcal URL")
         fd.add_argument("subject_id")
         which = fd.add_mutually_exclusive_group()
         which.add_argument("--rotate", action="store_true", help="issue a new token; the old URL stops working")
         which.add_argument("--revoke", action="store_true", help="no URL works until the next --rotate")
+        pt = sub.add_parser("portal", help="a customer portal link for the subject, valid for an hour")
+        pt.add_argument("subject_id")
 
     def handle(self, *args, **o):
         getattr(self, f"_{o['action']}")(o)
+
+    def _portal(self, o):
+        from portals.services import portal_session_create
+
+        subject = self.subject(o["subject_id"])
+        session, path = portal_session_create(brand=subject.brand, subject=subject)
+        self.stdout.write(f"http://{settings.KEEPING_TIME['FEED_HOST']}{path}")
+        self.stdout.write(f"{session.id} · {subject.name} · expires {session.expires_at:%Y-%m-%d %H:%MZ}")
 
     def subject(self, subject_id: str) -> Subject:
         subject = Subject.objects.select_related("calendar").filter(pk=subject_id).first()
@@ -58,7 +71,11 @@ class Command(KTCommand):
             subject.id, f"{subject.kind} {subject.key}", subject.name, sc.zone,
             f"{n} date" if n == 1 else f"{n} dates", f"webcal at {feed.feed_path(subject)}",
         ]))
-        rows = [COLUMNS] + [(e.date.isoformat(), e.what, e.kind, e.answers_for, e.status) for e in sc.entries]
+        rows = [COLUMNS]
+        for e in sc.entries:
+            rows.append((e.date.isoformat(), e.what, e.kind, e.answers_for, e.status))
+            if o["rungs"]:
+                rows += [(f"  {r.date.isoformat()}", r.what, r.kind, r.answers_for, r.status) for r in e.rungs]
         for line in table(rows):
             self.stdout.write(line)
 

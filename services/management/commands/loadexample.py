@@ -56,7 +56,9 @@ class Command(KTCommand):
         subject = Subject.objects.create(
             id=seeded_subject_id(brand=brand, domain=clock.id, kind="taxpayer", key="12-3456789"),
             brand=brand, domain=clock.id, kind="taxpayer", key_name="ein", key="12-3456789", name="Acme Robotics",
-            calendar=calendar, input={"entity": "C corp"}, created_at=START)
+            calendar=calendar, input={"entity": "C corp"}, created_at=START,
+            # A federal credit from the 2026 tax year, carried forward: the 2026 return's carryforward clock.
+            keeps={"carryforwards": {"2026": ["US"]}})
         sub = subscription_create(brand=brand, domain=clock.id, subject=subject, service="tax-plan",
                                   input={"entity": "C corp", "states": ["CA", "NY", "NJ"]}, now=START)
         # Acme adds Texas in March 2027: a subscription.update, scheduled on the clock so every way replays it.
@@ -91,6 +93,7 @@ class Command(KTCommand):
         from the account's last reply on 3 November."""
         from django.contrib.auth import get_user_model
 
+        from portals.models import Membership
         from services.people import ACT
 
         clock = test_clock_create(brand=brand, frozen_time=FORSALE_START, name="api.forsale deals", seed=seed)
@@ -99,6 +102,8 @@ class Command(KTCommand):
             if made:
                 user.set_unusable_password()
                 user.save(update_fields=["password"])
+            Membership.objects.get_or_create(user=user, brand=brand, defaults={"role": Membership.Role.MEMBER,
+                                                                              "name": name})
         calendar, _ = Calendar.objects.update_or_create(
             brand=brand, name="api.forsale", defaults={"zone": "America/Los_Angeles", "weekends": [5, 6],
                                                         "closes": time(17, 0)})

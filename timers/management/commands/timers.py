@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 
 from django.core.management.base import CommandError
+from django.db.models import Count
 from rest_framework.exceptions import ValidationError
 
 from timers import cli
@@ -63,6 +64,12 @@ class Command(KTCommand):
         parts.append(armed_text)
         self.stdout.write(" · ".join(parts))
         if not timers:
+            if clock is None:  # say where they are: a demo's timers live on a test clock
+                held = list(Timer.objects.filter(owner_filter(LIVE, owner)).exclude(domain=LIVE)
+                            .values_list("domain").annotate(n=Count("pk")).order_by("domain")[:5])
+                if held:
+                    where = ", ".join(f"{domain} ({n})" for domain, n in held)
+                    self.stdout.write(f"none on the live clock; test clocks hold some: {where} (--test-clock tc_…)")
             return
         for line in cli.timer_rows(rest + shown_armed):
             self.stdout.write(line)

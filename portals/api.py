@@ -1,0 +1,37 @@
+"""``POST /portal_sessions {subject}``: a link that signs a subject's customer in to the customer portal for an
+hour, as Stripe's customer-portal sessions do. The brand's key makes it; the URL is shown once."""
+
+from __future__ import annotations
+
+from drf_spectacular.utils import extend_schema
+from rest_framework import serializers
+from rest_framework.response import Response
+
+from calendars.models import Subject
+from timers.api.serializers import StrictCharField
+from timers.api.views import ERRORS, NOT_FOUND, BrandAPIView, SafeJSONParser, get_owned
+from timers.timeutil import iso_z
+
+from .services import portal_session_create
+
+
+class PortalSessionSerializer(serializers.Serializer):
+    subject = StrictCharField(max_length=32, help_text="The subject (sbj_…) whose customer signs in")
+
+
+class PortalSessionView(BrandAPIView):
+    parser_classes = [SafeJSONParser]
+
+    @extend_schema(
+        operation_id="portal_sessions_create", tags=["portal"], request=PortalSessionSerializer,
+        summary="Make a customer portal link",
+        description="A URL valid for one hour that signs the customer in for the subject: their dates, their acts "
+                    "on their own clocks, their subscriptions. Shown once; only its sha256 is kept.",
+        responses={200: dict, **ERRORS, **NOT_FOUND},
+    )
+    def post(self, request):
+        body = self.body(PortalSessionSerializer)
+        subject = get_owned(self.brand, Subject.objects.all(), body["subject"], "subject")
+        session, path = portal_session_create(brand=self.brand, subject=subject)
+        return Response({"id": session.id, "object": "portal_session", "subject": subject.id,
+                         "url": request.build_absolute_uri(path), "expires_at": iso_z(session.expires_at)})

@@ -1,0 +1,17 @@
+"""The delivery portal's routes, under /portal/delivery/ (namespace ``delivery``)."""
+
+from django.urls import path
+
+from . import views
+
+app_name = "delivery"
+
+urlpatterns = [
+    path("login", views.SignIn.as_view(), name="login"),
+    path("logout", views.SignOut.as_view(), name="logout"),
+    path("", views.home, name="home"),
+    path("tasks/<str:task_id>/<str:act>", views.task_act, name="task-act"),
+    path("clocks/<str:clock_id>/<str:item>/<str:act>", views.clock_act, name="clock-act"),
+    path("subjects/<str:subject_id>/withdraw", views.withdraw, name="withdraw"),
+    path("window/<str:act>", views.window_act, name="window-act"),
+]

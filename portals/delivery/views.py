@@ -1,0 +1,237 @@
+"""The delivery portal: a brand's members sign in with Django auth. "Your dates" lists each Task's due date
+and hold beside the clocks the member answers for, late first, and their standby window. The acts: take a
+Task, extend its hold once, release it, mark it done; acknowledge, mark done and choose on their own clocks;
+withdraw from a subject naming a successor (the clocks they answered for move to the successor, on the
+record). A member sees only their own Tasks, the open Tasks of their pools, and their own brands."""
+
+from __future__ import annotations
+
+from datetime import timedelta
+
+from django.contrib import messages
+from django.contrib.auth import get_user_model
+from django.contrib.auth.decorators import login_required
+from django.contrib.auth.views import LoginView, LogoutView
+from django.db import transaction
+from django.http import HttpRequest, HttpResponse
+from django.shortcuts import redirect, render
+from django.urls import reverse, reverse_lazy
+from django.views.decorators.http import require_POST
+
+from calendars import specs
+from calendars.acts import clock_acknowledge, clock_reassign
+from calendars.models import ClockItem, Subject
+from calendars.services import DirectArmer, clock_choose, clock_satisfy
+from services import registry
+from services.costs import clock_costs
+from services.models import Task, Window
+from services.people import step_done, task_extend, task_release, task_take, window_close, window_open
+from timers.errors import KeepingTimeError, Refused
+from timers.models import LIVE, TestClock, Timer
+from timers.services import domain_now
+from timers.timeutil import iso_z
+
+from ..models import Membership
+from ..services import member_names
+
+LOGIN = reverse_lazy("delivery:login")
+
+
+class SignIn(LoginView):
+    template_name = "portals/delivery/login.html"
+    redirect_authenticated_user = True
+
+    def get_success_url(self) -> str:
+        return self.get_redirect_url() or reverse("delivery:home")
+
+
+class SignOut(LogoutView):
+    next_page = LOGIN
+
+
+def _brands(user) -> list[str]:
+    return list(Membership.objects.filter(user=user).values_list("brand_id", flat=True))
+
+
+def _my_tasks(user, brands: list[str]):
+    """The member's taken Tasks, and the open Tasks of the pools they are in."""
+    name = user.get_username()
+    mine = list(Task.objects.filter(brand_id__in=brands, member=user, status=Task.Status.TAKEN)
+                .select_related("job__subject"))
+    open_ = [t for t in Task.objects.filter(brand_id__in=brands, status=Task.Status.OPEN).select_related("job__subject")
+             if name in registry.get(t.job.service, t.job.version).pools[t.pool].members]
+    return mine, open_
+
+
+def _task_row(task: Task, now_of) -> dict:
+    now = now_of(task.domain)
+    late = task.due_at is not None and task.due_at <= now
+    return {"id": task.id, "step": task.step, "job": f"{task.job.service} {task.job.period}",
+            "subject": task.job.subject.name, "status": task.status, "due_at": iso_z(task.due_at) if task.due_at else "",
+            "hold_until": iso_z(task.hold_until) if task.hold_until else "", "extended": task.extended,
+            "late": late, "test_clock": None if task.domain == LIVE else task.domain,
+            "sort": (not late, task.due_at or task.hold_until or now)}
+
+
+@login_required(login_url=LOGIN)
+def home(request: HttpRequest) -> HttpResponse:
+    user = request.user
+    brands = _brands(user)
+    clocks_now: dict[str, object] = {}
+
+    def now_of(domain: str):
+        if domain not in clocks_now:
+            clocks_now[domain] = domain_now(domain=domain)
+        return clocks_now[domain]
+
+    mine, open_ = _my_tasks(user, brands)
+    tasks = sorted((_task_row(t, now_of) for t in mine), key=lambda r: r["sort"])
+    pool = sorted((_task_row(t, now_of) for t in open_), key=lambda r: r["sort"])
+    names = member_names(user)
+    items = list(ClockItem.objects.filter(clock__brand_id__in=brands, clock__answers_for__in=names,
+                                          status__in=[ClockItem.Status.OPEN, ClockItem.Status.DUE,
+                                                      ClockItem.Status.PASSED])
+                 .select_related("clock__subject").order_by("due_at", "id"))
+    costs = clock_costs({i.clock for i in items})
+    asking = set(Timer.objects.filter(owner__in=[i.owner_key for i in items], kind="rung", status="armed",
+                                      key__contains=":ack ").values_list("owner", flat=True))
+    clocks = []
+    for item in items:
+        clock = item.clock
+        spec = specs.get(clock.spec)
+        now = now_of(clock.domain)
+        late = item.status in ("due", "passed") or item.due_at <= now
+        clocks.append({"clock": clock.id, "item": item.item or "-", "subject": clock.subject.name,
+                       "subject_id": clock.subject_id,
+                       "what": (clock.title or clock.name).replace("{period}", clock.period)
+                       + (f" · {item.item}" if item.item else ""), "due": iso_z(item.due_at), "status": item.status,
+                       "late": late, "hard": clock.hard, "cost": costs[clock.id].says,
+                       "acks": item.owner_key in asking,
+                       "options": list(spec.options) if item.status in ("due", "passed") else [],
+                       "sort": (not late, item.due_at)})
+    clocks.sort(key=lambda r: r["sort"])
+    subjects = sorted({(c["subject_id"], c["subject"]) for c in clocks}, key=lambda s: s[1])
+    successors = sorted(set(get_user_model().objects.filter(memberships__brand_id__in=brands)
+                            .exclude(pk=user.pk).values_list("username", flat=True)))
+    windows = list(Window.objects.filter(member=user, status=Window.Status.OPEN))
+    return render(request, "portals/delivery/home.html", {
+        "tasks": tasks, "pool": pool, "clocks": clocks, "subjects": subjects, "successors": successors,
+        "windows": [{"id": w.id, "closes_at": iso_z(w.closes_at), "test_clock": None if w.domain == LIVE else w.domain}
+                    for w in windows],
+        "domains": sorted({t["test_clock"] for t in tasks + pool if t["test_clock"]}),
+    })
+
+
+def _act(request: HttpRequest, brand_id: str, domain: str, fn, done: str) -> HttpResponse:
+    try:
+        with transaction.atomic():
+            fn(DirectArmer(brand=brand_id, domain=domain))
+        messages.success(request, done)
+    except Refused as exc:
+        messages.error(request, f"Refused ({exc.code}): {exc.message}")
+    except KeepingTimeError as exc:
+        messages.error(request, f"Not done ({exc.code}): {exc}")
+    return redirect(reverse("delivery:home"))
+
+
+def _not_yours(request: HttpRequest) -> HttpResponse:
+    return render(request, "portals/delivery/not_found.html", status=404)
+
+
+@require_POST
+@login_required(login_url=LOGIN)
+def task_act(request: HttpRequest, task_id: str, act: str) -> HttpResponse:
+    user = request.user
+    mine, open_ = _my_tasks(user, _brands(user))
+    task = next((t for t in mine + open_ if t.id == task_id), None)
+    # Another member's Task, another brand's, or an act that is not one: the same 404, nothing said.
+    if task is None or act not in ("take", "extend", "release", "done") or (act != "take" and task not in mine):
+        return _not_yours(request)
+    name = user.get_username()
+    if act == "done":
+        return _act(request, task.brand_id, task.domain,
+                    lambda a: step_done(armer=a, job=task.job, step=task.step, member=name, by=name),
+                    f"{task.step} is done.")
+    fn = {"take": task_take, "extend": task_extend, "release": task_release}[act]
+    said = {"take": f"You hold {task.step} now.", "extend": "Your hold is extended (once).",
+            "release": f"{task.step} is back with the pool."}[act]
+    return _act(request, task.brand_id, task.domain, lambda a: fn(armer=a, task=task, member=name), said)
+
+
+def _own_item(user, clock_id: str, item: str) -> ClockItem | None:
+    found = (ClockItem.objects.select_related("clock__subject__calendar")
+             .filter(clock_id=clock_id, item="" if item == "-" else item, clock__brand_id__in=_brands(user)).first())
+    if found is None or found.clock.answers_for not in member_names(user):
+        return None
+    return found
+
+
+@require_POST
+@login_required(login_url=LOGIN)
+def clock_act(request: HttpRequest, clock_id: str, item: str, act: str) -> HttpResponse:
+    it = _own_item(request.user, clock_id, item)
+    if it is None or act not in ("acknowledge", "done", "choose"):
+        return _not_yours(request)
+    who, clock = request.user.get_username(), it.clock
+    if act == "acknowledge":
+        fn, said = (lambda a: clock_acknowledge(armer=a, item=it, by=who)), "Acknowledged."
+    elif act == "done":
+        fn, said = (lambda a: clock_satisfy(armer=a, item=it, by=who)), "Marked done."
+    else:
+        option = request.POST.get("option", "")
+        fn, said = (lambda a: clock_choose(armer=a, item=it, option=option, by=who)), f"Chose {option}."
+    return _act(request, clock.brand_id, clock.domain, fn, said)
+
+
+@require_POST
+@login_required(login_url=LOGIN)
+def withdraw(request: HttpRequest, subject_id: str) -> HttpResponse:
+    """Withdraw from a subject: each clock of it the member answers for moves to the successor (a member of
+    the same brand), on the record."""
+    user = request.user
+    brands = _brands(user)
+    subject = Subject.objects.filter(pk=subject_id, brand_id__in=brands).first()
+    successor = Membership.objects.filter(user__username=request.POST.get("successor", ""),
+                                          brand_id=subject.brand_id if subject else None).exclude(user=user).first()
+    names = member_names(user)
+    clocks = list(subject.clocks.filter(answers_for__in=names)) if subject else []
+    if subject is None or not clocks:
+        return _not_yours(request)
+    if successor is None:
+        messages.error(request, "Not done (invalid_input): name a successor from the brand's members")
+        return redirect(reverse("delivery:home"))
+    to = successor.name or successor.user.get_username()
+    done = f"{len(clocks)} clock{'s' if len(clocks) != 1 else ''} of {subject.name} moved to {to}."
+
+    def move(_armer) -> None:
+        for clock in clocks:
+            clock_reassign(armer=DirectArmer(brand=clock.brand_id, domain=clock.domain), clock=clock, to=to,
+                           by=user.get_username(), why="withdrew")
+
+    return _act(request, subject.brand_id, subject.domain or LIVE, move, done)
+
+
+@require_POST
+@login_required(login_url=LOGIN)
+def window_act(request: HttpRequest, act: str) -> HttpResponse:
+    user = request.user
+    brands = _brands(user)
+    if act == "open":
+        domain = request.POST.get("test_clock") or LIVE
+        brand_id = Membership.objects.filter(user=user).values_list("brand_id", flat=True).first()
+        try:
+            hours = int(request.POST.get("hours", "8"))
+        except ValueError:
+            hours = 0
+        if domain != LIVE and not TestClock.objects.filter(pk=domain, brand_id=brand_id).exists():
+            return _not_yours(request)
+        if brand_id is None or not 1 <= hours <= 24 * 14:
+            messages.error(request, "Not done (invalid_input): a standby window lasts 1 hour to 14 days")
+            return redirect(reverse("delivery:home"))
+        return _act(request, brand_id, domain,
+                    lambda a: window_open(armer=a, member=user.get_username(), span=timedelta(hours=hours),
+                                          brand_id=brand_id), f"On standby for {hours} h.")
+    win = Window.objects.filter(pk=request.POST.get("window", ""), member=user, brand_id__in=brands).first()
+    if win is None or act != "close":
+        return _not_yours(request)
+    return _act(request, win.brand_id, win.domain, lambda a: window_close(armer=a, window=win), "Standby closed.")

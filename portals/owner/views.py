@@ -1,0 +1,45 @@
+"""The console's own views beside the ModelAdmins: the header's "as of" selector and the dashboard's settle
+buttons. Each parses, calls the service function (portals.owner.actions) and redirects with a message."""
+
+from __future__ import annotations
+
+from django.contrib import messages
+from django.http import HttpResponseNotAllowed, HttpResponseRedirect
+from django.urls import reverse
+from django.utils.http import url_has_allowed_host_and_scheme
+
+from timers.models import LIVE
+
+from .actions import settle
+from .scope import AS_OF, request_brands, test_clocks
+
+
+def _back(request) -> HttpResponseRedirect:
+    nxt = request.POST.get("next") or ""
+    if not url_has_allowed_host_and_scheme(nxt, allowed_hosts={request.get_host()},
+                                           require_https=request.is_secure()):
+        nxt = reverse("admin:index")
+    return HttpResponseRedirect(nxt)
+
+
+def as_of_view(request):
+    """Choose the clock domain the console shows: the live clock or one of the brand's test clocks."""
+    if request.method != "POST":
+        return HttpResponseNotAllowed(["POST"])
+    chosen = request.POST.get("as_of", "")
+    if chosen == LIVE or test_clocks(request_brands(request)).filter(pk=chosen).exists():
+        request.session[AS_OF] = chosen
+    else:
+        messages.error(request, "No such clock.")
+    return _back(request)
+
+
+def settle_view(request):
+    if request.method != "POST":
+        return HttpResponseNotAllowed(["POST"])
+    p = request.POST
+    outcome = settle(request=request, brands=request_brands(request), kind=p.get("kind", ""), id=p.get("id", ""),
+                     act=p.get("act", ""), option=p.get("option", ""), member=p.get("member", ""),
+                     step=p.get("step", ""))
+    (messages.success if outcome.ok else messages.error)(request, outcome.message)
+    return _back(request)

@@ -1,0 +1,294 @@
+"""Schedules over HTTP: ``POST/GET /schedules``, ``GET /schedules/<id>``, ``POST /schedules/<id>/pause
+{pause_note}``, ``…/resume``, ``…/trigger``. Views parse, call timers/schedules.py, render.
+
+The body's shape is checked first (400), then the clock domain (404 for a test clock that is not the caller's,
+403 across modes), then what only the runtime can read (400 with its code: invalid_spec, invalid_zone,
+invalid_target, invalid_overlap, invalid_catchup_window, invalid_buffer_limit); nothing is written on a refusal.
+The HTTP target's signing secret (``whsec_…``) is in the create response only.
+"""
+
+from __future__ import annotations
+
+from django.db import transaction
+from drf_spectacular.extensions import OpenApiSerializerFieldExtension
+from drf_spectacular.utils import extend_schema, inline_serializer
+from rest_framework import serializers
+from rest_framework.response import Response
+
+from .. import schedule_spec, schedules
+from ..models import OVERLAPS, Schedule, ScheduleRun, ScheduleTick
+from ..timeutil import zone_names
+from .serializers import (
+    Choice,
+    ListQuerySerializer,
+    StrictBooleanField,
+    StrictCharField,
+    StrictIntegerField,
+    _plain_json,
+    const,
+    list_serializer,
+    query_field,
+)
+from .views import (
+    ERRORS,
+    NOT_FOUND,
+    WRONG_MODE,
+    BrandAPIView,
+    SafeJSONParser,
+    _error,
+    arm_domain_of,
+    domain_of,
+    get_owned,
+    owned,
+    page,
+)
+
+ORDER = ("created_at", "id")
+CONFLICT = {409: _error("Not in a state for this: schedule_paused, schedule_not_paused, schedule_triggered, "
+                        "schedule_of_subscription")}
+
+
+# -- what the API takes ---------------------------------------------------------------------------------
+# Each field's schema is exactly what the runtime takes (a cron string cronsim reads, a zone tzdata knows, a
+# window within 10s to 365d, a target of a registered kind), so a body the schema admits is never refused as
+# malformed; only what names nothing (a subject) is a 404. The schemas are read when the schema is built, after
+# every app has registered its spec kinds and targets.
+class CatchupWindowField(serializers.Field):
+    """Seconds, or a span; its range is the runtime's to check (invalid_catchup_window)."""
+
+    def to_internal_value(self, data):
+        if isinstance(data, bool) or not isinstance(data, int | str):
+            raise serializers.ValidationError("seconds (a whole number) or a span such as 45m")
+        return data
+
+    def to_representation(self, value):
+        return value
+
+
+class PlainObjectField(serializers.DictField):
+    def to_internal_value(self, data):
+        value = super().to_internal_value(data)
+        _plain_json(value)
+        return value
+
+
+class SpecField(PlainObjectField):
+    pass
+
+
+class TargetField(PlainObjectField):
+    pass
+
+
+class ZoneField(StrictCharField):
+    pass
+
+
+class _Schema(OpenApiSerializerFieldExtension):
+    def map_serializer_field(self, auto_schema, direction):
+        return self.schema()
+
+
+class CatchupWindowSchema(_Schema):
+    target_class = CatchupWindowField
+
+    def schema(self):
+        return dict(schedules.WINDOW_SCHEMA)
+
+
+class SpecSchema(_Schema):
+    target_class = SpecField
+
+    def schema(self):
+        return schedule_spec.json_schema()
+
+
+class TargetSchema(_Schema):
+    target_class = TargetField
+
+    def schema(self):
+        return schedules.targets_schema()
+
+
+class ZoneSchema(_Schema):
+    target_class = ZoneField
+
+    def schema(self):
+        return {"type": "string", "enum": sorted(zone_names())}
+
+
+class ScheduleCreateSerializer(serializers.Serializer):
+    test_clock = StrictCharField(required=False, allow_null=True, allow_blank=True, max_length=64,
+                                 help_text="Create on this test clock; the live clock (a live key) when absent")
+    name = StrictCharField(required=False, allow_blank=True, max_length=200)
+    spec = SpecField(help_text='{"cron": "30 2 * * *"}, {"every": "30m", "phase": "5m"} or '
+                                      '{"each": "month", "at": "1mo after end", "time": "06:30"}')
+    zone = ZoneField(required=False, max_length=64, help_text="An IANA zone; UTC when absent")
+    target = TargetField(help_text='{"url": "https://…", "timeout": 10, "retries": 3} or '
+                                        '{"service": "…", "subject": "sbj_…", "input": {}}')
+    overlap = Choice(choices=list(OVERLAPS), component="ScheduleOverlap", required=False,
+                     help_text="When a fire comes while the last Run is open; skip when absent")
+    buffer_limit = StrictIntegerField(required=False, min_value=1, max_value=1000)
+    catchup_window = CatchupWindowField(required=False, help_text="Missed fires older than this are skipped")
+    paused = StrictBooleanField(required=False)
+    pause_note = StrictCharField(required=False, allow_blank=True, max_length=200)
+
+
+class SchedulePauseSerializer(serializers.Serializer):
+    pause_note = StrictCharField(required=False, allow_blank=True, max_length=200, help_text="Why it is paused")
+
+
+class ScheduleListQuerySerializer(ListQuerySerializer):
+    test_clock = query_field("The test clock's schedules; the live clock's when absent")
+
+
+# -- what it answers ------------------------------------------------------------------------------------
+class ScheduleRunSerializer(serializers.Serializer):
+    id = serializers.CharField()
+    object = const("schedule_run", "ScheduleRunObject")
+    state = Choice(choices=ScheduleRun.State.choices, component="ScheduleRunState")
+    scheduled_at = serializers.DateTimeField()
+    started_at = serializers.DateTimeField(allow_null=True)
+    closed_at = serializers.DateTimeField(allow_null=True)
+    ref = serializers.CharField(allow_null=True, help_text="The job, or the HTTP call's submission id")
+    outcome = serializers.CharField(allow_null=True, help_text="The Run's own result: the job's end, the answer")
+
+
+class ScheduleTickSerializer(serializers.Serializer):
+    id = serializers.CharField()
+    object = const("schedule_tick", "ScheduleTickObject")
+    state = Choice(choices=ScheduleTick.State.choices, component="ScheduleTickState")
+    scheduled_at = serializers.DateTimeField()
+    fired_at = serializers.DateTimeField()
+    settled_at = serializers.DateTimeField(allow_null=True)
+    run = ScheduleRunSerializer()
+
+
+class DeadLetterSerializer(serializers.Serializer):
+    id = serializers.CharField()
+    object = const("dead_letter", "DeadLetterObject")
+    tick = serializers.CharField()
+    at = serializers.DateTimeField()
+    status = serializers.IntegerField(allow_null=True)
+    error = serializers.CharField()
+    payload = serializers.DictField()
+
+
+class ScheduleSerializer(serializers.Serializer):
+    id = serializers.CharField()
+    object = const("schedule", "ScheduleObject")
+    name = serializers.CharField(allow_blank=True)
+    spec = serializers.DictField()
+    zone = serializers.CharField()
+    target = serializers.DictField(help_text="kind (http, service, subscription) and its fields; never the secret")
+    overlap = Choice(choices=list(OVERLAPS), component="ScheduleOverlap")
+    buffer_limit = serializers.IntegerField()
+    catchup_window = serializers.IntegerField(help_text="seconds")
+    paused = serializers.BooleanField()
+    pause_note = serializers.CharField(allow_null=True)
+    paused_at = serializers.DateTimeField(allow_null=True)
+    revision = serializers.IntegerField()
+    test_clock = serializers.CharField(allow_null=True)
+    next_fire_times = serializers.ListField(child=serializers.DateTimeField())
+    last_tick = ScheduleTickSerializer(allow_null=True)
+    recent_ticks = ScheduleTickSerializer(many=True)
+    dead_letters = DeadLetterSerializer(many=True)
+    buffered = serializers.ListField(child=serializers.DateTimeField(), help_text="Fires waiting for the open Run")
+    counters = inline_serializer("ScheduleCounters", fields={
+        name: serializers.IntegerField() for name in ("fired", "skipped", "dropped", "missed", "dead_lettered",
+                                                      "open_runs")})
+    created = serializers.DateTimeField()
+    secret = serializers.CharField(required=False, help_text="In the create response only: whsec_…")
+
+
+def get_schedule(brand, schedule_id: str) -> Schedule:
+    return get_owned(brand, Schedule.objects.all(), schedule_id, "schedule")
+
+
+def _render(sch: Schedule) -> dict:
+    sch.refresh_from_db()
+    return schedules.schedule_json(sch)
+
+
+class ScheduleListView(BrandAPIView):
+    parser_classes = [SafeJSONParser]  # its body carries objects (spec, target), which a form's flat fields cannot
+    @extend_schema(
+        operation_id="schedules_list", tags=["schedules"], parameters=[ScheduleListQuerySerializer],
+        summary="List schedules",
+        description="The live clock's schedules, or a test clock's, in the order they were made; each with its last "
+                    "tick and next fire times. A Service's own schedules are listed too (target kind subscription).",
+        responses={200: list_serializer("ScheduleList", ScheduleSerializer), **ERRORS, **NOT_FOUND},
+    )
+    def get(self, request):
+        params = self.query(ScheduleListQuerySerializer)
+        scope = owned(Schedule.objects.all(), self.brand)
+        qs = scope.filter(domain=domain_of(self.brand, params.get("test_clock")))
+        return Response(page(qs, scope=scope, order=ORDER, lookup="pk", params=params, url="/schedules",
+                             render=lambda rows: [schedules.schedule_json(s, recent=1) for s in rows],
+                             what="schedule"))
+
+    @extend_schema(
+        operation_id="schedules_create", tags=["schedules"], request=ScheduleCreateSerializer,
+        summary="Create a schedule",
+        description="Fires on its spec in its zone (a skipped minute at the next that exists, a repeated hour once). "
+                    "Errors: invalid_spec, invalid_zone, invalid_target, invalid_overlap, invalid_catchup_window "
+                    "(outside 10s to 365d), invalid_buffer_limit; live_mode_only (403: a test key without "
+                    "test_clock).",
+        responses={200: ScheduleSerializer, **ERRORS, **NOT_FOUND, **WRONG_MODE},
+    )
+    def post(self, request):  # the body's shape (400), the clock (404, 403), then what the runtime reads (400)
+        body = self.body(ScheduleCreateSerializer)
+        domain = arm_domain_of(self.brand, body.get("test_clock") or None)
+        with transaction.atomic():
+            sch = schedules.schedule_create(
+                brand=self.brand, domain=domain, spec=body["spec"], target=body["target"],
+                zone=body.get("zone") or "UTC", name=body.get("name") or "", overlap=body.get("overlap") or "skip",
+                buffer_limit=body.get("buffer_limit", 100), catchup_window=body.get("catchup_window"),
+                paused=body.get("paused", False), pause_note=body.get("pause_note") or "")
+        out = _render(sch)
+        if sch.secret:
+            out["secret"] = sch.secret  # shown once: check each call's Keeping-Time-Signature with it
+        return Response(out)
+
+
+class ScheduleDetailView(BrandAPIView):
+    @extend_schema(operation_id="schedules_retrieve", tags=["schedules"], summary="Retrieve a schedule",
+                   description="Its spec, next fire times, counters, last and recent ticks (each with its Run), "
+                               "and dead letters.",
+                   responses={200: ScheduleSerializer, 401: ERRORS[401], **NOT_FOUND})
+    def get(self, request, schedule_id: str):
+        return Response(_render(get_schedule(self.brand, schedule_id)))
+
+
+class SchedulePauseView(BrandAPIView):
+    @extend_schema(operation_id="schedules_pause", tags=["schedules"], request=SchedulePauseSerializer,
+                   summary="Pause a schedule", description="Nothing starts until it resumes; its spec, zone, target "
+                   "and revision stay as they are.",
+                   responses={200: ScheduleSerializer, **ERRORS, **NOT_FOUND, **CONFLICT})
+    def post(self, request, schedule_id: str):
+        sch = get_schedule(self.brand, schedule_id)
+        body = self.body(SchedulePauseSerializer)
+        schedules.schedule_pause(schedule=sch, note=body.get("pause_note") or "")
+        return Response(_render(sch))
+
+
+class ScheduleResumeView(BrandAPIView):
+    @extend_schema(operation_id="schedules_resume", tags=["schedules"], request=None, summary="Resume a schedule",
+                   description="The fires missed while paused start only inside the catch-up window; older ones "
+                               "are counted missed.",
+                   responses={200: ScheduleSerializer, 401: ERRORS[401], **NOT_FOUND, **CONFLICT})
+    def post(self, request, schedule_id: str):
+        sch = get_schedule(self.brand, schedule_id)
+        schedules.schedule_resume(schedule=sch)
+        return Response(_render(sch))
+
+
+class ScheduleTriggerView(BrandAPIView):
+    @extend_schema(operation_id="schedules_trigger", tags=["schedules"], request=None, summary="Fire a schedule now",
+                   description="A fire now, under the overlap policy: the live worker fires it at once; a test "
+                               "clock at its next advance (to its frozen time, or later).",
+                   responses={200: ScheduleSerializer, 401: ERRORS[401], **NOT_FOUND, **CONFLICT})
+    def post(self, request, schedule_id: str):
+        sch = get_schedule(self.brand, schedule_id)
+        schedules.schedule_trigger(schedule=sch)
+        return Response(_render(sch))
