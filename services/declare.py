@@ -18,6 +18,7 @@ import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from datetime import date
+from datetime import time as dt_time
 from typing import Any
 
 from dateutil.relativedelta import relativedelta
@@ -57,6 +58,12 @@ class Schedule:
     at: str  # '1mo after end', '10d before pay'
     catch_up: str = "open"  # open: mint each missed period · latest: only the last
     when: Callable[[Mapping[str, Any]], bool] | None = None  # of the subscription's input
+    time: str = "09:00"  # the local time it mints at, in the subject's zone (HH:MM)
+
+    @property
+    def local_time(self) -> dt_time | None:
+        m = _TIME_RE.fullmatch(self.time or "")
+        return dt_time(int(m[1]), int(m[2])) if m else None
 
 
 @dataclass(frozen=True)
@@ -138,6 +145,7 @@ INPUT_TYPES = ("text", "int", "number", "bool", "date", "month_day", "list")
 # instants end at 9999-12-31, so a date near either end (0001-01-01, 9999-12-31) has no room for either.
 DATE_MIN, DATE_MAX = date(1900, 1, 1), date(9000, 12, 31)
 _DATE_RE = re.compile(r"[0-9]{4}-[0-9]{2}-[0-9]{2}")
+_TIME_RE = re.compile(r"([01][0-9]|2[0-3]):([0-5][0-9])")
 _MONTH_DAY_RE = re.compile(r"(0[1-9]|1[0-2])-([0-3][0-9])")
 
 
@@ -436,6 +444,8 @@ class Service:
                                    f"(known: {', '.join(sorted(known)) or 'none'})")
             if sch.each not in EACH:
                 raise ServiceError(f"{where}.each: one of {', '.join(EACH)}, not {sch.each!r}")
+            if sch.local_time is None:
+                raise ServiceError(f"{where}.time: a local time HH:MM (00:00 to 23:59), not {sch.time!r}")
             if sch.catch_up not in ("open", "latest"):
                 raise ServiceError(f"{where}.catch_up: 'open' or 'latest', not {sch.catch_up!r}")
             try:

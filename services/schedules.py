@@ -170,7 +170,8 @@ def service_schedule(*, sub, name: str, now: datetime) -> Schedule:
     decl = svc.schedule[name]
     return Schedule.objects.create(
         id=new_id("sch", seed=f"{domain_seed(sub.domain)}|{ref}"), brand_id=sub.brand_id, domain=sub.domain,
-        name=f"{sub.service} · {name}", spec={"each": decl.each, "at": decl.at, "service": sub.service},
+        name=f"{sub.service} · {name}", spec={"each": decl.each, "at": decl.at, "time": decl.time,
+                                             "service": sub.service},
         zone=sub.subject.calendar.zone if sub.subject.calendar_id else "UTC",
         target_kind=Schedule.Target.SUBSCRIPTION, target={"subscription": sub.id, "schedule": name},
         overlap=Schedule.Overlap.ALLOW, owner_ref=ref, created_at=now)

@@ -22,7 +22,7 @@ from timers.rearm import Rearm
 from timers.schedules import schedule_run_closed
 from timers.timeutil import iso_z
 
-from . import registry
+from . import registry, tiers
 from .declare import Service, check_input
 from .models import Ask, Job, MoneyLine, Subscription, Task
 from .people import _leave, signal_span, step_enter
@@ -37,7 +37,7 @@ MONEY = "services.money"
 UPDATE = "services.update"
 SIGNAL = "services.signal"
 SUBJECT_EVENT = "services.subject_event"
-MINT_AT = time(9, 0)  # schedules mint at 09:00 in the subject's zone, as rungs ring
+MINT_AT = time(9, 0)  # by default a schedule mints at 09:00 in the subject's zone, as rungs ring
 
 
 def usd(cents: int) -> str:
@@ -71,7 +71,7 @@ def mint_at(*, sub: Subscription, name: str, period: Period) -> datetime:
         items = spec.items_for(x)
         anchor = min(cal.roll(spec.due(DueInput(input=sub.input, keeps=sub.subject.keeps, period=period.name,
                                                  item=i))).date for i in items)
-    return cal.at(at.apply(anchor), MINT_AT)
+    return cal.at(at.apply(anchor), sch.local_time or MINT_AT)
 
 
 def first_period(*, sub: Subscription, name: str, since: datetime) -> Period:
@@ -123,6 +123,10 @@ def subscription_create(*, brand: Brand, domain: str, subject: Subject, service:
     version = registry.pin(service, domain=domain, now=armer.now)
     svc = registry.get(service, version)
     check_input(svc.input, input or {})  # before anything is written: a bad input breaks every later mint
+    # Live, the brand's plan decides which time runs: the plan's own, and that of each Service it mints.
+    for declared in (svc, *(registry.get(s.order) for s in svc.schedule.values()),
+                     *(registry.get(order) for order in svc.on.values())):
+        tiers.require(tier=brand.tier, domain=domain, svc=declared)
     sub = Subscription.objects.create(
         # What it names: the subject's nth order of the Service, made at this instant.
         id=new_id("sbn", seed=_seed(domain, subject.id, service, armer.now.isoformat(),

@@ -13,6 +13,11 @@ monthly_plan = Service(
     schedule={"job": Schedule(order="t-task", each="month", at="1d after start")},
 )
 
+evening_plan = Service(
+    name="t-evening", subject=SUBJECT, price=Price(usd=49, every="month", includes={"t-task": 1}),
+    schedule={"job": Schedule(order="t-task", each="month", at="1d after start", time="17:30")},
+)
+
 yearly_open = Service(
     name="t-yearly-open", subject=SUBJECT, price=Price(usd=10, every="year", includes={"t-task": 9}),
     schedule={"job": Schedule(order="t-task", each="year", at="1mo after end", catch_up="open")},

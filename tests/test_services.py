@@ -411,3 +411,19 @@ def test_a_notice_received_mints_its_reply_once_within_the_plans_allowance(db):
     assert job.price_cents == 0 and third.price_cents == 45_000  # notice-response: 2 in the plan
     sub = Subscription.objects.get(domain=tc)
     assert sub.usage["notice-response"] == 3
+
+
+def test_a_schedule_mints_at_its_declared_local_time(world):
+    """Not always 09:00: a schedule's ``time`` is the local minute its mints fire, in the subject's zone, and a
+    time that is not one is refused at load naming the file and field."""
+    from services.declare import Schedule as Sch
+    from services.declare import Service, ServiceError
+    from tests.svc_fixtures import SUBJECT, task_job
+
+    tc, sub = world("2027-01-10T12:00Z", "t-evening")
+    mint = Timer.objects.get(domain=tc.id, owner=sub.id, kind="schedule", status="armed")
+    assert mint.owed_at == at("2027-02-02T22:30Z")  # 17:30 in New York (EST) on 02-02, a day after 02-01
+    bad = Service(name="t-bad-mint", subject=SUBJECT, where="brand/plan.py",
+                  schedule={"job": Sch(order="t-task", each="month", at="1d after start", time="25:00")})
+    with pytest.raises(ServiceError, match="brand/plan.py: deliver.schedule.job.time"):
+        bad.check({"t-task": task_job})

@@ -183,7 +183,10 @@ def test_manage_py_runserver_prints_no_whole_token(transactional_db, tmp_path):
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))
         port = sock.getsockname()[1]
-    proc = subprocess.Popen([sys.executable, "manage.py", "runserver", f"127.0.0.1:{port}", "--noreload"], cwd=ROOT,
+    # --nothreading: one request at a time, so the second request below is served only after the first one's
+    # access line is written (terminating right after the first 200 raced that line under load).
+    proc = subprocess.Popen([sys.executable, "manage.py", "runserver", f"127.0.0.1:{port}", "--noreload",
+                             "--nothreading"], cwd=ROOT,
                             env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     try:
         url = f"http://127.0.0.1:{port}/subjects/{subject.id}/calendar.ics?token={token}"
@@ -196,6 +199,8 @@ def test_manage_py_runserver_prints_no_whole_token(transactional_db, tmp_path):
             except (urllib.error.URLError, ConnectionError):
                 assert time.monotonic() < deadline and proc.poll() is None, "runserver did not start"
                 time.sleep(0.2)
+        with urllib.request.urlopen(f"http://127.0.0.1:{port}/static/admin/css/base.css", timeout=10) as r:
+            assert r.status == 200  # served by WhiteNoise with DEBUG off
     finally:
         proc.terminate()
         out, err = proc.communicate(timeout=30)

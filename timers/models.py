@@ -44,9 +44,20 @@ def new_commit_id() -> str:
 class Brand(models.Model):
     """The tenant: a brand owns its test clocks, timers and events, and sees only its own."""
 
+    class Tier(models.TextChoices):
+        # What time runs live (services/tiers.py): on a test clock every key runs on every tier.
+        FREE = "free"  # time that stays on the job
+        LAUNCH = "launch"  # time a Service holds for someone past the job: schedules, cycles, subject clocks
+        TEAM = "team"  # time that needs a market of people (pools), or is sold as a guarantee
+
     id = IdField(primary_key=True, max_length=32, default=new_brand_id, editable=False)
     name = models.CharField(max_length=200, unique=True)
+    tier = models.CharField(max_length=8, choices=Tier.choices, default=Tier.TEAM)
     created_at = models.DateTimeField()
+
+    class Meta:
+        constraints = [models.CheckConstraint(name="brand_tier_known", condition=models.Q(tier__in=["free", "launch",
+                                                                                                   "team"]))]
 
     def __str__(self) -> str:
         return self.name
