@@ -523,7 +523,9 @@ def test_the_admin_shows_schedules_with_ticks_and_dead_letters(admin_client, bra
     sch = schedule_create(brand=brand, domain=clock.id, spec={"every": "1h"}, name="hourly",
                           target={"url": target.url, "retries": 0})
     advance(clock.id, at("2026-11-24T10:00Z"))
-    page = admin_client.get(f"/admin/timers/schedule/{sch.id}/change/").content.decode()
+    r = admin_client.get(f"/admin/timers/schedule/{sch.id}/change/")
+    assert r.status_code == 200, (r.status_code, r.headers.get("Location"))
+    page = r.content.decode()
     assert "dead_lettered" in page and "HTTP 500" in page
     assert "hourly" in admin_client.get("/admin/timers/schedule/").content.decode()
 
