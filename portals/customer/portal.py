@@ -10,8 +10,6 @@ from __future__ import annotations
 from datetime import datetime
 from zoneinfo import ZoneInfo
 
-from django.contrib import messages
-from django.db import transaction
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
 from django.urls import reverse
@@ -21,26 +19,17 @@ from calendars import specs
 from calendars.acts import STEWARD, clock_acknowledge, clock_reassign
 from calendars.entries import subject_calendar
 from calendars.models import ClockItem, Subject
-from calendars.services import DirectArmer, business_calendar, clock_choose, clock_satisfy
+from calendars.services import business_calendar, clock_choose, clock_satisfy
 from services import registry
 from services.costs import clock_costs, usd
 from services.models import Ask, Grant, Job, Subscription
 from services.services import subscription_cancel, subscription_uncancel
-from timers.errors import KeepingTimeError, Refused
 from timers.models import LIVE, Timer
 
+from ..acting import act, private
 from ..services import brand_people, portal_session_open
 
 SESSION_KEY = "customer_portal"
-
-
-def _private(response: HttpResponse, *, referrer: str = "same-origin") -> HttpResponse:
-    # same-origin, not no-referrer: with no-referrer a browser posts the page's forms with "Origin: null",
-    # which CSRF refuses. The link's own response (its token in the URL) sends no referrer at all.
-    response["Cache-Control"] = "private, no-store"
-    response["Referrer-Policy"] = referrer
-    response["X-Robots-Tag"] = "noindex"
-    return response
 
 
 def session_open(request: HttpRequest, token: str) -> HttpResponse:
@@ -48,12 +37,12 @@ def session_open(request: HttpRequest, token: str) -> HttpResponse:
     to the portal (so the token leaves the address bar); an expired or unknown one is the same page."""
     found = portal_session_open(token=token)
     if found is None:
-        return _private(render(request, "portals/customer/link_expired.html", status=403), referrer="no-referrer")
+        return private(render(request, "portals/customer/link_expired.html", status=403), referrer="no-referrer")
     request.session.cycle_key()
     request.session[SESSION_KEY] = {"subject": found.subject_id, "brand": found.brand_id,
                                     "session": found.id}
     request.session.set_expiry(found.expires_at)
-    return _private(redirect("customer:home"), referrer="no-referrer")
+    return private(redirect("customer:home"), referrer="no-referrer")
 
 
 def _subject(request: HttpRequest) -> Subject | None:
@@ -67,7 +56,7 @@ def _signed_in(view):
     def wrapped(request: HttpRequest, *args, **kwargs):
         subject = _subject(request)
         if subject is None:
-            return _private(render(request, "portals/customer/link_expired.html", status=403))
+            return private(render(request, "portals/customer/link_expired.html", status=403))
         return view(request, subject, *args, **kwargs)
     wrapped.__name__ = view.__name__
     return wrapped
@@ -141,7 +130,7 @@ def home(request: HttpRequest, subject: Subject) -> HttpResponse:
                      "cancel_at_period_end": sub.cancel_at_period_end,
                      "allowances": [{"service": name, "used": int(sub.usage.get(name, 0)), "of": n}
                                     for name, n in svc.price.includes.items()]})
-    return _private(render(request, "portals/customer/home.html", {
+    return private(render(request, "portals/customer/home.html", {
         "subject": subject, "zone": sc.zone, "today": sc.today, "test_clock": sc.test_clock,
         "now_local": f"{sc.now.astimezone(zone):%Y-%m-%d %H:%M}", "overdue": overdue, "ahead": ahead,
         "subscriptions": subs, "closes": f"{cal.closes:%H:%M}" if getattr(cal, "closes", None) else "",
@@ -155,15 +144,7 @@ def _asking(domain: str, owners) -> set[str]:
 
 
 def _act(request: HttpRequest, subject: Subject, fn, done: str) -> HttpResponse:
-    """Run one act through the gate; a refusal (date_passed, clock_not_due …) is a message, nothing kept."""
-    try:
-        with transaction.atomic():
-            fn(DirectArmer(brand=subject.brand_id, domain=subject.domain or LIVE))
-        messages.success(request, done)
-    except Refused as exc:
-        messages.error(request, f"Refused ({exc.code}): {exc.message}")
-    except KeepingTimeError as exc:
-        messages.error(request, f"Not done ({exc.code}): {exc}")
+    act(request, brand_id=subject.brand_id, domain=subject.domain or LIVE, fn=fn, done=done)
     return redirect(reverse("customer:home"))
 
 
@@ -180,7 +161,7 @@ def _own_item(subject: Subject, clock_id: str, item: str) -> ClockItem | None:
 def clock_act(request: HttpRequest, subject: Subject, clock_id: str, item: str, act: str) -> HttpResponse:
     it = _own_item(subject, clock_id, item)
     if it is None or act not in ("acknowledge", "done", "choose", "steward"):
-        return _private(render(request, "portals/customer/not_found.html", status=404))
+        return private(render(request, "portals/customer/not_found.html", status=404))
     who = it.clock.answers_for
     if act == "acknowledge":
         return _act(request, subject, lambda a: clock_acknowledge(armer=a, item=it, by=who), "Acknowledged.")
@@ -200,7 +181,7 @@ def clock_act(request: HttpRequest, subject: Subject, clock_id: str, item: str, 
 def subscription_act(request: HttpRequest, subject: Subject, subscription_id: str, act: str) -> HttpResponse:
     sub = Subscription.objects.filter(pk=subscription_id, subject=subject).first()
     if sub is None or act not in ("cancel", "undo"):
-        return _private(render(request, "portals/customer/not_found.html", status=404))
+        return private(render(request, "portals/customer/not_found.html", status=404))
     if act == "cancel":
         return _act(request, subject, lambda a: subscription_cancel(armer=a, sub=sub),
                     "It ends at the end of this cycle; you can undo that until then.")

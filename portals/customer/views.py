@@ -14,13 +14,7 @@ from calendars.entries import Entry, subject_calendar
 from calendars.services import subject_by_feed_token
 from timers.api.errors import read_only
 
-
-def _private(response):
-    # The token is in the URL: keep it out of shared caches, referrers and search engines.
-    response["Cache-Control"] = "private, no-store"
-    response["Referrer-Policy"] = "no-referrer"
-    response["X-Robots-Tag"] = "noindex"
-    return response
+from ..acting import private
 
 
 def _rows(entries, zone: ZoneInfo) -> list[dict]:
@@ -37,7 +31,7 @@ def subject_calendar_page(request, subject_id: str):
     token = request.GET.get("token", "")
     subject = subject_by_feed_token(subject_id=subject_id, token=token)
     if subject is None:
-        return _private(render(request, "portals/customer/not_found.html", status=404))
+        return private(render(request, "portals/customer/not_found.html", status=404), referrer="no-referrer")
     sc = subject_calendar(subject, everything=True)
     zone = ZoneInfo(sc.zone)
     # The page is a timeline: each date, and each of its reminders and steps on its own day.
@@ -55,4 +49,5 @@ def subject_calendar_page(request, subject_id: str):
         "webcal": feed.webcal_url(subject, token),
         "download": f"{feed.feed_path(subject)}?token={quote(token, safe='')}",
     }
-    return _private(render(request, "portals/customer/subject_calendar.html", context))
+    # The token is in the URL: no referrer at all.
+    return private(render(request, "portals/customer/subject_calendar.html", context), referrer="no-referrer")

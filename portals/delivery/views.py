@@ -12,7 +12,6 @@ from django.contrib import messages
 from django.contrib.auth import get_user_model
 from django.contrib.auth.decorators import login_required
 from django.contrib.auth.views import LoginView, LogoutView
-from django.db import transaction
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
 from django.urls import reverse, reverse_lazy
@@ -21,16 +20,16 @@ from django.views.decorators.http import require_POST
 from calendars import specs
 from calendars.acts import clock_acknowledge, clock_reassign
 from calendars.models import ClockItem, Subject
-from calendars.services import DirectArmer, clock_choose, clock_satisfy
+from calendars.services import clock_choose, clock_satisfy
 from services import registry
 from services.costs import clock_costs
 from services.models import Task, Window
 from services.people import step_done, task_extend, task_release, task_take, window_close, window_open
-from timers.errors import KeepingTimeError, Refused
 from timers.models import LIVE, TestClock, Timer
 from timers.services import domain_now
 from timers.timeutil import iso_z
 
+from ..acting import act
 from ..models import Membership
 from ..services import member_names
 
@@ -123,14 +122,7 @@ def home(request: HttpRequest) -> HttpResponse:
 
 
 def _act(request: HttpRequest, brand_id: str, domain: str, fn, done: str) -> HttpResponse:
-    try:
-        with transaction.atomic():
-            fn(DirectArmer(brand=brand_id, domain=domain))
-        messages.success(request, done)
-    except Refused as exc:
-        messages.error(request, f"Refused ({exc.code}): {exc.message}")
-    except KeepingTimeError as exc:
-        messages.error(request, f"Not done ({exc.code}): {exc}")
+    act(request, brand_id=brand_id, domain=domain, fn=fn, done=done)
     return redirect(reverse("delivery:home"))
 
 
@@ -203,10 +195,9 @@ def withdraw(request: HttpRequest, subject_id: str) -> HttpResponse:
     to = successor.name or successor.user.get_username()
     done = f"{len(clocks)} clock{'s' if len(clocks) != 1 else ''} of {subject.name} moved to {to}."
 
-    def move(_armer) -> None:
+    def move(armer) -> None:  # the subject's clocks are on its own clock domain, the act's
         for clock in clocks:
-            clock_reassign(armer=DirectArmer(brand=clock.brand_id, domain=clock.domain), clock=clock, to=to,
-                           by=user.get_username(), why="withdrew")
+            clock_reassign(armer=armer, clock=clock, to=to, by=user.get_username(), why="withdrew")
 
     return _act(request, subject.brand_id, subject.domain or LIVE, move, done)
 
