@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from datetime import timedelta
 
+from timers import batch as batches
 from timers import handlers
 from timers.engine import Firing
 from timers.timeutil import iso_z
@@ -25,10 +26,29 @@ NOTICES_TRANSPORT = "notices"  # configured in KEEPING_TIME["TRANSPORTS"]
 GAP = "gap"  # a rung's ``by`` when a later rung owed by now stands for it (timers-and-replay's gap table)
 
 
+_ITEM_TABLES = ("calendars_clockitem", "calendars_clock", "calendars_subject", "calendars_calendar")
+
+
+def _item_pks(item: ClockItem, table: str) -> tuple:
+    clock = item.clock
+    return {"calendars_clockitem": (item.pk,), "calendars_clock": (item.clock_id,),
+            "calendars_subject": (clock.subject_id,), "calendars_calendar": (clock.subject.calendar_id,)}[table]
+
+
+def _load_items(wanted: set) -> dict:
+    clocks = {c for c, _ in wanted}
+    rows = ClockItem.objects.select_related("clock__subject__calendar").filter(clock_id__in=clocks).order_by()
+    return {(r.clock_id, r.item): r for r in rows if (r.clock_id, r.item) in wanted}
+
+
+def _item_of(timer) -> tuple[str, str]:
+    return timer.data["clock"], timer.data.get("item", "")
+
+
 def _item(f: Firing) -> ClockItem | None:
-    data = f.timer.data
-    return (ClockItem.objects.select_related("clock__subject__calendar")
-            .filter(clock_id=data["clock"], item=data.get("item", "")).first())
+    """The timer's clock item with its clock, subject and calendar (read ahead for the batch's rungs and dues)."""
+    return batches.row(f, _item_of(f.timer), name="calendars.items", load=_load_items,
+                       ahead=(RUNG_HANDLER, DUE_HANDLER), key_of=_item_of, tables=_ITEM_TABLES, pk=_item_pks)
 
 
 def fire_rung(f: Firing) -> None:

@@ -16,6 +16,7 @@ from typing import Protocol
 from django.db import IntegrityError, transaction
 from django.db.models import Q
 
+from timers import batch as batches
 from timers.engine import Firing
 from timers.errors import KeepingTimeError, Refused
 from timers.ids import domain_id, new_id
@@ -180,12 +181,26 @@ def due_key(item: ClockItem, *, move: int) -> str:
 _calendars: dict[tuple, BusinessCalendar] = {}
 
 
+def _closed_days(calendar_id: str) -> tuple:
+    b = batches.current()
+    if b is None:
+        return tuple(sorted(ClosedDay.objects.filter(calendar_id=calendar_id).values_list("date", "why")))
+    # Once a batch for each calendar (a closed day added since is a write, which drops the cache).
+    cache = b.cache("calendars.closed", tables=("calendars_closedday",))
+    found = cache.get(calendar_id)
+    if found is None:
+        with b.quiet():
+            found = cache[calendar_id] = tuple(sorted(
+                ClosedDay.objects.filter(calendar_id=calendar_id).values_list("date", "why")))
+    return found
+
+
 def business_calendar(subject: Subject) -> BusinessCalendar:
     """The subject's calendar, cached by everything that decides it (an edit makes a new entry)."""
     cal = subject.calendar
     if cal is None:
         return subject.business_calendar()
-    closed = tuple(sorted(ClosedDay.objects.filter(calendar=cal).values_list("date", "why")))
+    closed = _closed_days(cal.id)
     sig = (cal.id, cal.zone, tuple(cal.weekends), cal.closes, cal.holiday_country, cal.holiday_subdiv, closed)
     found = _calendars.get(sig)
     if found is None:

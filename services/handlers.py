@@ -5,6 +5,7 @@ from __future__ import annotations
 from django.db import IntegrityError, transaction
 
 from calendars.services import FiringArmer
+from timers import batch as batches
 from timers import handlers
 from timers.engine import Firing
 
@@ -124,8 +125,29 @@ def fire_schedule(f: Firing) -> None:
     f.what = f"{name} → {job.id} · period {period_name} · {usd(cents)} · {used} of {allowance}"
 
 
+def _load_jobs(ids: set) -> dict:
+    return {j.id: j for j in Job.objects.select_related("subscription").filter(pk__in=ids).order_by()}
+
+
+def _job_pks(job: Job, table: str) -> tuple:
+    return (job.pk,) if table == "services_job" else (job.subscription_id,)
+
+
+def _deadline_job(f: Firing) -> Job:
+    """The deadline's job with its subscription (read ahead for the batch's deadlines)."""
+    job = batches.row(f, f.timer.data["job"], name="services.deadline_jobs", load=_load_jobs, ahead=(DEADLINE,),
+                      key_of=lambda t: t.data["job"], tables=("services_job", "services_subscription"), pk=_job_pks)
+    if job is None:
+        raise Job.DoesNotExist(f"no job {f.timer.data['job']}")
+    return job
+
+
+def _load_lines(ids: set) -> dict:
+    return {line.id: line for line in MoneyLine.objects.filter(pk__in=ids).order_by()}
+
+
 def fire_deadline(f: Firing) -> None:
-    job = Job.objects.select_related("subscription").get(pk=f.timer.data["job"])
+    job = _deadline_job(f)
     point = f.timer.data["point"]
     if job.status != Job.Status.OPEN:
         f.what = f"skipped · job {job.status}"
@@ -178,7 +200,10 @@ def fire_signal(f: Firing) -> None:
 
 
 def fire_money(f: Firing) -> None:
-    line = MoneyLine.objects.get(pk=f.timer.data["line"])
+    line = batches.row(f, f.timer.data["line"], name="services.money_lines", load=_load_lines, ahead=(MONEY,),
+                       key_of=lambda t: t.data["line"], tables=("services_moneyline",), pk=lambda v, _: (v.pk,))
+    if line is None:
+        raise MoneyLine.DoesNotExist(f"no money line {f.timer.data['line']}")
     if line.status != MoneyLine.Status.OWED:
         f.what = f"skipped · {line.status}"
         return

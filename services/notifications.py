@@ -3,7 +3,7 @@
 Inside the tick the armer is the firing's: the rows are written in its atomic handler (the gate commits them
 with the lapse, or nothing) and the emails leave through the outbox after the commit, exactly once. The
 unique constraint (domain, key, recipient, kind) is what makes a replay or a redelivered wake notify no one
-twice: a duplicate insert fails at the database and is skipped, and only rows created now are emailed.
+twice: one INSERT … ON CONFLICT DO NOTHING skips a duplicate, and only rows created now are emailed.
 """
 
 from __future__ import annotations
@@ -11,8 +11,9 @@ from __future__ import annotations
 from typing import Any
 
 from django.conf import settings
-from django.db import IntegrityError, transaction
+from django.db import connection, transaction
 
+from timers import batch as batches
 from timers import outbox
 from timers.clock import wall_now
 from timers.engine import Firing
@@ -39,15 +40,10 @@ def notify(armer: Any, *, kind: str, subject: str, recipients: list[str], messag
         domain, brand_id, now = armer.domain, armer.brand_id, armer.now
         if not key:
             raise ValueError("a notification outside the tick names the key that raised it")
-    created: list[Notification] = []
-    for name in dict.fromkeys(r for r in recipients if r):
-        try:
-            with transaction.atomic():  # a savepoint: a duplicate fails here alone, not the firing's proposal
-                created.append(Notification.objects.create(
-                    brand_id=brand_id, domain=domain, recipient=name, kind=kind, subject=subject, key=key,
-                    message=message, created_at=now))
-        except IntegrityError:
-            continue  # this recipient already heard this lapse (a replay, a redelivered wake)
+    rows = [Notification(brand_id=brand_id, domain=domain, recipient=name, kind=kind, subject=subject, key=key,
+                         message=message, created_at=now)
+            for name in dict.fromkeys(r for r in recipients if r)]
+    created = _insert_new(rows)
     messages = _emails(brand_id, created)
     if messages:
         if firing is not None:
@@ -57,9 +53,40 @@ def notify(armer: Any, *, kind: str, subject: str, recipients: list[str], messag
     return created
 
 
+def _insert_new(rows: list[Notification]) -> list[Notification]:
+    """Insert the rows in one statement; a recipient who already heard this lapse (a replay, a redelivered
+    wake) is skipped by the unique constraint. Returns the rows inserted now, in the recipients' order."""
+    if not rows:
+        return []
+    meta = Notification._meta
+    fields = [f for f in meta.concrete_fields if f.column != "user_id"]
+    qn = connection.ops.quote_name
+    one = "(" + ", ".join(["%s"] * len(fields)) + ")"
+    params = [f.get_db_prep_save(f.pre_save(row, add=True), connection) for row in rows for f in fields]
+    with connection.cursor() as cur:
+        cur.execute(
+            f"INSERT INTO {qn(meta.db_table)} ({', '.join(qn(f.column) for f in fields)}) "
+            f"VALUES {', '.join([one] * len(rows))} "
+            f"ON CONFLICT ({', '.join(qn(c) for c in ('domain', 'key', 'recipient', 'kind'))}) DO NOTHING "
+            f"RETURNING {qn('id')}", params)
+        inserted = {r[0] for r in cur.fetchall()}
+    return [row for row in rows if row.id in inserted]
+
+
+def _brand_name(brand_id: str) -> str:
+    b = batches.current()
+    cache = None if b is None else b.cache("timers.brand_names", tables=("timers_brand",))
+    if cache is not None and brand_id in cache:
+        return cache[brand_id]
+    name = Brand.objects.filter(pk=brand_id).values_list("name", flat=True).first() or ""
+    if cache is not None:
+        cache[brand_id] = name
+    return name
+
+
 def _emails(brand_id: str, rows: list[Notification]) -> list[dict]:
     people = settings.KEEPING_TIME.get("PEOPLE", {})
-    brand = Brand.objects.filter(pk=brand_id).values_list("name", flat=True).first() or ""
+    brand = _brand_name(brand_id)
     out = []
     for n in rows:
         address = people.get(n.recipient)

@@ -17,6 +17,7 @@ from types import ModuleType
 from django.conf import settings
 
 from calendars import specs
+from timers import batch as batches
 from timers.clock import wall_now
 from timers.models import Deploy, Version
 
@@ -151,16 +152,32 @@ def store(b: Bundle, *, name: str = "", services: list[str] | None = None) -> Ve
 def live_version(service: str, *, domain: str, now: datetime) -> str:
     """The version new work of ``service`` pins in ``domain`` at ``now``: its latest deploy there, else the
     working tree's."""
-    deployed = (Deploy.objects.filter(domain=domain, service=service, at__lte=now).order_by("-at", "-id")
-                .values_list("version_id", flat=True).first())
-    return deployed or bundle(service).digest
+    b = batches.current()
+    if b is None:
+        deployed = (Deploy.objects.filter(domain=domain, service=service, at__lte=now).order_by("-at", "-id")
+                    .values_list("version_id", flat=True).first())
+        return deployed or bundle(service).digest
+    # In the tick, a domain's deploys of a service are read once a batch (a deploy since drops them).
+    cache = b.cache("services.deploys", tables=("timers_deploy",))
+    rows = cache.get((domain, service))
+    if rows is None:
+        with b.quiet():
+            rows = cache[(domain, service)] = list(
+                Deploy.objects.filter(domain=domain, service=service).order_by("-at", "-id")
+                .values_list("at", "version_id"))
+    return next((version for at, version in rows if at <= now), None) or bundle(service).digest
 
 
 def pin(service: str, *, domain: str, now: datetime) -> str:
     """Pin new work (a subscription, a job) to the version live for it; the working tree's is stored first."""
     digest = live_version(service, domain=domain, now=now)
     if digest == bundle(service).digest:
-        store(bundle(service))
+        b = batches.current()
+        stored = None if b is None else b.cache("services.stored_versions", tables=("timers_version",))
+        if stored is None or digest not in stored:
+            store(bundle(service))
+            if stored is not None:
+                stored[digest] = True
     return digest
 
 

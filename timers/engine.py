@@ -26,6 +26,7 @@ from typing import Any
 from django.conf import settings
 from django.db import transaction
 
+from . import batch as batches
 from . import handlers
 from .errors import Refused
 from .ids import domain_seed, new_id
@@ -45,7 +46,7 @@ TIMER_FIELDS = (
 class Item:
     """A timer in memory while the tick holds it: the row's fields plus its place in this run."""
 
-    __slots__ = (*TIMER_FIELDS, "domain", "new", "dirty", "pass_no", "instant", "gen")
+    __slots__ = (*TIMER_FIELDS, "domain", "new", "dirty", "pass_no", "instant", "gen", "unverified")
 
     def __init__(self, **values: Any):
         for name in TIMER_FIELDS:
@@ -56,6 +57,7 @@ class Item:
         self.pass_no = 1
         self.instant = None
         self.gen = 0
+        self.unverified = False  # armed here without asking the database whether its key was there (Run._verify)
 
     def sort_key(self) -> tuple:
         # Python compares str by code point, which is UTF-8 byte order: the same as collation "C".
@@ -226,12 +228,16 @@ class Run:
         self._heap: list = []
         self._armed: dict[str, Item] = {}  # armed items in memory, by id
         self._by_key: dict[str, Item] = {}  # every item touched since the last flush, by key
+        # Keys armed since the last check that were in neither memory nor asked of the database: one set
+        # query answers them all at the next point that needs to know (a fire, a lookup, the flush).
+        self._unverified: dict[str, tuple[Item, TraceRow | None, TraceRow | None]] = {}
         self._horizon: tuple | None = None
         self._complete = False
         self._seq = itertools.count()
         self._instant: datetime | None = None
         self.sends_flushed = False
         self._runaway_instant: datetime | None = None
+        self._batch: batches.Batch | None = None
         self._reset_buffers()
 
     # -- buffers written at each flush -------------------------------------------------------------
@@ -247,16 +253,19 @@ class Run:
     def execute(self) -> RunStats:
         need_fetch = True
         while True:
-            with transaction.atomic():
-                if self.guard is not None and not self.guard():
-                    self.stats.stopped = True
-                    return self.stats
-                if self.now_fn is not None:
-                    self.now = self.now_fn()  # read "now" once per batch
-                if need_fetch and not self._complete:
-                    self._fetch()
-                need_fetch = self._drain()
-                self._flush()
+            try:
+                with transaction.atomic(), batches.batch() as self._batch:
+                    if self.guard is not None and not self.guard():
+                        self.stats.stopped = True
+                        return self.stats
+                    if self.now_fn is not None:
+                        self.now = self.now_fn()  # read "now" once per batch
+                    if need_fetch and not self._complete:
+                        self._fetch()
+                    need_fetch = self._drain()
+                    self._flush()
+            finally:
+                self._batch = None
             if self._batch_fired:
                 self._redeliver()
             if self.deliver is not None and self.sends_flushed:
@@ -311,6 +320,10 @@ class Run:
             item = entry[-1]
             if entry[-2] != item.gen or item.status != "armed":
                 continue
+            if item.unverified:
+                self._verify()
+                if entry[-2] != item.gen:
+                    continue  # its key was in the database already: arming it again changed nothing
             self._armed.pop(item.id, None)
             instant = entry[0]
             if instant != self._instant:
@@ -333,7 +346,7 @@ class Run:
         try:
             handler = handlers.get(item.handler)
             if handler.atomic:
-                with transaction.atomic():
+                with self._batch.handler() if self._batch is not None else transaction.atomic():
                     handler.fire(f)
             else:
                 handler.fire(f)
@@ -453,6 +466,8 @@ class Run:
         self.stats.held += 1
 
     def _lookup(self, key: str) -> Item | None:
+        if key in self._unverified:
+            self._verify()
         item = self._by_key.get(key)
         if item is None:
             item = self.store.load(self.domain, key)
@@ -460,6 +475,33 @@ class Run:
                 item.domain = self.domain
                 self._by_key[key] = item
         return item
+
+    def holding(self, handler_names: tuple[str, ...]) -> list[Item]:
+        """The armed timers in memory, next in tick order up to a batch's worth, with one of these handlers:
+        what domain code may read ahead for."""
+        return [e[-1] for e in heapq.nsmallest(self.batch_size, self._heap)
+                if e[-1].gen == e[-2] and e[-1].status == "armed" and e[-1].handler in handler_names]
+
+    def _verify(self) -> None:
+        """Ask the database, in one query, whether the keys armed unverified were there already. Such a key
+        (a replay arming what it armed before) keeps its row: the arm changed nothing, as if it had been
+        looked up one by one at the arm."""
+        if not self._unverified:
+            return
+        pending, self._unverified = self._unverified, {}
+        for item, _, _ in pending.values():
+            item.unverified = False
+        for row in self.store.load_many(self.domain, list(pending)):
+            tentative, parent_row, child = pending[row.key]
+            tentative.gen += 1
+            tentative.new = tentative.dirty = False
+            tentative.status = "void"
+            self._armed.pop(tentative.id, None)
+            self.stats.armed -= 1
+            if parent_row is not None and child is not None:
+                parent_row.children.remove(child)
+            row.domain = self.domain
+            self._by_key[row.key] = row
 
     def _arm_item(self, item: Item, instant: datetime, pass_no: int) -> None:
         if item.owed_at <= instant:
@@ -474,18 +516,22 @@ class Run:
         if kind == "arm":
             _, k, timer_id, owed_at, handler, data, opened_at, version, what = op
             key = str(k)
-            if self._lookup(key) is not None:
+            if key in self._by_key:
                 return  # a replay arms the same key: arming it again changes nothing
             item = Item(id=timer_id, key=key, owner=k.owner, kind=k.kind, place=PLACES[k.kind], handler=handler,
                         status="armed", owed_at=owed_at, opened_at=opened_at, armed_at=now, attempt=0, wakes=0,
                         version=version or "", superseded_by="", by="", held_by="", armed_by=parent.id,
                         data=data, brand_id=parent.brand_id, domain=self.domain, new=True)
+            item.unverified = True
             self._by_key[key] = item
             self._arm_item(item, instant, parent.pass_no)
             self.stats.armed += 1
+            child = None
             if row is not None:
-                row.children.append(TraceRow("armed", parent.pass_no, owed_at, None, item.place, item.kind,
-                                             item.owner, what or f"{k.name} · {k.occurrence}"))
+                child = TraceRow("armed", parent.pass_no, owed_at, None, item.place, item.kind, item.owner,
+                                 what or f"{k.name} · {k.occurrence}")
+                row.children.append(child)
+            self._unverified[key] = (item, row, child)
         elif kind == "supersede":
             _, key, by, successor = op
             item = self._lookup(key)
@@ -544,6 +590,7 @@ class Run:
 
     # -- writing -----------------------------------------------------------------------------------
     def _flush(self) -> None:
+        self._verify()
         dirty = [i for i in self._by_key.values() if i.dirty]
         for i in dirty:
             i.tick_pass = i.pass_no

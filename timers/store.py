@@ -63,6 +63,12 @@ class PostgresStore:
             rows = self._items(cur.fetchall())
         return rows[0] if rows else None
 
+    def load_many(self, domain: str, keys: list[str]) -> list[Item]:
+        with self._cursor() as cur:
+            cur.execute(f"SELECT {_COLUMNS} FROM timers_timer WHERE domain = %b AND key = ANY(%b::varchar[])",
+                        [domain, keys], binary=True)
+            return self._items(cur.fetchall())
+
     def write(self, *, domain: str, new: list[Item], changed: list[Item], commits: list[tuple],
               events: list[tuple], sends: list[tuple]) -> None:
         with self._cursor() as cur:
@@ -152,6 +158,13 @@ class OrmStore:
     def load(self, domain: str, key: str) -> Item | None:
         row = Timer.objects.filter(domain=domain, key=key).values_list(*TIMER_FIELDS).first()
         return None if row is None else Item(**dict(zip(TIMER_FIELDS, row, strict=True)))
+
+    def load_many(self, domain: str, keys: list[str]) -> list[Item]:
+        out = []
+        for at in range(0, len(keys), 500):  # SQLite caps the variables of one statement
+            rows = Timer.objects.filter(domain=domain, key__in=keys[at:at + 500]).values_list(*TIMER_FIELDS)
+            out.extend(Item(**dict(zip(TIMER_FIELDS, row, strict=True))) for row in rows)
+        return out
 
     def write(self, *, domain: str, new: list[Item], changed: list[Item], commits: list[tuple],
               events: list[tuple], sends: list[tuple]) -> None:

@@ -1,0 +1,145 @@
+"""A batch's reads made once (timers/batch.py) and the savepoint a handler pays only when it touches the
+database: what they save must never change what a firing sees or what a failure leaves behind."""
+
+from __future__ import annotations
+
+from datetime import timedelta
+
+import pytest
+from django.db import connection
+from django.test.utils import CaptureQueriesContext
+
+from calendars.models import ClockItem
+from services.models import Notification
+from tests.acme import acme_subject, open_return
+from tests.conftest import T0, at
+from timers.errors import Refused
+from timers.models import Commit, Event, Timer
+from timers.services import test_clock_create, timer_arm
+from timers.worker import advance
+
+from .test_tick import fired_keys
+
+
+def _savepoints(ctx: CaptureQueriesContext) -> int:
+    return sum(1 for q in ctx.captured_queries if q["sql"].lstrip().upper().startswith("SAVEPOINT"))
+
+
+def _baseline(brand, n: int) -> int:
+    """The SAVEPOINTs of an advance that fires ``n`` plain noops: the run's own (the test's transaction
+    turns each of the run's transactions into a savepoint), none of a handler's."""
+    other = test_clock_create(brand=brand, frozen_time=T0, name="baseline")
+    for i in range(n):
+        timer_arm(brand=brand, key=f"job_{i}:task:noop:1", owed_at=at("2026-11-25T10:00Z"), domain=other.id,
+                  handler="noop")
+    with CaptureQueriesContext(connection) as ctx:
+        advance(other.id, at("2026-11-26T00:00Z"))
+    return _savepoints(ctx)
+
+
+def reads_nothing(f):
+    f.record("t.seen", data={"key": f.timer.key})
+
+
+def test_an_atomic_handler_that_asks_the_database_nothing_costs_no_savepoint(brand, arm, clock, handler):
+    handler("t.quiet", reads_nothing, atomic=True)
+    for n in range(20):
+        arm(f"job_{n}:task:quiet:1", "2026-11-25T10:00Z", handler="t.quiet")
+    with CaptureQueriesContext(connection) as ctx:
+        stats = advance(clock.id, at("2026-11-26T00:00Z"))
+    assert stats.fired == 20
+    assert _savepoints(ctx) == _baseline(brand, 20)
+
+
+def writes_then_fails(f):
+    Notification.objects.create(brand_id=f.timer.brand_id, domain=f.run.domain, recipient="x", kind="t",
+                                subject="s", key=f.timer.key, message="left behind?", created_at=f.instant)
+    if f.timer.data.get("how") == "refuse":
+        raise Refused("t_refused", "refused after a write")
+    raise RuntimeError("failed after a write")
+
+
+@pytest.mark.parametrize("how", ["refuse", "fail"])
+def test_a_handler_that_writes_then_fails_leaves_nothing_and_the_batch_lands(brand, arm, clock, handler, how):
+    handler("t.writes", writes_then_fails, atomic=True)
+    handler("t.quiet", reads_nothing, atomic=True)
+    arm("job_1:task:before:1", "2026-11-25T09:00Z", handler="t.quiet")
+    arm("job_1:task:bad:1", "2026-11-25T10:00Z", handler="t.writes", data={"how": how})
+    arm("job_1:task:after:1", "2026-11-25T11:00Z", handler="t.quiet")
+    with CaptureQueriesContext(connection) as ctx:
+        stats = advance(clock.id, at("2026-11-26T00:00Z"))
+    assert not Notification.objects.filter(domain=clock.id).exists()
+    assert _savepoints(ctx) == _baseline(brand, 3) + 1  # only the handler that wrote paid for one
+    if how == "refuse":
+        assert (stats.fired, stats.refused) == (2, 1)
+        assert Event.objects.get(domain=clock.id, type="gate.refused").data["code"] == "t_refused"
+    else:
+        assert (stats.fired, stats.failed) == (2, 1)
+        assert Timer.objects.get(domain=clock.id, key="job_1:task:bad:1").held_by == "error"
+    assert Event.objects.filter(domain=clock.id, type="t.seen").count() == 2
+
+
+def statement_fails(f):
+    with connection.cursor() as cur:
+        cur.execute("SELECT * FROM no_such_table_kt")  # on PostgreSQL this aborts the transaction
+
+
+def test_a_handler_whose_first_statement_fails_is_pushed_out_and_the_batch_goes_on(arm, clock, handler):
+    # The savepoint opens before the handler's first statement, so the failed one is rolled back alone.
+    handler("t.div", statement_fails, atomic=True)
+    arm("job_1:task:bad:1", "2026-11-25T10:00Z", handler="t.div")
+    arm("job_1:task:good:1", "2026-11-25T11:00Z")
+    stats = advance(clock.id, at("2026-11-26T00:00Z"))
+    assert (stats.fired, stats.failed) == (1, 1)
+    assert fired_keys(clock.id) == ["job_1:task:good:1"]
+
+
+def arms_k(f):
+    f.arm("job_9:task:k:1", owed_at=at("2026-11-25T12:00Z"), handler="noop")
+
+
+def test_arming_a_key_that_fired_in_an_earlier_run_changes_nothing(arm, clock, handler):
+    # The arm is checked against the database in one set query later, not one lookup per arm.
+    handler("t.arms_k", arms_k, atomic=True)
+    arm("job_1:task:first:1", "2026-11-25T10:00Z", handler="t.arms_k")
+    assert advance(clock.id, at("2026-11-25T13:00Z")).armed == 1
+    arm("job_2:task:again:1", "2026-11-25T14:00Z", handler="t.arms_k")
+    stats = advance(clock.id, at("2026-11-26T00:00Z"))
+    assert stats.armed == 0 and stats.fired == 1
+    assert Commit.objects.filter(domain=clock.id, key="job_9:task:k:1").count() == 1
+    assert fired_keys(clock.id).count("job_9:task:k:1") == 1
+
+
+def settles(f):
+    item = ClockItem.objects.get(pk=f.timer.data["item"])
+    if f.timer.data["how"] == "save":  # one row by its primary key: the batch drops that row
+        item.status = ClockItem.Status.SATISFIED
+        item.save(update_fields=["status"])
+    else:  # any other write: the batch drops everything it read from the table
+        ClockItem.objects.filter(pk=item.pk).update(status=ClockItem.Status.SATISFIED)
+
+
+@pytest.mark.parametrize("how", ["save", "update"])
+def test_a_row_written_in_the_batch_is_read_fresh_by_the_next_firing(brand, handler, how):
+    tc = test_clock_create(brand=brand, frozen_time=at("2027-06-01T12:00Z"), name="acme")
+    subject = acme_subject(brand, tc.id)
+    file, _ = open_return(brand, tc, subject)
+    item = ClockItem.objects.get(clock=file, item="US")
+    rungs = list(Timer.objects.filter(domain=tc.id, owner=item.owner_key, handler="calendars.rung", status="armed")
+                 .order_by("owed_at"))
+    first, second = rungs[0], rungs[1]
+    assert second.owed_at > first.owed_at
+    handler("t.settles", settles, atomic=True)
+    settle_at = first.owed_at + (second.owed_at - first.owed_at) / 2
+    Timer.objects.create(id="tmr_settle", domain=tc.id, brand=brand, key=f"{file.id}:task:settle:1", owner=file.id,
+                         kind="task", place=4, handler="t.settles", status="armed", owed_at=settle_at, opened_at=T0,
+                         armed_at=T0, data={"item": item.pk, "how": how})
+    advance(tc.id, second.owed_at + timedelta(minutes=1))
+    # The first rung read the item (and, in the same batch, every item the batch holds); the second rung
+    # must see the item satisfied since, and ring nothing.
+    after = Event.objects.filter(domain=tc.id, subject=item.owner_key, type__startswith="clock.",
+                                 fired_at__gt=settle_at)
+    assert not after.exists(), list(after.values_list("type", "fired_at"))
+    before = Event.objects.filter(domain=tc.id, subject=item.owner_key, type__startswith="clock.",
+                                  fired_at__lte=settle_at)
+    assert before.exists()  # the first rung did ring: the item was read in this batch before the write
