@@ -31,7 +31,10 @@ from functools import cache
 from zoneinfo import ZoneInfo
 
 import icalendar
+import psycopg
+from django.conf import settings
 from django.db import IntegrityError, connection, transaction
+from django.db.backends.utils import CursorDebugWrapper, CursorWrapper
 from django.db.models import QuerySet
 
 from timers.models import LIVE, TestClock
@@ -229,10 +232,37 @@ def _postgresql(subject: Subject, domain: str) -> tuple[list[str], list[str], da
         if found is None:
             return None
         sql, params, texts, n = found
-    with connection.cursor() as cursor:
+    with _prepared_cursor() if statement is not None else connection.cursor() as cursor:
         cursor.execute(sql, params)
         row = cursor.fetchone()
     return texts, list(row[:n]), (row[n] if domain != LIVE else None)
+
+
+class _PreparedCursor(psycopg.Cursor):
+    """Server-side binding, and every statement prepared (psycopg keeps them per connection)."""
+
+    def execute(self, query, params=None, **kwargs):
+        return super().execute(query, params, prepare=True, **kwargs)
+
+
+# Never reached: with it set, psycopg prepares what a cursor asks it to (Django leaves prepare_threshold
+# None, which turns preparing off); Django's own cursors bind on the client and never prepare.
+_ONLY_WHEN_ASKED = 2**31 - 1
+
+
+def _prepared_cursor():
+    """A cursor whose statement PostgreSQL prepares once per connection: planning the stamp's statement
+    costs about as much as running it. KEEPING_TIME["FEED_PREPARE"] off (a pooler in transaction mode,
+    which cannot keep a session's prepared statements) runs it unprepared. Wrapped as Django wraps its own
+    cursors, so the statement is logged and counted like any other."""
+    if not (getattr(settings, "KEEPING_TIME", {}) or {}).get("FEED_PREPARE", True):
+        return connection.cursor()
+    connection.ensure_connection()
+    raw = connection.connection
+    if raw.prepare_threshold is None:
+        raw.prepare_threshold = _ONLY_WHEN_ASKED
+    wrapper = CursorDebugWrapper if connection.queries_logged else CursorWrapper
+    return wrapper(_PreparedCursor(raw), connection)
 
 
 # -- Last-Modified: when the feed first served its stamp ------------------------------------------------------

@@ -160,6 +160,9 @@ KEEPING_TIME = {
     "FEED_STAMP": env.bool("KT_FEED_STAMP", default=True),
     "FEED_CACHE": env("KT_FEED_CACHE", default="default"),
     "FEED_CACHE_SECONDS": env.int("KT_FEED_CACHE_SECONDS", default=24 * 3600),
+    # The stamp's one statement is prepared per PostgreSQL connection; a pooler in transaction mode
+    # (pgbouncer) cannot keep prepared statements: KT_FEED_PREPARE=0 there.
+    "FEED_PREPARE": env.bool("KT_FEED_PREPARE", default=True),
     # Outside systems the outbox sends to, by name: "recording" (in this process) or an http(s)://
     # submissions URL (timers/outbox.py, HttpTransport). Clock notices go to "notices".
     "TRANSPORTS": {"notices": env("KT_NOTICES_TRANSPORT", default="recording"),
