@@ -9,11 +9,16 @@ the same 404 as a subject that does not exist.
 from __future__ import annotations
 
 import re
-from datetime import date
+from datetime import date, datetime
 from zoneinfo import ZoneInfo
 
+from django.conf import settings
+from django.core.cache import caches
+from django.db import connection, transaction
 from django.http import HttpResponse, JsonResponse
+from django.utils.cache import get_conditional_response
 from django.utils.decorators import method_decorator
+from django.utils.http import http_date
 from django.views import View
 from django.views.decorators.csrf import csrf_exempt
 from drf_spectacular.types import OpenApiTypes
@@ -24,11 +29,12 @@ from rest_framework.response import Response
 from timers.api.errors import error_body, method_not_allowed
 from timers.api.serializers import Choice
 from timers.api.views import ERRORS, NOT_FOUND, BrandAPIView, domain_of, get_owned
+from timers.clock import wall_now
 from timers.errors import KeepingTimeError
 from timers.models import LIVE, Brand
 from timers.timeutil import iso_z
 
-from . import feed
+from . import feed, feed_stamp
 from .entries import Entry, SubjectCalendar, subject_calendar
 from .models import Subject
 from .services import subject_by_feed_token
@@ -186,10 +192,50 @@ def feed_not_found() -> JsonResponse:
     return response
 
 
+def _feed_settings() -> dict:
+    return getattr(settings, "KEEPING_TIME", {}) or {}
+
+
+def feed_cache():
+    """The cache built feeds are kept in, per stamp (KEEPING_TIME["FEED_CACHE"], an alias), or None."""
+    alias = _feed_settings().get("FEED_CACHE", "default")
+    return caches[alias] if alias else None
+
+
+def built_feed(subject: Subject) -> tuple[feed_stamp.Stamp | None, bytes]:
+    """The stamp and the body built at it, read in one snapshot (REPEATABLE READ on PostgreSQL), so the
+    body kept under a stamp is the body of that stamp, never of a write that landed in between."""
+    outermost = not connection.in_atomic_block
+    with transaction.atomic():
+        if connection.vendor == "postgresql" and outermost:
+            with connection.cursor() as cursor:  # the transaction's first statement, so it takes
+                cursor.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ")
+        stamp = feed_stamp.feed_stamp(subject)
+        body = feed.build_ics(subject_calendar(subject, everything=True))
+    return stamp, body
+
+
+def _feed_response(response: HttpResponse, subject: Subject, tag: str, last_modified: datetime | None):
+    response["ETag"] = tag
+    if last_modified is not None:
+        response["Last-Modified"] = http_date(last_modified.timestamp())
+    # The token is in the URL: keep it out of shared caches, referrers and search engines.
+    response["Cache-Control"] = "private, no-cache"
+    response["Referrer-Policy"] = "no-referrer"
+    response["X-Robots-Tag"] = "noindex"
+    if response.status_code == 200:
+        response["Content-Disposition"] = f'inline; filename="{subject.id}.ics"'
+    return response
+
+
 # The feed only reads: CSRF is off so that a POST gets the 405 below, not Django's HTML CSRF 403.
 @method_decorator(csrf_exempt, name="dispatch")
 class SubjectFeedView(View):
-    """The webcal feed: no API key, the subject's feed token only."""
+    """The webcal feed: no API key, the subject's feed token only.
+
+    A conditional request (If-None-Match, If-Modified-Since) is answered from the feed's change stamp
+    (calendars/feed_stamp.py) without building the calendar; a 200 at a stamp already built comes from the
+    cache. The ETag is the stamp; Last-Modified is when the feed first served it (wall time)."""
 
     http_method_names = ["get", "head"]
 
@@ -200,16 +246,36 @@ class SubjectFeedView(View):
         subject = subject_by_feed_token(subject_id=subject_id, token=request.GET.get("token"))
         if subject is None:
             return feed_not_found()
+        stamp = feed_stamp.feed_stamp(subject) if _feed_settings().get("FEED_STAMP", True) else None
+        if stamp is None:
+            return self.built_every_time(request, subject)
+        now = wall_now()
+        seen = feed_stamp.stamp_seen(subject=subject, stamp=stamp, now=now)
+        # Never a Last-Modified later than the response (a stamp seen within the second after the last one).
+        last_modified = seen if int(seen.timestamp()) <= int(now.timestamp()) else None
+        conditional = get_conditional_response(
+            request, etag=stamp.etag, last_modified=int(last_modified.timestamp()) if last_modified else None)
+        if conditional is not None:
+            return _feed_response(conditional, subject, stamp.etag, last_modified)
+        cache = feed_cache()
+        key = f"kt:feed:{subject.id}:{stamp.digest}"
+        body = cache.get(key) if cache is not None else None
+        if body is None:
+            built, body = built_feed(subject)
+            if built is not None and built != stamp:
+                # Something changed between the stamp and the build: tag the body with its own stamp, and
+                # leave Last-Modified out (it is the older stamp's).
+                stamp, last_modified, key = built, None, f"kt:feed:{subject.id}:{built.digest}"
+            if cache is not None and built is not None:
+                cache.set(key, body, _feed_settings().get("FEED_CACHE_SECONDS", 24 * 3600))
+        return _feed_response(HttpResponse(body, content_type=feed.CONTENT_TYPE), subject, stamp.etag,
+                              last_modified)
+
+    def built_every_time(self, request, subject: Subject):
+        """No stamp (KEEPING_TIME["FEED_STAMP"] off, or a provider that does not say what it reads): build the
+        feed and tag it with the body's hash, as the feed did before it had a stamp."""
         body = feed.build_ics(subject_calendar(subject, everything=True))
         tag = feed.etag(body)
         if feed.etag_matches(request.headers.get("If-None-Match"), tag):
-            response = HttpResponse(status=304)
-        else:
-            response = HttpResponse(body, content_type=feed.CONTENT_TYPE)
-            response["Content-Disposition"] = f'inline; filename="{subject.id}.ics"'
-        response["ETag"] = tag
-        # The token is in the URL: keep it out of shared caches, referrers and search engines.
-        response["Cache-Control"] = "private, no-cache"
-        response["Referrer-Policy"] = "no-referrer"
-        response["X-Robots-Tag"] = "noindex"
-        return response
+            return _feed_response(HttpResponse(status=304), subject, tag, None)
+        return _feed_response(HttpResponse(body, content_type=feed.CONTENT_TYPE), subject, tag, None)

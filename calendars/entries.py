@@ -3,8 +3,13 @@
 A provider is ``provider(subject, domain, from_date) -> Iterable[Entry]``: the built-in one lists the
 subject's clocks (each item's due date, its rungs listed under it in ``Entry.rungs``: a rung is a date's
 reminder or step, not a date of its own); a domain app registers its own for schedule runs,
-cycles, links and grants with ``register(provider)`` (in its ``AppConfig.ready``). ``from_date`` is a
-hint (``None`` asks for everything); ``subject_calendar`` filters and sorts whatever providers yield.
+cycles, links and grants with ``register(provider, inputs=…)`` (in its ``AppConfig.ready``). ``from_date``
+is a hint (``None`` asks for everything); ``subject_calendar`` filters and sorts whatever providers yield.
+
+A provider's ``inputs(subject, domain)`` names everything it reads: querysets (their rows, as they are in
+the database) and plain values (strings). The feed's change stamp (calendars/feed_stamp.py) digests them,
+so a provider's inputs must cover every row and column it reads. A provider registered without inputs
+is still listed, but then the feed cannot tell it is unchanged without building it, and builds every time.
 
 Dates are local dates in the subject calendar's zone; instants are UTC. An entry's ``uid`` names what the
 date *is* (a clock item and its kind, a rung's key without its ``@move``), never the date, so a moved date
@@ -17,6 +22,9 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field, replace
 from datetime import date, datetime
 from urllib.parse import quote
+
+from django.db.models import Case, CharField, F, QuerySet, TextField, Value, When
+from django.db.models.functions import Cast, Concat
 
 from timers.keys import format_key
 from timers.keys import parse as parse_key
@@ -50,23 +58,42 @@ class Entry:
 
 
 Provider = Callable[[Subject, str, date | None], Iterable[Entry]]
+# What a provider reads for a subject on a domain: querysets (digested row by row) and plain values.
+Inputs = Callable[[Subject, str], Iterable[QuerySet | str]]
 _providers: list[Provider] = []
+_inputs: dict[Provider, Inputs] = {}
 
 
-def register(provider: Provider) -> Provider:
-    """Add a provider (idempotent); usable as a decorator."""
+def register(provider: Provider, *, inputs: Inputs | None = None) -> Provider:
+    """Add a provider (idempotent), with what it reads (``inputs``) when the feed's stamp may skip it."""
     if provider not in _providers:
         _providers.append(provider)
+    if inputs is not None:
+        _inputs[provider] = inputs
     return provider
 
 
 def unregister(provider: Provider) -> None:
     if provider in _providers:
         _providers.remove(provider)
+    _inputs.pop(provider, None)
 
 
 def providers() -> tuple[Provider, ...]:
     return tuple(_providers)
+
+
+def provider_inputs(subject: Subject, domain: str) -> list[QuerySet | str] | None:
+    """Everything every provider reads for the subject on the domain, or None when a provider did not say
+    (then nothing short of building the calendar tells whether it changed)."""
+    out: list[QuerySet | str] = []
+    for provider in _providers:
+        inputs = _inputs.get(provider)
+        if inputs is None:
+            return None
+        out.append(f"provider {provider.__module__}.{provider.__qualname__}")
+        out.extend(inputs(subject, domain))
+    return out
 
 
 def uid_for(text: str) -> str:
@@ -276,4 +303,34 @@ def _rung_entries(domain: str, by_owner: dict[str, ClockItem], whats: dict[str, 
     return out
 
 
-register(clock_entries)
+def item_owner_keys(subject: Subject, domain: str) -> QuerySet:
+    """The owner keys of the subject's clock items (``ClockItem.owner_key`` in SQL): what their timers and
+    events are filed under."""
+    return (ClockItem.objects.filter(clock__subject=subject, clock__domain=domain).order_by()
+            .annotate(owner_key=Case(When(item="", then=F("clock_id")),
+                                     default=Concat("clock_id", Value("#"), "item"), output_field=CharField()))
+            .values("owner_key"))
+
+
+def clock_inputs(subject: Subject, domain: str) -> list[QuerySet]:
+    """What ``clock_entries`` reads, as a superset: every item (voided too) with its clock's columns, every
+    timer of every item (any kind, any status), and the record's rows under those timers' keys and the
+    items' clock.satisfied rows (how a kept date was kept)."""
+    owners = item_owner_keys(subject, domain)
+    timers = Timer.objects.filter(domain=domain, owner__in=owners).order_by()
+    return [
+        ClockItem.objects.filter(clock__subject=subject, clock__domain=domain).order_by().values_list(
+            "id", "clock_id", "item", "civil", "due_date", "due_at", "rolled_why", "moves", "status",
+            "satisfied_at", "changed_at", "clock__title", "clock__name", "clock__period", "clock__hard",
+            "clock__answers_for"),
+        timers.values_list("key", "kind", "status", "owed_at", "armed_at", "fired_at",
+                           Cast("data", output_field=TextField())),
+        # The record is append-only, yet its rows are digested whole: the stamp does not lean on that.
+        Event.objects.filter(domain=domain, key__in=timers.values("key")).order_by()
+        .values_list("seq", "type", Cast("data", output_field=TextField())),
+        Event.objects.filter(domain=domain, type="clock.satisfied", subject__in=owners).order_by()
+        .values_list("seq", Cast("data", output_field=TextField())),
+    ]
+
+
+register(clock_entries, inputs=clock_inputs)

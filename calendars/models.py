@@ -179,3 +179,16 @@ class ClockItem(models.Model):
         return f"{self.clock_id}#{self.item}" if self.item else self.clock_id
 
 
+
+
+class FeedStamp(models.Model):
+    """The newest change stamp a subject's feed was served at (calendars/feed_stamp.py), and since when, on
+    the wall clock: the feed's Last-Modified. Written by the feed when it sees a stamp other than this one,
+    a second or more after the last, so a client's If-Modified-Since never matches a newer stamp."""
+
+    subject = models.OneToOneField(Subject, on_delete=models.CASCADE, primary_key=True, related_name="feed_stamp")
+    stamp = models.CharField(max_length=64, help_text="sha256 hex of what the feed reads")
+    seen_at = models.DateTimeField(help_text="wall time the feed first served this stamp")
+
+    def __str__(self) -> str:
+        return f"{self.subject_id} {self.stamp[:12]} since {self.seen_at}"

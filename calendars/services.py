@@ -670,10 +670,11 @@ def subject_feed_revoke(*, subject: Subject) -> None:
 
 def subject_by_feed_token(*, subject_id: str, token: str | None) -> Subject | None:
     """The subject whose feed this token opens, or None: an unknown subject, a wrong token and a revoked
-    feed look the same (one query by id and digest, the digest never empty)."""
+    feed look the same (one query by id and digest, the digest never empty). Its calendar and the feed's
+    last stamp (``subject.feed_stamp``, when it has one) come with it."""
     if not subject_id or not token or len(token) > 256 or "\x00" in subject_id or len(subject_id) > 32:
         return None
-    return (Subject.objects.select_related("calendar", "brand")
+    return (Subject.objects.select_related("calendar", "brand", "feed_stamp")
             .filter(pk=subject_id, feed_digest=subject_feed_digest(token)).first())
 
 

@@ -85,6 +85,10 @@ if DATABASES["default"]["ENGINE"] == "django.db.backends.sqlite3":
 
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 
+# The built .ics feeds, per change stamp (KEEPING_TIME["FEED_CACHE"]): each process's memory by default;
+# CACHE_URL names a shared one (redis://…, pymemcache://…, dbcache://table) when processes should share.
+CACHES = {"default": env.cache("CACHE_URL", default="locmemcache://")}
+
 LANGUAGE_CODE = "en-us"
 TIME_ZONE = "UTC"
 USE_I18N = True
@@ -150,6 +154,15 @@ KEEPING_TIME = {
     "LATE_AFTER_SECONDS": 300,
     # The host webcal:// feed URLs name (the subject calendar's .ics).
     "FEED_HOST": env("KT_FEED_HOST", default="localhost:8000"),
+    # The feed answers If-None-Match / If-Modified-Since from its change stamp (calendars/feed_stamp.py)
+    # without building the calendar, and keeps each built body per stamp in this cache (an alias of CACHES;
+    # "" keeps none). KT_FEED_STAMP=0 builds every request and tags the body's hash, as before the stamp.
+    "FEED_STAMP": env.bool("KT_FEED_STAMP", default=True),
+    "FEED_CACHE": env("KT_FEED_CACHE", default="default"),
+    "FEED_CACHE_SECONDS": env.int("KT_FEED_CACHE_SECONDS", default=24 * 3600),
+    # The stamp's one statement is prepared per PostgreSQL connection; a pooler in transaction mode
+    # (pgbouncer) cannot keep prepared statements: KT_FEED_PREPARE=0 there.
+    "FEED_PREPARE": env.bool("KT_FEED_PREPARE", default=True),
     # Outside systems the outbox sends to, by name: "recording" (in this process) or an http(s)://
     # submissions URL (timers/outbox.py, HttpTransport). Clock notices go to "notices".
     "TRANSPORTS": {"notices": env("KT_NOTICES_TRANSPORT", default="recording"),

@@ -5,6 +5,9 @@ from __future__ import annotations
 from collections.abc import Iterable
 from datetime import date
 
+from django.db.models import QuerySet, TextField
+from django.db.models.functions import Cast
+
 from calendars.entries import Entry, uid_for
 from calendars.models import Subject
 from calendars.services import business_calendar
@@ -47,3 +50,18 @@ def schedule_and_cycle_dates(subject: Subject, domain: str, from_date: date | No
             yield Entry(date=local, at=when, what=f"{svc.title or svc.name} renews · {usd(svc.price.cents)}",
                         kind="cycle", answers_for="the customer", status=status, uid=uid_for(base), on=sub.id,
                         stamp=when)
+
+
+def schedule_and_cycle_inputs(subject: Subject, domain: str) -> list[QuerySet | str]:
+    """What ``schedule_and_cycle_dates`` reads: the subject's subscriptions, their minted jobs, their timers
+    (any kind, any status), and the code of each Service a subscription runs unpinned (its working tree's
+    bundle: a stored version never changes)."""
+    subs = Subscription.objects.filter(subject=subject, domain=domain).order_by()
+    return [
+        subs.values_list("id", "service", "version", "cancel_at_period_end"),
+        Job.objects.filter(subscription__in=subs.values("id"), domain=domain).exclude(schedule="").order_by()
+        .values_list("id", "subscription_id", "schedule", "period"),
+        Timer.objects.filter(domain=domain, owner__in=subs.values("id")).order_by()
+        .values_list("key", "kind", "status", "owed_at", "fired_at", Cast("data", output_field=TextField())),
+        "services " + " ".join(f"{name}={registry.bundle(name).digest}" for name in sorted(registry.all_services())),
+    ]

@@ -1,0 +1,292 @@
+"""The feed's change stamp: a digest of everything the subject's .ics is built from, without building it.
+
+A calendar app polls the feed with If-None-Match; building the calendar to compare ETags costs the whole
+feed. The stamp digests instead what the feed *reads*, straight from the database, so it changes whenever
+the body could:
+
+* the subject's row and its calendar's (zone, weekends, closing minute, holidays) and closed days;
+* what every entries provider declares it reads (``entries.register(provider, inputs=…)``): for the clocks
+  every item with its clock's columns, every timer of the items and the record's rows under their keys;
+  for the services their subscriptions, minted jobs, timers and the Services' code;
+* the domain's today in the calendar's zone (a status says "due today", "ahead", "open"): the live
+  clock's date, or the test clock's frozen time read in the same statement;
+* the code that renders the feed (the source of the feed's and each provider's module, icalendar's version).
+
+It is derived from the rows themselves, not from a counter bumped by writes: the engine writes with raw
+statements (timers/store.py) and so may anything else, and a digest of the rows cannot miss a write. A
+provider that does not say what it reads makes the stamp ``None``: the feed then builds every time.
+
+On PostgreSQL the whole stamp is one statement (each input an md5 over its rows' text, sorted, in a scalar
+subquery), so one snapshot; elsewhere each input's rows are read and hashed here.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import inspect
+import sys
+from dataclasses import dataclass
+from datetime import date, datetime, timedelta
+from functools import cache
+from zoneinfo import ZoneInfo
+
+import icalendar
+import psycopg
+from django.conf import settings
+from django.db import IntegrityError, connection, transaction
+from django.db.backends.utils import CursorDebugWrapper, CursorWrapper
+from django.db.models import QuerySet
+
+from timers.models import LIVE, TestClock
+from timers.services import domain_now
+
+from . import entries
+from .models import ClosedDay, FeedStamp, Subject
+
+# Bump when what the stamp digests changes shape, so no old ETag matches a stamp of the new shape.
+STAMP_VERSION = "feed-stamp 1"
+# A newer stamp is seen at least this long after the one before: Last-Modified is whole seconds.
+SEEN_STEP = timedelta(seconds=1)
+
+
+@dataclass(frozen=True)
+class Stamp:
+    digest: str  # sha256 hex of every part
+    today: date  # the domain's today in the calendar's zone, as the feed would see it
+
+    @property
+    def etag(self) -> str:
+        return f'"{self.digest}"'
+
+
+@cache
+def code_fingerprint() -> str:
+    """The source of every module that renders the feed or lists its entries, and icalendar's version: a
+    deploy that changes how the feed reads changes every stamp."""
+    modules = {"calendars.feed", "calendars.entries", "calendars.feed_stamp"}
+    modules |= {p.__module__ for p in entries.providers()}
+    h = hashlib.sha256(f"{STAMP_VERSION} icalendar {icalendar.__version__}".encode())
+    for name in sorted(modules):
+        module = sys.modules.get(name)
+        try:
+            source = inspect.getsource(module) if module is not None else name
+        except (OSError, TypeError):
+            source = name  # no source to read (a frozen module): its name only
+        h.update(name.encode() + b"\0" + source.encode() + b"\0")
+    return h.hexdigest()
+
+
+def _row_parts(subject: Subject) -> list[str]:
+    """The subject's and its calendar's columns: already in memory (the feed's token lookup read them)."""
+    s = subject
+    parts = [f"subject {s.id} {s.domain} {s.kind} {s.key_name} {s.key} {s.name!r} {s.created_at.isoformat()}"]
+    cal = s.calendar if s.calendar_id else None
+    if cal is None:
+        parts.append("calendar none")
+    else:
+        parts.append(f"calendar {cal.id} {cal.zone} {list(cal.weekends)} {cal.closes.isoformat()} "
+                     f"{cal.holiday_country} {cal.holiday_subdiv}")
+    return parts
+
+
+def _zone(subject: Subject) -> ZoneInfo:
+    return ZoneInfo(subject.calendar.zone if subject.calendar_id else "UTC")
+
+
+def _inputs(subject: Subject, domain: str) -> tuple[list[str], list[QuerySet]] | None:
+    """What the feed reads, past the subject's own row: plain texts and querysets (the test clock's frozen
+    time is not among them: the stamp takes the clock's today, not its instant)."""
+    inputs = entries.provider_inputs(subject, domain)
+    if inputs is None:
+        return None
+    texts: list[str] = []
+    queries: list[QuerySet] = []
+    if subject.calendar_id:
+        queries.append(ClosedDay.objects.filter(calendar_id=subject.calendar_id).order_by().values_list("date", "why"))
+    for part in inputs:
+        if isinstance(part, QuerySet):
+            queries.append(part)
+        else:
+            texts.append(str(part))
+    return texts, queries
+
+
+def feed_stamp(subject: Subject, *, domain: str | None = None) -> Stamp | None:
+    """The stamp of the subject's feed on its domain, or None when a provider does not say what it reads."""
+    domain = domain or subject.domain or LIVE
+    if connection.vendor == "postgresql":
+        found = _postgresql(subject, domain)
+        if found is None:
+            return None
+        texts, digests, frozen = found
+    else:
+        parts = _inputs(subject, domain)
+        if parts is None:
+            return None
+        texts, queries = parts
+        digests = [_digest_rows(q) for q in queries]
+        row = None if domain == LIVE else TestClock.objects.filter(pk=domain).values_list("frozen_time").first()
+        frozen = row[0] if row else None
+    if domain == LIVE or frozen is None:
+        now = domain_now(domain=domain)  # the wall's; or no such clock: as the feed would fail, so does this
+    else:
+        now = frozen
+    today = now.astimezone(_zone(subject)).date()
+    h = hashlib.sha256()
+    for text in (code_fingerprint(), *_row_parts(subject), *texts, f"domain {domain}", f"today {today.isoformat()}",
+                 *digests):
+        h.update(text.encode() + b"\n")
+    return Stamp(digest=h.hexdigest(), today=today)
+
+
+def _digest_rows(queryset: QuerySet) -> str:
+    """The rows' digest, read here: each row's repr, sorted (a set of rows, whatever order they come in)."""
+    rows = sorted(repr(tuple(row) if isinstance(row, tuple | list) else row) for row in queryset)
+    return hashlib.sha256("\n".join(rows).encode()).hexdigest()
+
+
+# -- PostgreSQL: one statement, compiled once per shape -------------------------------------------------------
+@dataclass(frozen=True)
+class _Statement:
+    sql: str
+    params: tuple  # each a constant, or a _Slot naming the subject's value that goes there
+    texts: tuple[str, ...]
+    digests: int  # how many of the row's columns are digests (the frozen time follows on a test clock)
+
+
+@dataclass(frozen=True)
+class _Slot:
+    name: str  # subject | domain | calendar
+
+
+def _statement(subject: Subject, domain: str) -> tuple[str, list, list[str], int] | None:
+    parts = _inputs(subject, domain)
+    if parts is None:
+        return None
+    texts, queries = parts
+    columns, params = [], []
+    for q in queries:
+        sql, p = q.query.sql_with_params()
+        columns.append(f"(SELECT md5(coalesce(string_agg(r::text, E'\\n' ORDER BY r::text), '')) FROM ({sql}) r)")
+        params.extend(p)
+    if domain != LIVE:
+        sql, p = TestClock.objects.filter(pk=domain).order_by().values_list("frozen_time").query.sql_with_params()
+        columns.append(f"({sql})")
+        params.extend(p)
+    return "SELECT " + ", ".join(columns), params, texts, len(queries)
+
+
+def _stand_in(subject: Subject, domain: str, n: int) -> tuple[Subject, str, dict[str, str]]:
+    """A subject that is not in the database, with values of its own in every column a provider could read."""
+    slots = {"subject": f"sbj_ktstamp{n}", "calendar": f"cal_ktstamp{n}"}
+    if domain != LIVE:
+        slots["domain"] = f"tc_ktstamp{n}"
+    stand_in = Subject(id=slots["subject"], brand_id=subject.brand_id, domain=slots.get("domain", LIVE),
+                       kind=f"kind{n}", key_name=f"key{n}", key=f"key{n}", name=f"stand-in {n}",
+                       calendar_id=slots["calendar"] if subject.calendar_id else None, keeps={"n": n},
+                       input={"n": n}, created_at=subject.created_at)
+    return stand_in, slots.get("domain", LIVE), slots
+
+
+def _compile(subject: Subject, domain: str) -> _Statement | None:
+    """The statement for every subject of this shape (on the live clock or a test clock, with a calendar or
+    without), compiled for two stand-ins: it is reused only when the two differ in nothing but the slots,
+    i.e. the providers read the subject by its id, its calendar's id and its domain alone."""
+    (a, da, sa), (b, db, sb) = _stand_in(subject, domain, 1), _stand_in(subject, domain, 2)
+    one, two = _statement(a, da), _statement(b, db)
+    if one is None or two is None:
+        return None
+    if one[0] != two[0] or one[2] != two[2] or len(one[1]) != len(two[1]):
+        return None
+    by_value = {(sa[k], sb[k]): _Slot(k) for k in sa}
+    params = []
+    for x, y in zip(one[1], two[1], strict=True):
+        if x == y:
+            params.append(x)
+        elif (x, y) in by_value:
+            params.append(by_value[(x, y)])
+        else:
+            return None  # a provider reads more of the subject than its ids: compile per request
+    return _Statement(sql=one[0], params=tuple(params), texts=tuple(one[2]), digests=one[3])
+
+
+_NOT_COMPILED = object()
+_statements: dict[tuple, _Statement | None | object] = {}
+
+
+def _postgresql(subject: Subject, domain: str) -> tuple[list[str], list[str], datetime | None] | None:
+    """Every input's digest and the test clock's frozen time in one statement (one snapshot): an md5 over
+    each input's rows as text, sorted, computed next to the rows, so only a few short strings travel.
+    Building the querysets costs more than running them, so the statement is compiled once per shape."""
+    shape = (entries.providers(), domain == LIVE, bool(subject.calendar_id))
+    statement = _statements.get(shape, _NOT_COMPILED)
+    if statement is _NOT_COMPILED:
+        statement = _statements[shape] = _compile(subject, domain)
+    if statement is not None:
+        values = {"subject": subject.pk, "domain": domain, "calendar": subject.calendar_id}
+        sql = statement.sql
+        params = [values[p.name] if isinstance(p, _Slot) else p for p in statement.params]
+        texts, n = list(statement.texts), statement.digests
+    else:
+        found = _statement(subject, domain)
+        if found is None:
+            return None
+        sql, params, texts, n = found
+    with _prepared_cursor() if statement is not None else connection.cursor() as cursor:
+        cursor.execute(sql, params)
+        row = cursor.fetchone()
+    return texts, list(row[:n]), (row[n] if domain != LIVE else None)
+
+
+class _PreparedCursor(psycopg.Cursor):
+    """Server-side binding, and every statement prepared (psycopg keeps them per connection)."""
+
+    def execute(self, query, params=None, **kwargs):
+        return super().execute(query, params, prepare=True, **kwargs)
+
+
+# Never reached: with it set, psycopg prepares what a cursor asks it to (Django leaves prepare_threshold
+# None, which turns preparing off); Django's own cursors bind on the client and never prepare.
+_ONLY_WHEN_ASKED = 2**31 - 1
+
+
+def _prepared_cursor():
+    """A cursor whose statement PostgreSQL prepares once per connection: planning the stamp's statement
+    costs about as much as running it. KEEPING_TIME["FEED_PREPARE"] off (a pooler in transaction mode,
+    which cannot keep a session's prepared statements) runs it unprepared. Wrapped as Django wraps its own
+    cursors, so the statement is logged and counted like any other."""
+    if not (getattr(settings, "KEEPING_TIME", {}) or {}).get("FEED_PREPARE", True):
+        return connection.cursor()
+    connection.ensure_connection()
+    raw = connection.connection
+    if raw.prepare_threshold is None:
+        raw.prepare_threshold = _ONLY_WHEN_ASKED
+    wrapper = CursorDebugWrapper if connection.queries_logged else CursorWrapper
+    return wrapper(_PreparedCursor(raw), connection)
+
+
+# -- Last-Modified: when the feed first served its stamp ------------------------------------------------------
+def stamp_seen(*, subject: Subject, stamp: Stamp, now: datetime) -> datetime:
+    """Since when (wall time) the feed has been at ``stamp``: the stored time if it is the stamp stored,
+    else ``now`` (at least SEEN_STEP after the stored time, so a newer stamp's Last-Modified is a later
+    second than any a client holds), stored. Only a changed stamp writes."""
+    try:
+        row = subject.feed_stamp  # read with the subject (subject_by_feed_token)
+    except FeedStamp.DoesNotExist:
+        row = None
+    if row is not None and row.stamp == stamp.digest:
+        return row.seen_at
+    for _ in range(2):  # a second try only when another request made the row between our read and insert
+        try:
+            with transaction.atomic():
+                row = FeedStamp.objects.select_for_update().filter(subject=subject).first()
+                if row is None:
+                    row = FeedStamp.objects.create(subject=subject, stamp=stamp.digest, seen_at=now)
+                elif row.stamp != stamp.digest:
+                    row.stamp, row.seen_at = stamp.digest, max(now, row.seen_at + SEEN_STEP)
+                    row.save(update_fields=["stamp", "seen_at"])
+            break
+        except IntegrityError:
+            continue
+    subject.feed_stamp = row
+    return row.seen_at

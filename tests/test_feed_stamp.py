@@ -1,0 +1,250 @@
+"""The feed's change stamp (calendars/feed_stamp.py): a conditional request is answered without building
+the feed, a 200 at an unchanged stamp comes from the cache, and whatever the feed shows changes its ETag.
+
+The guarantee is checked against a body built afresh each time (never the served one, which may come from
+the cache): whenever the fresh body differs from the last, the ETag differs too, and the served body is the
+fresh body."""
+
+from __future__ import annotations
+
+from datetime import timedelta
+from email.utils import format_datetime, parsedate_to_datetime
+
+import pytest
+from django.db import connection
+from django.test.utils import CaptureQueriesContext
+
+from calendars import entries, feed
+from calendars import feed_stamp as stamps
+from calendars.entries import subject_calendar
+from calendars.models import Calendar, Clock, ClockItem, ClosedDay, FeedStamp, Subject
+from calendars.services import DirectArmer, clock_move, clock_satisfy, subject_feed_rotate
+from services.models import Subscription
+from services.services import subscription_create
+from tests.acme import acme_subject, open_return
+from tests.conftest import at
+from timers import outbox
+from timers.clock import wall_now
+from timers.models import Event, TestClock, Timer
+from timers.services import test_clock_create
+from timers.worker import advance
+
+pytestmark = pytest.mark.django_db
+
+
+@pytest.fixture
+def acme(brand):
+    """Acme on a test clock with the 2027 return's clocks and a Tax Plan: both providers list dates."""
+    outbox.register("notices", outbox.RecordingTransport())
+    tc = test_clock_create(brand=brand, frozen_time=at("2027-06-01T12:00Z"), name="acme")
+    subject = acme_subject(brand, tc.id)
+    file, pay = open_return(brand, tc, subject)
+    sub = subscription_create(brand=brand, domain=tc.id, subject=subject, service="tax-plan",
+                              input={"entity": "C corp", "states": ["CA", "NY", "NJ"]}, now=tc.frozen_time)
+    return tc, subject, file, pay, sub, subject_feed_rotate(subject=subject)
+
+
+def get(client, subject, token, **headers):
+    return client.get(f"/subjects/{subject.id}/calendar.ics", {"token": token}, **headers)
+
+
+def fresh(subject_id: str) -> bytes:
+    """The body as the feed would build it now, from the database, past every cache."""
+    subject = Subject.objects.select_related("calendar").get(pk=subject_id)
+    return feed.build_ics(subject_calendar(subject, everything=True))
+
+
+class Watch:
+    """Each step: the served body is the fresh one, and a changed body has a changed ETag."""
+
+    def __init__(self, client, subject, token):
+        self.client, self.subject, self.token = client, subject, token
+        self.tag, self.body = self.look()
+
+    def look(self) -> tuple[str, bytes]:
+        r = get(self.client, self.subject, self.token)
+        assert r.status_code == 200, r.content
+        body = fresh(self.subject.id)
+        assert r.content == body, "the feed served a body other than the one its data builds"
+        return r["ETag"], body
+
+    def step(self, what: str, *, shows: bool = True) -> None:
+        before_tag, before_body = self.tag, self.body
+        self.tag, self.body = self.look()
+        if shows:  # the step changes what the feed shows (else the test would prove nothing about it)
+            assert self.body != before_body, f"{what}: the feed does not show it"
+        if self.body != before_body:
+            assert self.tag != before_tag, f"{what}: the feed changed and its ETag did not"
+            # A calendar app holding the old ETag gets the new body.
+            r = get(self.client, self.subject, self.token, HTTP_IF_NONE_MATCH=before_tag)
+            assert r.status_code == 200 and r.content == self.body, what
+        r = get(self.client, self.subject, self.token, HTTP_IF_NONE_MATCH=self.tag)
+        assert r.status_code == 304 and r["ETag"] == self.tag, what
+
+
+def raw(sql: str, params: list) -> None:
+    """A write as the engine makes it (timers/store.py): a raw statement, no save(), no signal."""
+    with connection.cursor() as cursor:
+        cursor.execute(sql, params)
+
+
+def item(clock: Clock, name: str) -> ClockItem:
+    return ClockItem.objects.select_related("clock", "clock__subject").get(clock=clock, item=name)
+
+
+def test_whatever_the_feed_shows_changes_its_etag(client, brand, acme):
+    tc, subject, file, pay, sub, token = acme
+    w = Watch(client, subject, token)
+    armer = DirectArmer(brand=brand, domain=tc.id)
+
+    clock_satisfy(armer=armer, item=item(file, "US-NY"), by="test")
+    w.step("a date kept")
+    clock_move(armer=armer, item=item(file, "US-CA"), civil=at("2028-10-16T00:00Z").date(), by="test")
+    w.step("a date moved (its rungs re-armed, its sequence counted)")
+    Clock.objects.filter(pk=file.pk).update(title="file the {period} return (amended)")
+    w.step("a clock's title")
+    Clock.objects.filter(pk=pay.pk).update(answers_for="Grace Hopper")
+    w.step("who answers for a clock")
+    nj = item(file, "US-NJ")
+    ClockItem.objects.filter(pk=nj.pk).update(
+        due_date=nj.civil + timedelta(days=1),
+        rolled_why=f"{nj.civil.isoformat()}: Acme closed (a closed day)")
+    w.step("a date rolled past a closed day, and why")
+    ClosedDay.objects.create(calendar=subject.calendar, date=at("2028-07-03T00:00Z").date(), why="the office")
+    w.step("a closed day on the calendar", shows=False)
+    Calendar.objects.filter(pk=subject.calendar_id).update(zone="America/Chicago")
+    w.subject = Subject.objects.get(pk=subject.pk)
+    w.step("the calendar's zone")
+    Subject.objects.filter(pk=subject.pk).update(name="Acme Robotics, Inc.")
+    w.step("the subject's name")
+
+    # The engine's raw statements on timers: a rung superseded, an alarm retimed, an ack's day.
+    us = item(file, "US").owner_key
+    notice = Timer.objects.get(domain=tc.id, key=f"{us}:rung:notice 30d:2027@0")
+    raw("UPDATE timers_timer SET status = 'superseded', owed_at = NULL WHERE id = %s", [notice.id])
+    w.step("a rung superseded by a raw statement")
+    notice = Timer.objects.get(domain=tc.id, key=f"{us}:rung:notice 90d:2027@0")
+    raw("UPDATE timers_timer SET owed_at = owed_at + interval '1 hour' WHERE id = %s"
+        if connection.vendor == "postgresql" else
+        "UPDATE timers_timer SET owed_at = datetime(owed_at, '+1 hour') WHERE id = %s", [notice.id])
+    w.step("an alarm retimed by a raw statement")
+    ack = Timer.objects.filter(domain=tc.id, owner=us, key__contains=":rung:ack daily").first()
+    raw("UPDATE timers_timer SET data = %s WHERE id = %s", ['{"day": 2, "days": 9}', ack.id])
+    w.step("an ack's day, in its timer's data")
+
+    # The tick fires a rung: the record says what it did.
+    advance(tc.id, at("2028-01-20T00:00Z"))
+    w.step("a test clock advance past a notice (and the plan's mint)")
+    fired = Timer.objects.filter(domain=tc.id, owner=us, kind="rung", status="fired").first()
+    Event.objects.create(domain=tc.id, brand=brand, type="clock.rung_ran", subject=us, key=fired.key,
+                         data={"step": "extend", "outcome": "moved"}, fired_at=tc.frozen_time)
+    w.step("the record's row under a fired rung's key")
+    ny = item(file, "US-NY")
+    Event.objects.create(domain=tc.id, brand=brand, type="clock.satisfied", subject=ny.owner_key,
+                         data={"with": "the extension"}, fired_at=tc.frozen_time)
+    w.step("how a kept date was kept, on the record")
+
+    # The domain's today: a date's status ("ahead" → "due today") with nothing fired.
+    clock = TestClock.objects.get(pk=tc.pk)
+    TestClock.objects.filter(pk=tc.pk).update(frozen_time=clock.frozen_time + timedelta(hours=1))
+    w.step("the test clock's time within its day", shows=False)
+    assert w.tag == get(client, subject, token).get("ETag")
+    due = item(pay, "US").due_at
+    TestClock.objects.filter(pk=tc.pk).update(frozen_time=due - timedelta(hours=2))
+    w.step("the test clock's day")
+
+    # The services' dates: a renewal that ends, a renewal retimed.
+    Subscription.objects.filter(pk=sub.pk).update(cancel_at_period_end=True)
+    w.step("a subscription cancelled at the cycle's end")
+    cycle = Timer.objects.filter(domain=tc.id, owner=sub.id, kind="cycle", status="armed").first()
+    raw("UPDATE timers_timer SET owed_at = %s WHERE id = %s", [cycle.owed_at + timedelta(days=2), cycle.id])
+    w.step("a renewal retimed")
+
+
+def test_an_unchanged_feed_is_a_304_without_building_it(client, acme, monkeypatch):
+    _, subject, _, _, _, token = acme
+    first = get(client, subject, token)
+    assert first.status_code == 200
+    tag, last_modified = first["ETag"], first["Last-Modified"]
+
+    def no_building(*args, **kwargs):
+        raise AssertionError("the feed was built")
+
+    monkeypatch.setattr("calendars.api.subject_calendar", no_building)
+    monkeypatch.setattr("calendars.feed.build_ics", no_building)
+    for headers in ({"HTTP_IF_NONE_MATCH": tag}, {"HTTP_IF_NONE_MATCH": f'"nope", W/{tag}'},
+                    {"HTTP_IF_MODIFIED_SINCE": last_modified}):
+        with CaptureQueriesContext(connection) as queries:
+            r = get(client, subject, token, **headers)
+        assert r.status_code == 304 and r.content == b"", headers
+        assert r["ETag"] == tag and r["Last-Modified"] == last_modified
+        assert r["Cache-Control"] == "private, no-cache"
+        if connection.vendor == "postgresql":
+            # The subject with its calendar and last stamp; the stamp, in one statement.
+            assert len(queries) == 2, [q["sql"][:120] for q in queries]
+    # A 200 at the same stamp comes from the cache, byte for byte.
+    again = get(client, subject, token)
+    assert again.status_code == 200 and again.content == first.content and again["ETag"] == tag
+    head = client.head(f"/subjects/{subject.id}/calendar.ics", {"token": token}, HTTP_IF_NONE_MATCH=tag)
+    assert head.status_code == 304
+
+
+def test_if_modified_since_never_matches_a_newer_stamp(client, acme):
+    """Last-Modified is when the feed first served its stamp; a newer stamp is seen a second or more later,
+    so a client's If-Modified-Since never matches it, even when the data comes back as it was."""
+    _, subject, file, _, _, token = acme
+    first = get(client, subject, token)
+    since = first["Last-Modified"]
+    row = FeedStamp.objects.get(subject=subject)
+    assert format_datetime(row.seen_at.replace(microsecond=0), usegmt=True) == since
+    title = file.title
+    Clock.objects.filter(pk=file.pk).update(title="changed")
+    changed = get(client, subject, token, HTTP_IF_MODIFIED_SINCE=since)
+    assert changed.status_code == 200 and changed["ETag"] != first["ETag"]
+    Clock.objects.filter(pk=file.pk).update(title=title)  # back as it was: the first stamp again
+    back = get(client, subject, token, HTTP_IF_MODIFIED_SINCE=since)
+    assert back.status_code == 200 and back["ETag"] == first["ETag"]
+    seen = FeedStamp.objects.get(subject=subject).seen_at
+    assert seen >= row.seen_at + timedelta(seconds=2)
+    # Last-Modified is never later than the response: a stamp seen "in the next second" has none yet.
+    assert "Last-Modified" not in back or parsedate_to_datetime(back["Last-Modified"]) <= wall_now()
+    # If-None-Match wins over If-Modified-Since (RFC 9110 13.1.3).
+    r = get(client, subject, token, HTTP_IF_NONE_MATCH='"nope"',
+            HTTP_IF_MODIFIED_SINCE="Fri, 01 Jan 2100 00:00:00 GMT")
+    assert r.status_code == 200
+
+
+def test_a_provider_that_does_not_say_what_it_reads_is_built_every_time(client, acme):
+    _, subject, _, _, _, token = acme
+    calls = []
+
+    def listed(subject_, domain, from_date):
+        calls.append(domain)
+        return []
+
+    entries.register(listed)
+    try:
+        assert stamps.feed_stamp(subject) is None
+        r = get(client, subject, token)
+        assert r.status_code == 200 and r["ETag"] == feed.etag(r.content) and "Last-Modified" not in r
+        assert get(client, subject, token, HTTP_IF_NONE_MATCH=r["ETag"]).status_code == 304
+        assert len(calls) == 2  # each request built the calendar
+    finally:
+        entries.unregister(listed)
+    assert stamps.feed_stamp(subject) is not None
+
+
+def test_the_stamp_and_the_cache_can_be_turned_off(client, acme, settings, monkeypatch):
+    _, subject, _, _, _, token = acme
+    stamped = get(client, subject, token)
+    settings.KEEPING_TIME = {**settings.KEEPING_TIME, "FEED_STAMP": False}
+    before = get(client, subject, token)  # as the feed was before the stamp: the body's hash
+    assert before["ETag"] == feed.etag(before.content) and before.content == stamped.content
+    assert get(client, subject, token, HTTP_IF_NONE_MATCH=before["ETag"]).status_code == 304
+    settings.KEEPING_TIME = {**settings.KEEPING_TIME, "FEED_STAMP": True, "FEED_CACHE": ""}
+    built = []
+    real = feed.build_ics
+    monkeypatch.setattr("calendars.feed.build_ics", lambda sc: built.append(1) or real(sc))
+    assert get(client, subject, token).content == stamped.content
+    assert get(client, subject, token).content == stamped.content
+    assert len(built) == 2  # no cache: each 200 builds
