@@ -116,8 +116,12 @@ class TestClock(models.Model):
             models.UniqueConstraint(fields=["seed"], condition=~Q(seed=""), name="test_clock_seed_once"),
         ]
         indexes = [
-            # `tick` (timers/worker.py) claims requested advances with SKIP LOCKED.
-            models.Index(fields=["status"], name="test_clock_advancing", condition=Q(status="advancing")),
+            # The advance queue: `tick` (timers/worker.py, run_requested_advances) claims the oldest requested
+            # advance with SKIP LOCKED, ORDER BY created_at LIMIT 1; in created_at order, so no sort.
+            models.Index(fields=["created_at", "id"], name="test_clock_advance_queue",
+                         condition=Q(status="advancing")),
+            # `tick` (timers/worker.py, finish_deletes) looks for deletes whose requester died, every step.
+            models.Index(fields=["id"], name="test_clock_deleting", condition=Q(status="deleting")),
         ]
 
     def __str__(self) -> str:
@@ -296,6 +300,10 @@ class Event(models.Model):
             models.Index(fields=["domain", "seq"], name="event_domain_seq"),
             models.Index(fields=["brand", "type", "seq"], name="event_brand_type"),
             models.Index(fields=["domain", "key"], name="event_domain_key"),
+            # A subject's calendar (calendars/entries.py, clock_entries): how a kept date was kept, read from
+            # the domain's clock.satisfied events by subject; a small slice of the record.
+            models.Index(fields=["domain", "subject"], name="event_clock_satisfied",
+                         condition=Q(type="clock.satisfied")),
         ]
 
     def __str__(self) -> str:
@@ -348,8 +356,12 @@ class Outbox(models.Model):
             ),
         ]
         indexes = [
-            # The outbox sender (timers/outbox.py, claim) takes owed rows in order with SKIP LOCKED.
-            models.Index(fields=["created_at"], name="outbox_pending", condition=Q(status__in=["pending", "sending"])),
+            # The outbox sender (timers/outbox.py): _claim takes a domain's owed rows ORDER BY created_at, id
+            # with SKIP LOCKED; every key is in the index, so the rows come out in claim order and the LIMIT
+            # stops the scan (no sort of every owed row, whatever the planner's row estimate). Also
+            # _owed_domains (the worker loop's sweep: a skip scan, a probe per domain) and _held_elsewhere.
+            models.Index(fields=["domain", "created_at", "id"], name="outbox_owed_domain",
+                         condition=Q(status__in=["pending", "sending"])),
         ]
 
     def __str__(self) -> str:

@@ -237,6 +237,7 @@ class Claimed:
     transport: str
     payload: dict
     in_doubt: bool  # someone claimed it before: ask the outside system first
+    domain: str = ""  # its clock domain: every later write names it, so each stays on the domain's rows
 
 
 def _lease() -> timedelta:
@@ -281,11 +282,34 @@ def _os_sender_alive(claimer: str) -> bool:
 
 
 # -- claiming and recording, in sets ----------------------------------------------------------------
-def _claim(domain: str | None, me: str, limit: int) -> list[Claimed]:
+def _owed_domains() -> list[str]:
+    """The clock domains with sends owed, in order: one index probe per domain (a skip scan over
+    outbox_owed_domain), never a read of every owed row, so the sweep costs the same with a backlog."""
+    if connection.vendor == "postgresql":
+        with connection.cursor() as cur:
+            cur.execute(
+                """
+                WITH RECURSIVE d(domain) AS (
+                    SELECT min(domain) FROM timers_outbox WHERE status IN ('pending', 'sending')
+                    UNION ALL
+                    SELECT (SELECT min(o.domain) FROM timers_outbox o
+                            WHERE o.status IN ('pending', 'sending') AND o.domain > d.domain)
+                    FROM d WHERE d.domain IS NOT NULL
+                )
+                SELECT domain FROM d WHERE domain IS NOT NULL
+                """
+            )
+            return [r[0] for r in cur.fetchall()]
+    return list(Outbox.objects.filter(status__in=["pending", "sending"]).order_by("domain")
+                .values_list("domain", flat=True).distinct())
+
+
+def _claim(domain: str, me: str, limit: int) -> list[Claimed]:
+    """Claim a set of one domain's owed rows: one statement, on the domain's rows only (one shard when the
+    tables are distributed by domain, docs/scaling.md), in outbox_owed_domain's order."""
     lease_s = _lease().total_seconds()
     if connection.vendor == "postgresql":
-        where = "AND o.domain = %s" if domain is not None else ""
-        params: list = [*([domain] if domain is not None else []), limit, me, lease_s]
+        params: list = [domain, limit, me, lease_s, domain]
         with connection.cursor() as cur:
             cur.execute(
                 f"""
@@ -298,7 +322,7 @@ def _claim(domain: str | None, me: str, limit: int) -> list[Claimed]:
                       AND (o.next_try_at IS NULL OR o.next_try_at <= clock_timestamp())
                       AND (o.status = 'pending' OR o.lease_until IS NULL OR o.lease_until < clock_timestamp()
                            OR o.claimed_by NOT IN (SELECT s FROM live))
-                      {where}
+                      AND o.domain = %s
                     ORDER BY o.created_at, o.id
                     LIMIT %s
                     FOR UPDATE OF o SKIP LOCKED
@@ -306,28 +330,26 @@ def _claim(domain: str | None, me: str, limit: int) -> list[Claimed]:
                 UPDATE timers_outbox o
                 SET status = 'sending', claimed_by = %s,
                     lease_until = clock_timestamp() + make_interval(secs => %s)
-                FROM c WHERE o.id = c.id
-                RETURNING o.id, o.transport, o.payload, c.prev, o.created_at
+                FROM c WHERE o.domain = %s AND o.id = c.id
+                RETURNING o.id, o.transport, o.payload, c.prev, o.created_at, o.domain
                 """,
                 params,
             )
             rows = cur.fetchall()
         rows.sort(key=lambda r: (r[4], r[0]))
-        return [Claimed(r[0], r[1], r[2] if isinstance(r[2], dict) else json.loads(r[2]), bool(r[3]))
+        return [Claimed(r[0], r[1], r[2] if isinstance(r[2], dict) else json.loads(r[2]), bool(r[3]), r[5])
                 for r in rows]
     now = wall_now()
     with transaction.atomic():
-        qs = Outbox.objects.filter(status__in=["pending", "sending"]).filter(
+        qs = Outbox.objects.filter(domain=domain, status__in=["pending", "sending"]).filter(
             Q(next_try_at__isnull=True) | Q(next_try_at__lte=now))
-        if domain is not None:
-            qs = qs.filter(domain=domain)
         picked = []
-        for row in qs.order_by("created_at", "id").only("id", "transport", "payload", "status", "claimed_by",
-                                                         "lease_until")[: limit * 4]:
+        for row in qs.order_by("created_at", "id").only("id", "domain", "transport", "payload", "status",
+                                                         "claimed_by", "lease_until")[: limit * 4]:
             claimable = (row.status == "pending" or row.lease_until is None or row.lease_until < now
                          or (row.claimed_by != me and not _os_sender_alive(row.claimed_by)))
             if claimable:
-                picked.append(Claimed(row.id, row.transport, row.payload, bool(row.claimed_by)))
+                picked.append(Claimed(row.id, row.transport, row.payload, bool(row.claimed_by), row.domain))
             if len(picked) == limit:
                 break
         Outbox.objects.filter(pk__in=[c.id for c in picked]).update(
@@ -336,15 +358,20 @@ def _claim(domain: str | None, me: str, limit: int) -> list[Claimed]:
 
 
 def _record(me: str, receipts: list[tuple[str, dict]], rest: list[str]) -> None:
-    """Write receipts in one statement, and renew the lease on what this sender still holds."""
+    """Write receipts in one statement, and renew the lease on what this sender still holds.
+
+    ``id = ANY(ids)`` beside the join hands the planner the primary key's index condition, so a set of
+    receipts is an index lookup even while the table's statistics are missing or stale."""
     if connection.vendor == "postgresql":
         with connection.cursor() as cur:
             if receipts:
+                ids = [r[0] for r in receipts]
                 cur.execute(
                     "UPDATE timers_outbox o SET status = 'sent', receipt = v.r::jsonb, sent_at = clock_timestamp(), "
                     "lease_until = NULL, next_try_at = NULL, error = '' "
-                    "FROM unnest(%s::varchar[], %s::text[]) AS v(id, r) WHERE o.id = v.id AND o.status <> 'sent'",
-                    [[r[0] for r in receipts], [json.dumps(r[1], default=str) for r in receipts]],
+                    "FROM unnest(%s::varchar[], %s::text[]) AS v(id, r) "
+                    "WHERE o.id = ANY(%s::varchar[]) AND o.id = v.id AND o.status <> 'sent'",
+                    [ids, [json.dumps(r[1], default=str) for r in receipts], ids],
                 )
             if rest:
                 cur.execute(
@@ -363,23 +390,23 @@ def _record(me: str, receipts: list[tuple[str, dict]], rest: list[str]) -> None:
             Outbox.objects.filter(pk__in=rest, claimed_by=me, status="sending").update(lease_until=now + _lease())
 
 
-def _fail(sid: str, error: str, *, permanent: bool, max_tries: int = MAX_TRIES) -> bool:
+def _fail(sid: str, domain: str, error: str, *, permanent: bool, max_tries: int = MAX_TRIES) -> bool:
     """A send that raised: in doubt (asked first next time, after a backoff), or failed for good."""
-    row = Outbox.objects.filter(pk=sid).values("tries").first()
+    row = Outbox.objects.filter(domain=domain, pk=sid).values("tries").first()
     if row is None:
         return True
     tries = row["tries"] + 1
     final = permanent or tries >= max_tries
-    Outbox.objects.filter(pk=sid).exclude(status="sent").update(
+    Outbox.objects.filter(domain=domain, pk=sid).exclude(status="sent").update(
         status="failed" if final else "sending", error=error[:500], tries=tries, lease_until=None,
         next_try_at=None if final else wall_now() + _backoff(tries))
     return final
 
 
-def _release(ids: list[str], me: str) -> None:
+def _release(ids: list[str], me: str, domains: list[str]) -> None:
     # Claimed but never attempted (stopping): back to pending, no doubt about them.
     if ids:
-        Outbox.objects.filter(pk__in=ids, claimed_by=me, status="sending").update(
+        Outbox.objects.filter(domain__in=domains, pk__in=ids, claimed_by=me, status="sending").update(
             status="pending", claimed_by="", lease_until=None)
 
 
@@ -394,11 +421,12 @@ def _send_claimed(rows: list[Claimed], me: str, stats: DeliverStats, stop: threa
 def _send_claimed_rows(rows: list[Claimed], me: str, stats: DeliverStats, stop: threading.Event | None,
                        settled: list[tuple[str, str, bool, Any]]) -> None:
     receipts: list[tuple[str, dict]] = []
+    domains = sorted({r.domain for r in rows})
     last = time.monotonic()
     for n, row in enumerate(rows):
         if stop is not None and stop.is_set():
             _record(me, receipts, [])
-            _release([r.id for r in rows[n:]], me)
+            _release([r.id for r in rows[n:]], me, domains)
             return
         t = transport(row.transport)
         try:
@@ -418,7 +446,7 @@ def _send_claimed_rows(rows: list[Claimed], me: str, stats: DeliverStats, stop: 
             _record(me, receipts, [])
             receipts = []
             tries = getattr(t, "max_tries", None)
-            if _fail(row.id, f"{type(exc).__name__}: {exc}", permanent=permanent,
+            if _fail(row.id, row.domain, f"{type(exc).__name__}: {exc}", permanent=permanent,
                      max_tries=tries(row.payload) if tries is not None else MAX_TRIES):
                 settled.append((row.transport, row.id, False, f"{exc}"))
                 stats.failed += 1
@@ -431,16 +459,25 @@ def _send_claimed_rows(rows: list[Claimed], me: str, stats: DeliverStats, stop: 
 
 
 def deliver(domain: str | None, *, limit: int | None = None, stop: threading.Event | None = None) -> DeliverStats:
-    """Send everything owed that no live sender holds (settling what is in doubt first); in sets."""
+    """Send everything owed that no live sender holds (settling what is in doubt first); in sets.
+
+    With no domain (the worker loop), every domain that owes sends, a set from each in turn: each claim
+    stays on one domain's rows, and a domain with a backlog does not hold the others' sends back."""
     stats = DeliverStats()
     me = sender_id()
-    while limit is None or stats.done < limit:
-        if stop is not None and stop.is_set():
-            break
-        rows = _claim(domain, me, CLAIM if limit is None else min(CLAIM, limit - stats.done))
-        if not rows:
-            break
-        _send_claimed(rows, me, stats, stop)
+    active = [domain] if domain is not None else _owed_domains()
+    while active:
+        still = []
+        for d in active:
+            if (stop is not None and stop.is_set()) or (limit is not None and stats.done >= limit):
+                active = []
+                break
+            rows = _claim(d, me, CLAIM if limit is None else min(CLAIM, limit - stats.done))
+            if rows:
+                _send_claimed(rows, me, stats, stop)
+                still.append(d)
+        else:
+            active = still
     stats.held = _held_elsewhere(domain, me)
     return stats
 
