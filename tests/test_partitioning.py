@@ -33,9 +33,6 @@ CROSS_DOMAIN = {
     # The worker loop's sweep asks which domains owe sends: a read of every shard, one index probe per
     # domain, no lock; each claim that follows is on one domain.
     "outbox: the domains that owe sends (outbox._owed_domains, the worker loop's sweep)": "by design",
-    # Finding: the tick's flush updates its timers by id alone (timers/store.py, PostgresStore.write); it needs
-    # `AND t.domain = %b` (the batch's domain) to stay on one shard.
-    "tick: flush the batch's timers (store.write)": "finding: no domain in the WHERE",
     # Finding: receipts are written by submission id (timers/outbox.py, _record); on a distributed table the
     # key is (domain, id) and the statement takes `domain = ANY(the claimed rows' domains)`.
     "outbox settle: record receipts (outbox._record)": "finding: no domain in the WHERE",

@@ -94,8 +94,8 @@ class PostgresStore:
                     + ", ".join(f'"{c}" = v."{c}"' for c in cols)
                     + " FROM unnest(%b::varchar[], "
                     + ", ".join(f"%b::{_PG_TYPES[c]}[]" for c in cols)
-                    + ") AS v(id, " + ", ".join(f'"{c}"' for c in cols) + ") WHERE t.id = v.id",
-                    arrays,
+                    + ") AS v(id, " + ", ".join(f'"{c}"' for c in cols) + ") WHERE t.id = v.id AND t.domain = %b",
+                    [*arrays, domain],  # the domain too: on tables distributed by it, one shard (docs/scaling.md)
                 )
             if commits:
                 cur.execute(
