@@ -433,6 +433,8 @@ def domain_year(k: int, *, mode: str, cap: float) -> dict:
         out["shapes"] = [(sh, c, meter.shape_seconds[sh]) for sh, c in meter.shapes.most_common(30)]
         out["db_seconds"] = sum(meter.shape_seconds.values())
     if profiler is not None:
+        if os.environ.get("KT_PROFILE_DUMP"):  # the raw stats, for pstats / snakeviz
+            profiler.dump_stats(os.environ["KT_PROFILE_DUMP"])
         texts = []
         for order in ("cumulative", "tottime"):
             buf = io.StringIO()

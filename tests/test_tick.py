@@ -116,7 +116,7 @@ def test_a_chain_deeper_than_32_passes_stops_with_tick_runaway(arm, clock, handl
 
 
 # -- lateness, live --------------------------------------------------------------------------------
-def test_live_timers_fired_late_record_late_by(brand, handler):
+def test_live_timers_fired_late_record_late_by(brand, handler, caplog):
     from timers.services import timer_arm
 
     timer_arm(brand=brand, key="job_L:deadline:a:1", owed_at=at("2026-11-20T10:00Z"), domain=LIVE, handler="noop")
@@ -126,6 +126,12 @@ def test_live_timers_fired_late_record_late_by(brand, handler):
     t = Timer.objects.get(key="job_L:deadline:a:1")
     assert t.status == "fired" and t.fired_at == at("2026-11-20T10:10Z")
     assert t.late_by == timedelta(minutes=10)
+    # Its event carries owed, fired and late_by too, and a timer more than 5 minutes late is logged.
+    e = Event.objects.get(key="job_L:deadline:a:1", type="timer.fired")
+    assert (e.owed_at, e.fired_at, e.late_by) == (at("2026-11-20T10:00Z"), at("2026-11-20T10:10Z"),
+                                                  timedelta(minutes=10))
+    late = [r for r in caplog.records if r.name == "timers.engine" and r.levelname == "WARNING"]
+    assert len(late) == 1 and "job_L:deadline:a:1" in late[0].getMessage() and "0:10:00" in late[0].getMessage()
 
 
 def test_a_timer_armed_after_its_owed_time_is_never_late(brand):
@@ -137,6 +143,7 @@ def test_a_timer_armed_after_its_owed_time_is_never_late(brand):
     live_step(VirtualWallClock(t.armed_at + timedelta(seconds=2)))
     t.refresh_from_db()
     assert t.status == "fired" and t.late_by == timedelta(seconds=2)  # the gap since arming, not since 2020
+    assert Event.objects.get(key="job_L:deadline:b:1", type="timer.fired").late_by == timedelta(seconds=2)
 
 
 # -- the gate ------------------------------------------------------------------------------------------

@@ -36,6 +36,7 @@ from .rearm import UNHOLDABLE_KINDS, Rearm, rearm_cause
 log = logging.getLogger(__name__)
 
 ZERO = timedelta(0)
+LATE_LOGGED = timedelta(minutes=5)  # a live timer fired later than this is logged with its late_by
 TIMER_FIELDS = (
     "id", "key", "owner", "kind", "place", "handler", "status", "owed_at", "opened_at", "armed_at",
     "fired_at", "late_by", "attempt", "wakes", "version", "superseded_by", "by", "held_since", "held_by",
@@ -374,12 +375,14 @@ class Run:
         item.status = "fired"
         item.fired_at = now
         item.late_by = self._late_by(item, now)
+        if item.late_by > LATE_LOGGED:
+            log.warning("timer %s fired %s late (owed %s, fired %s)", item.key, item.late_by, item.owed_at, now)
         item.attempt = (item.attempt or 0) + 1
         item.wakes = (item.wakes or 0) + 1
         item.dirty = True
         for type_, subject, data, key in f.events:
             self.events.append((new_id("evt"), self.domain, item.brand_id, type_, subject, item.owed_at,
-                                item.key if key is None else key, data, now))
+                                item.key if key is None else key, data, now, item.late_by))
         for op in f.ops:
             self._apply(op, item, instant, now, row)
         if outcome == "committed":
@@ -435,7 +438,7 @@ class Run:
         self._set_held(item, now, by="error")
         self.stats.failed += 1
         self.events.append((new_id("evt"), self.domain, item.brand_id, "timer.failed", item.owner,
-                            item.owed_at, item.key, {"error": error[:500]}, now))
+                            item.owed_at, item.key, {"error": error[:500]}, now, self._late_by(item, now)))
         if self.tracing and self._traced(item):
             self.stats.trace.append(TraceRow("failed", item.pass_no, item.owed_at, now, item.place,
                                              item.kind, item.owner, error[:120]))
@@ -447,7 +450,7 @@ class Run:
             self._runaway_instant = instant
             self.stats.runaways += 1
             self.events.append((new_id("evt"), self.domain, item.brand_id, "tick.runaway", item.owner, instant,
-                                "", {"passes": self.max_passes, "held": item.key}, instant))
+                                "", {"passes": self.max_passes, "held": item.key}, instant, None))
             if self.tracing:
                 self.stats.trace.append(TraceRow("runaway", item.pass_no, item.owed_at, instant, item.place,
                                                  item.kind, item.owner, f"chain deeper than {self.max_passes}"

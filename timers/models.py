@@ -294,6 +294,9 @@ class Event(models.Model):
     key = ByteOrderCharField(max_length=255, blank=True)
     data = models.JSONField(default=dict, blank=True)
     fired_at = models.DateTimeField(null=True, blank=True)
+    # How late the firing that wrote it was (live: fired_at less owed_at, or less armed_at if armed after it
+    # was owed; 0 on a test clock). Not in the record's hash: it differs by way.
+    late_by = models.DurationField(null=True, blank=True)
 
     class Meta:
         indexes = [

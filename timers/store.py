@@ -107,13 +107,15 @@ class PostgresStore:
             if events:
                 cols = list(zip(*events, strict=True))
                 cur.execute(
-                    "INSERT INTO timers_event (id, domain, brand_id, type, subject, owed_at, key, data, fired_at) "
+                    "INSERT INTO timers_event (id, domain, brand_id, type, subject, owed_at, key, data, fired_at, "
+                    "late_by) "
                     "SELECT v.id, v.domain, v.brand_id, v.type, v.subject, v.owed_at, v.key, v.data::jsonb, "
-                    "v.fired_at FROM unnest(%b::varchar[], %b::varchar[], %b::varchar[], %b::varchar[], "
-                    "%b::varchar[], %b::timestamptz[], %b::varchar[], %b::text[], %b::timestamptz[]) "
-                    "AS v(id, domain, brand_id, type, subject, owed_at, key, data, fired_at)",
+                    "v.fired_at, v.late_by FROM unnest(%b::varchar[], %b::varchar[], %b::varchar[], %b::varchar[], "
+                    "%b::varchar[], %b::timestamptz[], %b::varchar[], %b::text[], %b::timestamptz[], %b::interval[]) "
+                    "AS v(id, domain, brand_id, type, subject, owed_at, key, data, fired_at, late_by)",
                     [list(cols[0]), list(cols[1]), list(cols[2]), list(cols[3]), list(cols[4]), list(cols[5]),
-                     list(cols[6]), [json.dumps(d, sort_keys=True) for d in cols[7]], list(cols[8])],
+                     list(cols[6]), [json.dumps(d, sort_keys=True) for d in cols[7]], list(cols[8]),
+                     list(cols[9])],
                 )
         if sends:
             _write_sends(sends)
@@ -186,7 +188,7 @@ class OrmStore:
         if events:
             Event.objects.bulk_create(
                 [Event(id=e[0], domain=e[1], brand_id=e[2], type=e[3], subject=e[4], owed_at=e[5], key=e[6],
-                       data=e[7], fired_at=e[8]) for e in events]
+                       data=e[7], fired_at=e[8], late_by=e[9]) for e in events]
             )
         if sends:
             _write_sends(sends)

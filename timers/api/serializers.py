@@ -99,6 +99,7 @@ def event_json(e: Event) -> dict:
         "subject": e.subject,
         "owed_at": iso_z(e.owed_at),
         "fired_at": iso_z(e.fired_at),
+        "late_by": duration_text(e.late_by),
         "key": e.key or None,
         "data": e.data,
         "test_clock": None if e.domain == "live" else e.domain,
@@ -448,6 +449,8 @@ class EventSerializer(serializers.Serializer):
     subject = serializers.CharField()
     owed_at = serializers.DateTimeField(allow_null=True)
     fired_at = serializers.DateTimeField(allow_null=True)
+    late_by = serializers.CharField(allow_null=True, help_text="how late the firing that wrote it was (live), "
+                                    "e.g. 6m 2s; 0s on a test clock; null outside the tick")
     key = serializers.CharField(allow_null=True)
     data = serializers.DictField()
     test_clock = serializers.CharField(allow_null=True)
