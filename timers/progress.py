@@ -57,7 +57,9 @@ class Bar:
             fields: dict = {} if description is None else {"description": description}
             if total is not None:
                 fields["total"] = total
-            self._progress.update(self._task, completed=completed, at=at, **fields)
+            # Drawn now, not at the next refresh: a batch lands far less often than the bar redraws, and the
+            # frame shows what has been written, never a guess.
+            self._progress.update(self._task, completed=completed, at=at, refresh=True, **fields)
 
     @property
     def shown(self) -> bool:
