@@ -3,8 +3,8 @@
 Workers are separate processes (and a web process may run an advance too), so a counter kept in this
 process would count only what this process did. Every family is therefore built from the tables at scrape
 time by one collector, one set query per family, each answered from an index where the table has one; the
-history families (fires, late_by) are one aggregate pass each. A family whose query fails is left out and
-named in ``kt_metrics_scrape_error``: a scrape answers 200, never 500.
+history families (fires, late_by) are one pass over the fired timers. A family whose query fails is left
+out and named in ``kt_metrics_scrape_error``: a scrape answers 200, never 500.
 
 Labels: counters and the histogram carry ``clock`` (``live`` or ``test``: one series per test clock would
 grow without end); gauges carry the clock ``domain`` (``live`` or a test clock's id), and only domains with
@@ -22,7 +22,7 @@ from datetime import timedelta
 
 from django.conf import settings
 from django.db import connection, transaction
-from django.db.models import Case, Count, Min, Q, Sum, Value, When
+from django.db.models import Count, Min
 from django.http import HttpRequest, HttpResponse, JsonResponse
 from django.views.decorators.csrf import csrf_exempt
 from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, generate_latest
@@ -37,47 +37,62 @@ log = logging.getLogger(__name__)
 
 # late_by's buckets, in seconds: a second's jitter, the minutes up to LATE_AFTER_SECONDS (300), then outages.
 LATE_BUCKETS = (1.0, 5.0, 15.0, 60.0, 300.0, 900.0, 3600.0, 21600.0, 86400.0)
-OUTCOMES = ("committed", "refused")
 CLOCKS = ("live", "test")
 HELD_REASONS = {"error": "error", "tick.runaway": "runaway"}  # anything else was held by a hold (or a person)
 
-_CLOCK = Case(When(domain=LIVE, then=Value("live")), default=Value("test"))
-
-
 def _family_fires() -> list[Metric]:
-    # The kind is the key's second part (timers/keys.py: an owner never holds ':'), so the commits alone
-    # answer, without joining the timers. Every kind and outcome is present from the start, at 0.
+    """kt_timer_fires and kt_timer_late_by_seconds, from one statement (one snapshot, so the two never
+    disagree): one pass over the fired timers, grouped by clock, kind and late_by bucket, and the refused
+    commits. The gate commits a fired timer's key exactly once, committed or refused (timers/gate.py), so
+    committed = fired - refused; grouping by the timers' kind column keeps the plan a hash aggregate."""
+    # late_by is compared as it is stored (an interval; SQLite's whole microseconds), never converted per row.
     if connection.vendor == "postgresql":
+        bounds: list = [timedelta(seconds=b) for b in LATE_BUCKETS]
         kind = "split_part(key, ':', 2)"
     else:
+        bounds = [int(b * 1_000_000) for b in LATE_BUCKETS]
         kind = "substr(key, instr(key, ':') + 1, instr(substr(key, instr(key, ':') + 1), ':') - 1)"
-    sql = (f"SELECT CASE WHEN domain = %s THEN 'live' ELSE 'test' END, {kind}, outcome, count(*) "
-           f"FROM {Commit._meta.db_table} GROUP BY 1, 2, 3")
-    counts = {(c, k, o): 0 for c in CLOCKS for k in KINDS for o in OUTCOMES}
+    bucket = " ".join(f"WHEN late_by <= %s THEN {i}" for i in range(len(LATE_BUCKETS)))
+    sql = (f"SELECT 'fired', domain = %s, kind, CASE {bucket} WHEN late_by IS NOT NULL THEN {len(LATE_BUCKETS)} "
+           f"END, count(*), sum(late_by) FROM {Timer._meta.db_table} WHERE status = 'fired' GROUP BY 2, 3, 4 "
+           f"UNION ALL SELECT 'refused', domain = %s, {kind}, NULL, count(*), NULL FROM {Commit._meta.db_table} "
+           "WHERE outcome = 'refused' GROUP BY 2, 3")
+    fired = {(c, k): 0 for c in CLOCKS for k in KINDS}  # every series from the start, at 0
+    refused = dict(fired)
+    buckets = {c: [0] * (len(LATE_BUCKETS) + 1) for c in CLOCKS}
+    late_sum = dict.fromkeys(CLOCKS, 0.0)
     with connection.cursor() as cur:
-        cur.execute(sql, [LIVE])
-        for clock, kind_, outcome, n in cur.fetchall():
-            counts[(clock, kind_, outcome)] = n
-    fam = CounterMetricFamily("kt_timer_fires", "Timers fired through the gate, by kind and the gate's outcome "
-                              "(counted from the commits).", labels=["clock", "kind", "outcome"])
-    for labels, n in sorted(counts.items()):
-        fam.add_metric(list(labels), n)
-    return [fam]
+        cur.execute(sql, [LIVE, *bounds, LIVE])
+        for what, live, kind_, b, n, total in cur.fetchall():
+            clock_ = "live" if live else "test"
+            if what == "refused":
+                refused[(clock_, kind_)] = refused.get((clock_, kind_), 0) + n
+                continue
+            fired[(clock_, kind_)] = fired.get((clock_, kind_), 0) + n
+            if b is not None:
+                buckets[clock_][b] += n
+                late_sum[clock_] += _seconds(total)
+    fires = CounterMetricFamily("kt_timer_fires", "Timers fired through the gate, by kind and the gate's outcome.",
+                                labels=["clock", "kind", "outcome"])
+    for (clock_, kind_), n in sorted(fired.items()):
+        r = refused.get((clock_, kind_), 0)
+        fires.add_metric([clock_, kind_, "committed"], max(0, n - r))
+        fires.add_metric([clock_, kind_, "refused"], r)
+    late = HistogramMetricFamily("kt_timer_late_by_seconds", "How late each fired timer fired after it was owed "
+                                 "(0 on a test clock, which visits each instant).", labels=["clock"])
+    for clock_ in CLOCKS:
+        cum, running = [], 0
+        for bound, n in zip((*map(_le, LATE_BUCKETS), "+Inf"), buckets[clock_], strict=True):
+            running += n
+            cum.append((bound, running))
+        late.add_metric([clock_], cum, sum_value=late_sum[clock_])
+    return [fires, late]
 
 
-def _family_late_by() -> list[Metric]:
-    buckets = {f"le{i}": Count("id", filter=Q(late_by__lte=timedelta(seconds=b))) for i, b in enumerate(LATE_BUCKETS)}
-    rows = {r["clock"]: r for r in Timer.objects.filter(status="fired", late_by__isnull=False)
-            .values(clock=_CLOCK).annotate(n=Count("id"), total=Sum("late_by"), **buckets)}
-    fam = HistogramMetricFamily("kt_timer_late_by_seconds", "How late each fired timer fired after it was owed "
-                                "(0 on a test clock, which visits each instant).", labels=["clock"])
-    for clock in CLOCKS:
-        r = rows.get(clock)
-        cum = [(_le(b), (r[f"le{i}"] if r else 0)) for i, b in enumerate(LATE_BUCKETS)]
-        cum.append(("+Inf", r["n"] if r else 0))
-        total = r["total"].total_seconds() if r and r["total"] is not None else 0.0
-        fam.add_metric([clock], cum, sum_value=total)
-    return [fam]
+def _seconds(total: timedelta | int | None) -> float:
+    if total is None:
+        return 0.0
+    return total.total_seconds() if isinstance(total, timedelta) else total / 1_000_000
 
 
 def _le(bound: float) -> str:
@@ -187,8 +202,7 @@ def _family_leases() -> list[Metric]:
 
 
 FAMILIES: tuple[tuple[str, Callable[[], list[Metric]]], ...] = (
-    ("fires", _family_fires),
-    ("late_by", _family_late_by),
+    ("fires", _family_fires),  # and late_by: one pass over the fired timers
     ("timers", _family_timers),
     ("outbox", _family_outbox),
     ("tick_lag", _family_lag),
