@@ -40,6 +40,7 @@ LATE_BUCKETS = (1.0, 5.0, 15.0, 60.0, 300.0, 900.0, 3600.0, 21600.0, 86400.0)
 CLOCKS = ("live", "test")
 HELD_REASONS = {"error": "error", "tick.runaway": "runaway"}  # anything else was held by a hold (or a person)
 
+
 def _family_fires() -> list[Metric]:
     """kt_timer_fires and kt_timer_late_by_seconds, from one statement (one snapshot, so the two never
     disagree): one pass over the fired timers, grouped by clock, kind and late_by bucket, and the refused
