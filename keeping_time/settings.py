@@ -175,6 +175,10 @@ KEEPING_TIME = {
     "PEOPLE": _people(env("KT_PEOPLE", default="")),
 }
 
+# /metrics (timers/metrics.py) answers a scraper sending "Authorization: Bearer <METRICS_TOKEN>", or a
+# superuser's session; with no token set, only a superuser's session.
+METRICS_TOKEN = env("METRICS_TOKEN", default="")
+
 # The feed and the portal take their secret in the URL (?token=…): every logger that prints a request line
 # or a URL logs only the token's first characters. Logger filters see only records logged on that logger,
 # so the handlers carry the filter too (records propagated from any other logger).

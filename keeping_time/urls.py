@@ -2,11 +2,13 @@ from django.urls import include, path
 
 from portals.api import PortalSessionView
 from portals.owner.site import site as owner_console
+from timers.metrics import metrics_view
 
 urlpatterns = [
     path("admin/", owner_console.urls),  # the owner console: a brand-scoped AdminSite
     path("portal/", include("portals.urls")),
     path("portal_sessions", PortalSessionView.as_view(), name="portal-session-create"),
+    path("metrics", metrics_view, name="metrics"),  # Prometheus: Bearer METRICS_TOKEN or a superuser
     path("", include("calendars.urls")),
     path("", include("services.urls")),
     path("", include("timers.api.urls")),

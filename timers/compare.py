@@ -7,6 +7,7 @@ is left where it was. All ways must agree.
 from __future__ import annotations
 
 from collections import Counter
+from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 
@@ -58,7 +59,9 @@ def _one_way(clock: TestClock, label: str, drive) -> Way:
     return result
 
 
-def compare(clock_id: str, to: datetime, *, redeliver: bool = False, span_label: str | None = None) -> list[Way]:
+def compare(clock_id: str, to: datetime, *, redeliver: bool = False, span_label: str | None = None,
+            on_way: Callable[[int, int, str], None] | None = None) -> list[Way]:
+    """``on_way(index, count, label)`` is told as each way starts (the CLI's progress on a terminal)."""
     clock = TestClock.objects.get(pk=clock_id)
     start = clock.frozen_time
     span = to - start
@@ -84,11 +87,16 @@ def compare(clock_id: str, to: datetime, *, redeliver: bool = False, span_label:
         return s.fired, s.replayed
 
     span_text = span_label or duration_text(span)
-    ways = [
-        _one_way(clock, f"one advance of {span_text} on a test clock", one),
-        _one_way(clock, f"{days} advances of 1d on a test clock", daily),
-        _one_way(clock, f"{span_text} of wall time, the live loop, one alarm wake each", wall),
+    plan = [
+        (f"one advance of {span_text} on a test clock", one),
+        (f"{days} advances of 1d on a test clock", daily),
+        (f"{span_text} of wall time, the live loop, one alarm wake each", wall),
     ]
     if redeliver:
-        ways.append(_one_way(clock, "one advance, every wake delivered twice", twice))
+        plan.append(("one advance, every wake delivered twice", twice))
+    ways = []
+    for index, (label, drive) in enumerate(plan):
+        if on_way is not None:
+            on_way(index, len(plan), label)
+        ways.append(_one_way(clock, label, drive))
     return ways

@@ -246,6 +246,8 @@ class Timer(models.Model):
             models.Index(fields=["domain", "owner"], name="timer_domain_owner"),
             # The owner console's late list.
             models.Index(fields=["late_by"], name="timer_late", condition=Q(late_by__gt=timedelta(minutes=5))),
+            # /metrics (timers/metrics.py) counts held timers per domain and why; few are held at once.
+            models.Index(fields=["domain", "held_by"], name="timer_held", condition=Q(status="held")),
         ]
 
     def __str__(self) -> str:

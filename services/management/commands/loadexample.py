@@ -17,6 +17,7 @@ from services import registry
 from services.models import Job, MoneyLine, Notification, PolicyValue, Subscription, Window
 from services.services import SUBJECT_EVENT, UPDATE, subscription_create
 from services.versions import version_deploy
+from timers import progress
 from timers.management.base import KTCommand
 from timers.models import Brand, Commit, Deploy, Event, Outbox, TestClock, Timer, Version
 from timers.services import brand_get_or_create, test_clock_create, timer_arm
@@ -31,6 +32,7 @@ FORSALE_START = datetime(2027, 10, 20, 14, 0, tzinfo=UTC)
 
 class Command(KTCommand):
     help = "Load an example brand onto a test clock (seeded with the example's name) and print the ids it made."
+    bar = progress.Bar()  # what the load is doing, on a terminal only (handle sets it)
 
     def add_arguments(self, parser):
         parser.add_argument("example", choices=sorted(BRANDS))
@@ -41,11 +43,14 @@ class Command(KTCommand):
     @transaction.atomic
     def handle(self, *args, **o):
         seed = o["example"]
-        brand = brand_get_or_create(name=BRANDS[seed])
-        _remove(brand, seed=seed, every=o["reset"])
-        getattr(self, f"_{seed}")(brand, seed)
+        with progress.terminal_bar(self, f"loading {seed}: the brand") as self.bar:
+            brand = brand_get_or_create(name=BRANDS[seed])
+            self.bar.step(f"loading {seed}: removing its previous load")
+            _remove(brand, seed=seed, every=o["reset"])
+            getattr(self, f"_{seed}")(brand, seed)
 
     def _apis_tax(self, brand: Brand, seed: str) -> None:
+        self.bar.step("loading apis_tax: the test clock, the calendar and the taxpayer")
         clock = test_clock_create(brand=brand, frozen_time=START, name="Acme Robotics", seed=seed)
         # The calendar is part of the example: an edit left from an earlier load would move its dates.
         calendar, _ = Calendar.objects.update_or_create(
@@ -59,6 +64,7 @@ class Command(KTCommand):
             calendar=calendar, input={"entity": "C corp"}, created_at=START,
             # A federal credit from the 2026 tax year, carried forward: the 2026 return's carryforward clock.
             keeps={"carryforwards": {"2026": ["US"]}})
+        self.bar.step("loading apis_tax: the tax-plan subscription")
         sub = subscription_create(brand=brand, domain=clock.id, subject=subject, service="tax-plan",
                                   input={"entity": "C corp", "states": ["CA", "NY", "NJ"]}, now=START)
         # Acme adds Texas in March 2027: a subscription.update, scheduled on the clock so every way replays it.
@@ -72,6 +78,7 @@ class Command(KTCommand):
                       data={"subject": subject.id, "type": "books.received", "key": f"books-{year}"})
         # The June 2027 deploy of annual-return (a rung added, ack 7d → 5d, the late price raised), on the clock:
         # returns opened before it keep their version; the 2027 return, minted in February 2028, runs it.
+        self.bar.step("loading apis_tax: the annual-return bundles and the June 2027 deploy")
         v1 = registry.store(registry.bundle("annual-return"))
         if not v1.name and not Version.objects.filter(name="2027-01").exists():
             v1 = registry.store(registry.bundle("annual-return"), name="2027-01")
@@ -96,6 +103,7 @@ class Command(KTCommand):
         from portals.models import Membership
         from services.people import ACT
 
+        self.bar.step("loading api_forsale: the test clock, the members and the calendar")
         clock = test_clock_create(brand=brand, frozen_time=FORSALE_START, name="api.forsale deals", seed=seed)
         for username, name in (("grace", "Grace Hopper"), ("linus", "Linus Pauling")):
             user, made = get_user_model().objects.get_or_create(username=username, defaults={"first_name": name})
@@ -107,6 +115,7 @@ class Command(KTCommand):
         calendar, _ = Calendar.objects.update_or_create(
             brand=brand, name="api.forsale", defaults={"zone": "America/Los_Angeles", "weekends": [5, 6],
                                                         "closes": time(17, 0)})
+        self.bar.step("loading api_forsale: the accounts and their deal-desk subscriptions")
         subjects = {}
         for code, domain, name in (("A", "alpha.example", "Alpha Labs"), ("B", "beta.example", "Beta Foods")):
             subjects[code] = Subject.objects.create(
@@ -119,6 +128,7 @@ class Command(KTCommand):
         def at(month: int, day: int, hour: int, minute: int = 0) -> datetime:
             return datetime(2027, month, day, hour, minute, tzinfo=UTC)
 
+        self.bar.step("loading api_forsale: the deals' script")
         deals = {"A": "A-1001", "B": "B-2001"}
         for code, key in deals.items():
             timer_arm(brand=brand, key=f"{subjects[code].id}:window:deal opened:{key}", owed_at=FORSALE_START,

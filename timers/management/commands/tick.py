@@ -13,7 +13,7 @@ import signal
 
 from django.core.management.base import CommandError
 
-from timers import cli
+from timers import cli, progress
 from timers.clock import WallClock
 from timers.compare import compare
 from timers.models import Outbox
@@ -56,7 +56,8 @@ class Command(KTCommand):
         if o["compare"]:
             return self._compare(clock, to, o["redeliver"], o["span"])
         on = {x.strip() for x in o["on"].split(",") if x.strip()} if o["on"] else None
-        stats = advance(clock.id, to, redeliver=o["redeliver"], trace=o["trace"], on=on)
+        with progress.tick_bar(self, clock.id, clock.frozen_time, to):  # on a terminal only
+            stats = advance(clock.id, to, redeliver=o["redeliver"], trace=o["trace"], on=on)
         self.stdout.write(cli.header(clock.id, stats))
         if o["trace"]:
             for line in cli.trace_lines(stats):
@@ -73,7 +74,8 @@ class Command(KTCommand):
                               f"far end), {s.failed} failed: {'; '.join(reasons)[:300]}")
 
     def _compare(self, clock, to, redeliver: bool, span: str | None) -> None:
-        ways = compare(clock.id, to, redeliver=redeliver, span_label=span)
+        with progress.tick_bar(self, clock.id, clock.frozen_time, to) as bar:  # on a terminal only
+            ways = compare(clock.id, to, redeliver=redeliver, span_label=span, on_way=bar.begin_way)
         self.stdout.write(
             f"# {clock.id}, {cli.span_text(clock.frozen_time, to)} UTC, run {len(ways)} ways: the hash is over each "
             "event's type, subject, owed time, key and data, in order"

@@ -1,0 +1,220 @@
+"""/metrics: scraped through the test client, parsed by prometheus_client's own parser, numbers checked as
+timers are armed and fired on a test clock."""
+
+from __future__ import annotations
+
+from datetime import timedelta
+
+import pytest
+from django.contrib.auth import get_user_model
+from django.db import DatabaseError, connection
+from django.test import Client
+from prometheus_client.parser import text_string_to_metric_families
+
+from tests.conftest import T0
+from timers import outbox, services
+from timers.clock import wall_now
+from timers.errors import Refused
+from timers.lease import lease
+from timers.models import LIVE, Outbox
+from timers.worker import advance
+
+TOKEN = "metrics-test-token"
+
+# The contract: a dashboard or an alert names these. Removing one must fail here (this list is not read
+# from timers/metrics.py on purpose).
+FAMILIES = {
+    "kt_timer_fires": "counter",
+    "kt_timer_late_by_seconds": "histogram",
+    "kt_timers_armed": "gauge",
+    "kt_timers_held": "gauge",
+    "kt_outbox_pending": "gauge",
+    "kt_outbox_sending": "gauge",
+    "kt_outbox_in_doubt": "gauge",
+    "kt_tick_lag_seconds": "gauge",
+    "kt_lease_holder": "gauge",
+    "kt_metrics_scrape_error": "gauge",
+    "kt_metrics_scrape_duration_seconds": "gauge",
+}
+
+
+@pytest.fixture(autouse=True)
+def _token(settings):
+    settings.METRICS_TOKEN = TOKEN
+
+
+def scrape(client: Client | None = None) -> dict:
+    """{family name: {(sample name, frozenset(labels)): value}} and the families' types."""
+    response = (client or Client()).get("/metrics", HTTP_AUTHORIZATION=f"Bearer {TOKEN}")
+    assert response.status_code == 200, response.content
+    assert response["Content-Type"].startswith("text/plain; version=")
+    out: dict = {}
+    for fam in text_string_to_metric_families(response.content.decode()):
+        samples = {(s.name, frozenset(s.labels.items())): s.value for s in fam.samples}
+        out[fam.name] = {"type": fam.type, "samples": samples}
+    return out
+
+
+def value(m: dict, name: str, sample: str | None = None, **labels: str) -> float | None:
+    return m[name]["samples"].get((sample or name, frozenset(labels.items())))
+
+
+def test_every_family_is_exposed_with_its_type(db):
+    m = scrape()
+    assert {name: m[name]["type"] for name in FAMILIES if name in m} == FAMILIES
+    assert all(v == 0 for v in m["kt_metrics_scrape_error"]["samples"].values())
+    # Every kind and outcome is a series from the start, at 0, on both kinds of clock.
+    assert value(m, "kt_timer_fires", "kt_timer_fires_total", clock="live", kind="money", outcome="refused") == 0
+    assert value(m, "kt_tick_lag_seconds", domain=LIVE) == 0
+
+
+def test_fires_late_by_and_armed_move_as_a_test_clock_fires(brand, clock, arm, handler):
+    def refuse(f):
+        raise Refused("not_today", "refused on purpose")
+
+    def crash(f):
+        raise RuntimeError("boom")
+
+    handler("metrics.refuse", refuse)
+    handler("metrics.crash", crash)
+    before = scrape()
+    for i in range(5):
+        arm(f"job_{i}:ask:glossary:1", T0 + timedelta(hours=i + 1))
+    arm("job_9:deadline:at_risk:2026", T0 + timedelta(hours=2), handler="metrics.refuse")
+    arm("job_8:task:review:1", T0 + timedelta(hours=3), handler="metrics.crash")
+    arm("job_7:ask:later:1", T0 + timedelta(days=10))
+    armed = scrape()
+    assert value(armed, "kt_timers_armed", domain=clock.id) == 8
+    assert value(before, "kt_timers_armed", domain=clock.id) is None
+
+    advance(clock.id, T0 + timedelta(days=1))
+    after = scrape()
+
+    def delta(family: str, sample: str, **labels: str) -> float:
+        return (value(after, family, sample, **labels) or 0) - (value(before, family, sample, **labels) or 0)
+
+    fires = "kt_timer_fires", "kt_timer_fires_total"
+    assert delta(*fires, clock="test", kind="ask", outcome="committed") == 5
+    assert delta(*fires, clock="test", kind="deadline", outcome="refused") == 1
+    assert delta(*fires, clock="test", kind="deadline", outcome="committed") == 0
+    assert delta(*fires, clock="test", kind="task", outcome="committed") == 0  # it raised: held, not fired
+    assert delta(*fires, clock="live", kind="ask", outcome="committed") == 0
+    # A test clock visits each instant: every fire is 0s late, in the first bucket.
+    late = "kt_timer_late_by_seconds"
+    assert delta(late, late + "_count", clock="test") == 6
+    assert delta(late, late + "_bucket", clock="test", le="1") == 6
+    assert delta(late, late + "_sum", clock="test") == 0
+    assert value(after, "kt_timers_armed", domain=clock.id) == 1  # job_7, owed in 10 days
+    assert value(after, "kt_timers_held", domain=clock.id, reason="error") == 1
+
+
+def test_late_by_and_lag_on_the_live_clock(brand):
+    from timers.clock import FrozenClock
+    from timers.worker import live_step
+
+    # late_by counts from when a timer was owed, or armed if later: arming one already owed is not lateness.
+    now = wall_now()
+    services.timer_arm(brand=brand, key="job_1:ask:overdue:1", owed_at=now - timedelta(hours=1), domain=LIVE,
+                       handler="noop")
+    services.timer_arm(brand=brand, key="job_2:ask:soon:1", owed_at=now + timedelta(minutes=1), domain=LIVE,
+                       handler="noop")
+    behind = scrape()
+    live_step(FrozenClock(now + timedelta(minutes=11)))
+    m = scrape()
+    late = "kt_timer_late_by_seconds"
+    assert value(m, late, late + "_count", clock="live") == 2
+    assert 1259 < value(m, late, late + "_sum", clock="live") <= 1260  # 11m (less the arming's instant) + 10m
+    assert value(m, late, late + "_bucket", clock="live", le="300") == 0
+    assert value(m, late, late + "_bucket", clock="live", le="900") == 2
+    assert value(m, late, late + "_count", clock="test") == 0
+    # The live tick was an hour behind (the overdue timer), and is not once it fired.
+    assert 3600 <= value(behind, "kt_tick_lag_seconds", domain=LIVE) < 3600 + 60
+    assert value(m, "kt_tick_lag_seconds", domain=LIVE) == 0
+
+
+def test_tick_lag_of_a_requested_advance(clock, arm):
+    arm("job_1:ask:a:1", T0 + timedelta(days=3))
+    services.test_clock_request_advance(clock=clock, to=T0 + timedelta(days=7))
+    m = scrape()
+    assert value(m, "kt_tick_lag_seconds", domain=clock.id) == 7 * 86400
+    advance(clock.id, T0 + timedelta(days=7))
+    assert value(scrape(), "kt_tick_lag_seconds", domain=clock.id) is None  # ready again: nothing owed
+
+
+def test_outbox_pending_sending_and_in_doubt(brand, clock):
+    now = wall_now()
+    me = outbox.sender_id()
+
+    def row(n: int, **fields) -> None:
+        Outbox.objects.create(id=f"sub_{n}", domain=clock.id, brand=brand, key=f"job_{n}:ask:a:1", attempt=1,
+                              transport="recording", created_at=now, **fields)
+
+    row(1)
+    row(2)
+    row(3, status="sending", claimed_by=me, lease_until=now + timedelta(minutes=5))
+    row(4, status="sending", claimed_by=me, lease_until=now - timedelta(seconds=1))  # its lease ran out
+    row(5, status="sending", claimed_by=me, lease_until=None)  # a send raised
+    row(6, status="sent", claimed_by=me)
+    if connection.vendor == "postgresql":  # a sender whose session is gone, its lease still running
+        row(7, status="sending", claimed_by="pg:1:1", lease_until=now + timedelta(minutes=5))
+    m = scrape()
+    assert value(m, "kt_outbox_pending", domain=clock.id) == 2
+    assert value(m, "kt_outbox_sending", domain=clock.id) == 1
+    assert value(m, "kt_outbox_in_doubt", domain=clock.id) == (3 if connection.vendor == "postgresql" else 2)
+
+
+def test_lease_holders_name_the_session_holding_a_domain(clock):
+    if connection.vendor != "postgresql":
+        pytest.skip("leases are PostgreSQL advisory locks")
+    with connection.cursor() as cur:
+        cur.execute("SELECT pg_backend_pid()")
+        pid = cur.fetchone()[0]
+    with lease(clock.id):
+        held = scrape()
+    assert value(held, "kt_lease_holder", domain=clock.id, holder=f"pg:{pid}") == 1
+    assert not scrape()["kt_lease_holder"]["samples"]
+
+
+def test_a_failing_family_is_named_and_the_rest_still_answer(db):
+    def fail_commits(execute, sql, params, many, context):
+        if "timers_commit" in sql:
+            raise DatabaseError("the commits table is unreadable")
+        return execute(sql, params, many, context)
+
+    with connection.execute_wrapper(fail_commits):
+        m = scrape()
+    assert "kt_timer_fires" not in m
+    assert value(m, "kt_metrics_scrape_error", family="fires") == 1
+    assert value(m, "kt_metrics_scrape_error", family="timers") == 0
+    assert "kt_timers_armed" in m and "kt_tick_lag_seconds" in m
+
+
+@pytest.mark.parametrize(
+    ("header", "status"),
+    [(None, 401), ("Bearer wrong", 401), ("Basic " + TOKEN, 401), (f"Bearer {TOKEN}", 200), (f"bearer {TOKEN}", 200)],
+)
+def test_access_needs_the_token(db, header, status):
+    kwargs = {"HTTP_AUTHORIZATION": header} if header else {}
+    response = Client().get("/metrics", **kwargs)
+    assert response.status_code == status
+    if status == 401:
+        assert response.json()["error"]["code"] == "metrics_unauthorized"
+        assert response["WWW-Authenticate"].startswith("Bearer")
+
+
+def test_no_token_set_lets_only_a_superuser_in(db, settings):
+    settings.METRICS_TOKEN = ""
+    assert Client().get("/metrics", HTTP_AUTHORIZATION="Bearer ").status_code == 401
+    staff = get_user_model().objects.create_user("staff", password="x", is_staff=True)
+    root = get_user_model().objects.create_user("root", password="x", is_staff=True, is_superuser=True)
+    c = Client()
+    c.force_login(staff)
+    assert c.get("/metrics").status_code == 401  # an owner sees one brand; /metrics names every brand's clocks
+    c.force_login(root)
+    assert c.get("/metrics").status_code == 200
+
+
+def test_other_methods_are_refused_in_the_error_shape(db):
+    response = Client().post("/metrics", HTTP_AUTHORIZATION=f"Bearer {TOKEN}")
+    assert response.status_code == 405
+    assert response.json()["error"]["code"] == "method_not_allowed"

@@ -1,0 +1,273 @@
+"""/metrics: the runtime's state in the Prometheus text format, read from the database when scraped.
+
+Workers are separate processes (and a web process may run an advance too), so a counter kept in this
+process would count only what this process did. Every family is therefore built from the tables at scrape
+time by one collector, one set query per family, each answered from an index where the table has one; the
+history families (fires, late_by) are one pass over the fired timers. A family whose query fails is left
+out and named in ``kt_metrics_scrape_error``: a scrape answers 200, never 500.
+
+Labels: counters and the histogram carry ``clock`` (``live`` or ``test``: one series per test clock would
+grow without end); gauges carry the clock ``domain`` (``live`` or a test clock's id), and only domains with
+something to report appear. Access: ``Authorization: Bearer <METRICS_TOKEN>``, or a superuser's session
+(the families name every brand's test clocks). docs/operations.md lists the families.
+"""
+
+from __future__ import annotations
+
+import hmac
+import logging
+import time
+from collections.abc import Callable, Iterable
+from datetime import timedelta
+
+from django.conf import settings
+from django.db import connection, transaction
+from django.db.models import Count, Min
+from django.http import HttpRequest, HttpResponse, JsonResponse
+from django.views.decorators.csrf import csrf_exempt
+from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, generate_latest
+from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, HistogramMetricFamily, Metric
+from prometheus_client.registry import Collector
+
+from .clock import wall_now
+from .keys import KINDS
+from .models import LIVE, Commit, Outbox, TestClock, Timer
+
+log = logging.getLogger(__name__)
+
+# late_by's buckets, in seconds: a second's jitter, the minutes up to LATE_AFTER_SECONDS (300), then outages.
+LATE_BUCKETS = (1.0, 5.0, 15.0, 60.0, 300.0, 900.0, 3600.0, 21600.0, 86400.0)
+CLOCKS = ("live", "test")
+HELD_REASONS = {"error": "error", "tick.runaway": "runaway"}  # anything else was held by a hold (or a person)
+
+
+def _family_fires() -> list[Metric]:
+    """kt_timer_fires and kt_timer_late_by_seconds, from one statement (one snapshot, so the two never
+    disagree): one pass over the fired timers, grouped by clock, kind and late_by bucket, and the refused
+    commits. The gate commits a fired timer's key exactly once, committed or refused (timers/gate.py), so
+    committed = fired - refused; grouping by the timers' kind column keeps the plan a hash aggregate."""
+    # late_by is compared as it is stored (an interval; SQLite's whole microseconds), never converted per row.
+    if connection.vendor == "postgresql":
+        bounds: list = [timedelta(seconds=b) for b in LATE_BUCKETS]
+        kind = "split_part(key, ':', 2)"
+    else:
+        bounds = [int(b * 1_000_000) for b in LATE_BUCKETS]
+        kind = "substr(key, instr(key, ':') + 1, instr(substr(key, instr(key, ':') + 1), ':') - 1)"
+    bucket = " ".join(f"WHEN late_by <= %s THEN {i}" for i in range(len(LATE_BUCKETS)))
+    sql = (f"SELECT 'fired', domain = %s, kind, CASE {bucket} WHEN late_by IS NOT NULL THEN {len(LATE_BUCKETS)} "
+           f"END, count(*), sum(late_by) FROM {Timer._meta.db_table} WHERE status = 'fired' GROUP BY 2, 3, 4 "
+           f"UNION ALL SELECT 'refused', domain = %s, {kind}, NULL, count(*), NULL FROM {Commit._meta.db_table} "
+           "WHERE outcome = 'refused' GROUP BY 2, 3")
+    fired = {(c, k): 0 for c in CLOCKS for k in KINDS}  # every series from the start, at 0
+    refused = dict(fired)
+    buckets = {c: [0] * (len(LATE_BUCKETS) + 1) for c in CLOCKS}
+    late_sum = dict.fromkeys(CLOCKS, 0.0)
+    with connection.cursor() as cur:
+        cur.execute(sql, [LIVE, *bounds, LIVE])
+        for what, live, kind_, b, n, total in cur.fetchall():
+            clock_ = "live" if live else "test"
+            if what == "refused":
+                refused[(clock_, kind_)] = refused.get((clock_, kind_), 0) + n
+                continue
+            fired[(clock_, kind_)] = fired.get((clock_, kind_), 0) + n
+            if b is not None:
+                buckets[clock_][b] += n
+                late_sum[clock_] += _seconds(total)
+    fires = CounterMetricFamily("kt_timer_fires", "Timers fired through the gate, by kind and the gate's outcome.",
+                                labels=["clock", "kind", "outcome"])
+    for (clock_, kind_), n in sorted(fired.items()):
+        r = refused.get((clock_, kind_), 0)
+        fires.add_metric([clock_, kind_, "committed"], max(0, n - r))
+        fires.add_metric([clock_, kind_, "refused"], r)
+    late = HistogramMetricFamily("kt_timer_late_by_seconds", "How late each fired timer fired after it was owed "
+                                 "(0 on a test clock, which visits each instant).", labels=["clock"])
+    for clock_ in CLOCKS:
+        cum, running = [], 0
+        for bound, n in zip((*map(_le, LATE_BUCKETS), "+Inf"), buckets[clock_], strict=True):
+            running += n
+            cum.append((bound, running))
+        late.add_metric([clock_], cum, sum_value=late_sum[clock_])
+    return [fires, late]
+
+
+def _seconds(total: timedelta | int | None) -> float:
+    if total is None:
+        return 0.0
+    return total.total_seconds() if isinstance(total, timedelta) else total / 1_000_000
+
+
+def _le(bound: float) -> str:
+    return str(int(bound)) if bound == int(bound) else str(bound)
+
+
+def _family_timers() -> list[Metric]:
+    # Two partial indexes answer these: timer_tick_order (armed) and timer_held (held).
+    armed = GaugeMetricFamily("kt_timers_armed", "Armed timers, per clock domain.", labels=["domain"])
+    for domain, n in (Timer.objects.filter(status="armed").order_by().values_list("domain")
+                      .annotate(n=Count("*")).values_list("domain", "n")):
+        armed.add_metric([domain], n)
+    held = GaugeMetricFamily("kt_timers_held", "Held timers, per clock domain and why: error (a handler raised, "
+                             "for the owner console), runaway (a chain deeper than MAX_PASSES), hold.",
+                             labels=["domain", "reason"])
+    counts: dict[tuple[str, str], int] = {}
+    for domain, held_by, n in (Timer.objects.filter(status="held").order_by().values_list("domain", "held_by")
+                               .annotate(n=Count("*")).values_list("domain", "held_by", "n")):
+        k = (domain, HELD_REASONS.get(held_by, "hold"))
+        counts[k] = counts.get(k, 0) + n
+    for labels, n in sorted(counts.items()):
+        held.add_metric(list(labels), n)
+    return [armed, held]
+
+
+def _family_outbox() -> list[Metric]:
+    """Pending, sending (a live sender's lease) and in doubt (its sender's lease ran out or, on PostgreSQL,
+    its session is gone: the next sender asks the outside system first), as timers/outbox.py has them."""
+    table = Outbox._meta.db_table
+    if connection.vendor == "postgresql":
+        from .outbox import _SENDER_SQL  # the claim's own name for a live sender, so both agree on "alive"
+
+        live = (f"COALESCE(lease_until > clock_timestamp(), false) AND claimed_by IN "
+                f"(SELECT {_SENDER_SQL.format(a='a')} FROM pg_stat_activity a "
+                "WHERE a.pid IS NOT NULL AND a.backend_start IS NOT NULL)")
+        params: list = []
+    else:
+        live = "COALESCE(lease_until > %s, 0)"
+        params = [connection.ops.adapt_datetimefield_value(wall_now())] * 2
+    sql = (f"SELECT domain, count(*) FILTER (WHERE status = 'pending'), "
+           f"count(*) FILTER (WHERE status = 'sending' AND {live}), "
+           f"count(*) FILTER (WHERE status = 'sending' AND NOT ({live})) "
+           f"FROM {table} WHERE status IN ('pending', 'sending') GROUP BY domain")
+    pending = GaugeMetricFamily("kt_outbox_pending", "Outbox sends not yet claimed by a sender.", labels=["domain"])
+    sending = GaugeMetricFamily("kt_outbox_sending", "Outbox sends a live sender holds under its lease.",
+                                labels=["domain"])
+    doubt = GaugeMetricFamily("kt_outbox_in_doubt", "Outbox sends in doubt: claimed by a sender whose lease ran "
+                              "out or whose session is gone (or a send raised); asked before sent again.",
+                              labels=["domain"])
+    with connection.cursor() as cur:
+        cur.execute(sql, params)
+        for domain, p, s, d in cur.fetchall():
+            pending.add_metric([domain], p)
+            sending.add_metric([domain], s)
+            doubt.add_metric([domain], d)
+    return [pending, sending, doubt]
+
+
+def _family_lag() -> list[Metric]:
+    fam = GaugeMetricFamily("kt_tick_lag_seconds", "How far the tick is behind: on the live domain, now minus the "
+                            "oldest armed timer owed by now (0 when none is); on a test clock advancing on "
+                            "request, advance_to minus frozen_time.", labels=["domain"])
+    now = wall_now()
+    oldest = Timer.objects.filter(domain=LIVE, status="armed").aggregate(m=Min("owed_at"))["m"]
+    fam.add_metric([LIVE], max(0.0, (now - oldest).total_seconds()) if oldest is not None else 0.0)
+    for clock_id, frozen, to in (TestClock.objects.filter(status=TestClock.Status.ADVANCING)
+                                 .values_list("id", "frozen_time", "advance_to")):
+        fam.add_metric([clock_id], max(0.0, (to - frozen).total_seconds()))
+    return [fam]
+
+
+def lease_holders() -> list[tuple[str, str]]:
+    """(domain, holder) for each clock domain's lease held now; the only place that knows what a lease is.
+
+    Today a lease is a session advisory lock on hashtextextended('keeping_time:<domain>', 7)
+    (timers/lease.py); pg_locks shows a bigint key as classid (high 32 bits) and objid (low), objsubid 1.
+    The candidates are the live domain and every test clock not deleted. SQLite has no leases.
+    """
+    if connection.vendor != "postgresql":
+        return []
+    from .lease import _lock_key
+
+    sql = f"""
+        WITH held AS (
+            SELECT l.pid, (l.classid::bigint << 32) | l.objid::bigint AS k FROM pg_locks l
+            WHERE l.locktype = 'advisory' AND l.granted AND l.objsubid = 1
+              AND l.database = (SELECT oid FROM pg_database WHERE datname = current_database())
+        ), domains AS (
+            SELECT %s::text AS domain
+            UNION ALL SELECT id FROM {TestClock._meta.db_table} WHERE status <> 'deleted'
+        )
+        SELECT d.domain, 'pg:' || h.pid FROM held h
+        JOIN domains d ON hashtextextended(%s || d.domain, 7) = h.k
+        ORDER BY 1, 2
+    """
+    with connection.cursor() as cur:
+        cur.execute(sql, [LIVE, _lock_key("")])
+        return [(d, h) for d, h in cur.fetchall()]
+
+
+def _family_leases() -> list[Metric]:
+    fam = GaugeMetricFamily("kt_lease_holder", "1 for each clock domain's lease and the database session "
+                            "holding it (one worker holds a domain at a time).", labels=["domain", "holder"])
+    for domain, holder in lease_holders():
+        fam.add_metric([domain, holder], 1)
+    return [fam]
+
+
+FAMILIES: tuple[tuple[str, Callable[[], list[Metric]]], ...] = (
+    ("fires", _family_fires),  # and late_by: one pass over the fired timers
+    ("timers", _family_timers),
+    ("outbox", _family_outbox),
+    ("tick_lag", _family_lag),
+    ("leases", _family_leases),
+)
+
+
+class RuntimeCollector(Collector):
+    """Builds every family from the database at each scrape."""
+
+    def collect(self) -> Iterable[Metric]:
+        started = time.perf_counter()
+        errors = GaugeMetricFamily("kt_metrics_scrape_error", "1 where a family's query failed this scrape (the "
+                                   "family is left out), else 0.", labels=["family"])
+        for name, build in FAMILIES:
+            try:
+                # Each family in its own transaction (a savepoint inside one): a failed query aborts only it.
+                with transaction.atomic():
+                    got = build()
+            except Exception:
+                log.exception("metrics: the %s family failed", name)
+                errors.add_metric([name], 1)
+                continue
+            errors.add_metric([name], 0)
+            yield from got
+        yield errors
+        took = GaugeMetricFamily("kt_metrics_scrape_duration_seconds", "How long this scrape's queries took.")
+        took.add_metric([], time.perf_counter() - started)
+        yield took
+
+
+registry = CollectorRegistry(auto_describe=False)
+registry.register(RuntimeCollector())
+
+
+def _allowed(request: HttpRequest) -> bool:
+    token = getattr(settings, "METRICS_TOKEN", "")
+    scheme, _, given = request.headers.get("Authorization", "").partition(" ")
+    if token and scheme.lower() == "bearer" and hmac.compare_digest(given.strip().encode(), token.encode()):
+        return True
+    user = getattr(request, "user", None)
+    return bool(user is not None and user.is_authenticated and user.is_active and user.is_superuser)
+
+
+def _error(status: int, code: str, message: str, **headers: str) -> JsonResponse:
+    from .api.errors import error_body
+
+    response = JsonResponse(error_body(code, message, status=status), status=status)
+    for name, value in headers.items():
+        response[name] = value
+    return response
+
+
+@csrf_exempt
+def metrics_view(request: HttpRequest) -> HttpResponse:
+    if request.method not in ("GET", "HEAD"):
+        return _error(405, "method_not_allowed", f"{request.method} is not allowed on /metrics; use GET",
+                      Allow="GET, HEAD")
+    try:
+        if not _allowed(request):
+            return _error(401, "metrics_unauthorized", "Send 'Authorization: Bearer <METRICS_TOKEN>', or sign in "
+                          "as a superuser.", **{"WWW-Authenticate": 'Bearer realm="metrics"'})
+        body = generate_latest(registry)
+    except Exception:  # the database is gone, say: the scraper sees the target down, never a 500
+        log.exception("metrics: the scrape failed")
+        return _error(503, "metrics_unavailable", "the metrics could not be read now; try again")
+    return HttpResponse(body, content_type=CONTENT_TYPE_LATEST)
