@@ -36,9 +36,10 @@ def _item_pks(item: ClockItem, table: str) -> tuple:
 
 
 def _load_items(wanted: set) -> dict:
+    # Every item of the clocks asked for: a clock's other items are asked for soon after (its rungs).
     clocks = {c for c, _ in wanted}
     rows = ClockItem.objects.select_related("clock__subject__calendar").filter(clock_id__in=clocks).order_by()
-    return {(r.clock_id, r.item): r for r in rows if (r.clock_id, r.item) in wanted}
+    return {(r.clock_id, r.item): r for r in rows}
 
 
 def _item_of(timer) -> tuple[str, str]:

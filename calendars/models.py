@@ -144,6 +144,9 @@ class Clock(models.Model):
         indexes = [
             # A subject's calendar (calendars/entries.py, clock_entries): its clocks on one clock domain.
             models.Index(fields=["subject", "domain"], name="clock_subject"),
+            # A job's clocks (services/services.py: _deadline_times, job_end; services/repin.py, clock_repin_job):
+            # without it a lagging statistic nests a scan of every clock under each item (bench/README.md).
+            models.Index(fields=["owner_ref", "domain"], name="clock_owner"),
         ]
 
     def __str__(self) -> str:

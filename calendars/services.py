@@ -266,6 +266,7 @@ def clock_open(*, armer: Armer, brand: Brand | str, domain: str, subject: Subjec
     for item in items:
         item.clock = clock
         _arm_item(armer, item, spec, cal, move=0)
+    clock.opened_items = items  # what its opener may read without asking the database again (job_open)
     return clock
 
 

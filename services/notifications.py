@@ -11,7 +11,7 @@ from __future__ import annotations
 from typing import Any
 
 from django.conf import settings
-from django.db import connection, transaction
+from django.db import transaction
 
 from timers import batch as batches
 from timers import outbox
@@ -19,6 +19,7 @@ from timers.clock import wall_now
 from timers.engine import Firing
 from timers.ids import new_id
 from timers.models import Brand, Outbox
+from timers.rows import insert_new
 
 from .models import Notification
 
@@ -43,7 +44,8 @@ def notify(armer: Any, *, kind: str, subject: str, recipients: list[str], messag
     rows = [Notification(brand_id=brand_id, domain=domain, recipient=name, kind=kind, subject=subject, key=key,
                          message=message, created_at=now)
             for name in dict.fromkeys(r for r in recipients if r)]
-    created = _insert_new(rows)
+    # One statement: a recipient who already heard this lapse (a replay, a redelivered wake) is skipped.
+    created = insert_new(rows)
     messages = _emails(brand_id, created)
     if messages:
         if firing is not None:
@@ -51,26 +53,6 @@ def notify(armer: Any, *, kind: str, subject: str, recipients: list[str], messag
         else:
             _send_direct(domain, brand_id, f"{key}|notify:{created[0].id}", messages)
     return created
-
-
-def _insert_new(rows: list[Notification]) -> list[Notification]:
-    """Insert the rows in one statement; a recipient who already heard this lapse (a replay, a redelivered
-    wake) is skipped by the unique constraint. Returns the rows inserted now, in the recipients' order."""
-    if not rows:
-        return []
-    meta = Notification._meta
-    fields = [f for f in meta.concrete_fields if f.column != "user_id"]
-    qn = connection.ops.quote_name
-    one = "(" + ", ".join(["%s"] * len(fields)) + ")"
-    params = [f.get_db_prep_save(f.pre_save(row, add=True), connection) for row in rows for f in fields]
-    with connection.cursor() as cur:
-        cur.execute(
-            f"INSERT INTO {qn(meta.db_table)} ({', '.join(qn(f.column) for f in fields)}) "
-            f"VALUES {', '.join([one] * len(rows))} "
-            f"ON CONFLICT ({', '.join(qn(c) for c in ('domain', 'key', 'recipient', 'kind'))}) DO NOTHING "
-            f"RETURNING {qn('id')}", params)
-        inserted = {r[0] for r in cur.fetchall()}
-    return [row for row in rows if row.id in inserted]
 
 
 def _brand_name(brand_id: str) -> str:

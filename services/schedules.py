@@ -26,6 +26,7 @@ from timers.engine import Firing
 from timers.errors import KeepingTimeError, NotFound
 from timers.ids import domain_seed, new_id
 from timers.models import Brand, Schedule, ScheduleRun, ScheduleTick
+from timers.rows import insert_new
 from timers.schedules import Started, TargetKind, compact, register_target
 from timers.timeutil import iso_z, local_instant
 
@@ -181,18 +182,13 @@ def service_fire(f: Firing, *, sub, name: str, intended: datetime) -> tuple[Sche
     """A subscription's mint is due for ``intended``: the Run of (schedule, intended), once; None when that
     instant's Run started already (a wake that arrived twice). The Service's ``catch_up`` (each missed period,
     or only the latest) decides what a gap mints, before this: its mints are not held to a window."""
-    from django.db import IntegrityError, transaction
-
     sch = Schedule.objects.select_for_update().filter(domain=sub.domain, owner_ref=f"{sub.id}:{name}").first()
     if sch is None:  # a subscription made before schedules were rows
         sch = service_schedule(sub=sub, name=name, now=sub.opened_at)
     now = max(f.now, f.instant)
-    try:
-        with transaction.atomic():
-            run = ScheduleRun.objects.create(id=new_id("run", seed=f"{domain_seed(sub.domain)}|{f.timer.key}"),
-                                             schedule=sch, intended_at=intended, state=ScheduleRun.State.OPEN,
-                                             started_at=now)
-    except IntegrityError:
+    run = ScheduleRun(id=new_id("run", seed=f"{domain_seed(sub.domain)}|{f.timer.key}"), schedule=sch,
+                      intended_at=intended, state=ScheduleRun.State.OPEN, started_at=now)
+    if not insert_new([run]):  # (schedule, intended) is taken: this instant's Run started already
         return None
     return sch, run
 

@@ -297,11 +297,14 @@ def job_open(*, armer: Armer, brand_id: str, domain: str, service: str, subject:
         price_cents=price_cents, opened_at=now,
     )
     title = (svc.title or "{service} {period}").format(service=service, period=period)
+    opened: dict[str, list] = {}
     for name in svc.clocks:
-        clock_open(armer=armer, brand=brand_id, domain=domain, subject=subject,
+        clock = clock_open(armer=armer, brand=brand_id, domain=domain, subject=subject,
                    spec_name=registry.clock_spec_name(service, name, version), owner_ref=job.id, period=period, inputs=input,
                    title=f"{name} · {title}", version=job.version, opened_at=now,
                    clock_id=new_id("clk", seed=_seed(domain, job.id, name), length=8))
+        if clock is not None:
+            opened[clock.name] = clock.opened_items
     # A clock that lives on the subject follows the newest job of its Service there (clock.repinned).
     repin_subject_clocks(armer=armer, job=job)
     armer.record("job.opened", subject=job.id, data={"service": service, "period": period, "subject": subject.id,
@@ -311,7 +314,7 @@ def job_open(*, armer: Armer, brand_id: str, domain: str, service: str, subject:
                    memo=f"hold · {service} {period}", owed_at=now, key_owner=job.id, occurrence="open",
                    subscription=subscription, job=job)
     if svc.within is not None:
-        _arm_deadline(armer, job, svc)
+        _arm_deadline(armer, job, svc, opened=opened)
         if svc.waits is not None:  # it opens on the party's work: the at-risk timer waits from the start
             _wait(armer, job, on=svc.waits.on, key=deadline_key(job, "at_risk"))
     for name in svc.signals:
@@ -428,22 +431,24 @@ def job_deliver(*, armer: Armer, job: Job, keeps: dict | None = None) -> Job:
     return job
 
 
-def _deadline_times(job: Job, svc: Service) -> tuple[datetime, datetime]:
+def _deadline_times(job: Job, svc: Service, opened: dict[str, list] | None = None) -> tuple[datetime, datetime]:
     """(at_risk, late_at): late at the end of ``price.within`` (from the open, or from a clock's date: the
-    earliest of its items), at risk at three quarters of the way there."""
+    earliest of its items), at risk at three quarters of the way there. ``opened``: the items of the clocks
+    the job has just opened, by clock name (its own clocks, so no query is needed)."""
     within = svc.within
     if within.anchor == "open":
         late_at = job.opened_at + within.span
     else:
-        items = ClockItem.objects.filter(clock__owner_ref=job.id, clock__domain=job.domain, clock__name=within.anchor)
+        items = (opened or {}).get(within.anchor) or ClockItem.objects.filter(
+            clock__owner_ref=job.id, clock__domain=job.domain, clock__name=within.anchor)
         anchor = min(i.due_date for i in items)
         late_at = business_calendar(job.subject).close_of(within.apply(anchor)) + timedelta(minutes=1)
     at_risk = (job.opened_at + (late_at - job.opened_at) * 3 / 4).replace(microsecond=0)
     return at_risk, late_at
 
 
-def _arm_deadline(armer: Armer, job: Job, svc: Service) -> None:
-    at_risk, late_at = _deadline_times(job, svc)
+def _arm_deadline(armer: Armer, job: Job, svc: Service, *, opened: dict[str, list] | None = None) -> None:
+    at_risk, late_at = _deadline_times(job, svc, opened)
     job.late_at = late_at
     job.save(update_fields=["late_at"])
     for point, owed in (("at_risk", at_risk), ("late", late_at)):

@@ -143,3 +143,25 @@ def test_a_row_written_in_the_batch_is_read_fresh_by_the_next_firing(brand, hand
     before = Event.objects.filter(domain=tc.id, subject=item.owner_key, type__startswith="clock.",
                                   fired_at__lte=settle_at)
     assert before.exists()  # the first rung did ring: the item was read in this batch before the write
+
+
+def test_what_a_write_drops_from_the_batch_caches(brand):
+    from django.db import transaction
+
+    from timers import batch as batches
+    from timers.models import Brand
+
+    with transaction.atomic(), batches.batch() as b:
+        rows = b.cache("t.rows", tables=("timers_brand",), pk=lambda v, table: (v,))
+        rows["a"], rows["b"], rows["gone"] = brand.pk, "other-brand", None
+        totals = b.cache("t.totals", tables=("timers_brand",))  # an aggregate: no row keys
+        totals["count"] = 1
+        Brand.objects.create(name="another.test", created_at=T0)
+        # An insert changes no row a cache holds: rows by key stay, what was missing is asked again; an
+        # aggregate is dropped.
+        assert dict(rows) == {"a": brand.pk, "b": "other-brand"} and not totals
+        brand.name = "renamed.test"
+        brand.save(update_fields=["name"])  # one row by its primary key: only that row
+        assert dict(rows) == {"b": "other-brand"}
+        Brand.objects.filter(name="another.test").update(name="x.test")  # any other write: everything
+        assert not rows

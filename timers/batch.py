@@ -3,8 +3,8 @@
 A batch is one transaction in which thousands of timers fire. Domain code that reads the same rows for many
 of them (a clock item and its calendar for each rung) asks a cache of the batch, filled with set queries,
 instead of one query per fire. A cache lives for one batch only, and any write statement on a table it
-reads drops what it holds (a single-row update by primary key drops that row; any other write drops the
-cache), so a handler never sees an older row than a fresh query would show it.
+reads drops what it holds (a single-row update by primary key drops that row; an insert drops only what
+it said was missing; any other write drops the cache), so a handler never sees an older row than a fresh query would show it.
 
 A handler registered ``atomic`` must leave nothing behind when it fails. It used to run in a savepoint of
 its own (two statements a fire, most of a rung's cost). Now the savepoint opens just before the handler's
@@ -27,6 +27,7 @@ _current: ContextVar[Batch | None] = ContextVar("keeping_time_batch", default=No
 
 # Django's save(update_fields=…) of one row: UPDATE "table" SET … WHERE "table"."id" = %s
 _BY_PK = re.compile(r'^UPDATE "(\w+)" SET .* WHERE "\1"\."id" = %s$', re.S)
+_INSERT = re.compile(r'\s*INSERT\s+INTO\s+"(\w+)"', re.I)
 _TABLES = re.compile(r'(?:UPDATE|INTO|FROM|JOIN)\s+"(\w+)"', re.I)
 
 
@@ -50,6 +51,15 @@ class Cache(dict):
     def clear(self) -> None:
         super().clear()
         self._by_pk.clear()
+
+    def inserted(self) -> None:
+        """Rows were inserted into a table it reads: a cache of rows by key keeps every row it holds (an
+        insert changes none of them) and forgets only that a key had none; any other cache is dropped."""
+        if self.pk is None:
+            self.clear()
+            return
+        for key in [k for k, v in self.items() if v is None]:
+            del self[key]
 
     def drop(self, table: str, pk: Any | None) -> None:
         if pk is None or self.pk is None:
@@ -126,6 +136,12 @@ class Batch:
         return execute(sql, params, many, context)
 
     def _written(self, sql: str, params: Any) -> None:
+        into = _INSERT.match(sql)
+        if into and "DO UPDATE" not in sql.upper():
+            for cache in self.caches.values():
+                if into.group(1) in cache.tables:
+                    cache.inserted()
+            return
         tables = set(_TABLES.findall(sql))
         by_pk = _BY_PK.match(sql)
         pk = params[-1] if by_pk and params else None
@@ -143,7 +159,8 @@ def row(f: Any, key: Any, *, name: str, load: Callable[[set], dict], ahead: tupl
     """The row ``load`` finds for ``key``, read for a firing ``f``. In a batch, the first ask reads the rows of
     every timer the batch holds whose handler is in ``ahead`` (``key_of`` a timer) in one query, and a row a
     write has dropped since is read alone; a handler gets a copy, so what it changes without saving never
-    reaches the next. ``load`` maps a set of keys to {key: row}; a key it does not return has no row."""
+    reaches the next. ``load`` maps a set of keys to {key: row} (it may add rows it was not asked for); a key
+    it does not return has no row."""
     b = current()
     if b is None:
         return load({key}).get(key)
@@ -155,8 +172,13 @@ def row(f: Any, key: Any, *, name: str, load: Callable[[set], dict], ahead: tupl
             found = load(keys)
             for k in keys:
                 cache[k] = found.get(k)
+            for k, v in found.items():  # a loader may return more than it was asked for (a clock's other items)
+                cache.setdefault(k, v)
         if key not in cache:
-            cache[key] = load({key}).get(key)
+            found = load({key})
+            cache[key] = found.get(key)
+            for k, v in found.items():
+                cache.setdefault(k, v)
     value = cache[key]
     return None if value is None else clone(value)
 
