@@ -32,7 +32,7 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 
 from django.conf import settings
-from django.db import connection, transaction
+from django.db import OperationalError, connection, transaction
 
 from .clock import wall_now
 
@@ -101,17 +101,29 @@ class Held:
                         [_db(now), self.batches, self.domain, self.epoch, self.holder])
 
 
-def take(domain: str) -> Held | None:
-    """Take ``domain`` if its lease is free, expired, or this thread's; the epoch goes up by one."""
-    me = holder()
+def take(domain: str, *, as_holder: str | None = None) -> Held | None:
+    """Take ``domain`` if its lease is free, expired, or this thread's; the epoch goes up by one.
+    (``as_holder`` names another holder: tests play a paused worker and its successor with it.)"""
+    me = as_holder or holder()
     now = wall_now()
     with connection.cursor() as cur:
         # A look first, so a worker scanning many domains writes nothing for those held by others.
-        cur.execute("SELECT holder, expires FROM timers_lease WHERE domain = %s", [domain])
-        row = cur.fetchone()
-    if row is not None and row[0] != me and _aware(row[1]) >= now:
+        cur.execute("SELECT 1 FROM timers_lease WHERE domain = %s AND holder <> %s AND expires >= %s",
+                    [domain, me, _db(now)])
+        if cur.fetchone() is not None:
+            return None
+    try:
+        return _upsert(domain, me, now)
+    except OperationalError:
+        # The row is locked: its holder is inside a batch (the fence), so the lease is not expired after
+        # all, or its holder is paused mid-batch; either way it is not ours now, and this worker goes on.
         return None
+
+
+def _upsert(domain: str, me: str, now: datetime) -> Held | None:
     with transaction.atomic(), connection.cursor() as cur:
+        if connection.vendor == "postgresql":
+            cur.execute("SET LOCAL lock_timeout = '200ms'")
         cur.execute(
             "INSERT INTO timers_lease (domain, holder, epoch, expires) VALUES (%s, %s, 1, %s) "
             "ON CONFLICT (domain) DO UPDATE SET holder = excluded.holder, epoch = timers_lease.epoch + 1, "
@@ -120,20 +132,14 @@ def take(domain: str) -> Held | None:
             [domain, me, _db(now + ttl()), _db(now)])
         got = cur.fetchone()
         if got is None:
+            if connection.vendor == "postgresql":
+                cur.execute("SET LOCAL lock_timeout TO DEFAULT")
             return None
         cur.execute("INSERT INTO timers_leaseterm (domain, epoch, holder, taken_at, batches) VALUES (%s, %s, %s, %s, 0)",
                     [domain, got[0], me, _db(now)])
+        if connection.vendor == "postgresql":
+            cur.execute("SET LOCAL lock_timeout TO DEFAULT")  # an outer transaction goes on as it was
     return Held(domain=domain, holder=me, epoch=int(got[0]))
-
-
-def _aware(value) -> datetime:
-    # SQLite hands a raw cursor's datetimes back as text.
-    if isinstance(value, str):
-        from django.utils.dateparse import parse_datetime
-
-        parsed = parse_datetime(value)
-        return parsed if parsed.tzinfo else parsed.replace(tzinfo=wall_now().tzinfo)
-    return value
 
 
 @contextlib.contextmanager
