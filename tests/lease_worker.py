@@ -10,6 +10,7 @@ KT_LEASE_SECONDS and FAR_FIRE_SECONDS (how long each firing takes, so a turn is 
 from __future__ import annotations
 
 import json
+import logging
 import os
 import signal
 import sys
@@ -38,6 +39,7 @@ def far(f) -> None:
 
 
 def main() -> None:
+    logging.basicConfig(level=logging.WARNING)
     handlers.register("far", far, replace=True)
     worker = Worker(WallClock(max_sleep=0.2), test_clocks=False)
 
@@ -47,7 +49,8 @@ def main() -> None:
     signal.signal(signal.SIGTERM, stop)
     print(json.dumps({"ready": True, "pid": os.getpid(), "holder": lease.holder()}), flush=True)
     worker.run()
-    print(json.dumps({"fired": worker.fired, "turns": worker.turns, "holder": lease.holder()}), flush=True)
+    print(json.dumps({"fired": worker.fired, "turns": worker.turns, "lost": worker.lost, "holder": lease.holder()}),
+          flush=True)
 
 
 if __name__ == "__main__":

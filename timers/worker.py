@@ -302,6 +302,7 @@ class Worker:
         self.fired = 0
         self.turns: dict[str, int] = {}  # turns this worker ran, by domain
         self.woken: list[str] = []  # domains a NOTIFY named, run first in the next step
+        self.lost: list[str] = []  # domains whose lease was taken over mid-turn (the fence stopped this worker)
         self._held_elsewhere = False
         self._listening = False
 
@@ -336,6 +337,7 @@ class Worker:
                     stats = _turn(self.clock, domain, held, batches=self.batches)
                 except LeaseLost:
                     log.warning("lost the lease on %s; its new holder goes on", domain)
+                    self.lost.append(domain)
                     continue
             self.fired += stats.fired
             self.turns[domain] = self.turns.get(domain, 0) + 1
