@@ -196,3 +196,29 @@ def test_arming_live_wakes_the_worker_with_its_domain_after_the_commit(db):
             assert not list(listener.notifies(timeout=0.3, stop_after=1))  # nothing before the commit
         notes = list(listener.notifies(timeout=5, stop_after=1))
     assert [n.payload for n in notes] == [live_domain(brand.id)]
+
+
+HOLD = """
+import os, sys, time
+sys.path.insert(0, os.getcwd())
+os.environ.setdefault("DJANGO_SETTINGS_MODULE", "keeping_time.settings")
+import django
+django.setup()
+from timers.lease import take
+held = take("live_killed")
+print(held.epoch, flush=True)
+time.sleep(120)
+"""
+
+
+def test_a_holder_killed_with_9_frees_its_lease_at_once_its_session_gone(db):
+    env = dict(os.environ, DATABASE_URL=_dsn(), DJANGO_SETTINGS_MODULE="keeping_time.settings",
+               KT_LEASE_SECONDS="120")
+    proc = subprocess.Popen([sys.executable, "-c", HOLD], cwd=ROOT, env=env, stdout=subprocess.PIPE, text=True)
+    assert proc.stdout.readline().strip() == "1"
+    assert leases.take("live_killed") is None  # held for two minutes by a live session
+    proc.send_signal(signal.SIGKILL)
+    proc.wait(10)
+    started = time.monotonic()
+    _wait(lambda: leases.take("live_killed") is not None, 10, "the dead holder's lease was not freed")
+    assert time.monotonic() - started < 10 and Lease.objects.get(domain="live_killed").epoch == 2

@@ -11,7 +11,8 @@ share across its nodes; a row is seen the same from every node. So:
   then finds it renewed. No row: the lease expired and was taken over while this holder was away (a long
   pause, a partition): the batch stops before it writes anything.
 - **release**: the row expires at once, so the next taker needs no wait; a holder killed with -9 never
-  releases, and its domain is taken over once ``expires`` passes (``KEEPING_TIME["LEASE_SECONDS"]``).
+  releases, and its domain is taken over once ``expires`` passes (``KEEPING_TIME["LEASE_SECONDS"]``), or at
+  once on PostgreSQL when the holder's database session is gone (the row names it, as the outbox's claims do).
 
 Safety rests on the fence alone: clocks decide only when a lease may be taken over, never whether two
 holders write. A holder is a thread of a process (the advisory lock's unit was a database session, which
@@ -56,6 +57,23 @@ def _held() -> dict[str, list]:
 
 def ttl() -> timedelta:
     return timedelta(seconds=float(settings.KEEPING_TIME.get("LEASE_SECONDS", 30.0)))
+
+
+def _pg() -> bool:
+    return connection.vendor == "postgresql"
+
+
+# The sessions alive now, named as timers.outbox.sender_id names one (pid and start, so a reused pid differs).
+_LIVE_SESSIONS = ("SELECT 'pg:' || a.pid || ':' || floor(extract(epoch from a.backend_start) * 1000000)::bigint "
+                  "FROM pg_stat_activity a WHERE a.pid IS NOT NULL AND a.backend_start IS NOT NULL")
+
+
+def _session() -> str:
+    if not _pg():
+        return ""  # SQLite: one machine, one writer; the expiry frees a dead holder's lease
+    from .outbox import sender_id
+
+    return sender_id()
 
 
 def _db(at: datetime):
@@ -108,7 +126,8 @@ def take(domain: str, *, as_holder: str | None = None) -> Held | None:
     now = wall_now()
     with connection.cursor() as cur:
         # A look first, so a worker scanning many domains writes nothing for those held by others.
-        cur.execute("SELECT 1 FROM timers_lease WHERE domain = %s AND holder <> %s AND expires >= %s",
+        cur.execute("SELECT 1 FROM timers_lease WHERE domain = %s AND holder <> %s AND expires >= %s"
+                    + (f" AND (session = '' OR session IN ({_LIVE_SESSIONS}))" if _pg() else ""),
                     [domain, me, _db(now)])
         if cur.fetchone() is not None:
             return None
@@ -122,22 +141,25 @@ def take(domain: str, *, as_holder: str | None = None) -> Held | None:
 
 def _upsert(domain: str, me: str, now: datetime) -> Held | None:
     with transaction.atomic(), connection.cursor() as cur:
-        if connection.vendor == "postgresql":
+        if _pg():
             cur.execute("SET LOCAL lock_timeout = '200ms'")
+        # Free: expired, or this holder's, or (PostgreSQL) its holder's session has ended (killed, cut off).
+        gone = (f" OR (timers_lease.session <> '' AND timers_lease.session NOT IN ({_LIVE_SESSIONS}))"
+                if _pg() else "")
         cur.execute(
-            "INSERT INTO timers_lease (domain, holder, epoch, expires) VALUES (%s, %s, 1, %s) "
+            "INSERT INTO timers_lease (domain, holder, epoch, expires, session) VALUES (%s, %s, 1, %s, %s) "
             "ON CONFLICT (domain) DO UPDATE SET holder = excluded.holder, epoch = timers_lease.epoch + 1, "
-            "expires = excluded.expires WHERE timers_lease.expires < %s OR timers_lease.holder = excluded.holder "
-            "RETURNING epoch",
-            [domain, me, _db(now + ttl()), _db(now)])
+            "expires = excluded.expires, session = excluded.session "
+            "WHERE timers_lease.expires < %s OR timers_lease.holder = excluded.holder" + gone + " RETURNING epoch",
+            [domain, me, _db(now + ttl()), _session(), _db(now)])
         got = cur.fetchone()
         if got is None:
-            if connection.vendor == "postgresql":
+            if _pg():
                 cur.execute("SET LOCAL lock_timeout TO DEFAULT")
             return None
         cur.execute("INSERT INTO timers_leaseterm (domain, epoch, holder, taken_at, batches) VALUES (%s, %s, %s, %s, 0)",
                     [domain, got[0], me, _db(now)])
-        if connection.vendor == "postgresql":
+        if _pg():
             cur.execute("SET LOCAL lock_timeout TO DEFAULT")  # an outer transaction goes on as it was
     return Held(domain=domain, holder=me, epoch=int(got[0]))
 

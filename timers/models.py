@@ -195,6 +195,8 @@ class Lease(models.Model):
     holder = models.CharField(max_length=120)
     epoch = models.BigIntegerField()
     expires = models.DateTimeField(help_text="Anyone may take the domain after this; the holder renews it.")
+    session = models.CharField(max_length=64, blank=True, default="",
+                               help_text="The holder's database session (PostgreSQL): once it ends, the lease is free")
 
     class Meta:
         constraints = [models.CheckConstraint(name="lease_epoch_positive", condition=Q(epoch__gte=1))]

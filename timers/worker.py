@@ -272,6 +272,10 @@ def next_owed(domain: str) -> datetime | None:
     )
 
 
+def _owed_now(domain: str, now: datetime) -> bool:
+    return Timer.objects.filter(domain=domain, status="armed", owed_at__lte=now).exists()
+
+
 def _next_live() -> datetime | None:
     nxt = Timer.objects.filter(domain=OuterRef("pk"), status="armed").order_by("owed_at").values("owed_at")[:1]
     return min((n for n in LiveClock.objects.annotate(nxt=Subquery(nxt)).values_list("nxt", flat=True)
@@ -329,6 +333,8 @@ class Worker:
         for domain in dict.fromkeys([*woken, *owed]):
             if self.stop.is_set():
                 break
+            if not _owed_now(domain, self.clock.now()):
+                continue  # another worker ran it since this step looked: taking it would write for nothing
             with lease(domain, wait=False) as held:
                 if held is None:
                     held_elsewhere = True  # another worker runs it

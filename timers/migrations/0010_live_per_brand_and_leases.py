@@ -85,6 +85,7 @@ class Migration(migrations.Migration):
                 ('holder', models.CharField(max_length=120)),
                 ('epoch', models.BigIntegerField()),
                 ('expires', models.DateTimeField(help_text='Anyone may take the domain after this; the holder renews it.')),
+                ('session', models.CharField(blank=True, default='', help_text="The holder's database session (PostgreSQL): once it ends, the lease is free", max_length=64)),
             ],
             options={
                 'constraints': [models.CheckConstraint(condition=models.Q(('epoch__gte', 1)), name='lease_epoch_positive')],
