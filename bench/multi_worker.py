@@ -121,13 +121,14 @@ def arm(rows: list, per_brand: int, round_no: int) -> int:
     return len(timers)
 
 
-def wait_fired(rows: list, n: int, timeout: float = 600) -> float:
+def wait_fired(rows: list, n: int, procs: list[subprocess.Popen], timeout: float = 600) -> float:
     from timers.models import Commit, live_domain
 
     domains = [live_domain(b.id) for b in rows]
     start = time.perf_counter()
     while Commit.objects.filter(domain__in=domains).count() < n:
-        if time.perf_counter() - start > timeout:
+        if time.perf_counter() - start > timeout or any(p.poll() is not None for p in procs):
+            print("CHECK FAILED: a worker died, or the timers did not all fire in time")
             raise SystemExit(3)
         time.sleep(0.01)
     return time.perf_counter() - start
@@ -162,7 +163,7 @@ def one_round(rows: list, per_brand: int, workers: int, round_no: int) -> tuple[
     procs = spawn(workers)
     try:
         n = arm(rows, per_brand, round_no)
-        seconds = wait_fired(rows, n)
+        seconds = wait_fired(rows, n, procs)
     finally:
         outs = stop(procs)
     from timers.models import LeaseTerm, live_domain
