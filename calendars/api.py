@@ -31,7 +31,7 @@ from timers.api.serializers import Choice
 from timers.api.views import ERRORS, NOT_FOUND, BrandAPIView, domain_of, get_owned
 from timers.clock import wall_now
 from timers.errors import KeepingTimeError
-from timers.models import LIVE, Brand
+from timers.models import Brand, brand_domain, is_live
 from timers.timeutil import iso_z
 
 from . import feed, feed_stamp
@@ -68,9 +68,9 @@ def calendar_domain(brand: Brand, subject: Subject, test_clock: str | None) -> s
     one the subject lives on unless it lives on the live clock). The subject is already in the key's mode,
     and a live key names no test clock."""
     if not test_clock:
-        return subject.domain or LIVE
+        return brand_domain(subject.domain, subject.brand_id)
     domain = domain_of(brand, test_clock)
-    if subject.domain not in (LIVE, domain):
+    if not is_live(subject.domain) and subject.domain != domain:
         err = KeepingTimeError(f"test_clock: subject {subject.id} lives on test clock {subject.domain}, "
                                f"not {domain}", code="invalid_request")
         err.param = "test_clock"

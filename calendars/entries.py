@@ -28,7 +28,7 @@ from django.db.models.functions import Cast, Concat
 
 from timers.keys import format_key
 from timers.keys import parse as parse_key
-from timers.models import LIVE, Event, Timer
+from timers.models import Event, Timer, brand_domain, is_live
 from timers.services import domain_now
 
 from .models import ClockItem, Subject
@@ -113,14 +113,14 @@ class SubjectCalendar:
 
     @property
     def test_clock(self) -> str | None:
-        return None if self.domain == LIVE else self.domain
+        return None if is_live(self.domain) else self.domain
 
 
 def subject_calendar(subject: Subject, *, domain: str | None = None, from_date: date | None = None,
                      everything: bool = False) -> SubjectCalendar:
     """The subject's dates on a clock domain (default: the subject's own), each dated on or after
     ``from_date`` (default: the domain's today in the calendar's zone; ``everything`` lists all)."""
-    domain = domain or subject.domain or LIVE
+    domain = domain or brand_domain(subject.domain, subject.brand_id)
     cal = business_calendar(subject)
     now = domain_now(domain=domain)
     today = cal.today(now)

@@ -12,7 +12,7 @@ from django.db import models
 from django.db.models import Q
 
 from timers.fields import IdField
-from timers.ids import LIVE, domain_id, new_id
+from timers.ids import LIVE, domain_id, is_live, new_id
 from timers.models import Brand
 
 from .civil import BusinessCalendar, calendar_from
@@ -29,9 +29,12 @@ def new_subject_id() -> str:
 def seeded_subject_id(*, brand: Brand, domain: str, kind: str, key: str) -> str:
     """A subject's id derived from its domain's seed and what it is, so the same scenario names it alike.
 
-    The live domain holds every brand's subjects, so there the brand is part of what it is; a test clock
-    belongs to one brand, and its (random) id must not enter a seeded scenario's ids."""
-    return domain_id("sbj", domain, *((brand.id,) if domain == LIVE else ()), kind, key)
+    A live subject's id derives from "live" and its brand (as when every brand's live clock was one domain,
+    so a subject keeps its id across that split); a test clock belongs to one brand, and its (random) id
+    must not enter a seeded scenario's ids."""
+    if is_live(domain):
+        return new_id("sbj", seed="|".join((LIVE, brand.id, kind, key)))
+    return domain_id("sbj", domain, kind, key)
 
 
 def new_clock_id() -> str:

@@ -170,6 +170,11 @@ KEEPING_TIME = {
                    "email": env("KT_EMAIL_TRANSPORT", default="django-email")},
     # How long a sender's claim on an outbox row holds; a claim whose sender's session died frees at once.
     "OUTBOX_LEASE_SECONDS": env.float("KT_OUTBOX_LEASE_SECONDS", default=30.0),
+    # How long a worker's lease on a clock domain holds unrenewed (timers/lease.py): it is renewed at every
+    # batch, and a worker that died is taken over this long after its last batch.
+    "LEASE_SECONDS": env.float("KT_LEASE_SECONDS", default=30.0),
+    # How many batches a brand's live clock runs in its turn before the loop moves to the next owed one.
+    "LIVE_TURN_BATCHES": env.int("KT_LIVE_TURN_BATCHES", default=1),
     # Who a notification's recipient is by email, name → address (KT_PEOPLE "Ada Lovelace=ada@example.com;
     # owner=owner@apis.tax"). A name without an address still gets its Notification row, and no email.
     "PEOPLE": _people(env("KT_PEOPLE", default="")),

@@ -50,7 +50,7 @@ from timers.api.views import (
 )
 from timers.errors import KeepingTimeError, NotFound, Refused
 from timers.keys import KINDS
-from timers.models import LIVE, Brand, Timer
+from timers.models import Brand, Timer, is_live
 from timers.services import domain_now
 from timers.timeutil import iso_z
 
@@ -143,7 +143,7 @@ def get_item(clock: Clock, item: str) -> ClockItem:
 
 
 def _test_clock(domain: str) -> str | None:
-    return None if domain == LIVE else domain
+    return None if is_live(domain) else domain
 
 
 @contextmanager

@@ -19,7 +19,7 @@ from django.conf import settings
 from calendars import specs
 from timers import batch as batches
 from timers.clock import wall_now
-from timers.models import Deploy, Version
+from timers.models import LIVE, Deploy, Version, is_live
 
 from . import bundles
 from .bundles import Bundle
@@ -149,9 +149,16 @@ def store(b: Bundle, *, name: str = "", services: list[str] | None = None) -> Ve
     return row
 
 
+def deploy_domain(domain: str) -> str:
+    """Where a domain's deploys are: "live" for every brand's live clock (a deploy reaches them all), else
+    the test clock's own (a test clock replays deploys)."""
+    return LIVE if is_live(domain) else domain
+
+
 def live_version(service: str, *, domain: str, now: datetime) -> str:
     """The version new work of ``service`` pins in ``domain`` at ``now``: its latest deploy there, else the
     working tree's."""
+    domain = deploy_domain(domain)
     b = batches.current()
     if b is None:
         deployed = (Deploy.objects.filter(domain=domain, service=service, at__lte=now).order_by("-at", "-id")
@@ -187,7 +194,7 @@ def deploy(*, service: str, version: Version, domain: str, at: datetime) -> Depl
     if service not in version.services:
         raise ServiceError(f"version {version.label} does not declare {service!r} "
                            f"(it declares {', '.join(version.services)})")
-    return Deploy.objects.create(domain=domain, service=service, version=version, at=at, created_at=wall_now())
+    return Deploy.objects.create(domain=deploy_domain(domain), service=service, version=version, at=at, created_at=wall_now())
 
 
 def module_bundle(path: str) -> tuple[Bundle, list[Service]]:

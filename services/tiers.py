@@ -8,7 +8,7 @@ Pure: reads a declared Service, no database. ``require`` is what subscription_cr
 from __future__ import annotations
 
 from timers.errors import KeepingTimeError
-from timers.models import LIVE
+from timers.models import is_live
 
 from .declare import Service
 
@@ -40,7 +40,7 @@ def needs(svc: Service) -> tuple[str, str]:
 def require(*, tier: str, domain: str, svc: Service) -> None:
     """Refuse, live, a Service whose time the brand's tier does not run: ``403 plan_<tier>_required`` naming
     the key. A test clock runs every key."""
-    if domain != LIVE:
+    if not is_live(domain):
         return
     wanted, key = needs(svc)
     if ORDER.index(wanted) > ORDER.index(tier):

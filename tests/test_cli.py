@@ -8,7 +8,7 @@ import pytest
 from django.core.management import call_command
 from django.core.management.base import CommandError
 
-from timers.models import Timer
+from timers.models import Timer, live_domain
 
 
 def run(*args: str) -> str:
@@ -106,7 +106,7 @@ def test_owner_console_lists_timers_that_fired_late(admin_client, brand):
 
     for key, owed in (("job_L:deadline:late:1", "2026-11-20T09:00Z"), ("job_L:deadline:ontime:1", "2026-11-20T09:58Z")):
         timer_arm(brand=brand, key=key, owed_at=at(owed), handler="noop")
-    Timer.objects.filter(domain="live").update(armed_at=at("2026-11-19T00:00Z"))
+    Timer.objects.filter(domain=live_domain(brand.id)).update(armed_at=at("2026-11-19T00:00Z"))
     live_step(VirtualWallClock(at("2026-11-20T10:00Z")))
     assert Timer.objects.get(key="job_L:deadline:late:1").late_by == timedelta(hours=1)
     page = admin_client.get("/admin/timers/timer/?late=yes").content.decode()

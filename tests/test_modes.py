@@ -15,7 +15,7 @@ from calendars.services import DirectArmer
 from services.models import Job, Subscription
 from services.services import job_open, subscription_create
 from tests.conftest import at
-from timers.models import LIVE, Event, TestClock, Timer
+from timers.models import Event, TestClock, Timer, live_domain
 from timers.services import api_key_create, test_clock_create
 
 pytestmark = pytest.mark.django_db
@@ -64,7 +64,7 @@ class Modes:
 @pytest.fixture
 def modes(brand) -> Modes:
     tc = test_clock_create(brand=brand, frozen_time=at("2027-01-20T14:00Z"), name="modes")
-    return Modes(tc=tc, live=_world(brand, LIVE), test=_world(brand, tc.id),
+    return Modes(tc=tc, live=_world(brand, live_domain(brand.id)), test=_world(brand, tc.id),
                  keys={"live": api_key_create(brand=brand, live=True)[1], "test": api_key_create(brand=brand)[1]})
 
 
@@ -199,7 +199,7 @@ def test_a_live_key_arms_on_the_live_clock(client, modes):
     r = call(client, modes.keys["live"], "POST", "/timers",
              {"key": "job_1:task:prep:2027", "owed_at": "2099-02-01T00:00:00Z", "handler": "noop"})
     assert r.status_code == 201 and r.json()["test_clock"] is None, r.content
-    assert Timer.objects.get(pk=r.json()["id"]).domain == LIVE
+    assert Timer.objects.get(pk=r.json()["id"]).domain == live_domain(modes.tc.brand_id)
     # and the test key does not see it
     r = call(client, modes.keys["test"], "GET", f"/timers/{r.json()['id']}")
     assert r.status_code == 404 and r.json()["error"]["code"] == "resource_missing"

@@ -31,7 +31,7 @@ from portals.owner.site import site
 from services.models import Job, MoneyLine, Notification, Subscription, Task
 from tests.acme import acme_subject, open_return
 from timers import outbox
-from timers.models import Brand, Event, TestClock, Timer
+from timers.models import Brand, Event, TestClock, Timer, live_domain
 from timers.services import domain_now, test_clock_create
 from timers.worker import advance
 
@@ -235,7 +235,7 @@ def test_dates_at_risk_are_sorted_by_what_a_miss_costs_each_with_why_and_a_contr
 def test_the_dashboard_page_lists_risks_late_timers_the_next_30_days_and_notifications(world, client):
     a = world["a"]
     # A live timer that fired 12 minutes late, and one only 2 minutes late (not listed).
-    base = dict(brand=a, domain="live", kind="deadline", place=5, handler="noop", status="fired",
+    base = dict(brand=a, domain=live_domain(a.id), kind="deadline", place=5, handler="noop", status="fired",
                 opened_at=CAME_DUE, armed_at=CAME_DUE, owed_at=CAME_DUE, fired_at=CAME_DUE + timedelta(minutes=12))
     Timer.objects.create(key="job_x:deadline:late:2027", owner="job_x", late_by=timedelta(minutes=12), **base)
     Timer.objects.create(key="job_y:deadline:late:2027", owner="job_y", late_by=timedelta(minutes=2),
@@ -419,7 +419,7 @@ def test_times_print_in_the_brands_zone(world, client):
     assert brand_zone(frozenset({world["a"].id}), world["tc_a"]) == NY
     # A brand with no calendar prints UTC, and says so.
     lone = Brand.objects.create(name="lone", created_at=CAME_DUE)
-    assert brand_zone(frozenset({lone.id}), "live") == "UTC"
+    assert brand_zone(frozenset({lone.id}), "live") == "UTC"  # "live": the brands' live clocks
 
 
 def test_the_console_is_viewed_as_of_a_test_clock_or_the_live_clock(world, client):

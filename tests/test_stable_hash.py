@@ -28,7 +28,7 @@ from services.models import Job, MoneyLine, Subscription
 from services.services import subscription_create
 from timers import outbox
 from timers.errors import KeepingTimeError
-from timers.ids import domain_id, domain_seed, new_id
+from timers.ids import domain_id, domain_seed, live_domain, new_id
 from timers.models import Outbox, TestClock, Timer
 from timers.outbox import RecordingTransport
 from timers.services import (
@@ -166,11 +166,14 @@ def test_an_unseeded_clock_and_the_live_domain(db):
     assert clock.seed == "" and domain_seed(clock.id) == clock.id  # as before seeds: its random id
     t = timer_arm(brand=brand, key="job_1:task:a:1", owed_at=START, domain=clock.id, handler="noop")
     assert t.id == new_id("tmr", seed=f"{clock.id}|job_1:task:a:1")
-    assert domain_seed("live") == "live"
-    # Every brand's subjects share the live domain: there the brand is part of what a subject is.
+    # Each brand's live clock is its own domain, and its ids derive from it: two brands' keys never collide.
+    assert domain_seed(live_domain(brand.id)) == f"live_{brand.id}"
     other = brand_get_or_create(name="seeds.other")
-    ids = {seeded_subject_id(brand=b, domain="live", kind="taxpayer", key="1") for b in (brand, other)}
+    ids = {seeded_subject_id(brand=b, domain=live_domain(b.id), kind="taxpayer", key="1") for b in (brand, other)}
     assert len(ids) == 2
+    # A live subject keeps the id it had when every brand's live clock was the one domain "live".
+    assert seeded_subject_id(brand=brand, domain=live_domain(brand.id), kind="taxpayer", key="1") == new_id(
+        "sbj", seed=f"live|{brand.id}|taxpayer|1")
 
 
 # -- one clock per seed ---------------------------------------------------------------------------------
@@ -199,7 +202,7 @@ def test_the_database_refuses_a_second_clock_of_one_seed(db):
         TestClock.objects.create(brand=brand, frozen_time=START, seed="raced", created_at=START)
 
 
-@pytest.mark.parametrize("seed", ["a|b", "a b", "x" * 65, "live", "tc_Psf2iiuDtZ0w5u", "é", "apis_tax\n"])
+@pytest.mark.parametrize("seed", ["a|b", "a b", "x" * 65, "live", "live_brd_Psf2iiuDtZ0w5u", "tc_Psf2iiuDtZ0w5u", "é", "apis_tax\n"])
 def test_a_seed_is_short_and_plain(db, seed):
     with pytest.raises(KeepingTimeError) as bad:
         test_clock_create(brand=brand_get_or_create(name="seeds.test"), frozen_time=START, seed=seed)

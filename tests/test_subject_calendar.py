@@ -21,6 +21,7 @@ from calendars.services import DirectArmer, clock_open, subject_feed_revoke, sub
 from tests.acme import acme_subject, open_return
 from tests.conftest import at
 from timers import outbox
+from timers.models import live_domain
 from timers.services import api_key_create, brand_get_or_create, test_clock_create
 from timers.worker import advance
 
@@ -132,9 +133,10 @@ def test_the_json_calendar_needs_the_brands_key(client, key, acme):
 
 
 def test_a_live_subject_lists_the_live_clocks_dates(client, brand):
-    subject = acme_subject(brand, "live")
-    armer = DirectArmer(brand=brand, domain="live")
-    clock_open(armer=armer, brand=brand, domain="live", subject=subject, spec_name="tests.annual_return.pay",
+    live = live_domain(brand.id)
+    subject = acme_subject(brand, live)
+    armer = DirectArmer(brand=brand, domain=live)
+    clock_open(armer=armer, brand=brand, domain=live, subject=subject, spec_name="tests.annual_return.pay",
                owner_ref="job_1", period="2027")
     live_key = api_key_create(brand=brand, live=True)[1]  # a test key sees only test clocks' subjects
     body = calendar(client, live_key, subject, **{"from": "2027-01-01"})

@@ -13,7 +13,7 @@ from timers import outbox
 from timers.clock import VirtualWallClock
 from timers.compare import compare
 from timers.errors import Refused, TestClockBackward
-from timers.models import LIVE, Commit, Event, Outbox, Timer
+from timers.models import LIVE, Commit, Event, Outbox, Timer, live_domain
 from timers.rearm import Rearm
 from timers.services import timer_hold, timer_resume, timer_wake
 from timers.worker import Worker, advance, live_step, record_hash
@@ -137,7 +137,7 @@ def test_live_timers_fired_late_record_late_by(brand, handler, caplog):
 def test_a_timer_armed_after_its_owed_time_is_never_late(brand):
     from timers.services import timer_arm
 
-    Timer.objects.filter(domain=LIVE).delete()
+    Timer.objects.filter(domain=live_domain(brand.id)).delete()
     t = timer_arm(brand=brand, key="job_L:deadline:b:1", owed_at=at("2020-01-01T00:00Z"), domain=LIVE,
                   handler="noop")
     live_step(VirtualWallClock(t.armed_at + timedelta(seconds=2)))

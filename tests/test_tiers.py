@@ -10,7 +10,7 @@ from services import registry
 from services.services import subscription_create
 from services.tiers import needs
 from timers.errors import KeepingTimeError
-from timers.models import LIVE, Brand
+from timers.models import Brand, live_domain
 from timers.services import brand_get_or_create, test_clock_create
 
 from .conftest import T0
@@ -39,13 +39,13 @@ def test_live_the_tier_decides_and_a_refusal_names_the_tier(db, tier, service, r
     brand = brand_get_or_create(name="plans.test")
     Brand.objects.filter(pk=brand.pk).update(tier=tier)
     brand.refresh_from_db()
-    subject = _subject(brand, LIVE)
+    subject = _subject(brand, live_domain(brand.id))
     if refused is None:
-        assert subscription_create(brand=brand, domain=LIVE, subject=subject, service=service, now=T0,
+        assert subscription_create(brand=brand, domain=live_domain(brand.id), subject=subject, service=service, now=T0,
                                    input={"entity": "C corp", "states": []} if service == "tax-plan" else {})
         return
     with pytest.raises(KeepingTimeError) as exc:
-        subscription_create(brand=brand, domain=LIVE, subject=subject, service=service, now=T0,
+        subscription_create(brand=brand, domain=live_domain(brand.id), subject=subject, service=service, now=T0,
                             input={"entity": "C corp", "states": []} if service == "tax-plan" else {})
     assert exc.value.code == refused and exc.value.status == 403
     assert not subject.subscriptions.exists()

@@ -13,11 +13,16 @@ import hashlib
 import os
 import re
 
+# What a user sees of a brand's live clock ("live" in the CLI and the owner console, no test_clock in the
+# API), and the domain of Deploys, which reach every brand's live clock at once.
 LIVE = "live"
+# Each brand's live clock is its own clock domain, live_<brand id>: keys are unique per brand, and one
+# brand's backlog is its own domain's work, run apart from another's (timers/worker.py).
+LIVE_PREFIX = "live_"
 # A seed is joined into id seeds with "|": its alphabet leaves "|" out, so no seed can impersonate a key.
-# "live" and tc_… are what the live domain's and an unseeded clock's ids derive from: a seed equal to one
-# would mint that domain's ids.
-SEED_PATTERN = r"^(?!live$|tc_)[A-Za-z0-9_.:-]{1,64}$"
+# "live", live_… and tc_… are what the live domains' and an unseeded clock's ids derive from: a seed equal
+# to one would mint that domain's ids.
+SEED_PATTERN = r"^(?!live$|live_|tc_)[A-Za-z0-9_.:-]{1,64}$"
 SEED_RE = re.compile(SEED_PATTERN)
 
 _seeds: dict[str, str] = {}
@@ -34,11 +39,27 @@ def new_id(prefix: str, *, seed: str | None = None, length: int = 14) -> str:
     return f"{prefix}_{base64.b64encode(data, altchars=b'xZ')[:length].decode()}"
 
 
+def live_domain(brand_id: str) -> str:
+    """The clock domain of a brand's live clock."""
+    return f"{LIVE_PREFIX}{brand_id}"
+
+
+def brand_domain(domain: str | None, brand_id: str) -> str:
+    """A clock domain as a caller names it, made the brand's: "live" (or nothing) is the brand's live clock."""
+    return live_domain(brand_id) if not domain or domain == LIVE else domain
+
+
+def is_live(domain: str | None) -> bool:
+    """Whether ``domain`` is a live clock (a brand's, or "live" itself, where Deploys go)."""
+    return domain is not None and (domain == LIVE or domain.startswith(LIVE_PREFIX))
+
+
 def domain_seed(domain: str) -> str:
-    """What ids minted in ``domain`` derive from: "live" for the live clock; a test clock's seed, or its
-    id when it has none. Cached per process: a clock's seed is set at its creation and never changes."""
-    if domain == LIVE:
-        return LIVE
+    """What ids minted in ``domain`` derive from: a live domain's own id (live_<brand>); a test clock's
+    seed, or its id when it has none. Cached per process: a clock's seed is set at its creation and never
+    changes."""
+    if is_live(domain):
+        return domain
     seed = _seeds.get(domain)
     if seed is None:
         from .models import TestClock  # models import this module for their random ids

@@ -31,7 +31,7 @@ from prometheus_client.registry import Collector
 
 from .clock import wall_now
 from .keys import KINDS
-from .models import LIVE, Commit, Outbox, TestClock, Timer
+from .models import LIVE, Commit, Lease, Outbox, TestClock, Timer
 
 log = logging.getLogger(__name__)
 
@@ -54,16 +54,16 @@ def _family_fires() -> list[Metric]:
         bounds = [int(b * 1_000_000) for b in LATE_BUCKETS]
         kind = "substr(key, instr(key, ':') + 1, instr(substr(key, instr(key, ':') + 1), ':') - 1)"
     bucket = " ".join(f"WHEN late_by <= %s THEN {i}" for i in range(len(LATE_BUCKETS)))
-    sql = (f"SELECT 'fired', domain = %s, kind, CASE {bucket} WHEN late_by IS NOT NULL THEN {len(LATE_BUCKETS)} "
+    sql = (f"SELECT 'fired', domain LIKE %s, kind, CASE {bucket} WHEN late_by IS NOT NULL THEN {len(LATE_BUCKETS)} "
            f"END, count(*), sum(late_by) FROM {Timer._meta.db_table} WHERE status = 'fired' GROUP BY 2, 3, 4 "
-           f"UNION ALL SELECT 'refused', domain = %s, {kind}, NULL, count(*), NULL FROM {Commit._meta.db_table} "
+           f"UNION ALL SELECT 'refused', domain LIKE %s, {kind}, NULL, count(*), NULL FROM {Commit._meta.db_table} "
            "WHERE outcome = 'refused' GROUP BY 2, 3")
     fired = {(c, k): 0 for c in CLOCKS for k in KINDS}  # every series from the start, at 0
     refused = dict(fired)
     buckets = {c: [0] * (len(LATE_BUCKETS) + 1) for c in CLOCKS}
     late_sum = dict.fromkeys(CLOCKS, 0.0)
     with connection.cursor() as cur:
-        cur.execute(sql, [LIVE, *bounds, LIVE])
+        cur.execute(sql, [f"{LIVE}%", *bounds, f"{LIVE}%"])  # every brand's live clock (live_<brand>)
         for what, live, kind_, b, n, total in cur.fetchall():
             clock_ = "live" if live else "test"
             if what == "refused":
@@ -153,52 +153,38 @@ def _family_outbox() -> list[Metric]:
 
 
 def _family_lag() -> list[Metric]:
-    fam = GaugeMetricFamily("kt_tick_lag_seconds", "How far the tick is behind: on the live domain, now minus the "
+    fam = GaugeMetricFamily("kt_tick_lag_seconds", "How far the tick is behind: on a brand's live clock, now minus the "
                             "oldest armed timer owed by now (0 when none is); on a test clock advancing on "
                             "request, advance_to minus frozen_time.", labels=["domain"])
     now = wall_now()
-    oldest = Timer.objects.filter(domain=LIVE, status="armed").aggregate(m=Min("owed_at"))["m"]
-    fam.add_metric([LIVE], max(0.0, (now - oldest).total_seconds()) if oldest is not None else 0.0)
+    # Each brand's live clock (live_<brand>) that has a timer armed.
+    for domain, oldest in (Timer.objects.filter(domain__startswith=LIVE, status="armed").values("domain")
+                           .annotate(m=Min("owed_at")).order_by("domain").values_list("domain", "m")):
+        fam.add_metric([domain], max(0.0, (now - oldest).total_seconds()) if oldest is not None else 0.0)
     for clock_id, frozen, to in (TestClock.objects.filter(status=TestClock.Status.ADVANCING)
                                  .values_list("id", "frozen_time", "advance_to")):
         fam.add_metric([clock_id], max(0.0, (to - frozen).total_seconds()))
     return [fam]
 
 
-def lease_holders() -> list[tuple[str, str]]:
-    """(domain, holder) for each clock domain's lease held now; the only place that knows what a lease is.
+def lease_holders() -> list[tuple[str, str, int]]:
+    """(domain, holder, epoch) for each clock domain's lease held now (timers/lease.py: a Lease row whose
+    ``expires`` is still to come; on PostgreSQL, whose holder's database session is also alive)."""
+    from .lease import _LIVE_SESSIONS, _db
 
-    Today a lease is a session advisory lock on hashtextextended('keeping_time:<domain>', 7)
-    (timers/lease.py); pg_locks shows a bigint key as classid (high 32 bits) and objid (low), objsubid 1.
-    The candidates are the live domain and every test clock not deleted. SQLite has no leases.
-    """
-    if connection.vendor != "postgresql":
-        return []
-    from .lease import _lock_key
-
-    sql = f"""
-        WITH held AS (
-            SELECT l.pid, (l.classid::bigint << 32) | l.objid::bigint AS k FROM pg_locks l
-            WHERE l.locktype = 'advisory' AND l.granted AND l.objsubid = 1
-              AND l.database = (SELECT oid FROM pg_database WHERE datname = current_database())
-        ), domains AS (
-            SELECT %s::text AS domain
-            UNION ALL SELECT id FROM {TestClock._meta.db_table} WHERE status <> 'deleted'
-        )
-        SELECT d.domain, 'pg:' || h.pid FROM held h
-        JOIN domains d ON hashtextextended(%s || d.domain, 7) = h.k
-        ORDER BY 1, 2
-    """
+    sql = f"SELECT domain, holder, epoch FROM {Lease._meta.db_table} WHERE expires >= %s"
+    if connection.vendor == "postgresql":
+        sql += f" AND (session = '' OR session IN ({_LIVE_SESSIONS}))"
     with connection.cursor() as cur:
-        cur.execute(sql, [LIVE, _lock_key("")])
-        return [(d, h) for d, h in cur.fetchall()]
+        cur.execute(sql + " ORDER BY 1, 2", [_db(wall_now())])
+        return [(d, h, int(e)) for d, h, e in cur.fetchall()]
 
 
 def _family_leases() -> list[Metric]:
-    fam = GaugeMetricFamily("kt_lease_holder", "1 for each clock domain's lease and the database session "
-                            "holding it (one worker holds a domain at a time).", labels=["domain", "holder"])
-    for domain, holder in lease_holders():
-        fam.add_metric([domain, holder], 1)
+    fam = GaugeMetricFamily("kt_lease_holder", "The epoch of each clock domain's lease held now, by its holder "
+                            "(host:pid:nonce:thread; one worker holds a domain at a time).", labels=["domain", "holder"])
+    for domain, holder, epoch in lease_holders():
+        fam.add_metric([domain, holder], epoch)
     return [fam]
 
 

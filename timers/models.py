@@ -1,6 +1,7 @@
 """The runtime's tables: brands and their keys, test clocks, timers, the gate's commits, the record, the outbox.
 
-A clock domain is the live clock ("live") or one test clock (its id). Keys are unique per domain.
+A clock domain is a brand's live clock (live_<brand id>) or one test clock (its id). Keys are unique per
+domain. One worker holds a domain at a time: its Lease row (timers/lease.py).
 """
 
 from __future__ import annotations
@@ -11,10 +12,16 @@ from django.db import models
 from django.db.models import Q
 
 from .fields import ByteOrderCharField, IdField
-from .ids import new_id
+from .ids import LIVE, LIVE_PREFIX, brand_domain, is_live, live_domain, new_id
 from .keys import KINDS
 
-LIVE = "live"
+__all__ = ["LIVE", "LIVE_PREFIX", "brand_domain", "in_domain", "is_live", "live_domain"]
+
+
+def in_domain(domain: str, field: str = "domain") -> Q:
+    """Rows on ``domain``; "live" (what a console's "as of" names) is every brand's live clock, which a
+    brand filter beside it narrows to the brands shown."""
+    return Q(**{f"{field}__startswith": LIVE_PREFIX}) if domain == LIVE else Q(**{field: domain})
 
 
 def new_brand_id() -> str:
@@ -173,13 +180,51 @@ class Deploy(models.Model):
 
 
 class LiveClock(models.Model):
-    """How far the live clock domain has ticked: the floor of the next instant it visits."""
+    """How far a brand's live clock domain (live_<brand id>) has ticked: the floor of the next instant it
+    visits. The live loop runs the domains these rows name, each on its own (timers/worker.py)."""
 
-    id = models.CharField(primary_key=True, max_length=32, default=LIVE)
+    id = models.CharField(primary_key=True, max_length=32)
     position = models.DateTimeField(null=True, blank=True)
 
     def __str__(self) -> str:
         return f"{self.id} at {self.position}"
+
+
+class Lease(models.Model):
+    """Who holds a clock domain: one row per domain, taken by one conditional upsert that bumps the epoch
+    (timers/lease.py). Every batch the holder writes first renews the row under its epoch, in the batch's
+    transaction: a holder whose lease was taken over finds no row and writes nothing (the fence)."""
+
+    domain = models.CharField(primary_key=True, max_length=32)
+    holder = models.CharField(max_length=120)
+    epoch = models.BigIntegerField()
+    expires = models.DateTimeField(help_text="Anyone may take the domain after this; the holder renews it.")
+    session = models.CharField(max_length=64, blank=True, default="",
+                               help_text="The holder's database session (PostgreSQL): once it ends, the lease is free")
+
+    class Meta:
+        constraints = [models.CheckConstraint(name="lease_epoch_positive", condition=Q(epoch__gte=1))]
+
+    def __str__(self) -> str:
+        return f"{self.domain} #{self.epoch} {self.holder}"
+
+
+class LeaseTerm(models.Model):
+    """The history of a domain's leases, a row per epoch, written with the take: one holder per epoch (the
+    constraint), and when each term began and was let go (null: its holder died and it expired)."""
+
+    domain = models.CharField(max_length=32)
+    epoch = models.BigIntegerField()
+    holder = models.CharField(max_length=120)
+    taken_at = models.DateTimeField()
+    released_at = models.DateTimeField(null=True, blank=True)
+    batches = models.PositiveIntegerField(default=0, help_text="Batches fenced under this term, counted at release")
+
+    class Meta:
+        constraints = [models.UniqueConstraint(fields=["domain", "epoch"], name="lease_term_one_holder_per_epoch")]
+
+    def __str__(self) -> str:
+        return f"{self.domain} #{self.epoch} {self.holder}"
 
 
 class Timer(models.Model):

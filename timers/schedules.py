@@ -45,7 +45,7 @@ from . import handlers, outbox
 from . import schedule_spec as specs
 from .clock import wall_now
 from .errors import KeepingTimeError
-from .ids import domain_seed, new_id
+from .ids import domain_seed, is_live, new_id
 from .models import (
     CATCHUP_MAX,
     CATCHUP_MIN,
@@ -731,7 +731,7 @@ def schedule_json(sch: Schedule, *, recent: int = 10, upcoming: int = 5) -> dict
         "target": {"kind": sch.target_kind, **sch.target}, "overlap": sch.overlap,
         "buffer_limit": sch.buffer_limit, "catchup_window": int(sch.catchup_window.total_seconds()),
         "paused": sch.paused, "pause_note": sch.pause_note or None, "paused_at": iso_z(sch.paused_at),
-        "revision": sch.revision, "test_clock": None if sch.domain == "live" else sch.domain,
+        "revision": sch.revision, "test_clock": None if is_live(sch.domain) else sch.domain,
         "next_fire_times": [iso_z(t) for t in nxt],
         "last_tick": tick_json(ticks[0]) if ticks else None,
         "recent_ticks": [tick_json(t) for t in ticks],

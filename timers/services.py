@@ -17,10 +17,10 @@ from . import gate, outbox
 from .clock import wall_now
 from .errors import KeepingTimeError, NotFound, TestClockAdvancing, TestClockBackward
 from .handlers import get as get_handler
-from .ids import SEED_PATTERN, SEED_RE, domain_seed, new_id
+from .ids import SEED_PATTERN, SEED_RE, brand_domain, domain_seed, new_id
 from .keys import parse
 from .lease import lease
-from .models import LIVE, ApiKey, Brand, Commit, Event, TestClock, Timer
+from .models import ApiKey, Brand, Commit, Event, LiveClock, TestClock, Timer, is_live
 from .rearm import UNHOLDABLE_KINDS, Rearm
 from .timeutil import iso_z
 
@@ -140,7 +140,7 @@ def test_clock_request_advance(*, clock: TestClock, to: datetime, redeliver: boo
         clock.redeliver = redeliver
         clock.failure = ""
         clock.save(update_fields=["status", "advance_to", "redeliver", "failure"])
-        transaction.on_commit(_notify_worker)
+        transaction.on_commit(lambda: _notify_worker(clock.id))
     return clock
 
 
@@ -183,24 +183,28 @@ def test_clock_finish_delete(*, clock_id: str) -> bool:
     return True
 
 
-def _notify_worker() -> None:
+def _notify_worker(domain: str) -> None:
+    """Wake the sleeping workers, after the commit, naming the domain that has work (an early timer, an
+    advance): a worker runs that domain first. A lost notification costs a poll's wait, never a firing."""
     from django.db import connection
 
     if connection.vendor == "postgresql":
         with connection.cursor() as cur:
-            cur.execute("NOTIFY keeping_time_wake")
+            cur.execute("SELECT pg_notify('keeping_time_wake', %s)", [domain])
 
 
 # -- timers outside a firing -------------------------------------------------------------------------
 def domain_now(*, domain: str) -> datetime:
-    """The clock domain's "now": a test clock's frozen time, or the wall's for the live domain."""
-    if domain == LIVE:
+    """The clock domain's "now": a test clock's frozen time, or the wall's for a brand's live clock."""
+    if is_live(domain):
         return wall_now()
     return TestClock.objects.values_list("frozen_time", flat=True).get(pk=domain)
 
 
-def timer_arm(*, brand: Brand, key: str, owed_at: datetime, domain: str = LIVE, handler: str | None = None,
+def timer_arm(*, brand: Brand, key: str, owed_at: datetime, domain: str | None = None, handler: str | None = None,
               data: dict | None = None, opened_at: datetime | None = None, version: str = "") -> Timer:
+    """Arm ``key`` on ``domain``: a test clock, or the brand's live clock (None or "live" name it)."""
+    domain = brand_domain(domain, brand.id)
     k = parse(key)
     handler = handler or k.kind
     get_handler(handler)  # unknown handler: an error now, never at fire time
@@ -212,11 +216,14 @@ def timer_arm(*, brand: Brand, key: str, owed_at: datetime, domain: str = LIVE, 
                 owner=k.owner, kind=k.kind, place=k.place, handler=handler, owed_at=owed_at, opened_at=opened_at or now,
                 armed_at=now, version=version, data=data or {},
             )
+            if is_live(domain):
+                # The live loop runs the domains LiveClock names: a brand's first live timer names its own.
+                LiveClock.objects.bulk_create([LiveClock(id=domain)], ignore_conflicts=True)
     except IntegrityError:
         raise KeepingTimeError(f"timer {key!r} is already armed on {domain}", code="timer_exists",
                                status=409) from None
-    if domain == LIVE:
-        transaction.on_commit(_notify_worker)
+    if is_live(domain):
+        transaction.on_commit(lambda: _notify_worker(domain))
     return timer
 
 

@@ -1,7 +1,9 @@
-"""Running the tick: leases, test clock advances, the live clock, and the loop behind `tick --forever`.
+"""Running the tick: leases, test clock advances, the brands' live clocks, and the loop behind `tick --forever`.
 
-One worker holds a clock domain at a time (a PostgreSQL advisory lock), so more workers scale across
-domains, never by racing on one. Requested advances are claimed with SKIP LOCKED.
+One worker holds a clock domain at a time (a Lease row, timers/lease.py), and every batch it writes is
+fenced by the lease's epoch, so more workers scale across domains, never by racing on one. Each brand's
+live clock is its own domain; the loop gives each owed domain a turn of a few batches in turn, so one
+brand's backlog never holds another's owed timers back. Requested advances are claimed with SKIP LOCKED.
 """
 
 from __future__ import annotations
@@ -9,16 +11,19 @@ from __future__ import annotations
 import hashlib
 import logging
 import threading
-from datetime import datetime
+from collections.abc import Callable
+from datetime import datetime, timedelta
 
+from django.conf import settings
 from django.db import connection, transaction
+from django.db.models import OuterRef, Subquery
 
 from . import outbox
 from .clock import Clock, WallClock
 from .engine import Run, RunStats, canonical
-from .errors import NotFound, TestClockBackward, TestClockDeleted
-from .lease import lease
-from .models import LIVE, Event, LiveClock, TestClock, Timer
+from .errors import KeepingTimeError, NotFound, TestClockBackward, TestClockDeleted
+from .lease import Held, lease
+from .models import LIVE, Event, LiveClock, TestClock, Timer, is_live
 from .services import backward_message, test_clock_finish_delete
 from .store import get_store
 from .timeutil import iso_z
@@ -46,6 +51,42 @@ def _alive(clock_id: str):
     return check
 
 
+class LeaseLost(KeepingTimeError):
+    """The domain's lease expired and another worker took it over: this one stopped before writing more."""
+
+    code = "lease_lost"
+    status = 409
+
+
+class _Guard:
+    """The Run's guard, composed: the lease's fence first (it renews the lease and orders this batch after
+    any taker), then the test clock's liveness, then the turn's budget of batches. Remembers why it stopped."""
+
+    def __init__(self, held: Held, alive: Callable[[], bool] | None = None, batches: int | None = None):
+        self.held = held
+        self.alive = alive
+        self.left = batches
+        self.why = ""
+
+    def __call__(self) -> bool:
+        if not self.held.fence():
+            self.why = "lease"
+        elif self.alive is not None and not self.alive():
+            self.why = "deleted"
+        elif self.left is not None and self.left <= 0:
+            self.why = "turn"
+        else:
+            if self.left is not None:
+                self.left -= 1
+            return True
+        return False
+
+
+def _lost(domain: str, held: Held) -> LeaseLost:
+    return LeaseLost(f"the lease on {domain} (epoch {held.epoch}) expired and another worker took it over; "
+                     "this run stopped at a batch boundary and wrote nothing after it")
+
+
 def _stopped(clock_id: str) -> TestClockDeleted:
     return TestClockDeleted(f"test clock {clock_id} was deleted while it advanced; it stopped at a batch boundary "
                             "and nothing landed after test_clock.deleted")
@@ -54,21 +95,24 @@ def _stopped(clock_id: str) -> TestClockDeleted:
 def advance(clock_id: str, to: datetime, *, redeliver: bool = False, trace: bool = False,
             on: set[str] | None = None) -> RunStats:
     """Advance a test clock to ``to``, firing every timer owed on the way, each instant in turn."""
-    with lease(clock_id):
+    with lease(clock_id) as held:
         clock = TestClock.objects.exclude(status__in=TestClock.GONE).filter(pk=clock_id).first()
         if clock is None:
             raise NotFound(f"no test clock {clock_id!r}")
         if to < clock.frozen_time:
             raise TestClockBackward(backward_message(clock, to))
+        guard = _Guard(held, _alive(clock.id))
         run = Run(domain=clock.id, floor=clock.frozen_time, to=to, store=get_store(), redeliver=redeliver,
                   trace=trace, on=on, on_flush=_set_frozen(clock.id), deliver=lambda: outbox.deliver(clock.id),
-                  guard=_alive(clock.id))
+                  guard=guard)
         stats = run.execute()
         if stats.stopped:
-            raise _stopped(clock.id)
+            raise _lost(clock.id, held) if guard.why == "lease" else _stopped(clock.id)
         # Ready only once every send the advance owes has been made, has failed, or is in doubt with its reason.
         stats.add_sends(outbox.settle(clock.id))
         with transaction.atomic():
+            if not held.fence():  # the last write is fenced like every batch
+                raise _lost(clock.id, held)
             # The row lock orders this against a delete's mark: a clock marked gone is never moved or readied.
             current = TestClock.objects.select_for_update().filter(pk=clock.id).first()
             if current is None or current.status in TestClock.GONE:
@@ -111,6 +155,8 @@ def run_requested_advances(*, limit: int = 10) -> int:
                 advance(clock.id, target, redeliver=redeliver)
             except TestClockDeleted:
                 pass  # deleted while it advanced: the delete finishes under the lease we let go
+            except LeaseLost:
+                log.warning("lost the lease on %s mid-advance; its new holder goes on", clock.id)
             except Exception as exc:  # pushed out, never crash-looped
                 log.exception("advance of %s failed", clock.id)
                 TestClock.objects.filter(pk=clock.id, status=TestClock.Status.ADVANCING).update(
@@ -119,26 +165,77 @@ def run_requested_advances(*, limit: int = 10) -> int:
     return done
 
 
-# -- the live clock ----------------------------------------------------------------------------------
-def live_step(clock: Clock, *, domain: str = LIVE, trace: bool = False, on: set[str] | None = None,
+# -- the live clocks ---------------------------------------------------------------------------------
+def turn_batches() -> int:
+    """How many batches a live domain runs in its turn before the loop moves on to the next owed domain."""
+    return int(settings.KEEPING_TIME.get("LIVE_TURN_BATCHES", 1))
+
+
+def live_domains() -> list[str]:
+    """Every brand's live clock that has ever had a timer (a LiveClock row each, made on arming)."""
+    return list(LiveClock.objects.order_by("id").values_list("id", flat=True))
+
+
+def owed_domains(now: datetime) -> list[tuple[str, datetime]]:
+    """The live domains with a timer owed at ``now``, earliest owed first: one statement, an index probe each."""
+    nxt = Timer.objects.filter(domain=OuterRef("pk"), status="armed").order_by("owed_at").values("owed_at")[:1]
+    rows = LiveClock.objects.annotate(nxt=Subquery(nxt)).filter(nxt__lte=now).values_list("id", "nxt")
+    return sorted(rows, key=lambda r: (r[1], r[0]))
+
+
+def live_step(clock: Clock, *, domain: str | None = None, trace: bool = False, on: set[str] | None = None,
               settle: bool = True) -> RunStats:
-    """Fire what is owed now on a live-style domain: the wall clock's (or a virtual wall's) now.
+    """Fire what is owed now on a live-style domain: the wall clock's (or a virtual wall's) now. With no
+    ``domain``, on every brand's live clock, one after another (a one-shot `tick`).
 
     With ``settle`` (a one-shot `tick`), it returns once every send owed has been made, has failed or is
     in doubt with its reason; the worker loop delivers after each step instead of waiting on others.
     """
-    now = clock.now()
-    with lease(domain):
-        floor = _position(domain)
-        run = Run(domain=domain, floor=floor, to=now, store=get_store(), now=clock.now, trace=trace, on=on,
-                  on_flush=lambda at: _set_position(domain, at), deliver=lambda: outbox.deliver(domain),
-                  guard=None if domain == LIVE else _alive(domain))
-        stats = run.execute()
-        if stats.stopped:
-            raise _stopped(domain)
+    if domain is None:
+        total = RunStats(domain=LIVE, start=None, to=clock.now())
+        for d in live_domains():
+            _add(total, live_step(clock, domain=d, trace=trace, on=on, settle=settle))
+        return total
+    with lease(domain) as held:
+        stats = _turn(clock, domain, held, trace=trace, on=on)
         stats.add_sends(outbox.settle(domain) if settle else outbox.deliver(domain))
-        _set_position(domain, now)
         return stats
+
+
+def _turn(clock: Clock, domain: str, held: Held, *, trace: bool = False, on: set[str] | None = None,
+          batches: int | None = None) -> RunStats:
+    """Run ``domain`` to now under ``held``; with ``batches``, stop after that many (``stopped``: more is owed)."""
+    now = clock.now()
+    floor = _position(domain)
+    guard = _Guard(held, None if is_live(domain) else _alive(domain), batches)
+    run = Run(domain=domain, floor=floor, to=now, store=get_store(), now=clock.now, trace=trace, on=on,
+              on_flush=lambda at: _set_position(domain, at), deliver=lambda: outbox.deliver(domain), guard=guard)
+    stats = run.execute()
+    if stats.stopped:
+        if guard.why == "lease":
+            raise _lost(domain, held)
+        if guard.why == "deleted":
+            raise _stopped(domain)
+        return stats  # the turn is over; the rest stays owed, from the position the last batch wrote
+    with transaction.atomic():
+        if not held.fence():
+            raise _lost(domain, held)
+        _set_position(domain, now)
+    return stats
+
+
+_SUMMED = ("fired", "armed", "held", "superseded", "refused", "failed", "replayed", "runaways", "instants",
+           "batches")
+
+
+def _add(total: RunStats, stats: RunStats) -> None:
+    for name in _SUMMED:
+        setattr(total, name, getattr(total, name) + getattr(stats, name))
+    total.passes = max(total.passes, stats.passes)
+    if stats.start is not None and (total.start is None or stats.start < total.start):
+        total.start = stats.start
+    total.trace.extend(stats.trace)
+    total.add_sends(stats.sends)
 
 
 def finish_deletes() -> int:
@@ -152,13 +249,13 @@ def finish_deletes() -> int:
 
 
 def _position(domain: str) -> datetime | None:
-    if domain == LIVE:
+    if is_live(domain):
         return LiveClock.objects.filter(pk=domain).values_list("position", flat=True).first()
     return TestClock.objects.filter(pk=domain).values_list("frozen_time", flat=True).first()
 
 
 def _set_position(domain: str, at: datetime) -> None:
-    if domain == LIVE:
+    if is_live(domain):
         updated = LiveClock.objects.filter(pk=domain).update(position=at)
         if not updated:
             LiveClock.objects.get_or_create(pk=domain, defaults={"position": at})
@@ -175,38 +272,97 @@ def next_owed(domain: str) -> datetime | None:
     )
 
 
-class Worker:
-    """The loop behind `tick --forever`: each step returns whether it found work (healthchecks' shape)."""
+def _owed_now(domain: str, now: datetime) -> bool:
+    return Timer.objects.filter(domain=domain, status="armed", owed_at__lte=now).exists()
 
-    def __init__(self, clock: Clock | None = None, *, domain: str = LIVE, until: datetime | None = None,
-                 test_clocks: bool = True):
+
+def _next_live() -> datetime | None:
+    nxt = Timer.objects.filter(domain=OuterRef("pk"), status="armed").order_by("owed_at").values("owed_at")[:1]
+    return min((n for n in LiveClock.objects.annotate(nxt=Subquery(nxt)).values_list("nxt", flat=True)
+                if n is not None), default=None)
+
+
+HELD_ELSEWHERE_POLL = timedelta(milliseconds=100)
+
+
+class Worker:
+    """The loop behind `tick --forever`: each step returns whether it found work (healthchecks' shape).
+
+    With no ``domain``, every brand's live clock: each owed domain whose lease this worker can take gets a
+    turn of ``batches`` batches, then the next; domains held by other workers are theirs. With a ``domain``
+    (a test clock under `tick --compare`), that domain alone, run to now each step.
+    """
+
+    def __init__(self, clock: Clock | None = None, *, domain: str | None = None, until: datetime | None = None,
+                 test_clocks: bool = True, batches: int | None = None):
         self.clock = clock or WallClock()
         self.domain = domain
         self.until = until
         self.test_clocks = test_clocks
+        self.batches = batches or turn_batches()
         self.stop = threading.Event()
         self.wakes = 0
         self.steps = 0
+        self.fired = 0
+        self.turns: dict[str, int] = {}  # turns this worker ran, by domain
+        self.woken: list[str] = []  # domains a NOTIFY named, run first in the next step
+        self.lost: list[str] = []  # domains whose lease was taken over mid-turn (the fence stopped this worker)
+        self._held_elsewhere = False
         self._listening = False
 
     def step(self) -> bool:
-        stats = live_step(self.clock, domain=self.domain, settle=False)
+        if self.domain is not None:
+            stats = live_step(self.clock, domain=self.domain, settle=False)
+            self.fired += stats.fired
+            found = stats.fired + stats.refused + stats.failed > 0
+        else:
+            found = self._live_turns()
         self.steps += 1
-        found = stats.fired + stats.refused + stats.failed > 0
         if self.test_clocks:
             found = run_requested_advances() > 0 or found
             found = finish_deletes() > 0 or found
         sends = outbox.deliver(None if self.test_clocks else self.domain, stop=self.stop)
         return found or sends.done > 0
 
+    def _live_turns(self) -> bool:
+        owed = [d for d, _ in owed_domains(self.clock.now())]
+        # A domain a NOTIFY named goes first: an early timer armed there waits for no other brand's turn.
+        woken = [d for d in self.woken if d in set(owed)]
+        self.woken.clear()
+        found = held_elsewhere = False
+        for domain in dict.fromkeys([*woken, *owed]):
+            if self.stop.is_set():
+                break
+            if not _owed_now(domain, self.clock.now()):
+                continue  # another worker ran it since this step looked: taking it would write for nothing
+            with lease(domain, wait=False) as held:
+                if held is None:
+                    held_elsewhere = True  # another worker runs it
+                    continue
+                try:
+                    stats = _turn(self.clock, domain, held, batches=self.batches)
+                except LeaseLost:
+                    log.warning("lost the lease on %s; its new holder goes on", domain)
+                    self.lost.append(domain)
+                    continue
+            self.fired += stats.fired
+            self.turns[domain] = self.turns.get(domain, 0) + 1
+            found = found or stats.stopped or stats.fired + stats.refused + stats.failed > 0
+        self._held_elsewhere = held_elsewhere
+        return found
+
     def run(self) -> None:
         """Step until nothing is found, then sleep until the next owed timer (or a wake-up)."""
         while not self.stop.is_set():
             if self.step():
                 continue
-            nxt = next_owed(self.domain)
+            nxt = next_owed(self.domain) if self.domain is not None else _next_live()
             if self.until is not None and (nxt is None or nxt > self.until):
                 return
+            if self._held_elsewhere:
+                # What is owed now is another worker's to run: look again soon, in case it lets go or dies.
+                soon = self.clock.now() + HELD_ELSEWHERE_POLL
+                nxt = soon if nxt is None or nxt < soon else nxt
             self.wakes += 1
             self._sleep(nxt)
 
@@ -214,7 +370,8 @@ class Worker:
         if not isinstance(self.clock, WallClock) or connection.vendor != "postgresql":
             self.clock.sleep_until(nxt, self.stop)
             return
-        # Live on PostgreSQL: sleep until the next owed timer, or until arming one earlier NOTIFYs us.
+        # Live on PostgreSQL: sleep until the next owed timer, or until arming one earlier NOTIFYs us with
+        # its domain (sent after the arming commits; the sleep's cap is the poll fallback).
         delay = self.clock.max_sleep if nxt is None else (nxt - self.clock.now()).total_seconds()
         delay = max(0.0, min(delay, self.clock.max_sleep))
         connection.ensure_connection()
@@ -222,8 +379,9 @@ class Worker:
         if not self._listening:
             conn.execute("LISTEN keeping_time_wake")
             self._listening = True
-        for _ in conn.notifies(timeout=delay, stop_after=1):
-            break
+        for note in conn.notifies(timeout=delay, stop_after=1):
+            if note.payload:
+                self.woken.append(note.payload)
 
 
 # -- the record's hash -------------------------------------------------------------------------------

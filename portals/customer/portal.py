@@ -24,7 +24,7 @@ from services import registry
 from services.costs import clock_costs, usd
 from services.models import Ask, Grant, Job, Subscription
 from services.services import subscription_cancel, subscription_uncancel
-from timers.models import LIVE, Timer
+from timers.models import Timer, brand_domain
 
 from ..acting import act, private
 from ..services import brand_people, portal_session_open
@@ -69,7 +69,7 @@ def _local(at: datetime, zone: ZoneInfo) -> dict:
 
 @_signed_in
 def home(request: HttpRequest, subject: Subject) -> HttpResponse:
-    domain = subject.domain or LIVE
+    domain = brand_domain(subject.domain, subject.brand_id)
     sc = subject_calendar(subject)
     zone = ZoneInfo(sc.zone)
     cal = business_calendar(subject)
@@ -144,7 +144,7 @@ def _asking(domain: str, owners) -> set[str]:
 
 
 def _act(request: HttpRequest, subject: Subject, fn, done: str) -> HttpResponse:
-    act(request, brand_id=subject.brand_id, domain=subject.domain or LIVE, fn=fn, done=done)
+    act(request, brand_id=subject.brand_id, domain=brand_domain(subject.domain, subject.brand_id), fn=fn, done=done)
     return redirect(reverse("customer:home"))
 
 

@@ -25,7 +25,7 @@ from services import registry
 from services.costs import clock_costs
 from services.models import Task, Window
 from services.people import step_done, task_extend, task_release, task_take, window_close, window_open
-from timers.models import LIVE, TestClock, Timer
+from timers.models import TestClock, Timer, brand_domain, is_live, live_domain
 from timers.services import domain_now
 from timers.timeutil import iso_z
 
@@ -68,7 +68,7 @@ def _task_row(task: Task, now_of) -> dict:
     return {"id": task.id, "step": task.step, "job": f"{task.job.service} {task.job.period}",
             "subject": task.job.subject.name, "status": task.status, "due_at": iso_z(task.due_at) if task.due_at else "",
             "hold_until": iso_z(task.hold_until) if task.hold_until else "", "extended": task.extended,
-            "late": late, "test_clock": None if task.domain == LIVE else task.domain,
+            "late": late, "test_clock": None if is_live(task.domain) else task.domain,
             "sort": (not late, task.due_at or task.hold_until or now)}
 
 
@@ -115,7 +115,7 @@ def home(request: HttpRequest) -> HttpResponse:
     windows = list(Window.objects.filter(member=user, status=Window.Status.OPEN))
     return render(request, "portals/delivery/home.html", {
         "tasks": tasks, "pool": pool, "clocks": clocks, "subjects": subjects, "successors": successors,
-        "windows": [{"id": w.id, "closes_at": iso_z(w.closes_at), "test_clock": None if w.domain == LIVE else w.domain}
+        "windows": [{"id": w.id, "closes_at": iso_z(w.closes_at), "test_clock": None if is_live(w.domain) else w.domain}
                     for w in windows],
         "domains": sorted({t["test_clock"] for t in tasks + pool if t["test_clock"]}),
     })
@@ -199,7 +199,7 @@ def withdraw(request: HttpRequest, subject_id: str) -> HttpResponse:
         for clock in clocks:
             clock_reassign(armer=armer, clock=clock, to=to, by=user.get_username(), why="withdrew")
 
-    return _act(request, subject.brand_id, subject.domain or LIVE, move, done)
+    return _act(request, subject.brand_id, brand_domain(subject.domain, subject.brand_id), move, done)
 
 
 @require_POST
@@ -208,14 +208,15 @@ def window_act(request: HttpRequest, act: str) -> HttpResponse:
     user = request.user
     brands = _brands(user)
     if act == "open":
-        domain = request.POST.get("test_clock") or LIVE
+        chosen = request.POST.get("test_clock")
         brand_id = Membership.objects.filter(user=user).values_list("brand_id", flat=True).first()
         try:
             hours = int(request.POST.get("hours", "8"))
         except ValueError:
             hours = 0
-        if domain != LIVE and not TestClock.objects.filter(pk=domain, brand_id=brand_id).exists():
+        if chosen and not TestClock.objects.filter(pk=chosen, brand_id=brand_id).exists():
             return _not_yours(request)
+        domain = chosen or live_domain(brand_id or "")
         if brand_id is None or not 1 <= hours <= 24 * 14:
             messages.error(request, "Not done (invalid_input): a standby window lasts 1 hour to 14 days")
             return redirect(reverse("delivery:home"))

@@ -21,7 +21,7 @@ from services import registry
 from services.costs import Cost, clock_costs, job_costs, usd
 from services.declare import ServiceError
 from services.models import Ask, Grant, Job, Notification, Task, Window
-from timers.models import Event, Timer
+from timers.models import Event, Timer, in_domain
 from timers.timeutil import duration_text
 
 from ..models import Membership
@@ -82,7 +82,7 @@ def _admin(obj, pk=None) -> str:
 
 
 def _in(qs, at: AsOf):
-    qs = qs.filter(domain=at.domain)
+    qs = qs.filter(in_domain(at.domain))
     return qs if at.brand_ids is None else qs.filter(brand_id__in=at.brand_ids)
 
 

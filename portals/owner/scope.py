@@ -15,10 +15,10 @@ from zoneinfo import ZoneInfo
 from django.db.models import Model, QuerySet
 
 from portals.models import Membership
-from timers.models import LIVE, Brand, Commit, TestClock, Timer
+from timers.models import LIVE, LIVE_PREFIX, Brand, Commit, TestClock, Timer, in_domain
 from timers.services import domain_now
 
-AS_OF = "owner_as_of"  # the session key: "live" or a test clock id
+AS_OF = "owner_as_of"  # the session key: "live" (the brands' live clocks) or a test clock id
 
 
 def owner_brand_ids(user) -> frozenset[str]:
@@ -86,7 +86,7 @@ def request_brands(request) -> frozenset[str] | None:
 # -- as of: the clock domain the console shows ---------------------------------------------------------------
 @dataclass(frozen=True)
 class AsOf:
-    domain: str  # "live" or a test clock id
+    domain: str  # "live" (the brands' live clocks, live_<brand id> each) or a test clock id
     clock: TestClock | None
     now: datetime
     zone: str  # the brand's zone: its subjects' calendar (the first), else UTC
@@ -112,7 +112,7 @@ def test_clocks(brands: frozenset[str] | None) -> QuerySet:
 def _default_domain(brands: frozenset[str] | None) -> str:
     """The live clock when it has any of the brands' timers; else the brands' first test clock (the demo's
     data lives on one), else live."""
-    live = Timer.objects.filter(domain=LIVE)
+    live = Timer.objects.filter(domain__startswith=LIVE_PREFIX)
     if brands is not None:
         live = live.filter(brand_id__in=brands)
     if live.exists():
@@ -124,7 +124,7 @@ def _default_domain(brands: frozenset[str] | None) -> str:
 def brand_zone(brands: frozenset[str] | None, domain: str) -> str:
     from calendars.models import Calendar, Subject
 
-    subjects = Subject.objects.filter(domain=domain, calendar__isnull=False)
+    subjects = Subject.objects.filter(in_domain(domain), calendar__isnull=False)
     cals = Calendar.objects.all()
     if brands is not None:
         subjects, cals = subjects.filter(brand_id__in=brands), cals.filter(brand_id__in=brands)

@@ -17,7 +17,7 @@ from django.template.response import TemplateResponse
 from django.urls import path
 from django.utils import timezone
 
-from timers.models import Brand
+from timers.models import Brand, in_domain
 
 from .scope import as_of, is_owner, request_brands, scope, test_clocks
 
@@ -35,7 +35,7 @@ class BrandScoped:
         opts = self.model._meta
         if (match is not None and match.url_name == f"{opts.app_label}_{opts.model_name}_changelist"
                 and _has_domain(self.model) and as_of(request).chosen):
-            qs = qs.filter(domain=as_of(request).domain)  # the header's "as of": lists show that clock's
+            qs = qs.filter(in_domain(as_of(request).domain))  # the header's "as of": lists show that clock's
         return qs
 
     def formfield_for_foreignkey(self, db_field, request, **kwargs):

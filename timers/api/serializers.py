@@ -18,7 +18,7 @@ from .. import handlers
 from ..errors import KeepingTimeError
 from ..ids import SEED_PATTERN
 from ..keys import KEY_PATTERN, KINDS, MAX_KEY_LENGTH
-from ..models import Commit, Event, TestClock, Timer
+from ..models import Commit, Event, TestClock, Timer, is_live
 from ..services import commit_json
 from ..timeutil import duration_text, iso_z, parse_instant
 
@@ -71,7 +71,7 @@ def timer_json(t: Timer, *, commit=_UNSET) -> dict:
         "remaining": duration_text(t.remaining),
         "opened_at": iso_z(t.opened_at),
         "armed_by": t.armed_by or None,
-        "test_clock": None if t.domain == "live" else t.domain,
+        "test_clock": None if is_live(t.domain) else t.domain,
         "data": t.data,
     }
 
@@ -102,7 +102,7 @@ def event_json(e: Event) -> dict:
         "late_by": duration_text(e.late_by),
         "key": e.key or None,
         "data": e.data,
-        "test_clock": None if e.domain == "live" else e.domain,
+        "test_clock": None if is_live(e.domain) else e.domain,
     }
 
 

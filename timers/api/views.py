@@ -24,7 +24,7 @@ from rest_framework.views import APIView
 
 from .. import services
 from ..errors import KeepingTimeError, NotFound
-from ..models import LIVE, Brand, Event, TestClock, Timer
+from ..models import LIVE_PREFIX, Brand, Event, TestClock, Timer, is_live, live_domain
 from ..owners import owner_filter
 from .auth import livemode
 from .serializers import (
@@ -117,12 +117,13 @@ def _missing(what: str, object_id: str) -> NotFound:
 
 
 def owned(qs: QuerySet, brand: Brand) -> QuerySet:
-    """The caller's rows of ``qs``: the brand's, in its key's mode. A live key's are the live clock's
-    (domain "live"); a test key's are the test clocks' (domain a test clock id), and the test clocks."""
+    """The caller's rows of ``qs``: the brand's, in its key's mode. A live key's are the brand's live clock's
+    (domain live_<brand id>); a test key's are the test clocks' (domain a test clock id), and the test clocks."""
     qs = qs.filter(brand=brand)
     if qs.model is TestClock:
         return qs.none() if livemode(brand) else qs
-    return qs.filter(domain=LIVE) if livemode(brand) else qs.exclude(domain=LIVE)
+    live = live_domain(brand.id)
+    return qs.filter(domain=live) if livemode(brand) else qs.exclude(domain=live)
 
 
 def get_owned(brand: Brand, qs: QuerySet, object_id: str, what: str, *, field: str = "pk"):
@@ -159,7 +160,7 @@ def domain_of(brand: Brand, test_clock: str | None) -> str:
     """The clock domain a request reads: the live clock, or one of the brand's test clocks (a live key
     names none). Whether the caller's mode may read it is ``owned``'s to say."""
     if not test_clock:
-        return LIVE
+        return live_domain(brand.id)
     return get_test_clock(brand, test_clock, param="test_clock").id
 
 
@@ -167,7 +168,7 @@ def arm_domain_of(brand: Brand, test_clock: str | None) -> str:
     """The clock domain a request creates on: as ``domain_of``, but a test key cannot create on the live
     clock (Stripe's test keys never make live objects, and here every test object lives on a test clock)."""
     domain = domain_of(brand, test_clock)
-    if domain == LIVE and not livemode(brand):
+    if is_live(domain) and not livemode(brand):
         err = KeepingTimeError("a test key (sk_test_…) creates on a test clock only: pass test_clock (tc_…); "
                                "the live clock takes a live key (sk_live_…)", code="live_mode_only",
                                status=403)  # well formed, but not for this key's mode: a permission
@@ -206,7 +207,7 @@ def page(qs: QuerySet, *, scope: QuerySet, order: tuple[str, ...], lookup: str, 
     if not rows and not after and not params.get("test_clock") and has_domain:
         # Say where the objects are: a demo's live on a test clock, and a list without test_clock is the live
         # clock's (as Stripe's lists leave test-clock objects out unless asked).
-        held = list(scope.exclude(domain=LIVE).values_list("domain").annotate(n=Count("pk")).order_by("domain")[:5])
+        held = list(scope.exclude(domain__startswith=LIVE_PREFIX).values_list("domain").annotate(n=Count("pk")).order_by("domain")[:5])
         if held:
             where = ", ".join(f"{domain} ({n})" for domain, n in held)
             listed["note"] = (f"no {what}s on the live clock; test clocks hold some: {where}. "

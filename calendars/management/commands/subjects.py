@@ -12,7 +12,7 @@ from calendars.entries import subject_calendar
 from calendars.models import Subject
 from calendars.services import subject_feed_revoke, subject_feed_rotate
 from timers.management.base import KTCommand
-from timers.models import LIVE
+from timers.models import brand_domain, is_live
 
 COLUMNS = ("date", "what", "kind", "answers for", "status")
 
@@ -61,8 +61,8 @@ class Command(KTCommand):
     def _calendar(self, o):
         subject = self.subject(o["subject_id"])
         clock = self.test_clock(o["test_clock"])
-        domain = clock.id if clock else (subject.domain or LIVE)
-        if clock and subject.domain not in (LIVE, clock.id):
+        domain = clock.id if clock else brand_domain(subject.domain, subject.brand_id)
+        if clock and not is_live(subject.domain) and subject.domain != clock.id:
             raise CommandError(f"invalid_request: subject {subject.id} lives on test clock {subject.domain}, "
                                f"not {clock.id}")
         sc = subject_calendar(subject, domain=domain, from_date=parse_from(o["from_date"], param="--from"))

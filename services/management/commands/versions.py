@@ -17,7 +17,7 @@ from services.repin import job_repin
 from services.versions import version_check, version_deploy, versions_summary
 from timers.clock import wall_now
 from timers.management.base import KTCommand
-from timers.models import LIVE
+from timers.models import LIVE, LIVE_PREFIX
 from timers.timeutil import parse_instant, trace_z
 
 
@@ -71,7 +71,9 @@ class Command(KTCommand):
         clock = self.test_clock(o["test_clock"])
         domain = clock.id if clock else LIVE
         now = clock.frozen_time if clock else wall_now()
-        rows = versions_summary(domains=Q(domain=domain), now=now, pinned_only=o["pinned"], live_domain=domain)
+        # Without a test clock: every brand's live clock (deploys reach them all).
+        where = Q(domain=clock.id) if clock else Q(domain__startswith=LIVE_PREFIX)
+        rows = versions_summary(domains=where, now=now, pinned_only=o["pinned"], live_domain=domain)
         if not rows:
             self.stdout.write("no versions" + (" still running a timer" if o["pinned"] else ""))
         for p in rows:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from django.core.management.base import CommandError
 
-from timers.models import LIVE, Schedule
+from timers.models import LIVE, LIVE_PREFIX, Schedule
 from timers.schedules import schedule_json, schedule_pause, schedule_resume, schedule_trigger
 from timers.timeutil import iso_z
 
@@ -42,7 +42,9 @@ class Command(KTCommand):
     def _list(self, o):
         clock = self.test_clock(o["test_clock"])
         domain = clock.id if clock else LIVE
-        rows = Schedule.objects.filter(domain=domain).order_by("created_at", "id")
+        # Without a test clock: every brand's live clock.
+        rows = (Schedule.objects.filter(domain=domain) if clock else
+                Schedule.objects.filter(domain__startswith=LIVE_PREFIX)).order_by("created_at", "id")
         self.stdout.write(f"{rows.count()} schedules on {domain} (UTC)")
         for sch in rows:
             j = schedule_json(sch, recent=1, upcoming=1)

@@ -16,7 +16,7 @@ from django.core.management.base import CommandError
 from timers import cli, progress
 from timers.clock import WallClock
 from timers.compare import compare
-from timers.models import Outbox
+from timers.models import Outbox, in_domain
 from timers.services import worker_starting
 from timers.timeutil import after_span, parse_instant, parse_span
 from timers.worker import Worker, advance, live_step, run_requested_advances
@@ -68,7 +68,7 @@ class Command(KTCommand):
         # Every owed send was made before the tick returned, unless the far end failed it or left it in doubt.
         s = stats.sends
         if s is not None and (s.in_doubt or s.failed):
-            reasons = sorted(set(Outbox.objects.filter(domain=domain, status__in=["sending", "failed"])
+            reasons = sorted(set(Outbox.objects.filter(in_domain(domain), status__in=["sending", "failed"])
                                  .exclude(error="").values_list("error", flat=True)[:20]))
             self.stderr.write(f"sends: {s.sent + s.confirmed} made, {s.in_doubt} in doubt (retried after asking the "
                               f"far end), {s.failed} failed: {'; '.join(reasons)[:300]}")
@@ -104,9 +104,9 @@ class Command(KTCommand):
             signal.signal(signal.SIGINT, stop)
             self.stdout.write("ticking the live clock until SIGTERM")
             worker.run()
-            self.stdout.write(f"stopped after {worker.steps} steps")
+            self.stdout.write(f"stopped after {worker.steps} steps · {worker.fired} fired")
             return
-        stats = live_step(WallClock(), trace=o["trace"])
+        stats = live_step(WallClock(), trace=o["trace"])  # every brand's live clock, each under its lease
         self.stdout.write(cli.header("live", stats))
         if o["trace"]:
             for line in cli.trace_lines(stats):

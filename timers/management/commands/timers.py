@@ -10,7 +10,7 @@ from rest_framework.exceptions import ValidationError
 
 from timers import cli
 from timers.api.serializers import _plain_json, timer_json
-from timers.models import LIVE, Timer
+from timers.models import LIVE, LIVE_PREFIX, Timer, live_domain
 from timers.owners import describe, owner_filter
 from timers.services import domain_now, timer_arm
 from timers.timeutil import parse_instant, trace_z
@@ -43,8 +43,10 @@ class Command(KTCommand):
 
     def _list(self, o):
         clock = self.test_clock(o["test_clock"])
-        domain = clock.id if clock else LIVE
         owner = o["on"]
+        # Without a test clock: the live clock of the brand whose timers the owner has (live_<brand>).
+        domain = clock.id if clock else (Timer.objects.filter(owner=owner, domain__startswith=LIVE_PREFIX)
+                                          .values_list("domain", flat=True).first() or LIVE)
         qs = Timer.objects.filter(owner_filter(domain, owner), domain=domain)
         if o["status"]:
             qs = qs.filter(status=o["status"])
@@ -65,7 +67,7 @@ class Command(KTCommand):
         self.stdout.write(" · ".join(parts))
         if not timers:
             if clock is None:  # say where they are: a demo's timers live on a test clock
-                held = list(Timer.objects.filter(owner_filter(LIVE, owner)).exclude(domain=LIVE)
+                held = list(Timer.objects.filter(owner_filter(LIVE, owner)).exclude(domain__startswith=LIVE_PREFIX)
                             .values_list("domain").annotate(n=Count("pk")).order_by("domain")[:5])
                 if held:
                     where = ", ".join(f"{domain} ({n})" for domain, n in held)
@@ -94,5 +96,5 @@ class Command(KTCommand):
         except ValidationError as exc:
             raise CommandError(f"invalid_data: --data {exc.detail[0]}") from None
         timer = timer_arm(brand=brand, key=o["key"], owed_at=parse_instant(o["owed"]),
-                          domain=clock.id if clock else LIVE, handler=o["handler"], data=data)
+                          domain=clock.id if clock else live_domain(brand.id), handler=o["handler"], data=data)
         self.stdout.write(f"{timer.id} armed · {timer.key} · owed {trace_z(timer.owed_at)} · place {timer.place}")
