@@ -15,8 +15,8 @@ from tests.conftest import T0
 from timers import outbox, services
 from timers.clock import wall_now
 from timers.errors import Refused
-from timers.lease import lease
 from timers.ids import live_domain
+from timers.lease import lease
 from timers.models import LIVE, Outbox
 from timers.worker import advance
 
