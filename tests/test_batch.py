@@ -165,3 +165,41 @@ def test_what_a_write_drops_from_the_batch_caches(brand):
         assert dict(rows) == {"b": "other-brand"}
         Brand.objects.filter(name="another.test").update(name="x.test")  # any other write: everything
         assert not rows
+
+
+def asks_after(f):
+    states = [f.state(k) for k in f.timer.data["keys"]]
+    f.record("t.states", data={"states": [s and s[0] for s in states]})
+
+
+@pytest.mark.parametrize("limit", [200, 2])
+def test_a_firing_asking_after_timers_not_in_memory_reads_their_owner_once(arm, clock, handler, monkeypatch, limit):
+    from timers import engine, store
+
+    monkeypatch.setattr(engine, "OWNER_READ_LIMIT", limit)
+    calls = {"owner": 0, "key": 0}
+    cls = type(store.get_store())
+    load_owner, load = cls.load_owner, cls.load
+
+    def counted_owner(self, *a, **k):
+        calls["owner"] += 1
+        return load_owner(self, *a, **k)
+
+    def counted(self, *a, **k):
+        calls["key"] += 1
+        return load(self, *a, **k)
+
+    monkeypatch.setattr(cls, "load_owner", counted_owner)
+    monkeypatch.setattr(cls, "load", counted)
+    handler("t.asks", asks_after, atomic=True)
+    # job_7's timers are owed after the advance's end: never fetched, so not in memory when asked after.
+    for name, owed in (("a", "2026-12-20T10:00Z"), ("b", "2026-12-21T10:00Z"), ("c", "2026-12-22T10:00Z")):
+        arm(f"job_7:task:{name}:1", owed)
+    arm("job_1:task:ask:1", "2026-11-25T10:00Z", handler="t.asks",
+        data={"keys": ["job_7:task:a:1", "job_7:task:zz:1", "job_7:task:c:1"]})
+    advance(clock.id, at("2026-11-26T00:00Z"))
+    assert Event.objects.get(domain=clock.id, type="t.states").data["states"] == ["armed", None, "armed"]
+    if limit == 200:  # one read of the owner's timers answers all three, the missing one included
+        assert calls == {"owner": 1, "key": 0}
+    else:  # an owner with more timers than the limit is read a key at a time
+        assert calls == {"owner": 1, "key": 3}

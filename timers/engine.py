@@ -36,7 +36,8 @@ from .rearm import UNHOLDABLE_KINDS, Rearm, rearm_cause
 log = logging.getLogger(__name__)
 
 ZERO = timedelta(0)
-LATE_LOGGED = timedelta(minutes=5)  # a live timer fired later than this is logged with its late_by
+LATE_LOGGED = timedelta(minutes=5)
+OWNER_READ_LIMIT = 200  # an owner with more timers than this is read a key at a time (Run._lookup)  # a live timer fired later than this is logged with its late_by
 TIMER_FIELDS = (
     "id", "key", "owner", "kind", "place", "handler", "status", "owed_at", "opened_at", "armed_at",
     "fired_at", "late_by", "attempt", "wakes", "version", "superseded_by", "by", "held_since", "held_by",
@@ -232,6 +233,8 @@ class Run:
         # Keys armed since the last check that were in neither memory nor asked of the database: one set
         # query answers them all at the next point that needs to know (a fire, a lookup, the flush).
         self._unverified: dict[str, tuple[Item, TraceRow | None, TraceRow | None]] = {}
+        self._owners: set[str] = set()  # owners all of whose timers are in _by_key (read since the last fetch)
+        self._big_owners: set[str] = set()  # owners with more timers than OWNER_READ_LIMIT
         self._horizon: tuple | None = None
         self._complete = False
         self._seq = itertools.count()
@@ -280,6 +283,7 @@ class Run:
         keep = [e for e in self._heap if e[-1].pass_no > 1 and e[-1].gen == e[-2] and e[-1].status == "armed"]
         self._armed = {e[-1].id: e[-1] for e in keep}
         self._by_key = {e[-1].key: e[-1] for e in keep}
+        self._owners = set()
         self._heap = keep
         heapq.heapify(self._heap)
         after = None if self._horizon is None else self._horizon[2:]
@@ -473,10 +477,25 @@ class Run:
             self._verify()
         item = self._by_key.get(key)
         if item is None:
-            item = self.store.load(self.domain, key)
-            if item is not None:
-                item.domain = self.domain
-                self._by_key[key] = item
+            owner = parse(key).owner
+            if owner in self._owners:
+                return None  # every timer of its owner is in memory: the key has none
+            # A firing that asks after one of an owner's timers asks after its others next (a rung after its
+            # item's other rungs): read them all in one query, unless the owner has too many to hold.
+            rows = [] if owner in self._big_owners else self.store.load_owner(self.domain, owner, OWNER_READ_LIMIT + 1)
+            if owner not in self._big_owners and len(rows) <= OWNER_READ_LIMIT:
+                self._owners.add(owner)
+                for row in rows:
+                    if row.key not in self._by_key:
+                        row.domain = self.domain
+                        self._by_key[row.key] = row
+                item = self._by_key.get(key)
+            else:
+                self._big_owners.add(owner)
+                item = self.store.load(self.domain, key)
+                if item is not None:
+                    item.domain = self.domain
+                    self._by_key[key] = item
         return item
 
     def holding(self, handler_names: tuple[str, ...]) -> list[Item]:
@@ -525,7 +544,7 @@ class Run:
                         status="armed", owed_at=owed_at, opened_at=opened_at, armed_at=now, attempt=0, wakes=0,
                         version=version or "", superseded_by="", by="", held_by="", armed_by=parent.id,
                         data=data, brand_id=parent.brand_id, domain=self.domain, new=True)
-            item.unverified = True
+            item.unverified = k.owner not in self._owners  # else its owner's timers are all in memory
             self._by_key[key] = item
             self._arm_item(item, instant, parent.pass_no)
             self.stats.armed += 1
@@ -534,7 +553,8 @@ class Run:
                 child = TraceRow("armed", parent.pass_no, owed_at, None, item.place, item.kind, item.owner,
                                  what or f"{k.name} · {k.occurrence}")
                 row.children.append(child)
-            self._unverified[key] = (item, row, child)
+            if item.unverified:
+                self._unverified[key] = (item, row, child)
         elif kind == "supersede":
             _, key, by, successor = op
             item = self._lookup(key)

@@ -63,6 +63,12 @@ class PostgresStore:
             rows = self._items(cur.fetchall())
         return rows[0] if rows else None
 
+    def load_owner(self, domain: str, owner: str, limit: int) -> list[Item]:
+        with self._cursor() as cur:
+            cur.execute(f"SELECT {_COLUMNS} FROM timers_timer WHERE domain = %b AND owner = %b LIMIT %b",
+                        [domain, owner, limit], binary=True)
+            return self._items(cur.fetchall())
+
     def load_many(self, domain: str, keys: list[str]) -> list[Item]:
         with self._cursor() as cur:
             cur.execute(f"SELECT {_COLUMNS} FROM timers_timer WHERE domain = %b AND key = ANY(%b::varchar[])",
@@ -160,6 +166,10 @@ class OrmStore:
     def load(self, domain: str, key: str) -> Item | None:
         row = Timer.objects.filter(domain=domain, key=key).values_list(*TIMER_FIELDS).first()
         return None if row is None else Item(**dict(zip(TIMER_FIELDS, row, strict=True)))
+
+    def load_owner(self, domain: str, owner: str, limit: int) -> list[Item]:
+        rows = Timer.objects.filter(domain=domain, owner=owner).values_list(*TIMER_FIELDS)[:limit]
+        return [Item(**dict(zip(TIMER_FIELDS, row, strict=True))) for row in rows]
 
     def load_many(self, domain: str, keys: list[str]) -> list[Item]:
         out = []
