@@ -354,6 +354,11 @@ class Event(models.Model):
             # the domain's clock.satisfied events by subject; a small slice of the record.
             models.Index(fields=["domain", "subject"], name="event_clock_satisfied",
                          condition=Q(type="clock.satisfied")),
+            # A subject's history (a job's or a clock item's events, in order): the owner console's at-risk
+            # jobs (portals/owner/dashboard.py) and any read of one subject's record. Without it such a read
+            # walks the domain's or the brand's whole record: 100x slower at 10M events (docs/scaling.md,
+            # "The record at 10M events"). Created CONCURRENTLY on PostgreSQL (migration 0012).
+            models.Index(fields=["domain", "subject", "type", "seq"], name="event_domain_subject"),
         ]
 
     def __str__(self) -> str:
