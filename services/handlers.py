@@ -32,8 +32,23 @@ from .services import (
 )
 
 
+def _load_subs(ids: set) -> dict:
+    return {s.id: s for s in Subscription.objects.select_related("subject__calendar").filter(pk__in=ids).order_by()}
+
+
+def _sub_pks(sub: Subscription, table: str) -> tuple:
+    return {"services_subscription": (sub.pk,), "calendars_subject": (sub.subject_id,),
+            "calendars_calendar": (sub.subject.calendar_id,)}[table]
+
+
 def _sub(f: Firing) -> Subscription:
-    return Subscription.objects.select_related("subject__calendar").get(pk=f.key.owner)
+    """The timer's subscription with its subject and calendar (read ahead for the batch's cycles and mints)."""
+    sub = batches.row(f, f.key.owner, name="services.subscriptions", load=_load_subs, ahead=(CYCLE, SCHEDULE),
+                      key_of=lambda t: t.owner, tables=("services_subscription", "calendars_subject",
+                                                         "calendars_calendar"), pk=_sub_pks)
+    if sub is None:
+        raise Subscription.DoesNotExist(f"no subscription {f.key.owner}")
+    return sub
 
 
 def fire_cycle(f: Firing) -> None:
