@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-from django.db import IntegrityError, transaction
-
 from calendars.services import FiringArmer
 from timers import batch as batches
 from timers import handlers
@@ -117,12 +115,10 @@ def fire_schedule(f: Firing) -> None:
     used = int(sub.usage.get(sch.order, 0)) + 1
     order = registry.get(sch.order, registry.live_version(sch.order, domain=sub.domain, now=f.now))
     cents = 0 if used <= allowance else order.price.cents
-    try:
-        with transaction.atomic():
-            job = job_open(armer=FiringArmer(f), brand_id=sub.brand_id, domain=sub.domain, service=sch.order,
-                           subject=sub.subject, period=period_name, input=dict(sub.input), subscription=sub,
-                           schedule=name, price_cents=cents)
-    except IntegrityError:  # period_taken: this period was minted already
+    job = job_open(armer=FiringArmer(f), brand_id=sub.brand_id, domain=sub.domain, service=sch.order,
+                   subject=sub.subject, period=period_name, input=dict(sub.input), subscription=sub, schedule=name,
+                   price_cents=cents, if_new=True)
+    if job is None:  # period_taken: this period was minted already
         schedules.service_minted(sch=started[0], run=started[1], job=None, now=max(f.now, f.instant),
                                    error="period_taken")
         f.record("schedule.period_taken", subject=sub.id, data={"schedule": name, "period": period_name})

@@ -19,6 +19,7 @@ from timers.ids import domain_seed, new_id
 from timers.models import Brand, Timer
 from timers.owners import owner_filter
 from timers.rearm import Rearm
+from timers.rows import insert_new
 from timers.schedules import schedule_run_closed
 from timers.timeutil import iso_z
 
@@ -283,19 +284,26 @@ def subscription_uncancel(*, armer: Armer, sub: Subscription) -> Subscription:
 # -- jobs --------------------------------------------------------------------------------------------
 def job_open(*, armer: Armer, brand_id: str, domain: str, service: str, subject: Subject, period: str,
              input: dict, subscription: Subscription | None = None, schedule: str = "", price_cents: int = 0,
-             job_id: str | None = None) -> Job:
-    """Open a job: its clocks (dates the world sets) and its deadline (price.within)."""
+             job_id: str | None = None, if_new: bool = False) -> Job | None:
+    """Open a job: its clocks (dates the world sets) and its deadline (price.within). A job whose period is
+    taken (or whose id is) raises IntegrityError; with ``if_new`` it is None instead, and nothing was written
+    (one INSERT … ON CONFLICT DO NOTHING, where the caller would otherwise need a savepoint)."""
     now = armer.now
     # A job runs the version live at its opening (a mint: the one live at the mint) until it closes.
     version = registry.pin(service, domain=domain, now=now)
     svc = registry.get(service, version)
-    job = Job.objects.create(
+    job = Job(
         id=job_id or new_id("job", seed=_seed(domain, subscription.id if subscription else subject.id, service,
                                               period), length=10),
         brand_id=brand_id, domain=domain, service=service, version=version,
         subject=subject, subscription=subscription, schedule=schedule, period=period, input=input,
         price_cents=price_cents, opened_at=now,
     )
+    if if_new:
+        if not insert_new([job]):
+            return None
+    else:
+        job.save(force_insert=True)
     title = (svc.title or "{service} {period}").format(service=service, period=period)
     opened: dict[str, list] = {}
     for name in svc.clocks:

@@ -85,6 +85,21 @@ def test_a_mint_woken_twice_opens_one_job(world):
                            subscription=sub, schedule="job", period="2027-01", opened_at=job.opened_at)
 
 
+def test_a_mint_whose_period_is_taken_opens_nothing_and_the_batch_goes_on(world):
+    tc, sub = world("2027-01-02T14:00Z", "t-monthly")
+    mint = Timer.objects.get(domain=tc.id, key=f"{sub.id}:schedule:job:2027-01")
+    # The period's job is there already (opened some other way): the mint must not open a second one, nor any
+    # of the clocks, deadlines or money a second job would bring; the rest of the batch (the cycle) lands.
+    taken = Job.objects.create(brand_id=sub.brand_id, domain=tc.id, service="t-task", subject=sub.subject,
+                               subscription=sub, schedule="job", period="2027-01", opened_at=mint.owed_at)
+    advance(tc.id, at("2027-02-03T00:00Z"))
+    jobs = Job.objects.filter(subscription=sub).order_by("period")
+    assert [(j.id == taken.id, j.period) for j in jobs] == [(True, "2027-01"), (False, "2027-02")]
+    assert Event.objects.filter(domain=tc.id, type="schedule.period_taken", key=mint.key).count() == 1
+    assert not Event.objects.filter(domain=tc.id, type="job.opened", key=mint.key).exists()
+    assert Event.objects.filter(domain=tc.id, type="subscription.renewed").count() == 1
+
+
 @pytest.mark.parametrize(("service", "periods"), [("t-yearly-open", ["2027", "2028", "2029"]),
                                                   ("t-yearly-latest", ["2029"])])
 def test_a_three_year_gap_mints_each_period_or_only_the_latest(world, service, periods):
