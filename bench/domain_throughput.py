@@ -41,7 +41,6 @@ import platform
 import pstats
 import re
 import resource
-import secrets
 import statistics
 import subprocess
 import sys
@@ -49,6 +48,8 @@ import time
 from collections import Counter, defaultdict
 from datetime import UTC, datetime
 from pathlib import Path
+
+from bench_django import setup_django
 
 ROOT = Path(__file__).resolve().parent.parent
 BRAND = "bench.domain_throughput"
@@ -61,18 +62,6 @@ TARGET_RATE = 2000.0
 TARGET_FLATNESS = 1.2  # per-subscriber cost at 3,000 within 1.2x of at 100
 TARGET_SHARE = 0.20  # domain fires/s >= 20% of the noop engine rate
 FIRES_PER_SUBSCRIBER = 104  # a Tax Plan year's fires per subscriber (measured); only to estimate a capped year
-
-
-def setup_django() -> None:
-    if str(ROOT) not in sys.path:
-        sys.path.insert(0, str(ROOT))
-    os.environ.setdefault("DJANGO_SETTINGS_MODULE", "keeping_time.settings")
-    os.environ.setdefault("SECRET_KEY", secrets.token_urlsafe(50))  # the bench signs nothing
-    # Lapses send emails through Django's backend: the console one would print thousands of them.
-    os.environ.setdefault("EMAIL_URL", "dummymail://")
-    import django
-
-    django.setup()
 
 
 # -- counting every statement ------------------------------------------------------------------------

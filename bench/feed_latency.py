@@ -29,7 +29,6 @@ import http.client
 import os
 import platform
 import re
-import secrets
 import socket
 import statistics
 import subprocess
@@ -39,19 +38,11 @@ import time
 from io import StringIO
 from pathlib import Path
 
+from bench_django import setup_django
+
 ROOT = Path(__file__).resolve().parent.parent
 TARGET_304_P95_MS = 50.0
 TARGET_200_P95_MS = 150.0
-
-
-def setup_django() -> None:
-    if str(ROOT) not in sys.path:
-        sys.path.insert(0, str(ROOT))
-    os.environ.setdefault("DJANGO_SETTINGS_MODULE", "keeping_time.settings")
-    os.environ.setdefault("SECRET_KEY", secrets.token_urlsafe(50))  # the bench signs nothing
-    import django
-
-    django.setup()
 
 
 def seed() -> tuple[str, str]:

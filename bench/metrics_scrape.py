@@ -24,26 +24,15 @@ from __future__ import annotations
 import argparse
 import os
 import platform
-import secrets
 import statistics
 import sys
 import time
 from datetime import timedelta
-from pathlib import Path
 
-ROOT = Path(__file__).resolve().parent.parent
+from bench_django import setup_django
+
 BRAND = "bench.metrics_scrape"
 CLOCKS = 50
-
-
-def setup_django() -> None:
-    if str(ROOT) not in sys.path:
-        sys.path.insert(0, str(ROOT))
-    os.environ.setdefault("DJANGO_SETTINGS_MODULE", "keeping_time.settings")
-    os.environ.setdefault("SECRET_KEY", secrets.token_urlsafe(50))  # the bench signs nothing
-    import django
-
-    django.setup()
 
 
 def clean() -> None:

@@ -25,7 +25,6 @@ import argparse
 import json
 import os
 import platform
-import secrets
 import signal
 import statistics
 import subprocess
@@ -33,18 +32,10 @@ import sys
 import time
 from pathlib import Path
 
+from bench_django import setup_django
+
 ROOT = Path(__file__).resolve().parent.parent
 PREFIX = "bench.mw."
-
-
-def setup_django() -> None:
-    if str(ROOT) not in sys.path:
-        sys.path.insert(0, str(ROOT))
-    os.environ.setdefault("DJANGO_SETTINGS_MODULE", "keeping_time.settings")
-    os.environ.setdefault("SECRET_KEY", secrets.token_urlsafe(50))  # the bench signs nothing
-    import django
-
-    django.setup()
 
 
 # -- a worker process ----------------------------------------------------------------------------------------

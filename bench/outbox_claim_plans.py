@@ -27,7 +27,7 @@ import statistics
 import sys
 import time
 
-from outbox_throughput import setup_django
+from bench_django import setup_django
 
 # The claim statement and index of 0008, the baseline (timers/outbox.py and timers/models.py before 0009).
 OLD_INDEXES = ["CREATE INDEX outbox_pending ON timers_outbox (created_at) WHERE status IN ('pending', 'sending')"]

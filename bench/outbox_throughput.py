@@ -20,24 +20,13 @@ from __future__ import annotations
 import argparse
 import os
 import platform
-import secrets
 import statistics
 import sys
 import time
-from pathlib import Path
 
-ROOT = Path(__file__).resolve().parent.parent
+from bench_django import setup_django
+
 DOMAIN = "tc_bench_outbox"
-
-
-def setup_django() -> None:
-    if str(ROOT) not in sys.path:
-        sys.path.insert(0, str(ROOT))
-    os.environ.setdefault("DJANGO_SETTINGS_MODULE", "keeping_time.settings")
-    os.environ.setdefault("SECRET_KEY", secrets.token_urlsafe(50))  # the bench signs nothing
-    import django
-
-    django.setup()
 
 
 def fill(n: int) -> None:

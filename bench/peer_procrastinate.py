@@ -29,13 +29,12 @@ import asyncio
 import logging
 import os
 import platform
-import secrets
 import statistics
 import sys
 import time
-from pathlib import Path
 
-ROOT = Path(__file__).resolve().parent.parent
+from bench_django import setup_django
+
 BRAND = "bench.peer_procrastinate"
 PEER_DEFAULT = "postgres://postgres@127.0.0.1:5432/kt_bench12_peer"
 
@@ -50,16 +49,6 @@ what each guarantees (the work compared is "an owed thing runs once and that it 
                 that dies leaves it 'doing' until it is retried as stalled); no order beyond priority and id;
                 one fetch transaction and one finish transaction per job, the job's events written by
                 triggers; many workers and concurrency on one queue; queueing locks, locks, retries."""
-
-
-def setup_django() -> None:
-    if str(ROOT) not in sys.path:
-        sys.path.insert(0, str(ROOT))
-    os.environ.setdefault("DJANGO_SETTINGS_MODULE", "keeping_time.settings")
-    os.environ.setdefault("SECRET_KEY", secrets.token_urlsafe(50))  # the bench signs nothing
-    import django
-
-    django.setup()
 
 
 # -- ours ---------------------------------------------------------------------------------------------

@@ -39,7 +39,7 @@ import sys
 import time
 from datetime import UTC, datetime, timedelta
 
-from outbox_throughput import setup_django
+from bench_django import setup_django
 
 T0 = datetime(2026, 1, 1, tzinfo=UTC)
 SPAN = timedelta(days=470)  # 15 months and a half of record: the newest month is half full

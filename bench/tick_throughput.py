@@ -35,30 +35,17 @@ import os
 import platform
 import pstats
 import re
-import secrets
 import sys
 import time
 from collections import defaultdict
 from datetime import UTC, datetime, timedelta
-from pathlib import Path
 
-ROOT = Path(__file__).resolve().parent.parent
+from bench_django import setup_django
+
 BRAND_NAME = "bench.tick_throughput"
 T0 = datetime(2030, 1, 1, tzinfo=UTC)  # the test clocks' frozen time; fixed so runs are comparable
 TARGET_RATE = 5000.0
 TARGET_SHARE = 0.25
-
-
-def setup_django() -> None:
-    if str(ROOT) not in sys.path:
-        sys.path.insert(0, str(ROOT))
-    os.environ.setdefault("DJANGO_SETTINGS_MODULE", "keeping_time.settings")
-    # The settings refuse to load without a key (DEBUG stays off: it would keep every query in memory). The
-    # bench signs nothing, so a throwaway key will do.
-    os.environ.setdefault("SECRET_KEY", secrets.token_urlsafe(50))
-    import django
-
-    django.setup()
 
 
 # -- measuring ---------------------------------------------------------------------------------------

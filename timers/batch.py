@@ -154,6 +154,14 @@ def current() -> Batch | None:
     return _current.get()
 
 
+def _fill(cache: Cache, keys: set, load: Callable[[set], dict]) -> None:
+    found = load(keys)
+    for k in keys:
+        cache[k] = found.get(k)
+    for k, v in found.items():  # a loader may return more than it was asked for (a clock's other items)
+        cache.setdefault(k, v)
+
+
 def row(f: Any, key: Any, *, name: str, load: Callable[[set], dict], ahead: tuple[str, ...],
         key_of: Callable[[Any], Any], tables: tuple[str, ...], pk: Callable[[Any, str], tuple]) -> Any:
     """The row ``load`` finds for ``key``, read for a firing ``f``. In a batch, the first ask reads the rows of
@@ -168,17 +176,9 @@ def row(f: Any, key: Any, *, name: str, load: Callable[[set], dict], ahead: tupl
     with b.quiet():
         if not cache.loaded:
             cache.loaded = True
-            keys = {key} | {key_of(t) for t in f.run.holding(ahead)}
-            found = load(keys)
-            for k in keys:
-                cache[k] = found.get(k)
-            for k, v in found.items():  # a loader may return more than it was asked for (a clock's other items)
-                cache.setdefault(k, v)
+            _fill(cache, {key} | {key_of(t) for t in f.run.holding(ahead)}, load)
         if key not in cache:
-            found = load({key})
-            cache[key] = found.get(key)
-            for k, v in found.items():
-                cache.setdefault(k, v)
+            _fill(cache, {key}, load)
     value = cache[key]
     return None if value is None else clone(value)
 
