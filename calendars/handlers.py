@@ -138,7 +138,7 @@ def fire_due(f: Firing) -> None:
         f.what = f"{label} · came unsatisfied · waits on {clock.answers_for}'s choice"
     f.record(kind, subject=item.owner_key, data=base)
     item.changed_at = f.now
-    item.save(update_fields=["status", "changed_at"])
+    batches.save(item, fields=["status", "changed_at"])
     clock_lapsed(armer=FiringArmer(f), item=item, kind=kind, hears=hears, message=message)
 
 

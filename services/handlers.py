@@ -65,7 +65,7 @@ def fire_cycle(f: Firing) -> None:
         return
     armer = FiringArmer(f)
     sub.cycle, sub.cycle_started_at, sub.usage = n, f.instant, {}
-    sub.save(update_fields=["cycle", "cycle_started_at", "usage"])
+    batches.save(sub, fields=["cycle", "cycle_started_at", "usage"])
     post_money(armer=armer, brand_id=sub.brand_id, domain=sub.domain, kind="charge", cents=svc.price.cents,
                memo=f"{sub.service} · cycle {n}", owed_at=f.instant, key_owner=sub.id, occurrence=f"#{n}",
                subscription=sub)
@@ -126,7 +126,7 @@ def fire_schedule(f: Firing) -> None:
         return
     schedules.service_minted(sch=started[0], run=started[1], job=job, now=max(f.now, f.instant))
     sub.usage = {**sub.usage, sch.order: used}
-    sub.save(update_fields=["usage"])
+    batches.save(sub, fields=["usage"])
     if cents and not registry.get(job.service, job.version).price.hold:  # a holding Service holds it instead
         post_money(armer=FiringArmer(f), brand_id=sub.brand_id, domain=sub.domain, kind="charge", cents=cents,
                    memo=f"{sch.order} {period_name} beyond the plan", owed_at=f.instant, key_owner=job.id,
@@ -168,7 +168,7 @@ def fire_deadline(f: Firing) -> None:
         f.what = f"{job.id} · at risk · late at {job.late_at:%Y-%m-%d %H:%MZ}"
         return
     job.late = True
-    job.save(update_fields=["late"])
+    batches.save(job, fields=["late"])
     svc = registry.get(job.service, job.version)
     credit = svc.price.late_cents(job.price_cents)
     f.record("job.late", subject=job.id, data={"credit": credit})
@@ -219,7 +219,7 @@ def fire_money(f: Firing) -> None:
         f.what = f"skipped · {line.status}"
         return
     line.status, line.collected_at = MoneyLine.Status.COLLECTED, f.instant
-    line.save(update_fields=["status", "collected_at"])
+    batches.save(line, fields=["status", "collected_at"])
     f.record("money.collected", subject=line.subscription_id or line.job_id or "",
              data={"line": line.id, "kind": line.kind, "amount": line.amount_cents, "currency": line.currency,
                    "memo": line.memo})

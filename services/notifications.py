@@ -44,8 +44,17 @@ def notify(armer: Any, *, kind: str, subject: str, recipients: list[str], messag
     rows = [Notification(brand_id=brand_id, domain=domain, recipient=name, kind=kind, subject=subject, key=key,
                          message=message, created_at=now)
             for name in dict.fromkeys(r for r in recipients if r)]
-    # One statement: a recipient who already heard this lapse (a replay, a redelivered wake) is skipped.
-    created = insert_new(rows)
+    # A recipient who already heard this lapse (a replay, a redelivered wake) is skipped: in the tick, asked
+    # of the batch (one query for its lapses), the rows kept and sent with the batch's other inserts; the
+    # unique constraint backs both ways.
+    heard = _heard(firing, domain, key) if firing is not None else None
+    if heard is None:
+        created = insert_new(rows)
+    else:
+        created = [r for r in rows if (r.recipient, kind) not in heard]
+        for r in created:
+            heard.add((r.recipient, kind))
+            batches.create(r, skip_taken=True, kept_by=(HEARD,))
     messages = _emails(brand_id, created)
     if messages:
         if firing is not None:
@@ -53,6 +62,30 @@ def notify(armer: Any, *, kind: str, subject: str, recipients: list[str], messag
         else:
             _send_direct(domain, brand_id, f"{key}|notify:{created[0].id}", messages)
     return created
+
+
+HEARD = "services.heard"
+
+
+def _heard(f: Firing, domain: str, key: str) -> set | None:
+    """Who has heard the lapse ``key`` (recipient, kind), read ahead for the batch's dues; None outside a
+    batch that keeps writes. The set is the cache's own: notify adds to it what it keeps."""
+    b = batches.current()
+    if b is None or not b.keep_writes:
+        return None
+    cache = b.cache(HEARD, tables=("services_notification",))
+    if key not in cache:
+        from calendars.services import DUE_HANDLER
+
+        keys = {key} if cache.loaded else {key} | {t.key for t in f.run.holding((DUE_HANDLER,))}
+        cache.loaded = True
+        with b.quiet():
+            for k in keys:
+                cache[k] = set()
+            for k, recipient, kind in (Notification.objects.filter(domain=domain, key__in=keys)
+                                       .values_list("key", "recipient", "kind")):
+                cache[k].add((recipient, kind))
+    return cache[key]
 
 
 def _brand_name(brand_id: str) -> str:

@@ -21,6 +21,7 @@ from zoneinfo import ZoneInfo
 from calendars.models import Subject
 from calendars.offsets import OffsetError, parse_offset
 from calendars.services import FiringArmer
+from timers import batch as batches
 from timers import schedule_spec
 from timers.engine import Firing
 from timers.errors import KeepingTimeError, NotFound
@@ -197,13 +198,16 @@ def service_minted(*, sch: Schedule, run: ScheduleRun, job: Job | None, now: dat
     """The mint's tick: succeeded with its job (the Run open until the job ends), or dead-lettered."""
     from timers.schedules import _close, _dead_letter
 
-    tick = ScheduleTick.objects.create(id=new_id("tck", seed=f"{run.id}|tick"), schedule=sch, run=run,
-                                       intended_at=run.intended_at, fired_at=now,
-                                       state=ScheduleTick.State.SUCCEEDED if job else ScheduleTick.State.OPEN,
-                                       settled_at=now if job else None)
-    if job is not None:
-        ScheduleRun.objects.filter(pk=run.pk).update(ref=job.id)
+    tick = ScheduleTick(id=new_id("tck", seed=f"{run.id}|tick"), schedule=sch, run=run,
+                        intended_at=run.intended_at, fired_at=now,
+                        state=ScheduleTick.State.SUCCEEDED if job else ScheduleTick.State.OPEN,
+                        settled_at=now if job else None)
+    if job is not None:  # a new run's first tick: its key cannot be taken
+        batches.create(tick)
+        run.ref = job.id
+        batches.save(run, fields=["ref"])
         return
+    tick.save(force_insert=True)
     _dead_letter(sch, tick, now, error=error or "not minted", status=None, payload={"period": run.intended_at.isoformat()})
     _close(run, now, f"refused · {error}"[:200])
 

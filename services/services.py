@@ -14,6 +14,7 @@ from django.db.models import Q
 from calendars.models import Clock, ClockItem, Subject
 from calendars.services import Armer, DirectArmer, business_calendar, clock_open
 from calendars.specs import DueInput
+from timers import batch as batches
 from timers.errors import KeepingTimeError
 from timers.ids import domain_seed, new_id
 from timers.models import Brand, Timer
@@ -105,10 +106,11 @@ def post_money(*, armer: Armer, brand_id: str, domain: str, kind: str, cents: in
                key_owner: str, occurrence: str, subscription: Subscription | None = None,
                job: Job | None = None, step: str = "") -> MoneyLine:
     """Post a line as owed and arm the money timer (place 8) that collects it."""
-    line = MoneyLine.objects.create(
+    line = MoneyLine(
         id=new_id("mny", seed=_seed(domain, key_owner, kind, occurrence)), brand_id=brand_id, domain=domain,
         subscription=subscription, job=job, kind=kind, amount_cents=cents, memo=memo, owed_at=owed_at, step=step,
     )
+    batches.create(line)
     pinned = job or subscription
     armer.arm(f"{key_owner}:money:{kind}:{occurrence}", owed_at=owed_at, handler=MONEY, data={"line": line.id},
               opened_at=pinned.opened_at, version=pinned.version)
@@ -458,7 +460,7 @@ def _deadline_times(job: Job, svc: Service, opened: dict[str, list] | None = Non
 def _arm_deadline(armer: Armer, job: Job, svc: Service, *, opened: dict[str, list] | None = None) -> None:
     at_risk, late_at = _deadline_times(job, svc, opened)
     job.late_at = late_at
-    job.save(update_fields=["late_at"])
+    batches.save(job, fields=["late_at"])
     for point, owed in (("at_risk", at_risk), ("late", late_at)):
         armer.arm(deadline_key(job, point), owed_at=owed, handler=DEADLINE,
                   data={"job": job.id, "point": point}, opened_at=job.opened_at, version=job.version)
@@ -506,7 +508,7 @@ def deadline_follows_clock(armer: Armer, item: ClockItem) -> None:
     armer.record("job.deadline_moved", subject=job.id, data={"from": iso_z(job.late_at) if job.late_at else None, "to": iso_z(late_at),
                                                              "clock": clock.name, "item": item.item})
     job.late_at = late_at
-    job.save(update_fields=["late_at"])
+    batches.save(job, fields=["late_at"])
 
 
 def penalty_notice(*, armer: Armer, clock: Clock, amount_cents: int, notice: str) -> MoneyLine | None:

@@ -54,9 +54,13 @@ def test_an_atomic_handler_that_asks_the_database_nothing_costs_no_savepoint(bra
 def writes_then_fails(f):
     Notification.objects.create(brand_id=f.timer.brand_id, domain=f.run.domain, recipient="x", kind="t",
                                 subject="s", key=f.timer.key, message="left behind?", created_at=f.instant)
+    _fail(f, "after a write")
+
+
+def _fail(f, after: str):
     if f.timer.data.get("how") == "refuse":
-        raise Refused("t_refused", "refused after a write")
-    raise RuntimeError("failed after a write")
+        raise Refused("t_refused", f"refused {after}")
+    raise RuntimeError(f"failed {after}")
 
 
 @pytest.mark.parametrize("how", ["refuse", "fail"])
@@ -111,22 +115,32 @@ def test_arming_a_key_that_fired_in_an_earlier_run_changes_nothing(arm, clock, h
 
 
 def settles(f):
+    from timers import batch as batches
+
     item = ClockItem.objects.get(pk=f.timer.data["item"])
     if f.timer.data["how"] == "save":  # one row by its primary key: the batch drops that row
         item.status = ClockItem.Status.SATISFIED
         item.save(update_fields=["status"])
+    elif f.timer.data["how"] == "kept":  # kept by the batch: the caches hold the new value at once
+        item.status = ClockItem.Status.SATISFIED
+        batches.save(item, fields=["status"])
     else:  # any other write: the batch drops everything it read from the table
         ClockItem.objects.filter(pk=item.pk).update(status=ClockItem.Status.SATISFIED)
 
 
-@pytest.mark.parametrize("how", ["save", "update"])
-def test_a_row_written_in_the_batch_is_read_fresh_by_the_next_firing(brand, handler, how):
+def _filed_return(brand):
+    """A test clock with Acme's return open: its file clock, the US item and the item's armed rungs in order."""
     tc = test_clock_create(brand=brand, frozen_time=at("2027-06-01T12:00Z"), name="acme")
-    subject = acme_subject(brand, tc.id)
-    file, _ = open_return(brand, tc, subject)
+    file, _ = open_return(brand, tc, acme_subject(brand, tc.id))
     item = ClockItem.objects.get(clock=file, item="US")
     rungs = list(Timer.objects.filter(domain=tc.id, owner=item.owner_key, handler="calendars.rung", status="armed")
                  .order_by("owed_at"))
+    return tc, file, item, rungs
+
+
+@pytest.mark.parametrize("how", ["save", "update", "kept"])
+def test_a_row_written_in_the_batch_is_read_fresh_by_the_next_firing(brand, handler, how):
+    tc, file, item, rungs = _filed_return(brand)
     first, second = rungs[0], rungs[1]
     assert second.owed_at > first.owed_at
     handler("t.settles", settles, atomic=True)
@@ -203,3 +217,126 @@ def test_a_firing_asking_after_timers_not_in_memory_reads_their_owner_once(arm, 
         assert calls == {"owner": 1, "key": 0}
     else:  # an owner with more timers than the limit is read a key at a time
         assert calls == {"owner": 1, "key": 3}
+
+
+# -- writes the batch keeps (batches.save / batches.create) ---------------------------------------------
+def _note(f, recipient: str = "x") -> Notification:
+    return Notification(brand_id=f.timer.brand_id, domain=f.run.domain, recipient=recipient, kind="t",
+                        subject="s", key=f.timer.key, message="kept", created_at=f.instant)
+
+
+def keeps(f):
+    from timers import batch as batches
+
+    batches.create(_note(f))
+
+
+def counts_notes(f):
+    f.record("t.notes", data={"n": Notification.objects.filter(domain=f.run.domain).count()})
+
+
+def _sql(ctx: CaptureQueriesContext, start: str) -> list[str]:
+    return [q["sql"] for q in ctx.captured_queries if q["sql"].lstrip().upper().startswith(start)]
+
+
+def test_kept_inserts_cost_the_handlers_nothing_and_land_as_one_statement_before_they_are_read(
+        brand, arm, clock, handler):
+    handler("t.keeps", keeps, atomic=True)
+    handler("t.counts", counts_notes, atomic=True)
+    for n in range(20):
+        arm(f"job_{n}:task:keep:1", "2026-11-25T10:00Z", handler="t.keeps")
+    arm("job_99:task:count:1", "2026-11-25T11:00Z", handler="t.counts")
+    for n in range(20, 25):
+        arm(f"job_{n}:task:keep:1", "2026-11-25T12:00Z", handler="t.keeps")
+    with CaptureQueriesContext(connection) as ctx:
+        stats = advance(clock.id, at("2026-11-26T00:00Z"))
+    assert stats.fired == 26
+    inserts = [q for q in _sql(ctx, "INSERT") if "services_notification" in q]
+    # The 20 before the count are sent just before its query reads the table; the 5 after at the batch's end.
+    assert len(inserts) == 2
+    assert Event.objects.get(domain=clock.id, type="t.notes").data["n"] == 20
+    assert Notification.objects.filter(domain=clock.id).count() == 25
+    # Only the handler that asked the database something paid for a savepoint.
+    assert _savepoints(ctx) == _baseline(brand, 26) + 1
+
+
+def keeps_then_fails(f):
+    from timers import batch as batches
+
+    batches.create(_note(f))
+    from calendars.handlers import _item
+
+    item = _item(f) if "clock" in f.timer.data else None  # from the batch's cache: no statement, no savepoint
+    if item is not None:
+        item.status = ClockItem.Status.SATISFIED
+        batches.save(item, fields=["status"])
+    _fail(f, "after keeping writes")
+
+
+@pytest.mark.parametrize("how", ["refuse", "fail"])
+def test_a_handler_that_keeps_writes_then_fails_leaves_nothing(brand, arm, clock, handler, how):
+    handler("t.keeps_fails", keeps_then_fails, atomic=True)
+    handler("t.keeps", keeps, atomic=True)
+    for name, t, fn in (("before", "09", "t.keeps"), ("bad", "10", "t.keeps_fails"), ("after", "11", "t.keeps")):
+        arm(f"job_1:task:{name}:1", f"2026-11-25T{t}:00Z", handler=fn, data={"how": how})
+    stats = advance(clock.id, at("2026-11-26T00:00Z"))
+    assert sorted(Notification.objects.filter(domain=clock.id).values_list("key", flat=True)) == [
+        "job_1:task:after:1", "job_1:task:before:1"]
+    assert (stats.fired, stats.refused + stats.failed) == (2, 1)
+
+
+def test_a_kept_save_of_a_handler_that_fails_never_reaches_the_next_firing(brand, handler):
+    tc, file, item, rungs = _filed_return(brand)
+    handler("t.keeps_fails", keeps_then_fails, atomic=True)
+    fail_at = rungs[0].owed_at + (rungs[1].owed_at - rungs[0].owed_at) / 2
+    Timer.objects.create(id="tmr_fails", domain=tc.id, brand=brand, key=f"{file.id}:task:fails:1", owner=file.id,
+                         kind="task", place=4, handler="t.keeps_fails", status="armed", owed_at=fail_at,
+                         opened_at=T0, armed_at=T0, data={"clock": file.id, "item": "US"})
+    advance(tc.id, rungs[1].owed_at + timedelta(minutes=1))
+    # The failed handler had marked the item satisfied in the batch's cache; the second rung still rings.
+    assert Event.objects.filter(domain=tc.id, subject=item.owner_key, type__startswith="clock.",
+                                fired_at__gt=fail_at).exists()
+    assert ClockItem.objects.get(pk=item.pk).status == ClockItem.Status.OPEN
+
+
+def reads_notes_then_fails(f):
+    from timers.models import Brand
+
+    Brand.objects.filter(pk=f.timer.brand_id).count()  # its savepoint is open from here
+    Notification.objects.filter(domain=f.run.domain).count()  # earlier handlers' kept rows are sent in it
+    raise RuntimeError("failed after reading")
+
+
+def test_earlier_kept_writes_sent_inside_a_failing_handlers_savepoint_still_land(brand, arm, clock, handler):
+    handler("t.keeps", keeps, atomic=True)
+    handler("t.reads_fails", reads_notes_then_fails, atomic=True)
+    arm("job_1:task:keep:1", "2026-11-25T09:00Z", handler="t.keeps")
+    arm("job_2:task:reads:1", "2026-11-25T10:00Z", handler="t.reads_fails")
+    arm("job_3:task:keep:1", "2026-11-25T11:00Z", handler="t.keeps")
+    stats = advance(clock.id, at("2026-11-26T00:00Z"))
+    assert (stats.fired, stats.failed) == (2, 1)
+    assert sorted(Notification.objects.filter(domain=clock.id).values_list("key", flat=True)) == [
+        "job_1:task:keep:1", "job_3:task:keep:1"]
+
+
+def keeps_a_taken_row(f):
+    from timers import batch as batches
+
+    batches.create(_note(f, recipient=f.timer.data.get("to", "x")))
+
+
+def test_a_kept_write_that_fails_when_sent_runs_the_batch_again_and_pushes_out_only_its_firing(
+        brand, arm, clock, handler, caplog):
+    handler("t.keeps", keeps_a_taken_row, atomic=True)
+    for n in range(5):
+        arm(f"job_{n}:task:keep:1", "2026-11-25T10:00Z", handler="t.keeps")
+    # job_2's row is there already: the batch's one INSERT fails, and with it the batch.
+    Notification.objects.create(brand=brand, domain=clock.id, recipient="x", kind="t", subject="s",
+                                key="job_2:task:keep:1", message="first", created_at=T0)
+    stats = advance(clock.id, at("2026-11-26T00:00Z"))
+    assert "runs again with each write in its firing's savepoint" in caplog.text
+    assert (stats.fired, stats.failed) == (4, 1)
+    assert Timer.objects.get(domain=clock.id, key="job_2:task:keep:1").held_by == "error"
+    assert sorted(Commit.objects.filter(domain=clock.id).values_list("key", flat=True)) == [
+        f"job_{n}:task:keep:1" for n in (0, 1, 3, 4)]  # each once: the lost batch's commits were rolled back
+    assert Notification.objects.filter(domain=clock.id).count() == 5

@@ -10,6 +10,13 @@ A handler registered ``atomic`` must leave nothing behind when it fails. It used
 its own (two statements a fire, most of a rung's cost). Now the savepoint opens just before the handler's
 first statement to the database, so a handler served from the batch's caches and the engine's memory costs
 no statement at all; its proposal is memory until the gate commits it either way.
+
+A handler's own row writes can wait too (``save`` and ``create``): a write is kept in the batch, applied to
+what its caches hold, and sent with the batch's other writes to the same table as one set statement, just
+before the first statement that reads or writes that table, and at the latest when the batch ends. A
+handler that fails loses what it kept. A kept write that fails when it is sent fails the batch: the run
+stops (``KeptWriteFailed``) and its batch starts again with every write made in its firing's savepoint
+(``Run(keep_writes=False)``), where a bad row is pushed out as ever.
 """
 
 from __future__ import annotations
@@ -22,6 +29,7 @@ from contextvars import ContextVar
 from typing import Any
 
 from django.db import DatabaseError, connection, transaction
+from django.db.models import Model, Q
 
 _current: ContextVar[Batch | None] = ContextVar("keeping_time_batch", default=None)
 
@@ -29,6 +37,12 @@ _current: ContextVar[Batch | None] = ContextVar("keeping_time_batch", default=No
 _BY_PK = re.compile(r'^UPDATE "(\w+)" SET .* WHERE "\1"\."id" = %s$', re.S)
 _INSERT = re.compile(r'\s*INSERT\s+INTO\s+"(\w+)"', re.I)
 _TABLES = re.compile(r'(?:UPDATE|INTO|FROM|JOIN)\s+"(\w+)"', re.I)
+_NO_TABLE = ("SAVEPOINT", "RELEASE", "ROLLBACK")  # a savepoint's own statements touch no table
+
+
+class KeptWriteFailed(DatabaseError):
+    """A write a batch kept failed when it was sent: the batch is rolled back whole; run it again with each
+    write in its firing's savepoint (``Run(keep_writes=False)``)."""
 
 
 class Cache(dict):
@@ -79,12 +93,78 @@ def clone(obj: Any) -> Any:
     return new
 
 
+class _Kept:
+    """One write a batch keeps until its table is next touched: an insert (``fields`` None; the instance
+    itself, so an autoincrement key lands on it) or an update of ``fields`` by primary key (the values as
+    they were when it was saved)."""
+
+    __slots__ = ("model", "obj", "fields", "owner", "skip_taken")
+
+    def __init__(self, model: type[Model], obj: Model, fields: tuple[str, ...] | None, owner: int,
+                 skip_taken: bool = False):
+        self.model, self.obj, self.fields, self.owner, self.skip_taken = model, obj, fields, owner, skip_taken
+
+    @property
+    def table(self) -> str:
+        return self.model._meta.db_table
+
+
+_UNIQUE: dict[type[Model], frozenset[str]] = {}
+
+
+def _unique_columns(model: type[Model]) -> frozenset[str]:
+    """The fields any unique constraint of ``model`` reads (a condition's fields too): an update of other
+    fields cannot change whether an insert into the table conflicts."""
+    found = _UNIQUE.get(model)
+    if found is None:
+        meta = model._meta
+        names = {f.name for f in meta.concrete_fields if f.unique}
+        for group in meta.unique_together:
+            names.update(group)
+        for c in meta.constraints:
+            names.update(getattr(c, "fields", ()) or ())
+            cond = getattr(c, "condition", None)
+            if isinstance(cond, Q):
+                names.update(_q_fields(cond))
+        found = _UNIQUE[model] = frozenset(names)
+    return found
+
+
+def _q_fields(q: Q) -> set[str]:
+    out = set()
+    for child in q.children:
+        if isinstance(child, Q):
+            out |= _q_fields(child)
+        else:
+            out.add(child[0].split("__", 1)[0])
+    return out
+
+
+def _find(value: Any, table: str, pk: Any, depth: int = 0) -> Model | None:
+    """The instance of ``table`` with ``pk`` in a cached value (the value or one of its related instances)."""
+    if value is None or depth > 4:
+        return None
+    if value._meta.db_table == table and value.pk == pk:
+        return value
+    for rel in value._state.fields_cache.values():
+        hit = _find(rel, table, pk, depth + 1)
+        if hit is not None:
+            return hit
+    return None
+
+
 class Batch:
-    def __init__(self) -> None:
+    def __init__(self, *, keep_writes: bool = False) -> None:
         self.caches: dict[str, Cache] = {}
+        self.keep_writes = keep_writes
+        self.kept: list[_Kept] = []
+        self._kept_tables: dict[str, int] = {}  # table → kept writes to it
         self._quiet = 0
         self._handler = False
         self._sid: str | None = None
+        self._fire = 0  # the handler running (its number in the batch), 0 outside one
+        self._sending = False
+        self._replay: list[_Kept] = []  # earlier handlers' writes sent inside this handler's savepoint
 
     # -- caches ------------------------------------------------------------------------------------
     def cache(self, name: str, *, tables: tuple[str, ...], pk: Callable[[Any, str], tuple] | None = None) -> Cache:
@@ -108,32 +188,176 @@ class Batch:
         """Run an atomic handler: a failure after any statement of its own rolls back to the savepoint
         opened before that statement; a failure before any leaves nothing to roll back."""
         self._handler, self._sid = True, None
+        self._fire += 1
+        mine, before = self._fire, len(self.kept)
         try:
             yield
         except BaseException as exc:
             sid, self._sid, self._handler = self._sid, None, False
+            kept_any = len(self.kept) != before or any(k.owner == mine for k in self.kept)
+            self._forget(mine)
+            replay, self._replay = self._replay, []
             if sid is not None:
-                transaction.savepoint_rollback(sid)
+                # As Django's atomic does: a failed ORM write marked the transaction for rollback, and the
+                # ROLLBACK TO SAVEPOINT is refused until that mark is lifted.
                 transaction.set_rollback(False)
+                transaction.savepoint_rollback(sid)
+                # Earlier handlers' writes sent inside the savepoint are gone with it: kept again, in order.
+                for k in reversed(replay):
+                    self._keep(k, front=True)
                 for cache in self.caches.values():
                     cache.clear()  # what the handler wrote is gone: what a cache re-read since may be too
+            elif kept_any:
+                for cache in self.caches.values():
+                    cache.clear()  # its kept writes reached the caches
             elif isinstance(exc, DatabaseError):
                 raise  # only a cache's own read can fail here, and the transaction is lost with it
             raise
         else:
             sid, self._sid, self._handler = self._sid, None, False
+            self._replay = []
             if sid is not None:
                 transaction.savepoint_commit(sid)
 
     def watch(self, execute, sql, params, many, context):
         """Django's execute wrapper for the batch's statements (the store's own cursors do not pass here)."""
+        if self._sending:
+            return execute(sql, params, many, context)
+        if self._kept_tables:
+            self._before(sql)
         if not self._quiet:
             if self._handler and self._sid is None:
-                self._sid = ""  # the SAVEPOINT statement itself passes here too
-                self._sid = transaction.savepoint()
+                self._open()
             if not sql.lstrip()[:6].upper() == "SELECT" and self.caches:
                 self._written(sql, params)
         return execute(sql, params, many, context)
+
+    def _open(self) -> None:
+        self._sending = True  # the SAVEPOINT statement itself passes the wrapper too
+        try:
+            self._sid = transaction.savepoint()
+        finally:
+            self._sending = False
+
+    # -- kept writes -------------------------------------------------------------------------------
+    def keep_save(self, obj: Model, fields: tuple[str, ...]) -> None:
+        model = obj.__class__
+        snap = model.__new__(model)
+        snap.__dict__ = {"_state": copy.copy(obj._state), model._meta.pk.attname: obj.pk}
+        for name in fields:
+            attname = model._meta.get_field(name).attname
+            v = getattr(obj, attname)
+            snap.__dict__[attname] = copy.deepcopy(v) if isinstance(v, dict | list) else v
+        self._keep(_Kept(model, snap, fields, self._owner()))
+        table = model._meta.db_table
+        for cache in self.caches.values():
+            if table not in cache.tables:
+                continue
+            keys = cache._by_pk.get((table, obj.pk), ())
+            for key in list(keys):
+                hit = _find(cache.get(key), table, obj.pk)
+                if hit is None:
+                    cache.pop(key, None)
+                    continue
+                for name in fields:
+                    attname = model._meta.get_field(name).attname
+                    setattr(hit, attname, copy.deepcopy(snap.__dict__[attname]))
+
+    def keep_create(self, obj: Model, *, skip_taken: bool = False, kept_by: tuple[str, ...] = ()) -> None:
+        self._keep(_Kept(obj.__class__, obj, None, self._owner(), skip_taken))
+        table = obj._meta.db_table
+        for name, cache in self.caches.items():
+            if table in cache.tables and name not in kept_by:
+                cache.inserted()
+
+    def _owner(self) -> int:
+        return self._fire if self._handler else 0
+
+    def _keep(self, k: _Kept, *, front: bool = False) -> None:
+        if front:
+            self.kept.insert(0, k)
+        else:
+            self.kept.append(k)
+        self._kept_tables[k.table] = self._kept_tables.get(k.table, 0) + 1
+
+    def _forget(self, owner: int) -> None:
+        if any(k.owner == owner for k in self.kept):
+            self.kept = [k for k in self.kept if k.owner != owner]
+            self._recount()
+
+    def _recount(self) -> None:
+        self._kept_tables = {}
+        for k in self.kept:
+            self._kept_tables[k.table] = self._kept_tables.get(k.table, 0) + 1
+
+    def _before(self, sql: str) -> None:
+        """Send the kept writes a statement could see: those to the tables it names (every kept write when it
+        names none that we can read); an insert sees only kept inserts and kept updates of unique fields."""
+        head = sql.lstrip()[:9].upper()
+        if head.startswith(_NO_TABLE):
+            return
+        tables = set(_TABLES.findall(sql))
+        if not tables:
+            self.send()
+            return
+        wanted = tables.intersection(self._kept_tables)
+        if not wanted:
+            return
+        into = _INSERT.match(sql)
+        if into and tables == {into.group(1)}:
+            def sees(k: _Kept) -> bool:
+                return k.table in wanted and (k.fields is None or bool(_unique_columns(k.model) & set(k.fields)))
+        else:
+            def sees(k: _Kept) -> bool:
+                return k.table in wanted
+        if any(sees(k) for k in self.kept):
+            self.send(sees)
+
+    def send(self, which: Callable[[_Kept], bool] | None = None) -> None:
+        """Send kept writes (``which`` of them, else all), as one statement per table and kind: those of
+        earlier handlers outside the running handler's savepoint when it has none yet, its own inside it."""
+        if not self.kept:
+            return
+        todo = self.kept if which is None else [k for k in self.kept if which(k)]
+        if not todo:
+            return
+        self.kept = [] if which is None else [k for k in self.kept if not which(k)]
+        self._recount()
+        mine = self._owner()
+        others = [k for k in todo if not mine or k.owner != mine]
+        own = [k for k in todo if mine and k.owner == mine]
+        if others:
+            if self._sid:
+                self._replay.extend(others)
+            self._write(others)
+        if own:
+            if self._handler and self._sid is None:
+                self._open()
+            self._write(own)
+
+    def _write(self, kept: list[_Kept]) -> None:
+        self._sending = True
+        try:
+            self._write_groups(kept)
+        except DatabaseError as exc:
+            raise KeptWriteFailed(f"a write the batch kept failed: {exc}") from exc
+        finally:
+            self._sending = False
+
+    def _write_groups(self, kept: list[_Kept]) -> None:
+        if True:
+            tables: dict[str, list[_Kept]] = {}
+            for k in kept:
+                tables.setdefault(k.table, []).append(k)
+            for group in tables.values():
+                model = group[0].model
+                inserts = [k for k in group if k.fields is None]
+                if inserts:
+                    _insert(model, [k.obj for k in inserts if not k.skip_taken], skip_taken=False)
+                    _insert(model, [k.obj for k in inserts if k.skip_taken], skip_taken=True)
+                updates = [k for k in group if k.fields is not None]
+                if updates:
+                    _update(model, updates)
 
     def _written(self, sql: str, params: Any) -> None:
         into = _INSERT.match(sql)
@@ -152,6 +376,82 @@ class Batch:
 
 def current() -> Batch | None:
     return _current.get()
+
+
+def _insert(model: type[Model], objs: list[Model], *, skip_taken: bool) -> None:
+    if objs:
+        model._base_manager.bulk_create(objs, ignore_conflicts=skip_taken)
+        for obj in objs:
+            obj._state.adding = False
+
+
+def _update(model: type[Model], updates: list[_Kept]) -> None:
+    """One UPDATE per set of fields: each row's latest value of each field it was saved with."""
+    meta = model._meta
+    rows: dict[Any, dict[str, Any]] = {}
+    for k in updates:
+        row = rows.setdefault(k.obj.pk, {})
+        for name in k.fields:
+            attname = meta.get_field(name).attname
+            row[name] = k.obj.__dict__[attname]
+    shapes: dict[tuple[str, ...], list[tuple[Any, dict]]] = {}
+    for pk, values in rows.items():
+        shapes.setdefault(tuple(sorted(values)), []).append((pk, values))
+    for names, group in shapes.items():
+        fields = [meta.get_field(n) for n in names]
+        if connection.vendor == "postgresql":
+            _update_values(model, fields, group)
+        else:
+            objs = []
+            for pk, values in group:
+                obj = model(**{meta.pk.attname: pk})
+                for f in fields:
+                    setattr(obj, f.attname, values[f.name])
+                objs.append(obj)
+            model._base_manager.bulk_update(objs, [f.name for f in fields])
+
+
+def _update_values(model: type[Model], fields: list, group: list[tuple[Any, dict]]) -> None:
+    # UPDATE … FROM (VALUES …): one statement for any number of rows, every value cast to its column's type.
+    meta = model._meta
+    qn = connection.ops.quote_name
+    cols = [meta.pk, *fields]
+    one = "(" + ", ".join(f"%s::{c.db_type(connection)}" for c in cols) + ")"
+    params: list[Any] = []
+    for pk, values in group:
+        params.append(meta.pk.get_db_prep_save(pk, connection))
+        params.extend(f.get_db_prep_save(values[f.name], connection) for f in fields)
+    names = ", ".join(qn(c.column) for c in cols)
+    sets = ", ".join(f"{qn(f.column)} = v.{qn(f.column)}" for f in fields)
+    with connection.cursor() as cur:
+        cur.execute(f"UPDATE {qn(meta.db_table)} AS t SET {sets} FROM (VALUES {', '.join([one] * len(group))}) "
+                    f"AS v({names}) WHERE t.{qn(meta.pk.column)} = v.{qn(meta.pk.column)}", params)
+
+
+def save(obj: Model, *, fields: list[str] | tuple[str, ...]) -> None:
+    """``obj.save(update_fields=fields)``; in a batch that keeps writes, kept and sent with the batch's other
+    updates of the table as one statement (the caches see the new values at once)."""
+    b = current()
+    if b is None or not b.keep_writes or obj.pk is None:
+        obj.save(update_fields=list(fields))
+        return
+    b.keep_save(obj, tuple(fields))
+
+
+def create(obj: Model, *, skip_taken: bool = False, kept_by: tuple[str, ...] = ()) -> None:
+    """``obj.save(force_insert=True)`` (with ``skip_taken``, a row a unique constraint holds already is
+    skipped); in a batch that keeps writes, sent with the batch's other inserts into the table. ``kept_by``
+    names caches the caller keeps up to date with this row itself (they are not dropped)."""
+    b = current()
+    if b is None or not b.keep_writes:
+        if skip_taken:
+            from .rows import insert_new
+
+            insert_new([obj])
+        else:
+            obj.save(force_insert=True)
+        return
+    b.keep_create(obj, skip_taken=skip_taken, kept_by=kept_by)
 
 
 def _fill(cache: Cache, keys: set, load: Callable[[set], dict]) -> None:
@@ -184,12 +484,14 @@ def row(f: Any, key: Any, *, name: str, load: Callable[[set], dict], ahead: tupl
 
 
 @contextlib.contextmanager
-def batch() -> Iterator[Batch]:
-    """One batch of the tick: inside its transaction, with every Django statement watched."""
-    b = Batch()
+def batch(*, keep_writes: bool = False) -> Iterator[Batch]:
+    """One batch of the tick: inside its transaction, with every Django statement watched; what it kept is
+    sent before the transaction ends (a failure then is ``KeptWriteFailed``)."""
+    b = Batch(keep_writes=keep_writes)
     token = _current.set(b)
     try:
         with connection.execute_wrapper(b.watch):
             yield b
+            b.send()
     finally:
         _current.reset(token)

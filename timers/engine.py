@@ -14,6 +14,7 @@ last row the query returned (the horizon): anything still in the database sorts 
 
 from __future__ import annotations
 
+import dataclasses
 import heapq
 import itertools
 import json
@@ -209,8 +210,12 @@ class Run:
     def __init__(self, *, domain: str, floor: datetime | None, to: datetime, store,
                  now: Callable[[], datetime] | None = None, redeliver: bool = False, trace: bool = False,
                  on: set[str] | None = None, on_flush: Callable[[datetime], None] | None = None,
-                 deliver: Callable[[], None] | None = None, guard: Callable[[], bool] | None = None):
+                 deliver: Callable[[], None] | None = None, guard: Callable[[], bool] | None = None,
+                 keep_writes: bool = True):
         cfg = settings.KEEPING_TIME
+        # Handlers' row writes kept by the batch and sent as set statements (timers/batch.py); False writes
+        # each in its firing's savepoint, the way a batch whose kept write failed runs again.
+        self.keep_writes = keep_writes
         self.domain = domain
         self.floor = floor
         self.to = to
@@ -226,6 +231,7 @@ class Run:
         self.batch_size = int(cfg["BATCH_SIZE"])
         self.max_passes = int(cfg["MAX_PASSES"])
         self.stats = RunStats(domain=domain, start=floor, to=to)
+        self.landed = RunStats(domain=domain, start=floor, to=to)
         self.now: datetime = floor or to
         self._heap: list = []
         self._armed: dict[str, Item] = {}  # armed items in memory, by id
@@ -258,7 +264,7 @@ class Run:
         need_fetch = True
         while True:
             try:
-                with transaction.atomic(), batches.batch() as self._batch:
+                with transaction.atomic(), batches.batch(keep_writes=self.keep_writes) as self._batch:
                     if self.guard is not None and not self.guard():
                         self.stats.stopped = True
                         return self.stats
@@ -270,6 +276,8 @@ class Run:
                     self._flush()
             finally:
                 self._batch = None
+            # What has landed so far: a run that fails in a later batch reports only this.
+            self.landed = dataclasses.replace(self.stats, trace=list(self.stats.trace))
             if self._batch_fired:
                 self._redeliver()
             if self.deliver is not None and self.sends_flushed:
@@ -355,6 +363,8 @@ class Run:
                     handler.fire(f)
             else:
                 handler.fire(f)
+        except batches.KeptWriteFailed:
+            raise  # an earlier firing's kept write: the batch is lost whole, and runs again without keeping
         except Refused as refusal:
             outcome, code = "refused", refusal.code
             f.ops.clear()

@@ -19,6 +19,7 @@ from django.db import connection, transaction
 from django.db.models import OuterRef, Subquery
 
 from . import outbox
+from .batch import KeptWriteFailed
 from .clock import Clock, WallClock
 from .engine import Run, RunStats, canonical
 from .errors import KeepingTimeError, NotFound, TestClockBackward, TestClockDeleted
@@ -102,10 +103,14 @@ def advance(clock_id: str, to: datetime, *, redeliver: bool = False, trace: bool
         if to < clock.frozen_time:
             raise TestClockBackward(backward_message(clock, to))
         guard = _Guard(held, _alive(clock.id))
-        run = Run(domain=clock.id, floor=clock.frozen_time, to=to, store=get_store(), redeliver=redeliver,
-                  trace=trace, on=on, on_flush=_set_frozen(clock.id), deliver=lambda: outbox.deliver(clock.id),
-                  guard=guard)
-        stats = run.execute()
+
+        def run(keep_writes: bool, floor: datetime) -> Run:
+            return Run(domain=clock.id, floor=floor, to=to, store=get_store(), redeliver=redeliver, trace=trace,
+                       on=on, on_flush=_set_frozen(clock.id), deliver=lambda: outbox.deliver(clock.id),
+                       guard=guard, keep_writes=keep_writes)
+
+        stats = _execute(clock.id, run, clock.frozen_time,
+                         lambda: TestClock.objects.values_list("frozen_time", flat=True).get(pk=clock.id))
         if stats.stopped:
             raise _lost(clock.id, held) if guard.why == "lease" else _stopped(clock.id)
         # Ready only once every send the advance owes has been made, has failed, or is in doubt with its reason.
@@ -122,6 +127,21 @@ def advance(clock_id: str, to: datetime, *, redeliver: bool = False, trace: bool
                     and current.advance_to <= to):
                 _mark_ready(current, to)
         return stats
+
+
+def _execute(domain: str, run: Callable[[bool, datetime | None], Run], floor: datetime | None,
+             floor_now: Callable[[], datetime | None]) -> RunStats:
+    """Run the tick with the handlers' writes kept by each batch; a batch whose kept write fails is rolled
+    back whole, and the run goes on from it, as after a crash, with every write in its firing's savepoint,
+    where a bad row is pushed out alone."""
+    first = run(True, floor)
+    try:
+        return first.execute()
+    except KeptWriteFailed as exc:
+        log.warning("%s: %s; the batch runs again with each write in its firing's savepoint", domain, exc)
+    stats = run(False, floor_now()).execute()
+    _add(stats, first.landed)
+    return stats
 
 
 def _mark_ready(clock: TestClock, at: datetime) -> None:
@@ -208,9 +228,13 @@ def _turn(clock: Clock, domain: str, held: Held, *, trace: bool = False, on: set
     now = clock.now()
     floor = _position(domain)
     guard = _Guard(held, None if is_live(domain) else _alive(domain), batches)
-    run = Run(domain=domain, floor=floor, to=now, store=get_store(), now=clock.now, trace=trace, on=on,
-              on_flush=lambda at: _set_position(domain, at), deliver=lambda: outbox.deliver(domain), guard=guard)
-    stats = run.execute()
+
+    def run(keep_writes: bool, floor: datetime | None) -> Run:
+        return Run(domain=domain, floor=floor, to=now, store=get_store(), now=clock.now, trace=trace, on=on,
+                   on_flush=lambda at: _set_position(domain, at), deliver=lambda: outbox.deliver(domain),
+                   guard=guard, keep_writes=keep_writes)
+
+    stats = _execute(domain, run, floor, lambda: _position(domain))
     if stats.stopped:
         if guard.why == "lease":
             raise _lost(domain, held)
