@@ -13,33 +13,21 @@ from . import specs
 from .models import ClockItem
 from .services import (
     DUE_HANDLER,
+    ITEM_TABLES,
+    ITEMS,
     RUNG_HANDLER,
     FiringArmer,
     business_calendar,
     clock_lapsed,
     clock_step,
+    item_pks,
     lapse_hears,
+    load_items,
     rung_key,
 )
 
 NOTICES_TRANSPORT = "notices"  # configured in KEEPING_TIME["TRANSPORTS"]
 GAP = "gap"  # a rung's ``by`` when a later rung owed by now stands for it (timers-and-replay's gap table)
-
-
-_ITEM_TABLES = ("calendars_clockitem", "calendars_clock", "calendars_subject", "calendars_calendar")
-
-
-def _item_pks(item: ClockItem, table: str) -> tuple:
-    clock = item.clock
-    return {"calendars_clockitem": (item.pk,), "calendars_clock": (item.clock_id,),
-            "calendars_subject": (clock.subject_id,), "calendars_calendar": (clock.subject.calendar_id,)}[table]
-
-
-def _load_items(wanted: set) -> dict:
-    # Every item of the clocks asked for: a clock's other items are asked for soon after (its rungs).
-    clocks = {c for c, _ in wanted}
-    rows = ClockItem.objects.select_related("clock__subject__calendar").filter(clock_id__in=clocks).order_by()
-    return {(r.clock_id, r.item): r for r in rows}
 
 
 def _item_of(timer) -> tuple[str, str]:
@@ -48,8 +36,8 @@ def _item_of(timer) -> tuple[str, str]:
 
 def _item(f: Firing) -> ClockItem | None:
     """The timer's clock item with its clock, subject and calendar (read ahead for the batch's rungs and dues)."""
-    return batches.row(f, _item_of(f.timer), name="calendars.items", load=_load_items,
-                       ahead=(RUNG_HANDLER, DUE_HANDLER), key_of=_item_of, tables=_ITEM_TABLES, pk=_item_pks)
+    return batches.row(f, _item_of(f.timer), name=ITEMS, load=load_items, ahead=(RUNG_HANDLER, DUE_HANDLER),
+                       key_of=_item_of, tables=ITEM_TABLES, pk=item_pks)
 
 
 def fire_rung(f: Firing) -> None:

@@ -22,6 +22,7 @@ from timers.errors import KeepingTimeError, Refused
 from timers.ids import domain_id, new_id
 from timers.models import Brand, Event, Outbox, Timer
 from timers.rearm import Rearm, rearm_cause
+from timers.rows import insert
 from timers.services import domain_now, timer_arm, timer_hold, timer_resume
 from timers.timeutil import iso_z
 
@@ -229,6 +230,59 @@ def _date(cal: BusinessCalendar, civil: date) -> Dated:
     return Dated(civil, rolled.date, cal.close_of(rolled.date), rolled.why, rolled.reason)
 
 
+# The batch's clock items (timers/batch.py): each with its clock, subject and calendar, by (clock id, item).
+ITEMS = "calendars.items"
+ITEM_TABLES = ("calendars_clockitem", "calendars_clock", "calendars_subject", "calendars_calendar")
+SUBJECT_CLOCKS = "calendars.subject_clocks"  # a subject's clocks that live on it: (spec, version, owner_ref)
+
+
+def item_pks(item: ClockItem, table: str) -> tuple:
+    clock = item.clock
+    return {"calendars_clockitem": (item.pk,), "calendars_clock": (item.clock_id,),
+            "calendars_subject": (clock.subject_id,), "calendars_calendar": (clock.subject.calendar_id,)}[table]
+
+
+def load_items(wanted: set) -> dict:
+    # Every item of the clocks asked for: a clock's other items are asked for soon after (its rungs).
+    clocks = {c for c, _ in wanted}
+    rows = ClockItem.objects.select_related("clock__subject__calendar").filter(clock_id__in=clocks).order_by()
+    return {(r.clock_id, r.item): r for r in rows}
+
+
+def subject_clocks(*, domain: str, subject_id: str, ahead: Callable[[], set[str]]) -> list[tuple] | None:
+    """The clocks that live on a subject (spec, version, owner_ref), in a batch that keeps writes: read once
+    for the subject and those ``ahead`` names, and kept current by clock_open; None outside one."""
+    b = batches.current()
+    if b is None or not b.keep_writes:
+        return None
+    cache = b.cache(SUBJECT_CLOCKS, tables=("calendars_clock",))  # any other write to clocks drops it
+    if subject_id not in cache:
+        subjects = {subject_id} if cache.loaded else {subject_id} | ahead()
+        cache.loaded = True
+        with b.quiet():
+            rows = Clock.objects.filter(domain=domain, lives_on=Clock.LivesOn.SUBJECT, subject_id__in=subjects)
+            found = list(rows.values_list("subject_id", "spec", "version", "owner_ref"))
+        for s in subjects:
+            cache[s] = []
+        for s, *clock in found:
+            cache[s].append(tuple(clock))
+    return cache[subject_id]
+
+
+def _opened_in_batch(clock: Clock, items: list[ClockItem]) -> None:
+    # What a batch's later reads would ask the database for, they find: the new items, and the subject's clocks.
+    b = batches.current()
+    if b is None or not b.keep_writes:
+        return
+    cache = b.cache(ITEMS, tables=ITEM_TABLES, pk=item_pks)
+    for item in items:
+        copy = cache[(clock.id, item.item)] = batches.clone(item)
+        copy._state.adding = copy.clock._state.adding = False  # rows now (the clock's is kept): saved by update
+    lives = b.caches.get(SUBJECT_CLOCKS)
+    if lives is not None and clock.lives_on == Clock.LivesOn.SUBJECT and clock.subject_id in lives:
+        lives[clock.subject_id].append((clock.spec, clock.version, clock.owner_ref))
+
+
 def clock_open(*, armer: Armer, brand: Brand | str, domain: str, subject: Subject, spec_name: str,
                owner_ref: str, period: str, inputs: dict | None = None, title: str = "", version: str = "",
                answers_for: str | None = None, opened_at: datetime | None = None,
@@ -251,7 +305,7 @@ def clock_open(*, armer: Armer, brand: Brand | str, domain: str, subject: Subjec
     names = spec.items_for(_inputs(clock, ""))
     if not names:
         return None
-    clock.save(force_insert=True)
+    batches.create(clock, kept_by=(SUBJECT_CLOCKS,))  # its id is new: the job that opens it is
     cal = business_calendar(subject)
     items = []
     for name in names:
@@ -262,10 +316,11 @@ def clock_open(*, armer: Armer, brand: Brand | str, domain: str, subject: Subjec
             armer.record("clock.rolled", subject=f"{clock.id}#{name}" if name else clock.id,
                          data={"clock": clock.name, "item": name, "from": d.civil.isoformat(),
                                "to": d.due_date.isoformat(), "why": d.reason, "skipped": d.why})
-    ClockItem.objects.bulk_create(items)
+    insert(items)
     for item in items:
         item.clock = clock
         _arm_item(armer, item, spec, cal, move=0)
+    _opened_in_batch(clock, items)
     clock.opened_items = items  # what its opener may read without asking the database again (job_open)
     return clock
 

@@ -77,7 +77,7 @@ def _heard(f: Firing, domain: str, key: str) -> set | None:
     if key not in cache:
         from calendars.services import DUE_HANDLER
 
-        keys = {key} if cache.loaded else {key} | {t.key for t in f.run.holding((DUE_HANDLER,))}
+        keys = {key} | {t.key for t in f.run.holding((DUE_HANDLER,)) if t.key not in cache}
         cache.loaded = True
         with b.quiet():
             for k in keys:

@@ -16,7 +16,7 @@ from django.db.models import Q
 
 from calendars import specs
 from calendars.models import Clock, ClockItem
-from calendars.services import Armer, _arm_item, business_calendar, rung_key
+from calendars.services import Armer, _arm_item, business_calendar, rung_key, subject_clocks
 from timers.errors import KeepingTimeError
 from timers.models import Timer, Version
 from timers.rearm import Rearm
@@ -172,6 +172,12 @@ def job_repin(*, armer: Armer, job: Job, to: Version, dry_run: bool = False) -> 
 def repin_subject_clocks(*, armer: Armer, job: Job) -> list[Clock]:
     """A newer job of a Service joins a subject: its clocks that live on the subject repin to the job's version."""
     moved = []
+    f = getattr(armer, "f", None)
+    lives = None if f is None else subject_clocks(domain=job.domain, subject_id=job.subject_id,
+                                                  ahead=lambda: _minting_subjects(f))
+    if lives is not None and not any(spec.startswith(f"{job.service}.") and version != job.version and ref != job.id
+                                     for spec, version, ref in lives):
+        return moved  # the batch knows the subject's clocks: none to repin (the query below would find none)
     older = (Clock.objects.filter(domain=job.domain, subject=job.subject, lives_on=Clock.LivesOn.SUBJECT,
                                   spec__startswith=f"{job.service}.", items__status=ClockItem.Status.OPEN)
              .exclude(version=job.version).exclude(owner_ref=job.id).distinct().select_related("subject__calendar"))
@@ -179,3 +185,13 @@ def repin_subject_clocks(*, armer: Armer, job: Job) -> list[Clock]:
         clock_repin(armer=armer, clock=clock, version=job.version, dry_run=False)
         moved.append(clock)
     return moved
+
+
+def _minting_subjects(f) -> set[str]:
+    """The subjects of the subscriptions whose mints the batch holds (from the batch's subscriptions)."""
+    from timers import batch as batches
+
+    from .services import SCHEDULE
+
+    subs = batches.current().caches.get("services.subscriptions") or {}
+    return {s.subject_id for t in f.run.holding((SCHEDULE,)) if (s := subs.get(t.owner)) is not None}

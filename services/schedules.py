@@ -16,6 +16,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 from datetime import datetime, time, timedelta
+from functools import partial
 from zoneinfo import ZoneInfo
 
 from calendars.models import Subject
@@ -183,7 +184,11 @@ def service_fire(f: Firing, *, sub, name: str, intended: datetime) -> tuple[Sche
     """A subscription's mint is due for ``intended``: the Run of (schedule, intended), once; None when that
     instant's Run started already (a wake that arrived twice). The Service's ``catch_up`` (each missed period,
     or only the latest) decides what a gap mints, before this: its mints are not held to a window."""
-    sch = Schedule.objects.select_for_update().filter(domain=sub.domain, owner_ref=f"{sub.id}:{name}").first()
+    from .services import SCHEDULE  # services imports this module
+
+    sch = batches.row(f, f"{sub.id}:{name}", name="services.schedules", load=partial(_load_schedules, sub.domain),
+                      ahead=(SCHEDULE,), key_of=lambda t: f"{t.owner}:{t.data['schedule']}",
+                      tables=("timers_schedule",), pk=lambda v, _: (v.pk,))
     if sch is None:  # a subscription made before schedules were rows
         sch = service_schedule(sub=sub, name=name, now=sub.opened_at)
     now = max(f.now, f.instant)
@@ -192,6 +197,11 @@ def service_fire(f: Firing, *, sub, name: str, intended: datetime) -> tuple[Sche
     if not insert_new([run]):  # (schedule, intended) is taken: this instant's Run started already
         return None
     return sch, run
+
+
+def _load_schedules(domain: str, refs: set) -> dict:
+    # Locked for the batch: a pause or an edit of a schedule waits for the mints that read it.
+    return {s.owner_ref: s for s in Schedule.objects.select_for_update().filter(domain=domain, owner_ref__in=refs)}
 
 
 def service_minted(*, sch: Schedule, run: ScheduleRun, job: Job | None, now: datetime, error: str = "") -> None:

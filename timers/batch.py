@@ -30,6 +30,7 @@ from typing import Any
 
 from django.db import DatabaseError, connection, transaction
 from django.db.models import Model, Q
+from django.db.models.base import ModelState
 
 _current: ContextVar[Batch | None] = ContextVar("keeping_time_batch", default=None)
 
@@ -83,13 +84,28 @@ class Cache(dict):
             self.pop(key, None)
 
 
+def _json(v: Any) -> Any:
+    # A JSON field's value copied (dicts and lists all the way down; anything else is immutable).
+    if isinstance(v, dict):
+        return {k: _json(x) for k, x in v.items()}
+    if isinstance(v, list):
+        return [_json(x) for x in v]
+    return v
+
+
 def clone(obj: Any) -> Any:
     """A model instance as a fresh instance with its related instances cloned too, sharing nothing a
     handler might change: immutable field values are shared, dicts and lists (JSON fields) copied."""
-    new = obj.__class__.__new__(obj.__class__)
-    new.__dict__ = {k: copy.deepcopy(v) if isinstance(v, dict | list) else v for k, v in obj.__dict__.items()}
-    state = new._state = copy.copy(obj._state)
-    state.fields_cache = {k: None if v is None else clone(v) for k, v in obj._state.fields_cache.items()}
+    cls = obj.__class__
+    new = cls.__new__(cls)
+    values = {k: _json(v) if isinstance(v, dict | list) else v for k, v in obj.__dict__.items() if k != "_state"}
+    old = obj._state
+    state = values["_state"] = ModelState()
+    state.db, state.adding = old.db, old.adding
+    related = old.__dict__.get("fields_cache")
+    if related:
+        state.fields_cache = {k: None if v is None else clone(v) for k, v in related.items()}
+    new.__dict__ = values
     return new
 
 
@@ -159,6 +175,7 @@ class Batch:
         self.keep_writes = keep_writes
         self.kept: list[_Kept] = []
         self._kept_tables: dict[str, int] = {}  # table → kept writes to it
+        self._kept_seen_by_insert: dict[str, int] = {}  # table → kept inserts and updates of unique fields
         self._quiet = 0
         self._handler = False
         self._sid: str | None = None
@@ -278,7 +295,13 @@ class Batch:
             self.kept.insert(0, k)
         else:
             self.kept.append(k)
-        self._kept_tables[k.table] = self._kept_tables.get(k.table, 0) + 1
+        self._count(k)
+
+    def _count(self, k: _Kept) -> None:
+        table = k.table
+        self._kept_tables[table] = self._kept_tables.get(table, 0) + 1
+        if k.fields is None or _unique_columns(k.model).intersection(k.fields):
+            self._kept_seen_by_insert[table] = self._kept_seen_by_insert.get(table, 0) + 1
 
     def _forget(self, owner: int) -> None:
         if any(k.owner == owner for k in self.kept):
@@ -286,9 +309,9 @@ class Batch:
             self._recount()
 
     def _recount(self) -> None:
-        self._kept_tables = {}
+        self._kept_tables, self._kept_seen_by_insert = {}, {}
         for k in self.kept:
-            self._kept_tables[k.table] = self._kept_tables.get(k.table, 0) + 1
+            self._count(k)
 
     def _before(self, sql: str) -> None:
         """Send the kept writes a statement could see: those to the tables it names (every kept write when it
@@ -300,18 +323,14 @@ class Batch:
         if not tables:
             self.send()
             return
-        wanted = tables.intersection(self._kept_tables)
-        if not wanted:
-            return
         into = _INSERT.match(sql)
         if into and tables == {into.group(1)}:
-            def sees(k: _Kept) -> bool:
-                return k.table in wanted and (k.fields is None or bool(_unique_columns(k.model) & set(k.fields)))
+            # An insert conflicts or not by unique fields only: kept updates of other fields wait.
+            wanted = tables.intersection(self._kept_seen_by_insert)
         else:
-            def sees(k: _Kept) -> bool:
-                return k.table in wanted
-        if any(sees(k) for k in self.kept):
-            self.send(sees)
+            wanted = tables.intersection(self._kept_tables)
+        if wanted:
+            self.send(lambda k: k.table in wanted)
 
     def send(self, which: Callable[[_Kept], bool] | None = None) -> None:
         """Send kept writes (``which`` of them, else all), as one statement per table and kind: those of
@@ -473,12 +492,12 @@ def row(f: Any, key: Any, *, name: str, load: Callable[[set], dict], ahead: tupl
     if b is None:
         return load({key}).get(key)
     cache = b.cache(name, tables=tables, pk=pk)
-    with b.quiet():
-        if not cache.loaded:
-            cache.loaded = True
-            _fill(cache, {key} | {key_of(t) for t in f.run.holding(ahead)}, load)
-        if key not in cache:
-            _fill(cache, {key}, load)
+    if key not in cache:
+        # The first ask reads ahead for every timer the batch holds; a later miss (a row a write dropped, a
+        # timer armed since) for every held timer whose row is not in the cache, so misses stay few.
+        cache.loaded = True
+        with b.quiet():
+            _fill(cache, {key} | {k for k in map(key_of, f.run.holding(ahead)) if k not in cache}, load)
     value = cache[key]
     return None if value is None else clone(value)
 
