@@ -23,7 +23,7 @@ from tests.acme import tax_plan_subscribers
 from timers.compare import compare
 from timers.errors import KeepingTimeError
 from timers.models import Event, TestClock, Timer, Version
-from timers.services import test_clock_create
+from timers.services import test_clock_create, timer_arm
 from timers.worker import advance
 
 START = datetime(2027, 1, 20, 14, tzinfo=UTC)
@@ -347,6 +347,45 @@ def test_a_subject_clock_repins_when_a_newer_job_of_its_service_joins(brand, tmp
     armed = set(Timer.objects.filter(domain=clock.id, owner__startswith=old_clock.id, status="armed")
                 .values_list("key", "version"))
     assert any(":rung:notice 30d:2026@0" in k and v == second.version for k, v in armed)
+
+
+def test_a_subject_clock_opened_in_a_batch_repins_when_a_newer_job_joins_in_the_same_batch(
+        brand, tmp_path, registry_state, monkeypatch, handler):
+    # The batch reads a subject's clocks once (calendars.services.subject_clocks) and keeps the list current
+    # as clocks open: the repin of the first job's clock must not be skipped by the batch's older list.
+    from calendars.services import FiringArmer, subject_clocks
+    from services.services import job_open
+    from tests.acme import acme_subject
+
+    clock = _two_versions(tmp_path, monkeypatch, brand, "carry_batch", CARRY.replace("{rungs}", '"notice 90d",'),
+                          CARRY.replace("{rungs}", '"notice 90d", "notice 30d"'))
+    subject = acme_subject(brand, clock.id)
+    opened = {}
+
+    def reads(f):
+        assert subject_clocks(domain=f.run.domain, subject_id=subject.id, ahead=set) == []
+
+    def opens(f):
+        period = f.timer.data["period"]
+        opened[period] = job_open(armer=FiringArmer(f), brand_id=brand.id, domain=f.run.domain,
+                                  service="carry-watch", subject=subject, period=period, input={})
+        if period == "2026":  # a deploy between the two jobs
+            with override_settings(KEEPING_TIME_SERVICES=[*LIVE_PATHS, "carry_batch.v2"]):
+                registry.load()
+
+    handler("t.reads", reads, atomic=True)
+    handler("t.opens", opens, atomic=True)
+    for key, hour, name, data in (("job_0:task:reads:1", 15, "t.reads", {}),
+                                  ("job_1:task:opens:1", 16, "t.opens", {"period": "2026"}),
+                                  ("job_2:task:opens:1", 17, "t.opens", {"period": "2027"})):
+        timer_arm(brand=brand, key=key, owed_at=START.replace(hour=hour), domain=clock.id, handler=name, data=data)
+    stats = advance(clock.id, START.replace(hour=18))
+    assert stats.fired == 3 and stats.batches == 1
+    first, second = opened["2026"], opened["2027"]
+    assert first.version != second.version
+    old_clock = Clock.objects.get(owner_ref=first.id)
+    assert old_clock.version == second.version
+    assert Event.objects.filter(domain=clock.id, type="clock.repinned", subject=old_clock.id).exists()
 
 
 PLAN = '''
