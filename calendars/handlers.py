@@ -13,16 +13,13 @@ from . import specs
 from .models import ClockItem
 from .services import (
     DUE_HANDLER,
-    ITEM_TABLES,
-    ITEMS,
     RUNG_HANDLER,
     FiringArmer,
+    batch_item,
     business_calendar,
     clock_lapsed,
     clock_step,
-    item_pks,
     lapse_hears,
-    load_items,
     rung_key,
 )
 
@@ -30,14 +27,9 @@ NOTICES_TRANSPORT = "notices"  # configured in KEEPING_TIME["TRANSPORTS"]
 GAP = "gap"  # a rung's ``by`` when a later rung owed by now stands for it (timers-and-replay's gap table)
 
 
-def _item_of(timer) -> tuple[str, str]:
-    return timer.data["clock"], timer.data.get("item", "")
-
-
 def _item(f: Firing) -> ClockItem | None:
     """The timer's clock item with its clock, subject and calendar (read ahead for the batch's rungs and dues)."""
-    return batches.row(f, _item_of(f.timer), name=ITEMS, load=load_items, ahead=(RUNG_HANDLER, DUE_HANDLER),
-                       key_of=_item_of, tables=ITEM_TABLES, pk=item_pks)
+    return batch_item(f, (f.timer.data["clock"], f.timer.data.get("item", "")))
 
 
 def fire_rung(f: Firing) -> None:

@@ -234,6 +234,8 @@ def _date(cal: BusinessCalendar, civil: date) -> Dated:
 ITEMS = "calendars.items"
 ITEM_TABLES = ("calendars_clockitem", "calendars_clock", "calendars_subject", "calendars_calendar")
 SUBJECT_CLOCKS = "calendars.subject_clocks"  # a subject's clocks that live on it: (spec, version, owner_ref)
+ITEM_NAMES = "calendars.item_names"  # a clock's items' names, by clock id
+OWNER_CLOCKS = "calendars.owner_clocks"  # an owner's clocks (id, name, period), by owner_ref
 
 
 def item_pks(item: ClockItem, table: str) -> tuple:
@@ -245,8 +247,48 @@ def item_pks(item: ClockItem, table: str) -> tuple:
 def load_items(wanted: set) -> dict:
     # Every item of the clocks asked for: a clock's other items are asked for soon after (its rungs).
     clocks = {c for c, _ in wanted}
-    rows = ClockItem.objects.select_related("clock__subject__calendar").filter(clock_id__in=clocks).order_by()
-    return {(r.clock_id, r.item): r for r in rows}
+    rows = (ClockItem.objects.select_related("clock__subject__calendar").filter(clock_id__in=clocks)
+            .order_by("clock_id", "item"))
+    found = {(r.clock_id, r.item): r for r in rows}
+    b = batches.current()
+    if b is not None:
+        # A clock's items are made all at once when it opens (clock_open) and never added to: their names, in
+        # the database's order, hold for the batch whatever is written since.
+        names = b.cache(ITEM_NAMES, tables=())
+        for c in clocks:
+            names[c] = []
+        for c, name in found:
+            names[c].append(name)
+    return found
+
+
+def _item_of(timer) -> tuple[str, str]:
+    return timer.data["clock"], timer.data.get("item", "")
+
+
+def batch_item(f: Firing, key: tuple[str, str]) -> ClockItem | None:
+    """The clock item (clock id, item) with its clock, subject and calendar, from the batch (read ahead for
+    the batch's rungs and dues)."""
+    return batches.row(f, key, name=ITEMS, load=load_items, ahead=(RUNG_HANDLER, DUE_HANDLER), key_of=_item_of,
+                       tables=ITEM_TABLES, pk=item_pks)
+
+
+def _owner_clocks(f: Firing, owner_ref: str) -> list[tuple[str, str, str]]:
+    """An owner's clocks (id, name, period) by name, from the batch. A job opens its clocks all at once
+    (job_open) and none later, so the list holds for the batch whatever is written since."""
+    b = batches.current()
+    cache = b.cache(OWNER_CLOCKS, tables=())
+    if owner_ref not in cache:
+        refs = {owner_ref} | {r for t in f.run.holding((RUNG_HANDLER,)) if (r := (t.data or {}).get("of"))
+                              and r not in cache}
+        with b.quiet():
+            rows = (Clock.objects.filter(domain=f.run.domain, owner_ref__in=refs).order_by("name")
+                    .values_list("owner_ref", "id", "name", "period"))
+            for r in refs:
+                cache[r] = []
+            for ref, *clock in rows:
+                cache[ref].append(tuple(clock))
+    return cache[owner_ref]
 
 
 def subject_clocks(*, domain: str, subject_id: str, ahead: Callable[[], set[str]]) -> list[tuple] | None:
@@ -278,6 +320,9 @@ def _opened_in_batch(clock: Clock, items: list[ClockItem]) -> None:
     for item in items:
         copy = cache[(clock.id, item.item)] = batches.clone(item)
         copy._state.adding = copy.clock._state.adding = False  # rows now (the clock's is kept): saved by update
+    owners = b.caches.get(OWNER_CLOCKS)
+    if owners is not None:
+        owners.pop(clock.owner_ref, None)  # read again, with this clock, if asked
     lives = b.caches.get(SUBJECT_CLOCKS)
     if lives is not None and clock.lives_on == Clock.LivesOn.SUBJECT and clock.subject_id in lives:
         lives[clock.subject_id].append((clock.spec, clock.version, clock.owner_ref))
@@ -396,7 +441,7 @@ def clock_move(*, armer: Armer, item: ClockItem, civil: date, by: str, cause: di
     item.changed_at = armer.now
     if item.status in (ClockItem.Status.DUE, ClockItem.Status.PASSED) and d.due_at > armer.now:
         item.status = ClockItem.Status.OPEN
-    item.save(update_fields=["civil", "due_date", "due_at", "rolled_why", "moves", "changed_at", "status"])
+    batches.save(item, fields=["civil", "due_date", "due_at", "rolled_why", "moves", "changed_at", "status"])
     subject = item.owner_key
     data = {"clock": clock.name, "item": item.item, "by": by, "from": before[0].isoformat(),
             "to": d.due_date.isoformat(), "move": item.moves, **(cause or {})}
@@ -459,7 +504,7 @@ def clock_satisfy(*, armer: Armer, item: ClockItem, by: str = "", kept_with: str
     clock = item.clock
     spec = specs.get(clock.spec)
     item.status, item.satisfied_at, item.changed_at = ClockItem.Status.SATISFIED, armer.now, armer.now
-    item.save(update_fields=["status", "satisfied_at", "changed_at"])
+    batches.save(item, fields=["status", "satisfied_at", "changed_at"])
     armer.supersede_all(_item_keys(item, spec), by="clock.satisfied")
     on_time = business_calendar(clock.subject).on_time(judged_at or armer.now, item.due_date)
     judged = {"judged_by": judged_by, "judged_at": iso_z(judged_at)} if judged_at else {}
@@ -498,7 +543,7 @@ def clock_step(*, armer: Armer, item: ClockItem, step: str, proposed_at: datetim
         civil = spec.moves[move](_inputs(clock, item.item, due=item.civil))
         clock_move(armer=armer, item=item, civil=civil, by=move, cause={"step": step})
         # The items that follow this one are accepted after it, in item order (US → US-CA, US-NY).
-        for follower in _followers(item, spec):
+        for follower in _followers(armer, item, spec):
             civil = spec.moves[move](_inputs(clock, follower.item, due=follower.civil))
             clock_move(armer=armer, item=follower, civil=civil, by=move, cause={"step": step, "follows": item.item})
         _keep_with(armer, item, move, proposed_at=when)
@@ -572,11 +617,18 @@ def hear_submissions(spec: ClockSpec) -> None:
         outbox.on_settled(transport, submissions_settled)
 
 
-def _followers(leader: ClockItem, spec: ClockSpec) -> list[ClockItem]:
+def _followers(armer: Armer, leader: ClockItem, spec: ClockSpec) -> list[ClockItem]:
     if spec.follows is None:
         return []
-    items = (ClockItem.objects.filter(clock=leader.clock, status=ClockItem.Status.OPEN).exclude(pk=leader.pk)
-             .select_related("clock__subject__calendar").order_by("item"))
+    f = getattr(armer, "f", None)
+    names = None if f is None or batches.current() is None else batches.current().caches.get(ITEM_NAMES, {}).get(
+        leader.clock_id)
+    if names is None:
+        items = (ClockItem.objects.filter(clock=leader.clock, status=ClockItem.Status.OPEN).exclude(pk=leader.pk)
+                 .select_related("clock__subject__calendar").order_by("item"))
+    else:  # the batch's: the clock's items by name, each as the batch has it now
+        items = [i for i in (batch_item(f, (leader.clock_id, n)) for n in names if n != leader.item)
+                 if i is not None and i.status == ClockItem.Status.OPEN]
     return [i for i in items if spec.leader(_inputs(leader.clock, i.item)) == leader.item]
 
 
@@ -584,9 +636,15 @@ def _keep_with(armer: Armer, moved: ClockItem, move: str, *, proposed_at: dateti
     """A move that keeps a sibling clock (its spec's ``kept_with``): the sibling's step commits with it and its
     date is kept (the extension pays: "clock pay · satisfied · pay committed")."""
     clock = moved.clock
-    siblings = (ClockItem.objects.filter(clock__domain=clock.domain, clock__owner_ref=clock.owner_ref,
-                                         clock__period=clock.period, item=moved.item, status=ClockItem.Status.OPEN)
-                .exclude(clock=clock).select_related("clock__subject__calendar").order_by("clock__name"))
+    f = getattr(armer, "f", None)
+    if f is None or batches.current() is None:
+        siblings = (ClockItem.objects.filter(clock__domain=clock.domain, clock__owner_ref=clock.owner_ref,
+                                             clock__period=clock.period, item=moved.item, status=ClockItem.Status.OPEN)
+                    .exclude(clock=clock).select_related("clock__subject__calendar").order_by("clock__name"))
+    else:  # the batch's: the owner's clocks by name, each one's item as the batch has it now
+        siblings = [i for i in (batch_item(f, (cid, moved.item)) for cid, _, period in _owner_clocks(f, clock.owner_ref)
+                                if period == clock.period and cid != clock.id)
+                    if i is not None and i.status == ClockItem.Status.OPEN]
     for item in siblings:
         phrase = specs.get(item.clock.spec).kept_with.get(move)
         if not phrase:

@@ -20,6 +20,7 @@ from .services import (
     SUBJECT_EVENT,
     UPDATE,
     _ends,
+    batch_job,
     job_open,
     mint_at,
     post_money,
@@ -136,18 +137,9 @@ def fire_schedule(f: Firing) -> None:
     f.what = f"{name} → {job.id} · period {period_name} · {usd(cents)} · {used} of {allowance}"
 
 
-def _load_jobs(ids: set) -> dict:
-    return {j.id: j for j in Job.objects.select_related("subscription").filter(pk__in=ids).order_by()}
-
-
-def _job_pks(job: Job, table: str) -> tuple:
-    return (job.pk,) if table == "services_job" else (job.subscription_id,)
-
-
 def _deadline_job(f: Firing) -> Job:
     """The deadline's job with its subscription (read ahead for the batch's deadlines)."""
-    job = batches.row(f, f.timer.data["job"], name="services.deadline_jobs", load=_load_jobs, ahead=(DEADLINE,),
-                      key_of=lambda t: t.data["job"], tables=("services_job", "services_subscription"), pk=_job_pks)
+    job = batch_job(f, f.timer.data["job"])
     if job is None:
         raise Job.DoesNotExist(f"no job {f.timer.data['job']}")
     return job

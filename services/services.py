@@ -15,6 +15,7 @@ from calendars.models import Clock, ClockItem, Subject
 from calendars.services import Armer, DirectArmer, business_calendar, clock_open
 from calendars.specs import DueInput
 from timers import batch as batches
+from timers.engine import Firing
 from timers.errors import KeepingTimeError
 from timers.ids import domain_seed, new_id
 from timers.models import Brand, Timer
@@ -471,6 +472,20 @@ def deadline_key(job: Job, point: str, move: int = 0) -> str:
     return base if move == 0 else f"{base}@{move}"
 
 
+def _load_jobs(ids: set) -> dict:
+    return {j.id: j for j in Job.objects.select_related("subscription").filter(pk__in=ids).order_by()}
+
+
+def _job_pks(job: Job, table: str) -> tuple:
+    return (job.pk,) if table == "services_job" else (job.subscription_id,)
+
+
+def batch_job(f: Firing, job_id: str) -> Job | None:
+    """A job with its subscription, from the batch (read ahead for the batch's deadlines)."""
+    return batches.row(f, job_id, name="services.deadline_jobs", load=_load_jobs, ahead=(DEADLINE,),
+                       key_of=lambda t: t.data["job"], tables=("services_job", "services_subscription"), pk=_job_pks)
+
+
 def deadline_follows_clock(armer: Armer, item: ClockItem) -> None:
     """A deadline written before a clock ('5d before file') follows the clock: a move of its date supersedes
     the deadline's armed timers (by clock.moved) and arms them again at @n from the new date. A deadline that
@@ -478,8 +493,12 @@ def deadline_follows_clock(armer: Armer, item: ClockItem) -> None:
     clock = item.clock
     if not clock.owner_ref.startswith("job_"):
         return
-    job = Job.objects.filter(pk=clock.owner_ref, domain=clock.domain, status=Job.Status.OPEN, late=False).first()
-    if job is None:
+    f = getattr(armer, "f", None)
+    if f is None:
+        job = Job.objects.filter(pk=clock.owner_ref, domain=clock.domain, status=Job.Status.OPEN, late=False).first()
+    else:
+        job = batch_job(f, clock.owner_ref)
+    if job is None or job.domain != clock.domain or job.status != Job.Status.OPEN or job.late:
         return
     svc = registry.get(job.service, job.version)
     if svc.within is None or svc.within.anchor != clock.name:

@@ -12,7 +12,7 @@ from services.models import Job
 from tests.acme import tax_plan_subscribers
 from timers.errors import KeepingTimeError
 from timers.models import Event, Timer
-from timers.services import test_clock_create
+from timers.services import test_clock_create, timer_arm
 from timers.worker import advance
 
 START = datetime(2027, 1, 20, 14, tzinfo=UTC)
@@ -59,6 +59,28 @@ def test_an_extension_before_the_deadline_moves_it_with_the_file_date(brand):
     assert job.late
     late = Event.objects.get(domain=clock.id, type="job.late", subject=job.id)
     assert late.owed_at == datetime(2028, 10, 12, 4, 0, tzinfo=UTC) and late.key.endswith(f"@{moves}")
+
+
+def _extends_in_the_tick(f):
+    from calendars.services import FiringArmer, batch_item
+
+    for name in f.timer.data["items"]:  # each as the batch has it: read ahead, changes kept
+        clock_step(armer=FiringArmer(f), item=batch_item(f, (f.timer.data["clock"], name)), step="extend")
+
+
+def test_an_extension_in_the_tick_moves_the_deadline_as_one_outside_it_does(brand, handler):
+    clock, job = _return_2027(brand)
+    file = ClockItem.objects.filter(clock__owner_ref=job.id, clock__name="file").select_related("clock")
+    handler("t.extends", _extends_in_the_tick, atomic=True)
+    timer_arm(brand=brand, key=f"{job.id}:task:extend:1", owed_at=datetime(2028, 3, 2, 14, tzinfo=UTC),
+              domain=clock.id, handler="t.extends",
+              data={"clock": file[0].clock_id, "items": sorted(i.item for i in file)})
+    advance(clock.id, datetime(2028, 3, 3, tzinfo=UTC))
+    job.refresh_from_db()
+    assert job.late_at == datetime(2028, 10, 12, 4, 0, tzinfo=UTC)  # as in the test above, outside the tick
+    assert Event.objects.filter(domain=clock.id, type="job.deadline_moved", subject=job.id).exists()
+    late = Timer.objects.get(domain=clock.id, owner=job.id, kind="deadline", status="armed", key__contains=":late:")
+    assert late.owed_at == job.late_at
 
 
 def test_a_move_of_another_clock_leaves_the_deadline(brand):

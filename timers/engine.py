@@ -176,9 +176,26 @@ class Firing:
         self.ops.append(("retime", key, owed_at, str(rearm_cause(by))))
 
     def state(self, key: str) -> tuple[str, datetime | None] | None:
-        """A timer's status and owed time as the tick sees it now (before this firing's proposal lands)."""
+        """A timer's status and owed time as the tick sees it now, with what this firing has proposed for it
+        so far: a handler reads its own proposal as code outside the tick reads its own writes (a firing
+        that moves two dates moves a deadline that follows them twice, @1 then @2)."""
         item = self.run._lookup(key)
-        return None if item is None else (item.status, item.owed_at)
+        got = None if item is None else (item.status, item.owed_at)
+        for op in self.ops:
+            if op[0] == "arm":
+                if got is None and str(op[1]) == key:  # arming a key that is there changes nothing
+                    got = ("armed", op[3])
+            elif got is None or op[1] != key:
+                continue
+            elif op[0] == "supersede" and got[0] in ("armed", "held"):
+                got = ("superseded", got[1])
+            elif op[0] == "retime" and got[0] == "armed":
+                got = ("armed", op[2])
+            elif op[0] == "hold" and got[0] == "armed":
+                got = ("held", got[1])
+            elif op[0] == "resume" and got[0] == "held":
+                got = ("armed", got[1])
+        return got
 
     def touched(self) -> list[tuple[str, str, dict]]:
         """(key, owner, data) of the timers the run holds in memory since its last flush (armed in this batch,
