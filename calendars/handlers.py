@@ -88,7 +88,7 @@ def _later_owed(f: Firing, item: ClockItem, spec, rung, move: int) -> str | None
         if other.kind not in ("notice", "escalate") or other.text == rung.text:
             continue
         key = rung_key(item, other, move=move)
-        state = f.state(key)
+        state = f.owed_by_now(key)
         if state and state[0] == "armed" and state[1] is not None and mine < state[1] <= now:
             if latest is None or state[1] > latest[1]:
                 latest = (key, state[1])

@@ -181,6 +181,27 @@ def test_what_a_write_drops_from_the_batch_caches(brand):
         assert not rows
 
 
+def test_a_row_a_loader_adds_unasked_is_dropped_by_its_write_like_any_other(brand):
+    # A clock's other items come with the one asked for (calendars.services.load_items): a write to one of
+    # them must drop it (or, kept, reach it) as it does a row that was asked for.
+    from django.db import transaction
+
+    from timers import batch as batches
+    from timers.models import Brand
+
+    other = Brand.objects.create(name="other.test", created_at=T0)
+    with transaction.atomic(), batches.batch(keep_writes=True) as b:
+        rows = b.cache("t.brands", tables=("timers_brand",), pk=lambda v, table: (v.pk,))
+        batches._fill(rows, {"asked"}, lambda keys: {"asked": Brand.objects.get(pk=brand.pk),
+                                                     "unasked": Brand.objects.get(pk=other.pk)})
+        assert set(rows) == {"asked", "unasked"}
+        other.name = "kept.test"
+        batches.save(other, fields=["name"])  # kept: the cached row takes the new value
+        assert rows["unasked"].name == "kept.test"
+        Brand.objects.filter(pk=other.pk).first().save(update_fields=["name"])  # a save by primary key
+        assert "unasked" not in rows and "asked" in rows
+
+
 def asks_after(f):
     states = [f.state(k) for k in f.timer.data["keys"]]
     f.record("t.states", data={"states": [s and s[0] for s in states]})

@@ -55,17 +55,31 @@ class Cache(dict):
         self.pk = pk  # the primary keys (in a table it reads) a value was read from, to drop just those rows
         self.loaded = False
         self._by_pk: dict[tuple[str, Any], set] = {}
+        self._none: set = set()  # the keys that have no row
 
     def __setitem__(self, key: Any, value: Any) -> None:
         super().__setitem__(key, value)
-        if value is not None and self.pk is not None:
+        if value is None:
+            self._none.add(key)
+            return
+        self._none.discard(key)
+        if self.pk is not None:
             for table in self.tables:
                 for pk in self.pk(value, table):
                     self._by_pk.setdefault((table, pk), set()).add(key)
 
+    def __delitem__(self, key: Any) -> None:
+        super().__delitem__(key)
+        self._none.discard(key)
+
+    def pop(self, key: Any, *default: Any) -> Any:
+        self._none.discard(key)
+        return super().pop(key, *default)
+
     def clear(self) -> None:
         super().clear()
         self._by_pk.clear()
+        self._none.clear()
 
     def inserted(self) -> None:
         """Rows were inserted into a table it reads: a cache of rows by key keeps every row it holds (an
@@ -73,7 +87,7 @@ class Cache(dict):
         if self.pk is None:
             self.clear()
             return
-        for key in [k for k, v in self.items() if v is None]:
+        for key in list(self._none):
             del self[key]
 
     def drop(self, table: str, pk: Any | None) -> None:
@@ -297,11 +311,17 @@ class Batch:
             self.kept.append(k)
         self._count(k)
 
-    def _count(self, k: _Kept) -> None:
+    def _count(self, k: _Kept, step: int = 1) -> None:
         table = k.table
-        self._kept_tables[table] = self._kept_tables.get(table, 0) + 1
+        counts = [self._kept_tables]
         if k.fields is None or _unique_columns(k.model).intersection(k.fields):
-            self._kept_seen_by_insert[table] = self._kept_seen_by_insert.get(table, 0) + 1
+            counts.append(self._kept_seen_by_insert)
+        for count in counts:
+            n = count.get(table, 0) + step
+            if n:
+                count[table] = n
+            else:
+                del count[table]
 
     def _forget(self, owner: int) -> None:
         if any(k.owner == owner for k in self.kept):
@@ -340,8 +360,12 @@ class Batch:
         todo = self.kept if which is None else [k for k in self.kept if which(k)]
         if not todo:
             return
-        self.kept = [] if which is None else [k for k in self.kept if not which(k)]
-        self._recount()
+        if which is None:
+            self.kept, self._kept_tables, self._kept_seen_by_insert = [], {}, {}
+        else:
+            self.kept = [k for k in self.kept if not which(k)]
+            for k in todo:
+                self._count(k, -1)
         mine = self._owner()
         others = [k for k in todo if not mine or k.owner != mine]
         own = [k for k in todo if mine and k.owner == mine]
@@ -478,7 +502,8 @@ def _fill(cache: Cache, keys: set, load: Callable[[set], dict]) -> None:
     for k in keys:
         cache[k] = found.get(k)
     for k, v in found.items():  # a loader may return more than it was asked for (a clock's other items)
-        cache.setdefault(k, v)
+        if k not in cache:  # not dict.setdefault: it would skip the index of rows by primary key
+            cache[k] = v
 
 
 def row(f: Any, key: Any, *, name: str, load: Callable[[set], dict], ahead: tuple[str, ...],

@@ -38,6 +38,7 @@ log = logging.getLogger(__name__)
 
 ZERO = timedelta(0)
 LATE_LOGGED = timedelta(minutes=5)
+HOLDING_REFRESH = 250  # fires after which Run.holding() looks at the heap again
 OWNER_READ_LIMIT = 200  # an owner with more timers than this is read a key at a time (Run._lookup)  # a live timer fired later than this is logged with its late_by
 TIMER_FIELDS = (
     "id", "key", "owner", "kind", "place", "handler", "status", "owed_at", "opened_at", "armed_at",
@@ -197,6 +198,18 @@ class Firing:
                 got = ("armed", got[1])
         return got
 
+    def owed_by_now(self, key: str) -> tuple[str, datetime | None] | None:
+        """``state(key)`` for a question only a timer owed by now can answer yes to (a later rung owed by
+        now). Every armed timer owed before the last row the batch's query returned is in memory, so below
+        that point this asks the database nothing; at or past it, it asks as ``state`` does."""
+        run = self.run
+        if key in run._unverified:
+            run._verify()
+        item = run._by_key.get(key)
+        if item is None and run._horizon is not None and run._horizon[0] <= max(self.now, self.instant):
+            return self.state(key)
+        return None if item is None else (item.status, item.owed_at)
+
     def touched(self) -> list[tuple[str, str, dict]]:
         """(key, owner, data) of the timers the run holds in memory since its last flush (armed in this batch,
         or changed): a query of the timers table does not see them yet, so domain code listing an owner's
@@ -258,6 +271,7 @@ class Run:
         self._unverified: dict[str, tuple[Item, TraceRow | None, TraceRow | None]] = {}
         self._owners: set[str] = set()  # owners all of whose timers are in _by_key (read since the last fetch)
         self._big_owners: set[str] = set()  # owners with more timers than OWNER_READ_LIMIT
+        self._next: tuple[int, list] | None = None  # (fires then, the heap's next batch): holding()'s
         self._horizon: tuple | None = None
         self._complete = False
         self._seq = itertools.count()
@@ -309,6 +323,7 @@ class Run:
         self._armed = {e[-1].id: e[-1] for e in keep}
         self._by_key = {e[-1].key: e[-1] for e in keep}
         self._owners = set()
+        self._next = None
         self._heap = keep
         heapq.heapify(self._heap)
         after = None if self._horizon is None else self._horizon[2:]
@@ -527,8 +542,12 @@ class Run:
 
     def holding(self, handler_names: tuple[str, ...]) -> list[Item]:
         """The armed timers in memory, next in tick order up to a batch's worth, with one of these handlers:
-        what domain code may read ahead for."""
-        return [e[-1] for e in heapq.nsmallest(self.batch_size, self._heap)
+        what domain code may read ahead for. A hint, not a promise: the heap's next batch is taken again only
+        after HOLDING_REFRESH fires (what it missed is read when asked)."""
+        fired = self.stats.fired + self.stats.refused + self.stats.failed
+        if self._next is None or fired - self._next[0] >= HOLDING_REFRESH:
+            self._next = (fired, heapq.nsmallest(self.batch_size, self._heap))
+        return [e[-1] for e in self._next[1]
                 if e[-1].gen == e[-2] and e[-1].status == "armed" and e[-1].handler in handler_names]
 
     def _verify(self) -> None:
