@@ -266,11 +266,11 @@ def _item_of(timer) -> tuple[str, str]:
     return timer.data["clock"], timer.data.get("item", "")
 
 
-def batch_item(f: Firing, key: tuple[str, str]) -> ClockItem | None:
+def batch_item(f: Firing, key: tuple[str, str], *, read_ahead: bool = True) -> ClockItem | None:
     """The clock item (clock id, item) with its clock, subject and calendar, from the batch (read ahead for
-    the batch's rungs and dues)."""
+    the batch's rungs and dues; a sibling of the firing's item, ``read_ahead=False``, is read alone)."""
     return batches.row(f, key, name=ITEMS, load=load_items, ahead=(RUNG_HANDLER, DUE_HANDLER), key_of=_item_of,
-                       tables=ITEM_TABLES, pk=item_pks)
+                       tables=ITEM_TABLES, pk=item_pks, read_ahead=read_ahead)
 
 
 def _owner_clocks(f: Firing, owner_ref: str) -> list[tuple[str, str, str]]:
@@ -361,7 +361,8 @@ def clock_open(*, armer: Armer, brand: Brand | str, domain: str, subject: Subjec
             armer.record("clock.rolled", subject=f"{clock.id}#{name}" if name else clock.id,
                          data={"clock": clock.name, "item": name, "from": d.civil.isoformat(),
                                "to": d.due_date.isoformat(), "why": d.reason, "skipped": d.why})
-    insert(items)
+    with batches.fresh(ITEMS):  # a new clock's items: no key the batch asked for is among them
+        insert(items)
     for item in items:
         item.clock = clock
         _arm_item(armer, item, spec, cal, move=0)
@@ -627,7 +628,7 @@ def _followers(armer: Armer, leader: ClockItem, spec: ClockSpec) -> list[ClockIt
         items = (ClockItem.objects.filter(clock=leader.clock, status=ClockItem.Status.OPEN).exclude(pk=leader.pk)
                  .select_related("clock__subject__calendar").order_by("item"))
     else:  # the batch's: the clock's items by name, each as the batch has it now
-        items = [i for i in (batch_item(f, (leader.clock_id, n)) for n in names if n != leader.item)
+        items = [i for i in (batch_item(f, (leader.clock_id, n), read_ahead=False) for n in names if n != leader.item)
                  if i is not None and i.status == ClockItem.Status.OPEN]
     return [i for i in items if spec.leader(_inputs(leader.clock, i.item)) == leader.item]
 
@@ -642,8 +643,11 @@ def _keep_with(armer: Armer, moved: ClockItem, move: str, *, proposed_at: dateti
                                              clock__period=clock.period, item=moved.item, status=ClockItem.Status.OPEN)
                     .exclude(clock=clock).select_related("clock__subject__calendar").order_by("clock__name"))
     else:  # the batch's: the owner's clocks by name, each one's item as the batch has it now
-        siblings = [i for i in (batch_item(f, (cid, moved.item)) for cid, _, period in _owner_clocks(f, clock.owner_ref)
-                                if period == clock.period and cid != clock.id)
+        names = batches.current().caches.get(ITEM_NAMES) or {}  # a clock known not to have the item is skipped
+        siblings = [i for i in (batch_item(f, (cid, moved.item), read_ahead=False)
+                                for cid, _, period in _owner_clocks(f, clock.owner_ref)
+                                if period == clock.period and cid != clock.id
+                                and moved.item in names.get(cid, (moved.item,)))
                     if i is not None and i.status == ClockItem.Status.OPEN]
     for item in siblings:
         phrase = specs.get(item.clock.spec).kept_with.get(move)

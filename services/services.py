@@ -480,10 +480,11 @@ def _job_pks(job: Job, table: str) -> tuple:
     return (job.pk,) if table == "services_job" else (job.subscription_id,)
 
 
-def batch_job(f: Firing, job_id: str) -> Job | None:
+def batch_job(f: Firing, job_id: str, *, read_ahead: bool = True) -> Job | None:
     """A job with its subscription, from the batch (read ahead for the batch's deadlines)."""
     return batches.row(f, job_id, name="services.deadline_jobs", load=_load_jobs, ahead=(DEADLINE,),
-                       key_of=lambda t: t.data["job"], tables=("services_job", "services_subscription"), pk=_job_pks)
+                       key_of=lambda t: t.data["job"], tables=("services_job", "services_subscription"), pk=_job_pks,
+                       read_ahead=read_ahead)
 
 
 def deadline_follows_clock(armer: Armer, item: ClockItem) -> None:
@@ -497,7 +498,7 @@ def deadline_follows_clock(armer: Armer, item: ClockItem) -> None:
     if f is None:
         job = Job.objects.filter(pk=clock.owner_ref, domain=clock.domain, status=Job.Status.OPEN, late=False).first()
     else:
-        job = batch_job(f, clock.owner_ref)
+        job = batch_job(f, clock.owner_ref, read_ahead=False)  # a clock's job: no deadline timer leads here
     if job is None or job.domain != clock.domain or job.status != Job.Status.OPEN or job.late:
         return
     svc = registry.get(job.service, job.version)

@@ -196,6 +196,7 @@ class Batch:
         self._fire = 0  # the handler running (its number in the batch), 0 outside one
         self._sending = False
         self._replay: list[_Kept] = []  # earlier handlers' writes sent inside this handler's savepoint
+        self._fresh: tuple[str, ...] = ()  # caches the rows being inserted cannot be missing from (fresh())
 
     # -- caches ------------------------------------------------------------------------------------
     def cache(self, name: str, *, tables: tuple[str, ...], pk: Callable[[Any, str], tuple] | None = None) -> Cache:
@@ -405,8 +406,8 @@ class Batch:
     def _written(self, sql: str, params: Any) -> None:
         into = _INSERT.match(sql)
         if into and "DO UPDATE" not in sql.upper():
-            for cache in self.caches.values():
-                if into.group(1) in cache.tables:
+            for name, cache in self.caches.items():
+                if into.group(1) in cache.tables and name not in self._fresh:
                     cache.inserted()
             return
         tables = set(_TABLES.findall(sql))
@@ -422,10 +423,13 @@ def current() -> Batch | None:
 
 
 def _insert(model: type[Model], objs: list[Model], *, skip_taken: bool) -> None:
-    if objs:
-        model._base_manager.bulk_create(objs, ignore_conflicts=skip_taken)
-        for obj in objs:
-            obj._state.adding = False
+    # Kept rows carry their primary keys: a plain multi-row INSERT (bulk_create's work, without its cost per
+    # row), in chunks that stay under the databases' limits on parameters.
+    from .rows import insert_rows
+
+    per = max(1, 30_000 // len(model._meta.concrete_fields))
+    for start in range(0, len(objs), per):
+        insert_rows(objs[start:start + per], skip_taken=skip_taken)
 
 
 def _update(model: type[Model], updates: list[_Kept]) -> None:
@@ -507,12 +511,14 @@ def _fill(cache: Cache, keys: set, load: Callable[[set], dict]) -> None:
 
 
 def row(f: Any, key: Any, *, name: str, load: Callable[[set], dict], ahead: tuple[str, ...],
-        key_of: Callable[[Any], Any], tables: tuple[str, ...], pk: Callable[[Any, str], tuple]) -> Any:
+        key_of: Callable[[Any], Any], tables: tuple[str, ...], pk: Callable[[Any, str], tuple],
+        read_ahead: bool = True) -> Any:
     """The row ``load`` finds for ``key``, read for a firing ``f``. In a batch, the first ask reads the rows of
     every timer the batch holds whose handler is in ``ahead`` (``key_of`` a timer) in one query, and a row a
     write has dropped since is read alone; a handler gets a copy, so what it changes without saving never
     reaches the next. ``load`` maps a set of keys to {key: row} (it may add rows it was not asked for); a key
-    it does not return has no row."""
+    it does not return has no row. ``read_ahead=False`` is for a row no held timer leads to (a sibling of
+    the row a firing is about): a miss reads that row alone."""
     b = current()
     if b is None:
         return load({key}).get(key)
@@ -520,11 +526,29 @@ def row(f: Any, key: Any, *, name: str, load: Callable[[set], dict], ahead: tupl
     if key not in cache:
         # The first ask reads ahead for every timer the batch holds; a later miss (a row a write dropped, a
         # timer armed since) for every held timer whose row is not in the cache, so misses stay few.
-        cache.loaded = True
+        keys = {key}
+        if read_ahead:
+            cache.loaded = True
+            keys.update(k for k in map(key_of, f.run.holding(ahead)) if k not in cache)
         with b.quiet():
-            _fill(cache, {key} | {k for k in map(key_of, f.run.holding(ahead)) if k not in cache}, load)
+            _fill(cache, keys, load)
     value = cache[key]
     return None if value is None else clone(value)
+
+
+@contextlib.contextmanager
+def fresh(*names: str) -> Iterator[None]:
+    """Inserts made inside are of rows no key of the named caches can have asked for (the items of a clock
+    opened just now): they keep what those caches know is missing."""
+    b = current()
+    if b is None:
+        yield
+        return
+    before, b._fresh = b._fresh, names
+    try:
+        yield
+    finally:
+        b._fresh = before
 
 
 @contextlib.contextmanager

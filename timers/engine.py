@@ -39,6 +39,7 @@ log = logging.getLogger(__name__)
 ZERO = timedelta(0)
 LATE_LOGGED = timedelta(minutes=5)
 HOLDING_REFRESH = 250  # fires after which Run.holding() looks at the heap again
+HORIZON_REST_LIMIT = 20_000  # timers of the horizon's instant read at once by Run._rest_of_horizon()
 OWNER_READ_LIMIT = 200  # an owner with more timers than this is read a key at a time (Run._lookup)  # a live timer fired later than this is logged with its late_by
 TIMER_FIELDS = (
     "id", "key", "owner", "kind", "place", "handler", "status", "owed_at", "opened_at", "armed_at",
@@ -206,8 +207,11 @@ class Firing:
         if key in run._unverified:
             run._verify()
         item = run._by_key.get(key)
-        if item is None and run._horizon is not None and run._horizon[0] <= max(self.now, self.instant):
-            return self.state(key)
+        if item is None and run._horizon is not None:
+            now = max(self.now, self.instant)
+            if now > run._horizon[0] or not run._rest_of_horizon():
+                return self.state(key)
+            item = run._by_key.get(key)  # at the horizon's own instant: the rest of it is in memory now
         return None if item is None else (item.status, item.owed_at)
 
     def touched(self) -> list[tuple[str, str, dict]]:
@@ -272,6 +276,7 @@ class Run:
         self._owners: set[str] = set()  # owners all of whose timers are in _by_key (read since the last fetch)
         self._big_owners: set[str] = set()  # owners with more timers than OWNER_READ_LIMIT
         self._next: tuple[int, list] | None = None  # (fires then, the heap's next batch): holding()'s
+        self._rest: bool | None = None  # _rest_of_horizon() read since the fetch (and found it all)
         self._horizon: tuple | None = None
         self._complete = False
         self._seq = itertools.count()
@@ -324,6 +329,7 @@ class Run:
         self._by_key = {e[-1].key: e[-1] for e in keep}
         self._owners = set()
         self._next = None
+        self._rest = None
         self._heap = keep
         heapq.heapify(self._heap)
         after = None if self._horizon is None else self._horizon[2:]
@@ -539,6 +545,18 @@ class Run:
                     item.domain = self.domain
                     self._by_key[key] = item
         return item
+
+    def _rest_of_horizon(self) -> bool:
+        """Read, once a batch, the armed timers of the horizon's instant the batch's query did not return
+        (its limit fell inside the instant): True when every armed timer owed by then is in memory."""
+        if self._rest is None:
+            rows = self.store.fetch(self.domain, self._horizon[0], self._horizon[2:], HORIZON_REST_LIMIT)
+            for row in rows:
+                if row.key not in self._by_key:
+                    row.domain = self.domain
+                    self._by_key[row.key] = row
+            self._rest = len(rows) < HORIZON_REST_LIMIT
+        return self._rest
 
     def holding(self, handler_names: tuple[str, ...]) -> list[Item]:
         """The armed timers in memory, next in tick order up to a batch's worth, with one of these handlers:

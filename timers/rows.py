@@ -33,6 +33,19 @@ def insert(rows: list[Model]) -> None:
         row._state.db = connection.alias
 
 
+def insert_rows(rows: list[Model], *, skip_taken: bool = False) -> None:
+    """One INSERT for rows of one model whose primary keys are set (with ``skip_taken``, ON CONFLICT DO
+    NOTHING: a row a unique constraint holds already is skipped)."""
+    if not rows:
+        return
+    sql, params = _insert_sql(rows, tail="ON CONFLICT DO NOTHING" if skip_taken else "")
+    with connection.cursor() as cur:
+        cur.execute(sql, params)
+    for row in rows:
+        row._state.adding = False
+        row._state.db = connection.alias
+
+
 def insert_new(rows: list[Model]) -> list[Model]:
     """INSERT … ON CONFLICT DO NOTHING RETURNING the primary key, for rows of one model whose primary keys are
     set before saving. Returns the rows inserted now, in order; a row that any unique constraint already holds
