@@ -361,8 +361,14 @@ def clock_open(*, armer: Armer, brand: Brand | str, domain: str, subject: Subjec
             armer.record("clock.rolled", subject=f"{clock.id}#{name}" if name else clock.id,
                          data={"clock": clock.name, "item": name, "from": d.civil.isoformat(),
                                "to": d.due_date.isoformat(), "why": d.reason, "skipped": d.why})
-    with batches.fresh(ITEMS):  # a new clock's items: no key the batch asked for is among them
-        insert(items)
+    keys = batches.new_keys(ClockItem, len(items))
+    if keys is None:
+        with batches.fresh(ITEMS):  # a new clock's items: no key the batch asked for is among them
+            insert(items)
+    else:  # numbered now, and kept with the clock
+        for item, key in zip(items, keys, strict=True):
+            item.pk = key
+            batches.create(item, kept_by=(ITEMS,))
     for item in items:
         item.clock = clock
         _arm_item(armer, item, spec, cal, move=0)

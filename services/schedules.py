@@ -194,9 +194,45 @@ def service_fire(f: Firing, *, sub, name: str, intended: datetime) -> tuple[Sche
     now = max(f.now, f.instant)
     run = ScheduleRun(id=new_id("run", seed=f"{domain_seed(sub.domain)}|{f.timer.key}"), schedule=sch,
                       intended_at=intended, state=ScheduleRun.State.OPEN, started_at=now)
-    if not insert_new([run]):  # (schedule, intended) is taken: this instant's Run started already
-        return None
+    started = _runs_started(f, sch)
+    if started is None:
+        if not insert_new([run]):  # (schedule, intended) is taken: this instant's Run started already
+            return None
+    else:  # asked of the batch (one query for its mints), and kept
+        if (sch.id, intended) in started:
+            return None
+        started.add((sch.id, intended))
+        batches.create(run, kept_by=(RUNS_STARTED,))
     return sch, run
+
+
+RUNS_STARTED = "services.runs_started"
+
+
+def mints_held(f: Firing) -> list:
+    """The mints the batch holds (what a mint reads ahead for)."""
+    from .services import SCHEDULE
+
+    return f.run.holding((SCHEDULE,))
+
+
+def _runs_started(f: Firing, sch: Schedule) -> set | None:
+    """(schedule, intended) of the Runs started, for the schedules whose mints the batch holds (read once a
+    batch, kept current by service_fire); None outside a batch that keeps writes. ``schedule_run_once``
+    backs it: a kept Run it missed fails its batch, which runs again carefully."""
+    b = batches.current()
+    if b is None or not b.keep_writes:
+        return None
+    cache = b.cache(RUNS_STARTED, tables=("timers_schedulerun",))  # another write to runs drops it
+    if "started" in cache and sch.id in cache["schedules"]:
+        return cache["started"]
+    schedules = b.caches.get("services.schedules") or {}
+    ids = {sch.id} | {s.id for t in mints_held(f)
+                      if (s := schedules.get(f"{t.owner}:{t.data['schedule']}")) is not None}
+    with b.quiet():
+        started = set(ScheduleRun.objects.filter(schedule_id__in=ids).values_list("schedule_id", "intended_at"))
+    cache["started"], cache["schedules"] = started, ids
+    return started
 
 
 def _load_schedules(domain: str, refs: set) -> dict:

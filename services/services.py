@@ -303,8 +303,15 @@ def job_open(*, armer: Armer, brand_id: str, domain: str, service: str, subject:
         price_cents=price_cents, opened_at=now,
     )
     if if_new:
-        if not insert_new([job]):
-            return None
+        taken = _periods_taken(armer, domain) if subscription is not None and schedule else None
+        if taken is None:
+            if not insert_new([job]):
+                return None
+        else:  # asked of the batch (one query for its mints), and kept: a job's key was checked just now
+            if (subscription.id, schedule, period) in taken:
+                return None
+            taken.add((subscription.id, schedule, period))
+            batches.create(job, kept_by=(PERIODS_TAKEN,))
     else:
         job.save(force_insert=True)
     title = (svc.title or "{service} {period}").format(service=service, period=period)
@@ -335,6 +342,31 @@ def job_open(*, armer: Armer, brand_id: str, domain: str, service: str, subject:
     if svc.steps:
         step_enter(armer=armer, job=job, step=svc.steps[0], by="job.opened")
     return job
+
+
+PERIODS_TAKEN = "services.periods_taken"
+
+
+def _periods_taken(armer: Armer, domain: str) -> set | None:
+    """(subscription, schedule, period) of the jobs minted so far, for the subscriptions whose mints the batch
+    holds (read once a batch, kept current by job_open); None outside a batch that keeps writes. The unique
+    constraint ``period_taken`` backs it: a kept job it missed fails its batch, which runs again carefully."""
+    from .schedules import mints_held
+
+    f = getattr(armer, "f", None)
+    b = batches.current()
+    if f is None or b is None or not b.keep_writes:
+        return None
+    cache = b.cache(PERIODS_TAKEN, tables=("services_job",))  # another write to jobs drops it
+    subs = {f.timer.owner}
+    if "taken" in cache and subs <= cache["subs"]:
+        return cache["taken"]
+    subs |= {t.owner for t in mints_held(f)}
+    with b.quiet():
+        rows = Job.objects.filter(domain=domain, subscription_id__in=subs).exclude(schedule="")
+        taken = set(rows.values_list("subscription_id", "schedule", "period"))
+    cache["taken"], cache["subs"] = taken, subs
+    return taken
 
 
 def signal_key(job: Job, name: str) -> str:
@@ -372,7 +404,7 @@ def _wait(armer: Armer, job: Job, *, on: str, key: str | None) -> Job:
     if key is not None:
         armer.hold(key, by=Rearm.HOLD, who=on)
     job.waiting_on = on
-    job.save(update_fields=["waiting_on"])
+    batches.save(job, fields=["waiting_on"])
     armer.record("job.waiting", subject=job.id, data={"on": on, "held": key,
                                                       "late_at": iso_z(job.late_at) if job.late_at else None})
     return job

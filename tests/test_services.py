@@ -85,15 +85,29 @@ def test_a_mint_woken_twice_opens_one_job(world):
                            subscription=sub, schedule="job", period="2027-01", opened_at=job.opened_at)
 
 
-def test_a_mint_whose_period_is_taken_opens_nothing_and_the_batch_goes_on(world):
+@pytest.mark.parametrize("taken_by", ["job", "run"])
+def test_a_mint_whose_period_is_taken_opens_nothing_and_the_batch_goes_on(world, caplog, taken_by):
+    from timers.models import Schedule, ScheduleRun
+
     tc, sub = world("2027-01-02T14:00Z", "t-monthly")
     mint = Timer.objects.get(domain=tc.id, key=f"{sub.id}:schedule:job:2027-01")
-    # The period's job is there already (opened some other way): the mint must not open a second one, nor any
-    # of the clocks, deadlines or money a second job would bring; the rest of the batch (the cycle) lands.
-    taken = Job.objects.create(brand_id=sub.brand_id, domain=tc.id, service="t-task", subject=sub.subject,
-                               subscription=sub, schedule="job", period="2027-01", opened_at=mint.owed_at)
+    # The period's job is there already (opened some other way), or its Run started: the mint must not open a
+    # second one, nor any of the clocks, deadlines or money a second job would bring; the rest of the batch
+    # (the cycle) lands. The batch asks once for what is taken: it is not lost and run again.
+    taken = None
+    if taken_by == "job":
+        taken = Job.objects.create(brand_id=sub.brand_id, domain=tc.id, service="t-task", subject=sub.subject,
+                                   subscription=sub, schedule="job", period="2027-01", opened_at=mint.owed_at)
+    else:
+        ScheduleRun.objects.create(id="run_taken", schedule=Schedule.objects.get(domain=tc.id, owner_ref=f"{sub.id}:job"),
+                                   intended_at=mint.owed_at, state=ScheduleRun.State.OPEN, started_at=mint.owed_at)
     advance(tc.id, at("2027-02-03T00:00Z"))
+    assert "runs again" not in caplog.text
     jobs = Job.objects.filter(subscription=sub).order_by("period")
+    if taken is None:
+        assert [j.period for j in jobs] == ["2027-02"]
+        assert Event.objects.filter(domain=tc.id, type="schedule.period_taken", key=mint.key).count() == 1
+        return
     assert [(j.id == taken.id, j.period) for j in jobs] == [(True, "2027-01"), (False, "2027-02")]
     assert Event.objects.filter(domain=tc.id, type="schedule.period_taken", key=mint.key).count() == 1
     assert not Event.objects.filter(domain=tc.id, type="job.opened", key=mint.key).exists()

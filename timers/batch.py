@@ -197,6 +197,7 @@ class Batch:
         self._sending = False
         self._replay: list[_Kept] = []  # earlier handlers' writes sent inside this handler's savepoint
         self._fresh: tuple[str, ...] = ()  # caches the rows being inserted cannot be missing from (fresh())
+        self.keys: dict[type[Model], list[int]] = {}  # keys taken from sequences, not used yet (new_keys)
 
     # -- caches ------------------------------------------------------------------------------------
     def cache(self, name: str, *, tables: tuple[str, ...], pk: Callable[[Any, str], tuple] | None = None) -> Cache:
@@ -473,6 +474,31 @@ def _update_values(model: type[Model], fields: list, group: list[tuple[Any, dict
     with connection.cursor() as cur:
         cur.execute(f"UPDATE {qn(meta.db_table)} AS t SET {sets} FROM (VALUES {', '.join([one] * len(group))}) "
                     f"AS v({names}) WHERE t.{qn(meta.pk.column)} = v.{qn(meta.pk.column)}", params)
+
+
+KEY_BLOCK = 512  # keys a batch takes from a table's sequence at once (new_keys)
+
+
+def new_keys(model: type[Model], n: int) -> list[int] | None:
+    """``n`` primary keys from ``model``'s sequence, for rows a batch keeps (PostgreSQL, in a batch that keeps
+    writes; None elsewhere: insert the rows, and the database numbers them). Taken a block at a time through
+    a cursor of its own, so the statement neither sends kept writes nor opens a handler's savepoint; a key
+    left at the batch's end is a gap in the sequence, as a rolled-back insert leaves."""
+    b = current()
+    if b is None or not b.keep_writes or connection.vendor != "postgresql":
+        return None
+    pool = b.keys.setdefault(model, [])
+    if len(pool) < n:
+        import psycopg
+
+        connection.ensure_connection()
+        with psycopg.Cursor(connection.connection) as cur:
+            cur.execute("SELECT nextval(pg_get_serial_sequence(%s, %s)) FROM generate_series(1, %s)",
+                        [model._meta.db_table, model._meta.pk.column, max(n, KEY_BLOCK)])
+            pool.extend(r[0] for r in cur.fetchall())
+    out = pool[:n]
+    del pool[:n]
+    return out
 
 
 def save(obj: Model, *, fields: list[str] | tuple[str, ...]) -> None:
