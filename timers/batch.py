@@ -425,12 +425,10 @@ def current() -> Batch | None:
 
 def _insert(model: type[Model], objs: list[Model], *, skip_taken: bool) -> None:
     # Kept rows carry their primary keys: a plain multi-row INSERT (bulk_create's work, without its cost per
-    # row), in chunks that stay under the databases' limits on parameters.
+    # row).
     from .rows import insert_rows
 
-    per = max(1, 30_000 // len(model._meta.concrete_fields))
-    for start in range(0, len(objs), per):
-        insert_rows(objs[start:start + per], skip_taken=skip_taken)
+    insert_rows(objs, skip_taken=skip_taken)
 
 
 def _update(model: type[Model], updates: list[_Kept]) -> None:

@@ -38,9 +38,11 @@ def insert_rows(rows: list[Model], *, skip_taken: bool = False) -> None:
     NOTHING: a row a unique constraint holds already is skipped)."""
     if not rows:
         return
-    sql, params = _insert_sql(rows, tail="ON CONFLICT DO NOTHING" if skip_taken else "")
-    with connection.cursor() as cur:
-        cur.execute(sql, params)
+    per = max(1, 30_000 // len(rows[0]._meta.concrete_fields))  # under the databases' limits on parameters
+    for start in range(0, len(rows), per):
+        sql, params = _insert_sql(rows[start:start + per], tail="ON CONFLICT DO NOTHING" if skip_taken else "")
+        with connection.cursor() as cur:
+            cur.execute(sql, params)
     for row in rows:
         row._state.adding = False
         row._state.db = connection.alias

@@ -15,6 +15,7 @@ from django.db.models import Q
 
 from .engine import TIMER_FIELDS, Item
 from .models import Commit, Event, Outbox, Timer
+from .rows import insert_rows
 
 _COLUMNS = ", ".join(f'"{c}"' for c in TIMER_FIELDS)
 
@@ -138,13 +139,8 @@ _PG_TYPES = {
 
 
 def _write_sends(sends: list[tuple]) -> None:
-    Outbox.objects.bulk_create(
-        [
-            Outbox(id=s[0], domain=s[1], brand_id=s[2], key=s[3], attempt=s[4], transport=s[5], payload=s[6],
-                   created_at=s[7], seq=s[8])
-            for s in sends
-        ]
-    )
+    insert_rows([Outbox(id=s[0], domain=s[1], brand_id=s[2], key=s[3], attempt=s[4], transport=s[5], payload=s[6],
+                        created_at=s[7], seq=s[8]) for s in sends])
 
 
 class OrmStore:
