@@ -28,6 +28,7 @@ from collections.abc import Callable, Iterator
 from contextvars import ContextVar
 from typing import Any
 
+import psycopg
 from django.db import DatabaseError, connection, transaction
 from django.db.models import Model, Q
 from django.db.models.base import ModelState
@@ -384,7 +385,7 @@ class Batch:
         self._sending = True
         try:
             self._write_groups(kept)
-        except DatabaseError as exc:
+        except (DatabaseError, psycopg.Error) as exc:  # the latter from a cursor of its own (rows.insert_rows)
             raise KeptWriteFailed(f"a write the batch kept failed: {exc}") from exc
         finally:
             self._sending = False
