@@ -247,8 +247,11 @@ def item_pks(item: ClockItem, table: str) -> tuple:
 def load_items(wanted: set) -> dict:
     # Every item of the clocks asked for: a clock's other items are asked for soon after (its rungs).
     clocks = {c for c, _ in wanted}
-    rows = (ClockItem.objects.select_related("clock__subject__calendar").filter(clock_id__in=clocks)
-            .order_by("clock_id", "item"))
+    rows = list(ClockItem.objects.select_related("clock").filter(clock_id__in=clocks).order_by("clock_id", "item"))
+    # Each subject (with its calendar) once, shared by its clocks' items: a handler gets its own copy anyway.
+    subjects = Subject.objects.select_related("calendar").in_bulk({r.clock.subject_id for r in rows})
+    for r in rows:
+        r.clock.subject = subjects[r.clock.subject_id]
     found = {(r.clock_id, r.item): r for r in rows}
     b = batches.current()
     if b is not None:
