@@ -108,12 +108,36 @@ def _json(v: Any) -> Any:
     return v
 
 
+_MUTABLE: dict[type, tuple[str, ...]] = {}
+_FIELD_ATTRS: dict[type, set[str]] = {}
+
+
+def _mutable(cls: type) -> tuple[str, ...]:
+    """The attributes of a model's instances that can hold a dict or a list: its JSON fields."""
+    found = _MUTABLE.get(cls)
+    if found is None:
+        from django.db.models import JSONField
+
+        found = _MUTABLE[cls] = tuple(f.attname for f in cls._meta.concrete_fields if isinstance(f, JSONField))
+    return found
+
+
 def clone(obj: Any) -> Any:
     """A model instance as a fresh instance with its related instances cloned too, sharing nothing a
     handler might change: immutable field values are shared, dicts and lists (JSON fields) copied."""
     cls = obj.__class__
     new = cls.__new__(cls)
-    values = {k: _json(v) if isinstance(v, dict | list) else v for k, v in obj.__dict__.items() if k != "_state"}
+    values = obj.__dict__.copy()
+    for name in _mutable(cls):
+        v = values.get(name)
+        if isinstance(v, dict | list):
+            values[name] = _json(v)
+    fields = _FIELD_ATTRS.get(cls)
+    if fields is None:
+        fields = _FIELD_ATTRS[cls] = {f.attname for f in cls._meta.concrete_fields} | {"_state"}
+    for name in values.keys() - fields:  # set on the instance, not a field: copied if a dict or a list
+        if isinstance(values[name], dict | list):
+            values[name] = _json(values[name])
     old = obj._state
     state = values["_state"] = ModelState()
     state.db, state.adding = old.db, old.adding
