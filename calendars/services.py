@@ -291,6 +291,10 @@ def _owner_clocks(f: Firing, owner_ref: str) -> list[tuple[str, str, str]]:
                 cache[r] = []
             for ref, *clock in rows:
                 cache[ref].append(tuple(clock))
+            # A move keeps its siblings' items (_keep_with): those of these owners' clocks, read with them.
+            items = b.cache(ITEMS, tables=ITEM_TABLES, pk=item_pks)
+            clocks = {(cid, "") for r in refs for cid, _, _ in cache[r]}
+            batches._fill(items, set(), lambda _: load_items(clocks) if clocks else {})
     return cache[owner_ref]
 
 
