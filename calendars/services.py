@@ -245,9 +245,14 @@ def item_pks(item: ClockItem, table: str) -> tuple:
 
 
 def load_items(wanted: set) -> dict:
-    # Every item of the clocks asked for: a clock's other items are asked for soon after (its rungs).
+    # The items asked for (a superset: the clocks' items of the names asked for); a clock asked for by the
+    # item "" (no clock's item is named so but a single-item clock's) comes whole, with its items' names.
     clocks = {c for c, _ in wanted}
-    rows = list(ClockItem.objects.select_related("clock").filter(clock_id__in=clocks).order_by("clock_id", "item"))
+    whole = {c for c, i in wanted if i == ""}
+    rows = ClockItem.objects.select_related("clock").filter(clock_id__in=clocks)
+    if len(whole) < len(clocks):
+        rows = rows.filter(Q(clock_id__in=whole) | Q(item__in={i for _, i in wanted}))
+    rows = list(rows.order_by("clock_id", "item"))
     # Each subject (with its calendar) once, shared by its clocks' items: a handler gets its own copy anyway.
     subjects = Subject.objects.select_related("calendar").in_bulk({r.clock.subject_id for r in rows})
     for r in rows:
@@ -258,10 +263,11 @@ def load_items(wanted: set) -> dict:
         # A clock's items are made all at once when it opens (clock_open) and never added to: their names, in
         # the database's order, hold for the batch whatever is written since.
         names = b.cache(ITEM_NAMES, tables=())
-        for c in clocks:
+        for c in whole:
             names[c] = []
         for c, name in found:
-            names[c].append(name)
+            if c in whole:
+                names[c].append(name)
     return found
 
 
@@ -635,8 +641,13 @@ def _followers(armer: Armer, leader: ClockItem, spec: ClockSpec) -> list[ClockIt
     if spec.follows is None:
         return []
     f = getattr(armer, "f", None)
-    names = None if f is None or batches.current() is None else batches.current().caches.get(ITEM_NAMES, {}).get(
-        leader.clock_id)
+    b = batches.current()
+    names = None
+    if f is not None and b is not None:
+        names = b.caches.get(ITEM_NAMES, {}).get(leader.clock_id)
+        if names is None:  # the clock whole, in one read, and its items' names with it
+            batch_item(f, (leader.clock_id, ""), read_ahead=False)
+            names = b.caches.get(ITEM_NAMES, {}).get(leader.clock_id)
     if names is None:
         items = (ClockItem.objects.filter(clock=leader.clock, status=ClockItem.Status.OPEN).exclude(pk=leader.pk)
                  .select_related("clock__subject__calendar").order_by("item"))
