@@ -2,7 +2,7 @@
 
     DATABASE_URL=postgres://postgres@127.0.0.1:5432/kt_bench12 .venv/bin/python bench/domain_throughput.py \
         [--k 100 300 1000] [--repeat 3] [--noop-n 10000] [--timeout 600] [--count] [--profile]
-        [--k3000]       # also K=3,000 (long: about 10 minutes a run on a 2-core machine today)
+        [--k3000]       # also K=3,000 (long: about 4 minutes a run on a 2-core machine, setup included)
 
 Each measured run is a fresh child process (clean interpreter, its own peak RSS). In it:
 
@@ -25,7 +25,7 @@ timer's handler; statements outside a fire by engine phase), per source (the inn
 file:function) and per query shape. ``--profile`` runs one more under cProfile (top 25 by cumulative
 time and by self time). Neither is timed against the targets.
 
-Exit status: 0 when every target is met, 1 when one is missed (today: all are), 2 when not on PostgreSQL,
+Exit status: 0 when every target is met, 1 when one is missed (at the last measurement: the noop share and flatness), 2 when not on PostgreSQL,
 3 when a check fails.
 """
 
