@@ -11,7 +11,7 @@ import pytest
 from calendars.models import Calendar, ClockItem, ClosedDay, Subject
 from calendars.services import subject_feed_rotate
 from tests.acme import acme_subject
-from tests.conftest import at
+from tests.conftest import admin_url, at
 from tests.test_subject_calendar import ics, open_return
 from timers.models import Event
 from timers.services import test_clock_create
@@ -34,7 +34,7 @@ def item(clock, name: str) -> ClockItem:
 
 
 def change_url(calendar: Calendar) -> str:
-    return f"/admin/calendars/calendar/{calendar.pk}/change/"
+    return admin_url(calendar)
 
 
 def calendar_form(calendar: Calendar, rows: list[dict], *, extra: dict | None = None) -> dict:
@@ -80,14 +80,14 @@ def test_the_lists_and_forms_load_with_their_filters(admin_client, acme):
         "/admin/calendars/calendar/add/", change_url(cal),
         "/admin/calendars/subject/", "/admin/calendars/subject/?kind=taxpayer",
         f"/admin/calendars/subject/?domain={tc.id}",
-        f"/admin/calendars/subject/{subject.pk}/change/",
+        admin_url(subject),
         "/admin/calendars/clock/", "/admin/calendars/clock/?hard__exact=1",
         "/admin/calendars/clock/?lives_on__exact=job",
-        f"/admin/calendars/clock/{file.pk}/change/",
+        admin_url(file),
         "/admin/calendars/clockitem/", "/admin/calendars/clockitem/?status__exact=open",
         "/admin/calendars/clockitem/?clock__hard__exact=1",
         "/admin/calendars/clockitem/?clock__hard__exact=0&status__exact=open",
-        f"/admin/calendars/clockitem/{item(file, 'US').pk}/change/",
+        admin_url(item(file, "US")),
     ]:
         r = admin_client.get(url)
         assert r.status_code == 200, (url, r.status_code)
@@ -102,13 +102,13 @@ def test_the_lists_and_forms_load_with_their_filters(admin_client, acme):
         assert f">{heading}<" in everything
     assert "By status" in everything and "By hard" in everything
 
-    clock_page = admin_client.get(f"/admin/calendars/clock/{file.pk}/change/").content.decode()
+    clock_page = admin_client.get(admin_url(file)).content.decode()
     for state in ("US-CA", "US-NY", "US-NJ"):
         assert state in clock_page  # its items, inline
     assert 'name="items-0-due_date"' not in clock_page  # read-only: nothing to post
     assert admin_client.get("/admin/calendars/clock/add/").status_code == 403
     assert admin_client.get("/admin/calendars/clockitem/add/").status_code == 403
-    delete = admin_client.post(f"/admin/calendars/clockitem/{item(file, 'US').pk}/delete/", {"post": "yes"})
+    delete = admin_client.post(admin_url(item(file, "US"), "delete"), {"post": "yes"})
     assert delete.status_code == 403
     assert item(file, "US").due_date == date(2028, 4, 18)
 
@@ -153,7 +153,7 @@ def test_a_closed_day_added_in_the_console_re_rolls_and_deleting_it_rolls_back(a
         ("calendar", "2028-04-18", "2028-04-19")]
     assert moved[0].data["calendar"] == "closed 2028-04-18: IRS disaster day"
     # The console keeps its own history of the edit.
-    history = admin_client.get(f"/admin/calendars/calendar/{cal.pk}/history/").content.decode()
+    history = admin_client.get(admin_url(cal, "history")).content.decode()
     assert "Added closed day" in history
 
     # Changing only why re-rolls nothing.
@@ -226,14 +226,13 @@ def test_the_subject_shows_its_feed_status_never_the_digest(admin_client, acme):
     assert "icon-no.svg" in page  # no feed yet
     subject_feed_rotate(subject=subject)
     digest = Subject.objects.get(pk=subject.pk).feed_digest
-    for url in ("/admin/calendars/subject/", f"/admin/calendars/subject/{subject.pk}/change/"):
+    for url in ("/admin/calendars/subject/", admin_url(subject)):
         page = admin_client.get(url).content.decode()
         assert "icon-yes.svg" in page
         assert digest not in page and "feed_digest" not in page and "digest" not in page.lower()
     assert admin_client.get("/admin/calendars/subject/add/").status_code == 403
-    url = f"/admin/calendars/subject/{subject.pk}"
-    assert admin_client.post(f"{url}/change/", {"name": "x"}).status_code == 403
-    assert admin_client.post(f"{url}/delete/", {"post": "yes"}).status_code == 403
+    assert admin_client.post(admin_url(subject), {"name": "x"}).status_code == 403
+    assert admin_client.post(admin_url(subject, "delete"), {"post": "yes"}).status_code == 403
     assert Subject.objects.get(pk=subject.pk).name == "Acme Robotics"
 
 
@@ -254,5 +253,5 @@ def test_rotate_shows_the_new_webcal_url_once(client, admin_client, acme):
     # Shown once: the list after it carries no token.
     page = admin_client.get("/admin/calendars/subject/").content.decode()
     assert token not in page and "webcal://" not in page
-    history = admin_client.get(f"/admin/calendars/subject/{subject.pk}/history/").content.decode()
+    history = admin_client.get(admin_url(subject, "history")).content.decode()
     assert "Rotated the calendar feed token." in history and token not in history

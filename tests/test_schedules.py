@@ -20,7 +20,7 @@ from calendars.services import DirectArmer
 from services import registry
 from services.models import Job
 from services.services import job_deliver
-from tests.conftest import at
+from tests.conftest import admin_url, at
 from timers import schedule_spec
 from timers.clock import VirtualWallClock
 from timers.errors import KeepingTimeError
@@ -523,7 +523,7 @@ def test_the_admin_shows_schedules_with_ticks_and_dead_letters(admin_client, bra
     sch = schedule_create(brand=brand, domain=clock.id, spec={"every": "1h"}, name="hourly",
                           target={"url": target.url, "retries": 0})
     advance(clock.id, at("2026-11-24T10:00Z"))
-    r = admin_client.get(f"/admin/timers/schedule/{sch.id}/change/")
+    r = admin_client.get(admin_url(sch))
     assert r.status_code == 200, (r.status_code, r.headers.get("Location"))
     page = r.content.decode()
     assert "dead_lettered" in page and "HTTP 500" in page

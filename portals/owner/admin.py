@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from django import forms
 from django.contrib import admin, messages
+from django.contrib.admin.utils import quote
 from django.db.models import Q, Sum
 from django.template.response import TemplateResponse
 from django.urls import reverse
@@ -156,7 +157,7 @@ class JobAdmin(SettleMixin, ReadOnlyAdmin):
             match |= Q(owner__startswith=f"{o}#")
         timers = Timer.objects.filter(match, domain=obj.domain).order_by("owed_at", "place", "opened_at", "key")
         return _table(("key", "status", "owed", "fired", "late by"), (
-            (format_html('<a href="{}">{}</a>', reverse("admin:timers_timer_change", args=[t.id]), t.key), t.status,
+            (format_html('<a href="{}">{}</a>', reverse("admin:timers_timer_change", args=[quote(t.id)]), t.key), t.status,
              _local(t.owed_at), _local(t.fired_at), t.late_by or "") for t in timers[:RECENT]))
 
     @admin.action(description="Deliver the selected jobs", permissions=["settle"])

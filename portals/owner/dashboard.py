@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 
 from django.conf import settings
+from django.contrib.admin.utils import quote
 from django.db.models import Q
 from django.urls import reverse
 
@@ -77,8 +78,10 @@ class Ahead:
 
 
 def _admin(obj, pk=None) -> str:
+    # quote(): an id holding "_3A" or "_5F" written raw is read back as ":" or "_", and the page not found.
     opts = obj._meta
-    return reverse(f"admin:{opts.app_label}_{opts.model_name}_change", args=[pk if pk is not None else obj.pk])
+    return reverse(f"admin:{opts.app_label}_{opts.model_name}_change",
+                   args=[quote(pk if pk is not None else obj.pk)])
 
 
 def _in(qs, at: AsOf):
