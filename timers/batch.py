@@ -415,19 +415,19 @@ class Batch:
             self._sending = False
 
     def _write_groups(self, kept: list[_Kept]) -> None:
-        if True:
-            tables: dict[str, list[_Kept]] = {}
-            for k in kept:
-                tables.setdefault(k.table, []).append(k)
-            for group in tables.values():
-                model = group[0].model
-                inserts = [k for k in group if k.fields is None]
-                if inserts:
-                    _insert(model, [k.obj for k in inserts if not k.skip_taken], skip_taken=False)
-                    _insert(model, [k.obj for k in inserts if k.skip_taken], skip_taken=True)
-                updates = [k for k in group if k.fields is not None]
-                if updates:
-                    _update(model, updates)
+        # Table by table in the order first kept (a clock before its items), inserts before updates.
+        tables: dict[str, list[_Kept]] = {}
+        for k in kept:
+            tables.setdefault(k.table, []).append(k)
+        for group in tables.values():
+            model = group[0].model
+            inserts = [k for k in group if k.fields is None]
+            if inserts:
+                _insert(model, [k.obj for k in inserts if not k.skip_taken], skip_taken=False)
+                _insert(model, [k.obj for k in inserts if k.skip_taken], skip_taken=True)
+            updates = [k for k in group if k.fields is not None]
+            if updates:
+                _update(model, updates)
 
     def _written(self, sql: str, params: Any) -> None:
         into = _INSERT.match(sql)
