@@ -217,22 +217,16 @@ def mints_held(f: Firing) -> list:
 
 
 def _runs_started(f: Firing, sch: Schedule) -> set | None:
-    """(schedule, intended) of the Runs started, for the schedules whose mints the batch holds (read once a
-    batch, kept current by service_fire); None outside a batch that keeps writes. ``schedule_run_once``
-    backs it: a kept Run it missed fails its batch, which runs again carefully."""
-    b = batches.current()
-    if b is None or not b.keep_writes:
-        return None
-    cache = b.cache(RUNS_STARTED, tables=("timers_schedulerun",))  # another write to runs drops it
-    if "started" in cache and sch.id in cache["schedules"]:
-        return cache["started"]
-    schedules = b.caches.get("services.schedules") or {}
-    ids = {sch.id} | {s.id for t in mints_held(f)
-                      if (s := schedules.get(f"{t.owner}:{t.data['schedule']}")) is not None}
-    with b.quiet():
-        started = set(ScheduleRun.objects.filter(schedule_id__in=ids).values_list("schedule_id", "intended_at"))
-    cache["started"], cache["schedules"] = started, ids
-    return started
+    """(schedule, intended) of the Runs started, for the schedules whose mints the batch holds
+    (``schedule_run_once`` backs it); None outside a batch that keeps writes (timers.batch.taken)."""
+
+    def ahead() -> set:
+        schedules = batches.current().caches.get("services.schedules") or {}
+        return {s.id for t in mints_held(f) if (s := schedules.get(f"{t.owner}:{t.data['schedule']}")) is not None}
+
+    return batches.taken(RUNS_STARTED, tables=("timers_schedulerun",), owner=sch.id, ahead=ahead,
+                         load=lambda ids: set(ScheduleRun.objects.filter(schedule_id__in=ids)
+                                              .values_list("schedule_id", "intended_at")))
 
 
 def _load_schedules(domain: str, refs: set) -> dict:

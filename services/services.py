@@ -349,24 +349,19 @@ PERIODS_TAKEN = "services.periods_taken"
 
 def _periods_taken(armer: Armer, domain: str) -> set | None:
     """(subscription, schedule, period) of the jobs minted so far, for the subscriptions whose mints the batch
-    holds (read once a batch, kept current by job_open); None outside a batch that keeps writes. The unique
-    constraint ``period_taken`` backs it: a kept job it missed fails its batch, which runs again carefully."""
+    holds (``period_taken`` backs it); None outside a batch that keeps writes (timers.batch.taken)."""
     from .schedules import mints_held
 
     f = getattr(armer, "f", None)
-    b = batches.current()
-    if f is None or b is None or not b.keep_writes:
+    if f is None:
         return None
-    cache = b.cache(PERIODS_TAKEN, tables=("services_job",))  # another write to jobs drops it
-    subs = {f.timer.owner}
-    if "taken" in cache and subs <= cache["subs"]:
-        return cache["taken"]
-    subs |= {t.owner for t in mints_held(f)}
-    with b.quiet():
+
+    def load(subs: set) -> set:
         rows = Job.objects.filter(domain=domain, subscription_id__in=subs).exclude(schedule="")
-        taken = set(rows.values_list("subscription_id", "schedule", "period"))
-    cache["taken"], cache["subs"] = taken, subs
-    return taken
+        return set(rows.values_list("subscription_id", "schedule", "period"))
+
+    return batches.taken(PERIODS_TAKEN, tables=("services_job",), owner=f.timer.owner,
+                         ahead=lambda: {t.owner for t in mints_held(f)}, load=load)
 
 
 def signal_key(job: Job, name: str) -> str:

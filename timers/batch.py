@@ -499,6 +499,25 @@ def _update_values(model: type[Model], fields: list, group: list[tuple[Any, dict
                     f"AS v({names}) WHERE t.{qn(meta.pk.column)} = v.{qn(meta.pk.column)}", params)
 
 
+def taken(name: str, *, tables: tuple[str, ...], owner: Any, ahead: Callable[[], set],
+          load: Callable[[set], set]) -> set | None:
+    """The keys already taken (a period minted, a Run started) for ``owner`` and the owners ``ahead`` names,
+    read once a batch and re-read for an owner outside them; the caller adds what it keeps, and a unique
+    constraint backs the set (a kept row it missed fails its batch, which runs again carefully). None outside
+    a batch that keeps writes: insert and let the constraint answer. Another write to ``tables`` drops it."""
+    b = current()
+    if b is None or not b.keep_writes:
+        return None
+    cache = b.cache(name, tables=tables)
+    if "taken" in cache and owner in cache["owners"]:
+        return cache["taken"]
+    owners = {owner} | ahead()
+    with b.quiet():
+        found = load(owners)
+    cache["taken"], cache["owners"] = found, owners
+    return found
+
+
 KEY_BLOCK = 512  # keys a batch takes from a table's sequence at once (new_keys)
 
 
