@@ -27,7 +27,7 @@ from timers.services import brand_get_or_create, timer_arm
 
 ROOT = Path(__file__).resolve().parent.parent
 pytestmark = [pytest.mark.slow, pytest.mark.django_db(transaction=True)]
-BRANDS, PER_BRAND = 6, 60
+BRANDS, PER_BRAND = 6, 120  # enough sends that a worker still holds a domain when the test looks
 
 
 @pytest.fixture(autouse=True)
