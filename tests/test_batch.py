@@ -207,25 +207,32 @@ def asks_after(f):
     f.record("t.states", data={"states": [s and s[0] for s in states]})
 
 
-@pytest.mark.parametrize("limit", [200, 2])
-def test_a_firing_asking_after_timers_not_in_memory_reads_their_owner_once(arm, clock, handler, monkeypatch, limit):
-    from timers import engine, store
+def _count_reads(monkeypatch) -> dict:
+    from timers import store
 
-    monkeypatch.setattr(engine, "OWNER_READ_LIMIT", limit)
-    calls = {"owner": 0, "key": 0}
+    calls = {"owners": [], "key": 0}
     cls = type(store.get_store())
-    load_owner, load = cls.load_owner, cls.load
+    load_owners, load = cls.load_owners, cls.load
 
-    def counted_owner(self, *a, **k):
-        calls["owner"] += 1
-        return load_owner(self, *a, **k)
+    def counted_owners(self, domain, owners, limit):
+        calls["owners"].append(list(owners))
+        return load_owners(self, domain, owners, limit)
 
     def counted(self, *a, **k):
         calls["key"] += 1
         return load(self, *a, **k)
 
-    monkeypatch.setattr(cls, "load_owner", counted_owner)
+    monkeypatch.setattr(cls, "load_owners", counted_owners)
     monkeypatch.setattr(cls, "load", counted)
+    return calls
+
+
+@pytest.mark.parametrize("limit", [200, 2])
+def test_a_firing_asking_after_timers_not_in_memory_reads_their_owner_once(arm, clock, handler, monkeypatch, limit):
+    from timers import engine
+
+    monkeypatch.setattr(engine, "OWNER_READ_LIMIT", limit)
+    calls = _count_reads(monkeypatch)
     handler("t.asks", asks_after, atomic=True)
     # job_7's timers are owed after the advance's end: never fetched, so not in memory when asked after.
     for name, owed in (("a", "2026-12-20T10:00Z"), ("b", "2026-12-21T10:00Z"), ("c", "2026-12-22T10:00Z")):
@@ -235,9 +242,61 @@ def test_a_firing_asking_after_timers_not_in_memory_reads_their_owner_once(arm, 
     advance(clock.id, at("2026-11-26T00:00Z"))
     assert Event.objects.get(domain=clock.id, type="t.states").data["states"] == ["armed", None, "armed"]
     if limit == 200:  # one read of the owner's timers answers all three, the missing one included
-        assert calls == {"owner": 1, "key": 0}
+        assert calls == {"owners": [["job_7"]], "key": 0}
     else:  # an owner with more timers than the limit is read a key at a time
-        assert calls == {"owner": 1, "key": 3}
+        assert calls == {"owners": [["job_7"]], "key": 3}
+
+
+def asks_after_its_owner(f):
+    f.record("t.states", subject=f.timer.key, data={"states": [s and s[0] for s in (
+        f.state(f"{f.timer.owner}:task:later:1"), f.state(f"{f.timer.owner}:task:none:1"))]})
+
+
+def test_the_first_firing_to_ask_after_its_owner_reads_the_owners_of_the_held_firings_that_ask_next(
+        arm, clock, handler, monkeypatch):
+    calls = _count_reads(monkeypatch)
+    handler("t.asks_own", asks_after_its_owner, atomic=True)
+    for n in range(6):
+        arm(f"job_{n}:task:later:1", "2026-12-20T10:00Z")  # after the advance: never in memory unless read
+        arm(f"job_{n}:task:ask:1", f"2026-11-25T1{n}:00Z", handler="t.asks_own")
+    arm("job_9:task:other:1", "2026-11-25T09:00Z")  # held, but not by the handler that asks
+    advance(clock.id, at("2026-11-26T00:00Z"))
+    states = {e.subject: e.data["states"] for e in Event.objects.filter(domain=clock.id, type="t.states")}
+    assert states == {f"job_{n}:task:ask:1": ["armed", None] for n in range(6)}
+    # One statement for the six owners, asked in tick order: the asking firing's own first.
+    assert calls == {"owners": [[f"job_{n}" for n in range(6)]], "key": 0}
+
+
+def asks_across_the_instant(f):
+    f.state("job_5:task:t:1")  # its owner is read (into memory, not onto the heap: it is not owed yet here)
+    f.owed_by_now("job_6:task:t:1")  # the gap rule's question at the horizon's instant: the rest of it is read
+    f.record("t.fired", subject=f.timer.key)
+
+
+def test_the_rest_of_the_horizons_instant_fires_in_the_batch_that_read_it_and_is_not_read_again(
+        arm, clock, handler, settings, monkeypatch):
+    from timers import store
+
+    settings.KEEPING_TIME = {**settings.KEEPING_TIME, "BATCH_SIZE": 3}  # the instant's 7 timers straddle batches
+    cls = type(store.get_store())
+    fetch, reads = cls.fetch, []
+
+    def counted(self, *a, **k):
+        rows = fetch(self, *a, **k)
+        reads.append(len(rows))
+        return rows
+
+    monkeypatch.setattr(cls, "fetch", counted)
+    handler("t.across", asks_across_the_instant, atomic=True)
+    keys = [f"job_{n}:task:t:1" for n in range(7)]
+    for key in keys:
+        arm(key, "2026-11-25T10:00Z", handler="t.across")
+    stats = advance(clock.id, at("2026-11-26T00:00Z"))
+    # Each once, in order: job_5's too, though a lookup of its owner had read it before the rest did.
+    fired = Event.objects.filter(domain=clock.id, type="t.fired").order_by("seq").values_list("subject", flat=True)
+    assert list(fired) == keys and stats.fired == 7
+    # The batch's query (3 rows), the rest of the instant (4), and the query after it that finds nothing.
+    assert reads == [3, 4, 0]
 
 
 # -- writes the batch keeps (batches.save / batches.create) ---------------------------------------------
@@ -367,3 +426,35 @@ def test_a_kept_write_that_fails_when_sent_runs_the_batch_again_and_pushes_out_o
     assert sorted(Commit.objects.filter(domain=clock.id).values_list("key", flat=True)) == [
         f"job_{n}:task:keep:1" for n in (0, 1, 3, 4)]  # each once: the lost batch's commits were rolled back
     assert Notification.objects.filter(domain=clock.id).count() == 5
+
+
+def sees_the_collector(f):
+    import gc
+
+    f.record("t.gc", data={"enabled": gc.isenabled()})
+
+
+def test_the_collector_is_paused_inside_a_batch_and_back_after_it(arm, clock, handler):
+    import gc
+
+    from timers import gcpause
+
+    handler("t.gc", sees_the_collector)
+    arm("job_1:task:gc:1", "2026-11-25T10:00Z", handler="t.gc")
+    assert gc.isenabled()
+    advance(clock.id, at("2026-11-26T00:00Z"))
+    assert Event.objects.get(domain=clock.id, type="t.gc").data == {"enabled": False}
+    assert gc.isenabled()
+    # Counted: nested pauses (runs in threads) bring it back with the last; one that was off stays off.
+    with gcpause.paused():
+        with gcpause.paused():
+            assert not gc.isenabled()
+        assert not gc.isenabled()
+    assert gc.isenabled()
+    gc.disable()
+    try:
+        with gcpause.paused():
+            pass
+        assert not gc.isenabled()
+    finally:
+        gc.enable()

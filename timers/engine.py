@@ -28,7 +28,7 @@ from django.conf import settings
 from django.db import transaction
 
 from . import batch as batches
-from . import handlers
+from . import gcpause, handlers
 from .errors import Refused
 from .ids import domain_seed, new_id
 from .keys import PLACES, Key, parse
@@ -40,7 +40,8 @@ ZERO = timedelta(0)
 LATE_LOGGED = timedelta(minutes=5)
 HOLDING_REFRESH = 250  # fires after which Run.holding() looks at the heap again
 HORIZON_REST_LIMIT = 20_000  # timers of the horizon's instant read at once by Run._rest_of_horizon()
-OWNER_READ_LIMIT = 200  # an owner with more timers than this is read a key at a time (Run._lookup)  # a live timer fired later than this is logged with its late_by
+OWNER_READ_LIMIT = 200  # an owner with more timers than this is read a key at a time (Run._lookup)
+OWNERS_READ_AHEAD = 500  # owners of held timers read with the one asked after, at most (Run._lookup)
 TIMER_FIELDS = (
     "id", "key", "owner", "kind", "place", "handler", "status", "owed_at", "opened_at", "armed_at",
     "fired_at", "late_by", "attempt", "wakes", "version", "superseded_by", "by", "held_since", "held_by",
@@ -181,7 +182,7 @@ class Firing:
         """A timer's status and owed time as the tick sees it now, with what this firing has proposed for it
         so far: a handler reads its own proposal as code outside the tick reads its own writes (a firing
         that moves two dates moves a deadline that follows them twice, @1 then @2)."""
-        item = self.run._lookup(key)
+        item = self.run._lookup(key, self.timer.handler)
         got = None if item is None else (item.status, item.owed_at)
         for op in self.ops:
             if op[0] == "arm":
@@ -300,7 +301,7 @@ class Run:
         need_fetch = True
         while True:
             try:
-                with transaction.atomic(), batches.batch(keep_writes=self.keep_writes) as self._batch:
+                with gcpause.paused(), transaction.atomic(), batches.batch(keep_writes=self.keep_writes) as self._batch:
                     if self.guard is not None and not self.guard():
                         self.stats.stopped = True
                         return self.stats
@@ -335,21 +336,36 @@ class Run:
         after = None if self._horizon is None else self._horizon[2:]
         rows = self.store.fetch(self.domain, self.to, after, self.batch_size)
         self.stats.batches += 1
+        self._take(rows)
+        if len(rows) < self.batch_size:
+            self._complete = True
+            self._horizon = None
+        else:
+            self._horizon = self._row_horizon(rows[-1])
+
+    def _take(self, rows: list[Item]) -> None:
+        """Put armed rows the store returned in tick order on the heap (what is in memory already wins)."""
         for item in rows:
             item.instant = item.owed_at if self.floor is None or item.owed_at > self.floor else self.floor
             # A timer a firing armed for this very instant keeps its pass, even across a crash and resume.
             item.pass_no = (item.tick_pass or 1) if item.instant == self.floor else 1
             if item.id in self._armed:
                 continue
-            item.domain = self.domain
+            known = self._by_key.get(item.key)
+            if known is not None:
+                # Read before (a lookup of its owner), never put on the heap: fire it unless the tick changed it.
+                if known.status != "armed" or known.id in self._armed or known.owed_at != item.owed_at:
+                    continue
+                known.instant, known.pass_no = item.instant, item.pass_no
+                item = known
+            else:
+                item.domain = self.domain
+                self._by_key[item.key] = item
             self._push(item)
-            self._by_key[item.key] = item
-        if len(rows) < self.batch_size:
-            self._complete = True
-            self._horizon = None
-        else:
-            last = rows[-1]
-            self._horizon = (last.instant, 1, last.owed_at, last.place, last.opened_at, last.key)
+
+    @staticmethod
+    def _row_horizon(last: Item) -> tuple:
+        return (last.instant, 1, last.owed_at, last.place, last.opened_at, last.key)
 
     def _push(self, item: Item) -> None:
         item.gen += 1
@@ -446,7 +462,7 @@ class Run:
 
     def _supersede_instead(self, item: Item, f: Firing, now: datetime) -> None:
         by, successor = f.instead
-        succ = self._lookup(successor)
+        succ = self._lookup(successor, item.handler)
         item.status, item.by, item.dirty = "superseded", by, True
         item.superseded_by = succ.id if succ is not None else successor
         self.stats.superseded += 1
@@ -520,7 +536,10 @@ class Run:
         self._armed.pop(item.id, None)
         self.stats.held += 1
 
-    def _lookup(self, key: str) -> Item | None:
+    def _lookup(self, key: str, ahead: str = "") -> Item | None:
+        """The timer under ``key`` as the tick sees it, read from the database if it is not in memory: with
+        every timer of its owner, and of the owners of the held timers ``ahead`` (a handler) leads to next,
+        which ask after their own owners' timers next (a rung after its item's other rungs)."""
         if key in self._unverified:
             self._verify()
         item = self._by_key.get(key)
@@ -528,33 +547,51 @@ class Run:
             owner = parse(key).owner
             if owner in self._owners:
                 return None  # every timer of its owner is in memory: the key has none
-            # A firing that asks after one of an owner's timers asks after its others next (a rung after its
-            # item's other rungs): read them all in one query, unless the owner has too many to hold.
-            rows = [] if owner in self._big_owners else self.store.load_owner(self.domain, owner, OWNER_READ_LIMIT + 1)
-            if owner not in self._big_owners and len(rows) <= OWNER_READ_LIMIT:
-                self._owners.add(owner)
-                for row in rows:
-                    if row.key not in self._by_key:
-                        row.domain = self.domain
-                        self._by_key[row.key] = row
-                item = self._by_key.get(key)
-            else:
-                self._big_owners.add(owner)
-                item = self.store.load(self.domain, key)
-                if item is not None:
-                    item.domain = self.domain
-                    self._by_key[key] = item
+            if owner not in self._big_owners:
+                self._read_owners(owner, ahead)
+                if owner in self._owners:
+                    return self._by_key.get(key)
+            item = self.store.load(self.domain, key)  # an owner with too many timers to hold: this key alone
+            if item is not None:
+                item.domain = self.domain
+                self._by_key[key] = item
         return item
 
-    def _rest_of_horizon(self) -> bool:
-        """Read, once a batch, the armed timers of the horizon's instant the batch's query did not return
-        (its limit fell inside the instant): True when every armed timer owed by then is in memory."""
-        if self._rest is None:
-            rows = self.store.fetch(self.domain, self._horizon[0], self._horizon[2:], HORIZON_REST_LIMIT)
+    def _read_owners(self, owner: str, ahead: str) -> None:
+        owners = [owner]
+        if ahead:
+            seen = {owner}
+            for t in self.holding((ahead,)):
+                o = t.owner
+                if o not in seen and o not in self._owners and o not in self._big_owners:
+                    seen.add(o)
+                    owners.append(o)
+                    if len(owners) >= OWNERS_READ_AHEAD:
+                        break
+        found: dict[str, list[Item]] = {o: [] for o in owners}
+        for row in self.store.load_owners(self.domain, owners, OWNER_READ_LIMIT + 1):
+            found[row.owner].append(row)
+        for o, rows in found.items():
+            if len(rows) > OWNER_READ_LIMIT:
+                self._big_owners.add(o)
+                continue
+            self._owners.add(o)
             for row in rows:
                 if row.key not in self._by_key:
                     row.domain = self.domain
                     self._by_key[row.key] = row
+
+    def _rest_of_horizon(self) -> bool:
+        """Read, once a batch, the armed timers of the horizon's instant the batch's query did not return
+        (its limit fell inside the instant), to fire in this batch: True when every armed timer owed by then
+        is in memory."""
+        if self._rest is None:
+            rows = self.store.fetch(self.domain, self._horizon[0], self._horizon[2:], HORIZON_REST_LIMIT)
+            # They join this batch's heap and the horizon moves past them: the next fetch does not read
+            # them again (with more subscribers than a batch holds, every instant straddles two batches).
+            self._take(rows)
+            if rows:
+                self._horizon = self._row_horizon(rows[-1])
             self._rest = len(rows) < HORIZON_REST_LIMIT
         return self._rest
 
@@ -621,10 +658,10 @@ class Run:
                 self._unverified[key] = (item, row, child)
         elif kind == "supersede":
             _, key, by, successor = op
-            item = self._lookup(key)
+            item = self._lookup(key, parent.handler)
             if item is None or item.status not in ("armed", "held"):
                 return
-            succ = self._lookup(successor) if successor else None
+            succ = self._lookup(successor, parent.handler) if successor else None
             item.status, item.by, item.dirty = "superseded", by, True
             item.superseded_by = succ.id if succ is not None else successor
             item.gen += 1
@@ -635,7 +672,7 @@ class Run:
                                              item.kind, item.owner, f"{key} by {by}"))
         elif kind == "hold":
             _, key, by = op
-            item = self._lookup(key)
+            item = self._lookup(key, parent.handler)
             if item is None or item.status != "armed":
                 return
             self._set_held(item, now, by=by)
@@ -644,7 +681,7 @@ class Run:
                                              item.owner, f"{key} by {by} · {item.remaining} left"))
         elif kind == "resume":
             _, key, cap = op
-            item = self._lookup(key)
+            item = self._lookup(key, parent.handler)
             if item is None or item.status != "held":
                 return
             owed = now + item.remaining
@@ -658,7 +695,7 @@ class Run:
                                              item.owner, f"{key} resumed"))
         elif kind == "retime":
             _, key, owed_at, by = op
-            item = self._lookup(key)
+            item = self._lookup(key, parent.handler)
             if item is None or item.status != "armed" or item.owed_at == owed_at:
                 return
             item.owed_at, item.by, item.dirty = owed_at, by, True

@@ -64,10 +64,13 @@ class PostgresStore:
             rows = self._items(cur.fetchall())
         return rows[0] if rows else None
 
-    def load_owner(self, domain: str, owner: str, limit: int) -> list[Item]:
+    def load_owners(self, domain: str, owners: list[str], limit: int) -> list[Item]:
+        # Up to ``limit`` timers of each owner, in one statement (a lateral scan of timer_domain_owner each).
+        cols = ", ".join(f't."{c}"' for c in TIMER_FIELDS)
         with self._cursor() as cur:
-            cur.execute(f"SELECT {_COLUMNS} FROM timers_timer WHERE domain = %b AND owner = %b LIMIT %b",
-                        [domain, owner, limit], binary=True)
+            cur.execute(f"SELECT {cols} FROM unnest(%b::varchar[]) AS o(owner) CROSS JOIN LATERAL "
+                        f"(SELECT {_COLUMNS} FROM timers_timer WHERE domain = %b AND owner = o.owner LIMIT %b) t",
+                        [owners, domain, limit], binary=True)
             return self._items(cur.fetchall())
 
     def load_many(self, domain: str, keys: list[str]) -> list[Item]:
@@ -163,9 +166,12 @@ class OrmStore:
         row = Timer.objects.filter(domain=domain, key=key).values_list(*TIMER_FIELDS).first()
         return None if row is None else Item(**dict(zip(TIMER_FIELDS, row, strict=True)))
 
-    def load_owner(self, domain: str, owner: str, limit: int) -> list[Item]:
-        rows = Timer.objects.filter(domain=domain, owner=owner).values_list(*TIMER_FIELDS)[:limit]
-        return [Item(**dict(zip(TIMER_FIELDS, row, strict=True))) for row in rows]
+    def load_owners(self, domain: str, owners: list[str], limit: int) -> list[Item]:
+        out = []
+        for owner in owners:  # the embedded default: a query per owner keeps each owner's limit
+            rows = Timer.objects.filter(domain=domain, owner=owner).values_list(*TIMER_FIELDS)[:limit]
+            out.extend(Item(**dict(zip(TIMER_FIELDS, row, strict=True))) for row in rows)
+        return out
 
     def load_many(self, domain: str, keys: list[str]) -> list[Item]:
         out = []
