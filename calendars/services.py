@@ -22,7 +22,7 @@ from timers.errors import KeepingTimeError, Refused
 from timers.ids import domain_id, new_id
 from timers.models import Brand, Event, Outbox, Timer
 from timers.rearm import Rearm, rearm_cause
-from timers.rows import insert
+from timers.rows import insert, read
 from timers.services import domain_now, timer_arm, timer_hold, timer_resume
 from timers.timeutil import iso_z
 
@@ -239,9 +239,12 @@ OWNER_CLOCKS = "calendars.owner_clocks"  # an owner's clocks (id, name, period),
 
 
 def item_pks(item: ClockItem, table: str) -> tuple:
+    if table == "calendars_clockitem":
+        return (item.pk,)
+    if table == "calendars_clock":
+        return (item.clock_id,)
     clock = item.clock
-    return {"calendars_clockitem": (item.pk,), "calendars_clock": (item.clock_id,),
-            "calendars_subject": (clock.subject_id,), "calendars_calendar": (clock.subject.calendar_id,)}[table]
+    return (clock.subject_id,) if table == "calendars_subject" else (clock.subject.calendar_id,)
 
 
 def load_items(wanted: set) -> dict:
@@ -249,14 +252,15 @@ def load_items(wanted: set) -> dict:
     # item "" (no clock's item is named so but a single-item clock's) comes whole, with its items' names.
     clocks = {c for c, _ in wanted}
     whole = {c for c, i in wanted if i == ""}
-    rows = ClockItem.objects.select_related("clock").filter(clock_id__in=clocks)
+    rows = ClockItem.objects.filter(clock_id__in=clocks)
     if len(whole) < len(clocks):
         rows = rows.filter(Q(clock_id__in=whole) | Q(item__in={i for _, i in wanted}))
-    rows = list(rows.order_by("clock_id", "item"))
+    rows = read(rows.order_by("clock_id", "item"), related=("clock",))
     # Each subject (with its calendar) once, shared by its clocks' items: a handler gets its own copy anyway.
-    subjects = Subject.objects.select_related("calendar").in_bulk({r.clock.subject_id for r in rows})
+    subjects = {s.pk: s for s in read(Subject.objects.filter(pk__in={r.clock.subject_id for r in rows}),
+                                      related=("calendar",))}
     for r in rows:
-        r.clock.subject = subjects[r.clock.subject_id]
+        r.clock._state.fields_cache["subject"] = subjects[r.clock.subject_id]
     found = {(r.clock_id, r.item): r for r in rows}
     b = batches.current()
     if b is not None:

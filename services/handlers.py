@@ -6,6 +6,7 @@ from calendars.services import FiringArmer
 from timers import batch as batches
 from timers import handlers
 from timers.engine import Firing
+from timers.rows import read
 
 from . import registry, schedules
 from .models import Job, MoneyLine, Subscription
@@ -146,7 +147,7 @@ def _deadline_job(f: Firing) -> Job:
 
 
 def _load_lines(ids: set) -> dict:
-    return {line.id: line for line in MoneyLine.objects.filter(pk__in=ids).order_by()}
+    return {line.id: line for line in read(MoneyLine.objects.filter(pk__in=ids).order_by())}
 
 
 def fire_deadline(f: Firing) -> None:

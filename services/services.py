@@ -21,7 +21,7 @@ from timers.ids import domain_seed, new_id
 from timers.models import Brand, Timer
 from timers.owners import owner_filter
 from timers.rearm import Rearm
-from timers.rows import insert_new
+from timers.rows import insert_new, read
 from timers.schedules import schedule_run_closed
 from timers.timeutil import iso_z
 
@@ -500,7 +500,7 @@ def deadline_key(job: Job, point: str, move: int = 0) -> str:
 
 
 def _load_jobs(ids: set) -> dict:
-    return {j.id: j for j in Job.objects.select_related("subscription").filter(pk__in=ids).order_by()}
+    return {j.id: j for j in read(Job.objects.filter(pk__in=ids).order_by(), related=("subscription",))}
 
 
 def _job_pks(job: Job, table: str) -> tuple:

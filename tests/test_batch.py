@@ -458,3 +458,32 @@ def test_the_collector_is_paused_inside_a_batch_and_back_after_it(arm, clock, ha
         assert not gc.isenabled()
     finally:
         gc.enable()
+
+
+def _fields(obj) -> dict:
+    return {k: v for k, v in obj.__dict__.items() if k != "_state"}
+
+
+def test_rows_read_plain_are_the_instances_the_orm_gives(brand):
+    from calendars.models import Calendar, Subject
+    from timers.rows import read
+
+    tc, file, item, _ = _filed_return(brand)
+    items = ClockItem.objects.filter(clock__domain=tc.id).order_by("id")
+    plain, orm = read(items, related=("clock",)), list(items.select_related("clock"))
+    assert [_fields(x) for x in plain] == [_fields(x) for x in orm] and len(plain) > 1
+    assert [_fields(x.clock) for x in plain] == [_fields(x.clock) for x in orm]
+    assert all(not x._state.adding and x._state.db == "default" for x in plain)
+    got = plain[0]
+    got.status = ClockItem.Status.SATISFIED
+    got.save(update_fields=["status"])  # a row like any other: saved by update
+    assert ClockItem.objects.get(pk=got.pk).status == ClockItem.Status.SATISFIED
+    # A null foreign key reads as None, a set one as its row.
+    subjects = Subject.objects.filter(pk=file.subject_id)
+    assert subjects.get().calendar_id is not None
+    subjects.update(calendar=None)
+    assert read(subjects, related=("calendar",))[0].calendar is None
+    subjects.update(calendar=Calendar.objects.create(brand=brand, name="plain", zone="Europe/Paris"))
+    plain, orm = read(subjects, related=("calendar",)), list(subjects.select_related("calendar"))
+    assert [_fields(x) for x in plain] == [_fields(x) for x in orm]
+    assert [_fields(x.calendar) for x in plain] == [_fields(x.calendar) for x in orm]

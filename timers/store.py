@@ -15,7 +15,7 @@ from django.db.models import Q
 
 from .engine import TIMER_FIELDS, Item
 from .models import Commit, Event, Outbox, Timer
-from .rows import insert_rows
+from .rows import copy_in, insert_rows
 
 _COLUMNS = ", ".join(f'"{c}"' for c in TIMER_FIELDS)
 
@@ -84,17 +84,9 @@ class PostgresStore:
         with self._cursor() as cur:
             if new:
                 cols = [c for c in TIMER_FIELDS if c != "data"]
-                arrays = [[getattr(i, c) for i in new] for c in cols]
-                arrays.append([json.dumps(i.data or {}) for i in new])
-                arrays.append([domain] * len(new))
-                names = [f"v{n}" for n in range(len(cols))]
-                cur.execute(
-                    "INSERT INTO timers_timer (" + ", ".join(f'"{c}"' for c in cols) + ", data, domain) "
-                    "SELECT " + ", ".join(names) + ", v_data::jsonb, v_domain FROM unnest("
-                    + ", ".join(f"%b::{_PG_TYPES[c]}[]" for c in cols)
-                    + ", %b::text[], %b::varchar[]) AS v(" + ", ".join(names) + ", v_data, v_domain)",
-                    arrays,
-                )
+                copy_in(cur, "timers_timer", [*cols, "data", "domain"],
+                        [*(_PG_TYPES[c] for c in cols), "jsonb", "varchar"],
+                        ((*(getattr(i, c) for c in cols), i.data or {}, domain) for i in new))
             if changed:
                 cols = ("status", "owed_at", "fired_at", "late_by", "attempt", "wakes", "superseded_by", "by",
                         "held_since", "held_by", "remaining", "tick_pass")
@@ -108,25 +100,12 @@ class PostgresStore:
                     [*arrays, domain],  # the domain too: on tables distributed by it, one shard (docs/scaling.md)
                 )
             if commits:
-                cur.execute(
-                    "INSERT INTO timers_commit (id, domain, key, timer_id, outcome, code, at) "
-                    "SELECT * FROM unnest(%b::varchar[], %b::varchar[], %b::varchar[], %b::varchar[], "
-                    "%b::varchar[], %b::varchar[], %b::timestamptz[])",
-                    [list(col) for col in zip(*commits, strict=True)],
-                )
+                copy_in(cur, "timers_commit", ["id", "domain", "key", "timer_id", "outcome", "code", "at"],
+                        ["varchar"] * 6 + ["timestamptz"], commits)
             if events:
-                cols = list(zip(*events, strict=True))
-                cur.execute(
-                    "INSERT INTO timers_event (id, domain, brand_id, type, subject, owed_at, key, data, fired_at, "
-                    "late_by) "
-                    "SELECT v.id, v.domain, v.brand_id, v.type, v.subject, v.owed_at, v.key, v.data::jsonb, "
-                    "v.fired_at, v.late_by FROM unnest(%b::varchar[], %b::varchar[], %b::varchar[], %b::varchar[], "
-                    "%b::varchar[], %b::timestamptz[], %b::varchar[], %b::text[], %b::timestamptz[], %b::interval[]) "
-                    "AS v(id, domain, brand_id, type, subject, owed_at, key, data, fired_at, late_by)",
-                    [list(cols[0]), list(cols[1]), list(cols[2]), list(cols[3]), list(cols[4]), list(cols[5]),
-                     list(cols[6]), [json.dumps(d, sort_keys=True) for d in cols[7]], list(cols[8]),
-                     list(cols[9])],
-                )
+                copy_in(cur, "timers_event", ["id", "domain", "brand_id", "type", "subject", "owed_at", "key", "data",
+                                              "fired_at", "late_by"],
+                        ["varchar"] * 5 + ["timestamptz", "varchar", "jsonb", "timestamptz", "interval"], events)
         if sends:
             _write_sends(sends)
 
