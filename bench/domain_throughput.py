@@ -469,6 +469,13 @@ def run_child(k: int, mode: str, noop_n: int, timeout: float, cap: float) -> dic
     return None
 
 
+def _advance_batch() -> int:
+    from django.conf import settings
+
+    cfg = settings.KEEPING_TIME
+    return cfg.get("ADVANCE_BATCH_SIZE") or cfg["BATCH_SIZE"]
+
+
 def machine() -> str:
     cpu = platform.processor() or "?"
     with contextlib.suppress(OSError), open("/proc/cpuinfo") as f:
@@ -557,7 +564,7 @@ def main(argv: list[str] | None = None) -> int:
     print(f"database: PostgreSQL {connection.pg_version // 10000} at {connection.settings_dict.get('HOST')}:"
           f"{connection.settings_dict.get('PORT')}/{connection.settings_dict.get('NAME')}")
     print(f"the Tax Plan (C corp, CA NY NJ) · {START:%Y-%m-%d %H:%MZ} → {END:%Y-%m-%d %H:%MZ} · "
-          f"batch {connection.settings_dict and __import__('django.conf').conf.settings.KEEPING_TIME['BATCH_SIZE']}"
+          f"advance batch {_advance_batch()}"
           f" · repeat {args.repeat} · noop baseline N={args.noop_n:,} in each run · cap {args.timeout:.0f}s a run"
           + (" · EXPERIMENT: server_side_binding" if args.server_side_binding else ""))
     print("Every figure is noisy: a 2-core machine shared with other test suites; medians of the runs.\n",

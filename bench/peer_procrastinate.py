@@ -9,7 +9,7 @@ Both on the same PostgreSQL server, each in its own database, one after the othe
 
 * ours: N "noop" timers owed over the hour before a test clock's frozen time are armed with one INSERT (not
   measured, bench/tick_throughput.py's ``arm``), then ``timers.worker.advance(clock, T0)`` drains them and
-  is timed: a batch of up to BATCH_SIZE claimed with one indexed query, fired in memory, the batch's timer
+  is timed: a batch of up to ADVANCE_BATCH_SIZE claimed with one indexed query, fired in memory, the batch's timer
   rows, commits and ``timer.fired`` events written with set statements in one transaction;
 * Procrastinate: N jobs of an ``async def noop()`` task are deferred with one ``batch_defer_async`` (not
   measured), then ``app.run_worker_async(wait=False, concurrency=C)`` drains them and is timed (its worker
@@ -160,7 +160,7 @@ def main(argv: list[str] | None = None) -> int:
     peer = os.environ.get("PEER_DATABASE_URL", PEER_DEFAULT)
     print(f"# peer drain · N={args.n:,} · {os.cpu_count()} cores · {platform.processor() or platform.machine()} · "
           f"{platform.platform()} · Python {platform.python_version()} · PostgreSQL {connection.pg_version // 10000}"
-          f" · procrastinate {version('procrastinate')} · our batch {settings.KEEPING_TIME['BATCH_SIZE']} · "
+          f" · procrastinate {version('procrastinate')} · our batch {settings.KEEPING_TIME.get('ADVANCE_BATCH_SIZE') or settings.KEEPING_TIME['BATCH_SIZE']} · "
           f"load average {os.getloadavg()[0]:.1f} at start")
     print("# noisy: a 2-core machine shared with other engineers' test suites; medians of the runs\n", flush=True)
     del procrastinate

@@ -400,7 +400,7 @@ def main(argv: list[str] | None = None) -> int:
         "--batch",
         type=int,
         default=None,
-        help="the tick's batch size (KEEPING_TIME['BATCH_SIZE']; default: the setting, 2000)",
+        help="the advance's batch size (KEEPING_TIME['ADVANCE_BATCH_SIZE'] and BATCH_SIZE; default: the setting, 8000)",
     )
     parser.add_argument(
         "--repeat", type=int, default=1, help="runs of each way per N; the median is reported"
@@ -432,8 +432,8 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     call_command("migrate", verbosity=0)
     if args.batch is not None:
-        settings.KEEPING_TIME["BATCH_SIZE"] = args.batch
-    batch = int(settings.KEEPING_TIME["BATCH_SIZE"])
+        settings.KEEPING_TIME["BATCH_SIZE"] = settings.KEEPING_TIME["ADVANCE_BATCH_SIZE"] = args.batch
+    batch = int(settings.KEEPING_TIME.get("ADVANCE_BATCH_SIZE") or settings.KEEPING_TIME["BATCH_SIZE"])
 
     from timers import services
 

@@ -11,4 +11,7 @@ os.environ.setdefault("SECRET_KEY", "keeping-time-tests-only-not-a-secret")
 from .settings import *  # noqa: E402,F403
 
 PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
+# Advances in batches of BATCH_SIZE, as tests set it (small batches put a batch's edge where a test wants it);
+# a test of the advance's own size sets ADVANCE_BATCH_SIZE.
+KEEPING_TIME = {**KEEPING_TIME, "ADVANCE_BATCH_SIZE": None}  # noqa: F405
 DEBUG = False

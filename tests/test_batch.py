@@ -487,3 +487,24 @@ def test_rows_read_plain_are_the_instances_the_orm_gives(brand):
     plain, orm = read(subjects, related=("calendar",)), list(subjects.select_related("calendar"))
     assert [_fields(x) for x in plain] == [_fields(x) for x in orm]
     assert [_fields(x.calendar) for x in plain] == [_fields(x.calendar) for x in orm]
+
+
+def test_an_advance_takes_batches_of_advance_batch_size(arm, clock, settings, monkeypatch):
+    from timers import store
+
+    cls = type(store.get_store())
+    fetch, limits = cls.fetch, []
+
+    def counted(self, domain, to, after, limit):
+        limits.append(limit)
+        return fetch(self, domain, to, after, limit)
+
+    monkeypatch.setattr(cls, "fetch", counted)
+    for n in range(7):
+        arm(f"job_{n}:task:t:1", f"2026-11-25T1{n}:00Z")
+    settings.KEEPING_TIME = {**settings.KEEPING_TIME, "BATCH_SIZE": 2, "ADVANCE_BATCH_SIZE": 5}
+    assert advance(clock.id, at("2026-11-25T13:30Z")).fired == 4
+    assert limits == [5]  # one batch holds the four owed
+    settings.KEEPING_TIME = {**settings.KEEPING_TIME, "ADVANCE_BATCH_SIZE": None}  # unset: BATCH_SIZE
+    assert advance(clock.id, at("2026-11-26T00:00Z")).fired == 3
+    assert limits == [5, 2, 2]

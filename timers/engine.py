@@ -246,7 +246,7 @@ class Run:
                  now: Callable[[], datetime] | None = None, redeliver: bool = False, trace: bool = False,
                  on: set[str] | None = None, on_flush: Callable[[datetime], None] | None = None,
                  deliver: Callable[[], None] | None = None, guard: Callable[[], bool] | None = None,
-                 keep_writes: bool = True):
+                 keep_writes: bool = True, batch_size: int | None = None):
         cfg = settings.KEEPING_TIME
         # Handlers' row writes kept by the batch and sent as set statements (timers/batch.py); False writes
         # each in its firing's savepoint, the way a batch whose kept write failed runs again.
@@ -263,7 +263,7 @@ class Run:
         self.deliver = deliver
         self.guard = guard  # checked at each batch: False stops the run before it writes anything more
         self._batch_fired: list[str] = []  # ids fired in the batch being written, for redelivery
-        self.batch_size = int(cfg["BATCH_SIZE"])
+        self.batch_size = int(batch_size or cfg["BATCH_SIZE"])
         self.max_passes = int(cfg["MAX_PASSES"])
         self.stats = RunStats(domain=domain, start=floor, to=to)
         self.landed = RunStats(domain=domain, start=floor, to=to)

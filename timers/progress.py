@@ -7,7 +7,7 @@ been, once the bar is gone (the bar is transient), so a terminal ends up showing
 The tick's progress comes from its existing flush callback: advance() and live_step() give their Run an
 ``on_flush`` that moves the test clock (``worker._set_frozen``); ``on_flushes`` wraps that factory for the
 duration, so the engine and the worker know nothing of terminals. A bar therefore moves once per batch
-(KT_BATCH_SIZE timers) or per advance, whichever comes first.
+(KT_ADVANCE_BATCH_SIZE timers on a test clock, KT_BATCH_SIZE live) or per advance, whichever comes first.
 """
 
 from __future__ import annotations

@@ -103,11 +103,13 @@ def advance(clock_id: str, to: datetime, *, redeliver: bool = False, trace: bool
         if to < clock.frozen_time:
             raise TestClockBackward(backward_message(clock, to))
         guard = _Guard(held, _alive(clock.id))
+        cfg = settings.KEEPING_TIME
+        size = cfg.get("ADVANCE_BATCH_SIZE") or cfg["BATCH_SIZE"]
 
         def run(keep_writes: bool, floor: datetime) -> Run:
             return Run(domain=clock.id, floor=floor, to=to, store=get_store(), redeliver=redeliver, trace=trace,
                        on=on, on_flush=_set_frozen(clock.id), deliver=lambda: outbox.deliver(clock.id),
-                       guard=guard, keep_writes=keep_writes)
+                       guard=guard, keep_writes=keep_writes, batch_size=size)
 
         stats = _execute(clock.id, run, clock.frozen_time,
                          lambda: TestClock.objects.values_list("frozen_time", flat=True).get(pk=clock.id))
