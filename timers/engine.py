@@ -276,6 +276,8 @@ class Run:
         self._unverified: dict[str, tuple[Item, TraceRow | None, TraceRow | None]] = {}
         self._owners: set[str] = set()  # owners all of whose timers are in _by_key (read since the last fetch)
         self._big_owners: set[str] = set()  # owners with more timers than OWNER_READ_LIMIT
+        self._owners_ahead: tuple | None = None  # _held_owners()'s memo: (holding's view, handler, owners)
+        self._firing_owner = ""  # the owner of the timer firing now
         self._next: tuple[int, list] | None = None  # (fires then, the heap's next batch): holding()'s
         self._rest: bool | None = None  # _rest_of_horizon() read since the fetch (and found it all)
         self._horizon: tuple | None = None
@@ -409,6 +411,7 @@ class Run:
         now = instant if self.now_fn is None else self.now
         f = Firing(self, item, instant, item.pass_no)
         f.now = now
+        self._firing_owner = item.owner
         outcome, code = "committed", ""
         try:
             handler = handlers.get(item.handler)
@@ -559,12 +562,10 @@ class Run:
 
     def _read_owners(self, owner: str, ahead: str) -> None:
         owners = [owner]
-        if ahead:
-            seen = {owner}
-            for t in self.holding((ahead,)):
-                o = t.owner
-                if o not in seen and o not in self._owners and o not in self._big_owners:
-                    seen.add(o)
+        held = self._held_owners(ahead) if ahead else {}
+        if owner == self._firing_owner or owner in held:  # a firing asking after its own owner's timers: the next will too
+            for o in held:
+                if o != owner and o not in self._owners and o not in self._big_owners:
                     owners.append(o)
                     if len(owners) >= OWNERS_READ_AHEAD:
                         break
@@ -594,6 +595,15 @@ class Run:
                 self._horizon = self._row_horizon(rows[-1])
             self._rest = len(rows) < HORIZON_REST_LIMIT
         return self._rest
+
+    def _held_owners(self, handler: str) -> dict[str, None]:
+        """The owners of the held timers ``handler`` fires next, in tick order (kept with holding()'s view)."""
+        self.holding(())  # takes the heap's next batch again when it is due
+        memo = self._owners_ahead
+        if memo is None or memo[0] is not self._next or memo[1] != handler:
+            owners = dict.fromkeys(t.owner for t in self.holding((handler,)))
+            memo = self._owners_ahead = (self._next, handler, owners)
+        return memo[2]
 
     def holding(self, handler_names: tuple[str, ...]) -> list[Item]:
         """The armed timers in memory, next in tick order up to a batch's worth, with one of these handlers:
