@@ -508,3 +508,20 @@ def test_an_advance_takes_batches_of_advance_batch_size(arm, clock, settings, mo
     settings.KEEPING_TIME = {**settings.KEEPING_TIME, "ADVANCE_BATCH_SIZE": None}  # unset: BATCH_SIZE
     assert advance(clock.id, at("2026-11-26T00:00Z")).fired == 3
     assert limits == [5, 2, 2]
+
+
+def asks_after_another_owner(f):
+    f.record("t.states", subject=f.timer.key, data={"states": [f.state("job_side:task:later:1")[0]]})
+
+
+def test_a_firing_asking_after_an_owner_no_held_timer_leads_to_reads_that_owner_alone(arm, clock, handler,
+                                                                                       monkeypatch):
+    calls = _count_reads(monkeypatch)
+    handler("t.asks_side", asks_after_another_owner, atomic=True)
+    arm("job_side:task:later:1", "2026-12-20T10:00Z")
+    for n in range(4):
+        arm(f"job_{n}:task:ask:1", f"2026-11-25T1{n}:00Z", handler="t.asks_side")
+    advance(clock.id, at("2026-11-26T00:00Z"))
+    assert Event.objects.filter(domain=clock.id, type="t.states").count() == 4
+    # Not the held firings' owners: none of them asks after its own (they would be read for nothing).
+    assert calls == {"owners": [["job_side"]], "key": 0}
