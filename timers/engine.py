@@ -598,21 +598,25 @@ class Run:
 
     def _held_owners(self, handler: str) -> dict[str, None]:
         """The owners of the held timers ``handler`` fires next, in tick order (kept with holding()'s view)."""
-        self.holding(())  # takes the heap's next batch again when it is due
+        view = self._held_view()
         memo = self._owners_ahead
-        if memo is None or memo[0] is not self._next or memo[1] != handler:
+        if memo is None or memo[0] is not view or memo[1] != handler:
             owners = dict.fromkeys(t.owner for t in self.holding((handler,)))
-            memo = self._owners_ahead = (self._next, handler, owners)
+            memo = self._owners_ahead = (view, handler, owners)
         return memo[2]
+
+    def _held_view(self) -> tuple:
+        # (fires when taken, the heap's next batch of entries), taken again after HOLDING_REFRESH fires.
+        fired = self.stats.fired + self.stats.refused + self.stats.failed
+        if self._next is None or fired - self._next[0] >= HOLDING_REFRESH:
+            self._next = (fired, heapq.nsmallest(self.batch_size, self._heap))
+        return self._next
 
     def holding(self, handler_names: tuple[str, ...]) -> list[Item]:
         """The armed timers in memory, next in tick order up to a batch's worth, with one of these handlers:
         what domain code may read ahead for. A hint, not a promise: the heap's next batch is taken again only
         after HOLDING_REFRESH fires (what it missed is read when asked)."""
-        fired = self.stats.fired + self.stats.refused + self.stats.failed
-        if self._next is None or fired - self._next[0] >= HOLDING_REFRESH:
-            self._next = (fired, heapq.nsmallest(self.batch_size, self._heap))
-        return [e[-1] for e in self._next[1]
+        return [e[-1] for e in self._held_view()[1]
                 if e[-1].gen == e[-2] and e[-1].status == "armed" and e[-1].handler in handler_names]
 
     def _verify(self) -> None:
