@@ -76,16 +76,37 @@ def insert_new(rows: list[Model]) -> list[Model]:
     return [row for row in rows if row.pk in inserted]
 
 
+# Fields whose Python value psycopg takes as it is: their get_db_prep_save (a third of a kept insert's cost)
+# returns the value unchanged for the values our code sets (aware datetimes, ints, strs).
+_AS_IS = frozenset({"AutoField", "BigAutoField", "BigIntegerField", "BooleanField", "CharField", "DateField",
+                    "DateTimeField", "DurationField", "ForeignKey", "IntegerField", "PositiveIntegerField",
+                    "PositiveSmallIntegerField", "SmallIntegerField", "TextField"})
+_PLANS: dict[type[Model], list[tuple]] = {}
+
+
+def _plan(model: type[Model]) -> list[tuple]:
+    """(attname, field or None) per concrete field: None where the attribute goes as it is."""
+    found = _PLANS.get(model)
+    if found is None:
+        found = _PLANS[model] = [
+            (f.attname, None if f.get_internal_type() in _AS_IS and not getattr(f, "auto_now", False)
+             and not getattr(f, "auto_now_add", False) else f)
+            for f in model._meta.concrete_fields]
+    return found
+
+
 def _copy_rows(rows: list[Model]) -> None:
     import psycopg
 
     meta = rows[0]._meta
     fields = meta.concrete_fields
     types = [f.db_type(connection).split("(")[0] for f in fields]  # the registry's names, no modifiers
+    plan = _plan(rows[0].__class__)
     connection.ensure_connection()
     with psycopg.Cursor(connection.connection) as cur:
         copy_in(cur, meta.db_table, [f.column for f in fields], types,
-                ([f.get_db_prep_save(f.pre_save(row, add=True), connection) for f in fields] for row in rows))
+                ([getattr(row, a) if f is None else f.get_db_prep_save(f.pre_save(row, add=True), connection)
+                  for a, f in plan] for row in rows))
 
 
 def _insert_unnest(rows: list[Model], tail: str) -> None:
