@@ -33,6 +33,8 @@ from django.db import DatabaseError, connection, transaction
 from django.db.models import Model, Q
 from django.db.models.base import ModelState
 
+from . import rows as _rows  # called through the module: a test counts its inserts there
+
 _current: ContextVar[Batch | None] = ContextVar("keeping_time_batch", default=None)
 
 # Django's save(update_fields=…) of one row: UPDATE "table" SET … WHERE "table"."id" = %s
@@ -409,7 +411,7 @@ class Batch:
         self._sending = True
         try:
             self._write_groups(kept)
-        except (DatabaseError, psycopg.Error) as exc:  # the latter from a cursor of its own (rows.insert_rows)
+        except (DatabaseError, psycopg.Error) as exc:  # the latter from a cursor of its own (insert_rows)
             raise KeptWriteFailed(f"a write the batch kept failed: {exc}") from exc
         finally:
             self._sending = False
@@ -423,8 +425,9 @@ class Batch:
             model = group[0].model
             inserts = [k for k in group if k.fields is None]
             if inserts:
-                _insert(model, [k.obj for k in inserts if not k.skip_taken], skip_taken=False)
-                _insert(model, [k.obj for k in inserts if k.skip_taken], skip_taken=True)
+                # Kept rows carry their primary keys: one COPY (or INSERT … ON CONFLICT DO NOTHING) a kind.
+                _rows.insert_rows([k.obj for k in inserts if not k.skip_taken])
+                _rows.insert_rows([k.obj for k in inserts if k.skip_taken], skip_taken=True)
             updates = [k for k in group if k.fields is not None]
             if updates:
                 _update(model, updates)
@@ -446,14 +449,6 @@ class Batch:
 
 def current() -> Batch | None:
     return _current.get()
-
-
-def _insert(model: type[Model], objs: list[Model], *, skip_taken: bool) -> None:
-    # Kept rows carry their primary keys: a plain multi-row INSERT (bulk_create's work, without its cost per
-    # row).
-    from .rows import insert_rows
-
-    insert_rows(objs, skip_taken=skip_taken)
 
 
 def _update(model: type[Model], updates: list[_Kept]) -> None:
@@ -531,8 +526,6 @@ def new_keys(model: type[Model], n: int) -> list[int] | None:
         return None
     pool = b.keys.setdefault(model, [])
     if len(pool) < n:
-        import psycopg
-
         connection.ensure_connection()
         with psycopg.Cursor(connection.connection) as cur:
             cur.execute("SELECT nextval(pg_get_serial_sequence(%s, %s)) FROM generate_series(1, %s)",

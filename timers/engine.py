@@ -182,7 +182,7 @@ class Firing:
         """A timer's status and owed time as the tick sees it now, with what this firing has proposed for it
         so far: a handler reads its own proposal as code outside the tick reads its own writes (a firing
         that moves two dates moves a deadline that follows them twice, @1 then @2)."""
-        item = self.run._lookup(key, self.timer.handler)
+        item = self.run._lookup(key, self.timer)
         got = None if item is None else (item.status, item.owed_at)
         for op in self.ops:
             if op[0] == "arm":
@@ -277,7 +277,6 @@ class Run:
         self._owners: set[str] = set()  # owners all of whose timers are in _by_key (read since the last fetch)
         self._big_owners: set[str] = set()  # owners with more timers than OWNER_READ_LIMIT
         self._owners_ahead: tuple | None = None  # _held_owners()'s memo: (holding's view, handler, owners)
-        self._firing_owner = ""  # the owner of the timer firing now
         self._next: tuple[int, list] | None = None  # (fires then, the heap's next batch): holding()'s
         self._rest: bool | None = None  # _rest_of_horizon() read since the fetch (and found it all)
         self._horizon: tuple | None = None
@@ -411,7 +410,6 @@ class Run:
         now = instant if self.now_fn is None else self.now
         f = Firing(self, item, instant, item.pass_no)
         f.now = now
-        self._firing_owner = item.owner
         outcome, code = "committed", ""
         try:
             handler = handlers.get(item.handler)
@@ -465,7 +463,7 @@ class Run:
 
     def _supersede_instead(self, item: Item, f: Firing, now: datetime) -> None:
         by, successor = f.instead
-        succ = self._lookup(successor, item.handler)
+        succ = self._lookup(successor, item)
         item.status, item.by, item.dirty = "superseded", by, True
         item.superseded_by = succ.id if succ is not None else successor
         self.stats.superseded += 1
@@ -539,10 +537,11 @@ class Run:
         self._armed.pop(item.id, None)
         self.stats.held += 1
 
-    def _lookup(self, key: str, ahead: str = "") -> Item | None:
+    def _lookup(self, key: str, asking: Item | None = None) -> Item | None:
         """The timer under ``key`` as the tick sees it, read from the database if it is not in memory: with
-        every timer of its owner, and of the owners of the held timers ``ahead`` (a handler) leads to next,
-        which ask after their own owners' timers next (a rung after its item's other rungs)."""
+        every timer of its owner and, when the firing ``asking`` asks after its own owner's timers or a held
+        one's, those of the owners of the held timers its handler fires next, which will ask the same (a
+        rung after its item's other rungs)."""
         if key in self._unverified:
             self._verify()
         item = self._by_key.get(key)
@@ -551,7 +550,7 @@ class Run:
             if owner in self._owners:
                 return None  # every timer of its owner is in memory: the key has none
             if owner not in self._big_owners:
-                self._read_owners(owner, ahead)
+                self._read_owners(owner, asking)
                 if owner in self._owners:
                     return self._by_key.get(key)
             item = self.store.load(self.domain, key)  # an owner with too many timers to hold: this key alone
@@ -560,10 +559,10 @@ class Run:
                 self._by_key[key] = item
         return item
 
-    def _read_owners(self, owner: str, ahead: str) -> None:
+    def _read_owners(self, owner: str, asking: Item | None) -> None:
         owners = [owner]
-        held = self._held_owners(ahead) if ahead else {}
-        if owner == self._firing_owner or owner in held:  # a firing asking after its own owner's timers: the next will too
+        held = self._held_owners(asking.handler) if asking is not None else {}
+        if asking is not None and (owner == asking.owner or owner in held):
             for o in held:
                 if o != owner and o not in self._owners and o not in self._big_owners:
                     owners.append(o)
@@ -672,10 +671,10 @@ class Run:
                 self._unverified[key] = (item, row, child)
         elif kind == "supersede":
             _, key, by, successor = op
-            item = self._lookup(key, parent.handler)
+            item = self._lookup(key, parent)
             if item is None or item.status not in ("armed", "held"):
                 return
-            succ = self._lookup(successor, parent.handler) if successor else None
+            succ = self._lookup(successor, parent) if successor else None
             item.status, item.by, item.dirty = "superseded", by, True
             item.superseded_by = succ.id if succ is not None else successor
             item.gen += 1
@@ -686,7 +685,7 @@ class Run:
                                              item.kind, item.owner, f"{key} by {by}"))
         elif kind == "hold":
             _, key, by = op
-            item = self._lookup(key, parent.handler)
+            item = self._lookup(key, parent)
             if item is None or item.status != "armed":
                 return
             self._set_held(item, now, by=by)
@@ -695,7 +694,7 @@ class Run:
                                              item.owner, f"{key} by {by} · {item.remaining} left"))
         elif kind == "resume":
             _, key, cap = op
-            item = self._lookup(key, parent.handler)
+            item = self._lookup(key, parent)
             if item is None or item.status != "held":
                 return
             owed = now + item.remaining
@@ -709,7 +708,7 @@ class Run:
                                              item.owner, f"{key} resumed"))
         elif kind == "retime":
             _, key, owed_at, by = op
-            item = self._lookup(key, parent.handler)
+            item = self._lookup(key, parent)
             if item is None or item.status != "armed" or item.owed_at == owed_at:
                 return
             item.owed_at, item.by, item.dirty = owed_at, by, True

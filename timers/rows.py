@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import json
 
+import psycopg
 from django.db import connection
-from django.db.models import Model, QuerySet
+from django.db.models import JSONField, Model, QuerySet
 from django.db.models.base import ModelState
 
 
@@ -95,9 +96,12 @@ def _plan(model: type[Model]) -> list[tuple]:
     return found
 
 
-def _copy_rows(rows: list[Model]) -> None:
-    import psycopg
+def _value(row: Model, attname: str, field) -> object:
+    return getattr(row, attname) if field is None else field.get_db_prep_save(field.pre_save(row, add=True),
+                                                                                connection)
 
+
+def _copy_rows(rows: list[Model]) -> None:
     meta = rows[0]._meta
     fields = meta.concrete_fields
     types = [f.db_type(connection).split("(")[0] for f in fields]  # the registry's names, no modifiers
@@ -105,26 +109,22 @@ def _copy_rows(rows: list[Model]) -> None:
     connection.ensure_connection()
     with psycopg.Cursor(connection.connection) as cur:
         copy_in(cur, meta.db_table, [f.column for f in fields], types,
-                ([getattr(row, a) if f is None else f.get_db_prep_save(f.pre_save(row, add=True), connection)
-                  for a, f in plan] for row in rows))
+                ([_value(row, a, f) for a, f in plan] for row in rows))
 
 
 def _insert_unnest(rows: list[Model], tail: str) -> None:
-    import psycopg
-    from django.db.models import JSONField
-
     meta = rows[0]._meta
     fields = meta.concrete_fields
     qn = connection.ops.quote_name
     arrays, casts, picks = [], [], []
-    for n, f in enumerate(fields):
-        values = [f.pre_save(row, add=True) for row in rows]
+    for n, (f, (attname, prep)) in enumerate(zip(fields, _plan(rows[0].__class__), strict=True)):
         if isinstance(f, JSONField):  # as text, cast in the SELECT: jsonb arrays of adapted values are not
+            values = [f.pre_save(row, add=True) for row in rows]
             arrays.append([None if v is None else json.dumps(v, cls=f.encoder) for v in values])
             casts.append("%b::text[]")
             picks.append(f"v{n}::jsonb")
         else:
-            arrays.append([f.get_db_prep_save(v, connection) for v in values])
+            arrays.append([_value(row, attname, prep) for row in rows])
             casts.append(f"%b::{f.db_type(connection)}[]")
             picks.append(f"v{n}")
     sql = (f"INSERT INTO {qn(meta.db_table)} ({', '.join(qn(f.column) for f in fields)}) "
