@@ -525,3 +525,130 @@ def test_a_firing_asking_after_an_owner_no_held_timer_leads_to_reads_that_owner_
     assert Event.objects.filter(domain=clock.id, type="t.states").count() == 4
     # Not the held firings' owners: none of them asks after its own (they would be read for nothing).
     assert calls == {"owners": [["job_side"]], "key": 0}
+
+
+# -- rows carried from one batch to the next (PostgreSQL: row versions) -------------------------------------
+def _postgresql_only():
+    if connection.vendor != "postgresql":
+        pytest.skip("a carried row is checked by its version (xmin): PostgreSQL")
+
+
+def _rungs_a_batch_apart(brand, settings, monkeypatch):
+    """Acme's return open on PostgreSQL, one timer a batch: the US item's rungs, and the keys each load of
+    clock items asks for."""
+    from calendars import services as cal
+
+    _postgresql_only()
+    tc, file, item, rungs = _filed_return(brand)
+    settings.KEEPING_TIME = {**settings.KEEPING_TIME, "BATCH_SIZE": 1, "ADVANCE_BATCH_SIZE": None}
+    loaded, load = [], cal.load_items
+
+    def counted(keys):
+        loaded.append(set(keys))
+        return load(keys)
+
+    monkeypatch.setattr(cal, "load_items", counted)
+    return tc, item, rungs, lambda: sum((file.id, "US") in keys for keys in loaded)
+
+
+def _write_between_batches(monkeypatch, item, write) -> list:
+    """Once a batch that read the item committed, ``write`` it before the next batch; returns [whether the
+    run's pool held the item then]."""
+    from timers import batch as batches
+
+    carry, pooled = batches.carry, []
+
+    def carry_then_write(b, pool):
+        carry(b, pool)
+        key = (item.clock_id, item.item)
+        if not pooled and key in b.caches.get("calendars.items", {}):
+            pooled.append(pool is not None and key in pool.get("calendars.items", {}))
+            write()
+
+    monkeypatch.setattr(batches, "carry", carry_then_write)
+    return pooled
+
+
+def _rang_after(tc, item, when):
+    return list(Event.objects.filter(domain=tc.id, subject=item.owner_key, type__startswith="clock.",
+                                     fired_at__gte=when).values_list("type", "fired_at"))
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_carried_row_nobody_wrote_is_not_read_again_by_the_next_batch(brand, settings, monkeypatch):
+    tc, item, rungs, reads = _rungs_a_batch_apart(brand, settings, monkeypatch)
+    advance(tc.id, rungs[1].owed_at + timedelta(minutes=1))
+    assert _rang_after(tc, item, rungs[1].owed_at)  # the second rung rang: it read the item, open
+    assert reads() == 1  # the second took it from the pool
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_carried_row_another_transaction_wrote_since_is_read_fresh(brand, settings, monkeypatch):
+    import psycopg
+
+    from tests.test_lease_workers import _dsn
+
+    tc, item, rungs, reads = _rungs_a_batch_apart(brand, settings, monkeypatch)
+
+    def satisfy():
+        with psycopg.connect(_dsn(), autocommit=True) as other:
+            other.execute("UPDATE calendars_clockitem SET status = 'satisfied' WHERE id = %s", [item.pk])
+
+    pooled = _write_between_batches(monkeypatch, item, satisfy)
+    advance(tc.id, rungs[1].owed_at + timedelta(minutes=1))
+    assert pooled == [True]
+    assert not _rang_after(tc, item, rungs[1].owed_at)  # satisfied since: the second rung rings nothing
+    assert reads() == 2  # its version changed: read again
+
+
+def test_a_run_inside_an_outer_transaction_carries_nothing(brand, settings, monkeypatch):
+    # Inside an outer transaction, a write between two batches can bear the outer transaction's own id,
+    # which a row it wrote before bears too: the version would not tell. Such a run reads every batch anew.
+    tc, item, rungs, reads = _rungs_a_batch_apart(brand, settings, monkeypatch)
+
+    def satisfy():
+        ClockItem.objects.filter(pk=item.pk).update(status=ClockItem.Status.SATISFIED)
+
+    pooled = _write_between_batches(monkeypatch, item, satisfy)
+    advance(tc.id, rungs[1].owed_at + timedelta(minutes=1))
+    assert pooled == [False]
+    assert not _rang_after(tc, item, rungs[1].owed_at)  # the write between the batches is seen
+    assert reads() == 2
+
+
+def test_rows_read_with_versions_carry_each_rows_xmin_and_a_clone_does_not(brand):
+    from timers import batch as batches
+    from timers.rows import XMIN, read
+
+    _postgresql_only()
+    tc, file, item, _ = _filed_return(brand)
+    got = read(ClockItem.objects.filter(pk=item.pk), related=("clock",), versions=True)[0]
+    with connection.cursor() as cur:
+        cur.execute("SELECT i.xmin::text, c.xmin::text FROM calendars_clockitem i JOIN calendars_clock c "
+                    "ON c.id = i.clock_id WHERE i.id = %s", [item.pk])
+        assert (got.__dict__[XMIN], got.clock.__dict__[XMIN]) == cur.fetchone()
+    copy = batches.clone(got)  # a handler's copy may change: it is no longer the version read
+    assert XMIN not in copy.__dict__ and XMIN not in copy.clock.__dict__
+    assert XMIN not in read(ClockItem.objects.filter(pk=item.pk), related=("clock",))[0].__dict__
+
+
+def test_a_runs_pool_keeps_the_rows_used_last_up_to_its_limit(brand, monkeypatch):
+    from timers import batch as batches
+    from timers.rows import XMIN
+
+    def row(name: str):
+        b = brand.__class__(id=name, name=name)
+        b.__dict__[XMIN] = "1"
+        return b
+
+    monkeypatch.setattr(batches, "_CARRIED", {"t.pool"})
+    monkeypatch.setattr(batches, "POOL_LIMIT", 3)
+    pool: dict = {}
+    for used in (["a", "b", "c"], ["a"], ["d"]):
+        b = batches.Batch(pool=pool)
+        cache = b.cache("t.pool", tables=("timers_brand",), pk=lambda v, table: (v.pk,))
+        for key in used:
+            cache[key] = row(key)
+        cache["gone"] = None  # a key with no row is not carried: a later insert may make one
+        batches.carry(b, pool)
+    assert list(pool["t.pool"]) == ["c", "a", "d"]  # b, used longest ago, went first
