@@ -231,7 +231,7 @@ def _date(cal: BusinessCalendar, civil: date) -> Dated:
 
 
 # The batch's clock items (timers/batch.py): each with its clock, subject and calendar, by (clock id, item).
-ITEMS = batches.carried("calendars.items")  # checked and carried to the next batch
+ITEMS = "calendars.items"
 ITEM_TABLES = ("calendars_clockitem", "calendars_clock", "calendars_subject", "calendars_calendar")
 SUBJECT_CLOCKS = "calendars.subject_clocks"  # a subject's clocks that live on it: (spec, version, owner_ref)
 ITEM_NAMES = "calendars.item_names"  # a clock's items' names, by clock id
@@ -255,10 +255,10 @@ def load_items(wanted: set) -> dict:
     rows = ClockItem.objects.filter(clock_id__in=clocks)
     if len(whole) < len(clocks):
         rows = rows.filter(Q(clock_id__in=whole) | Q(item__in={i for _, i in wanted}))
-    rows = read(rows.order_by("clock_id", "item"), related=("clock",), versions=True)
+    rows = read(rows.order_by("clock_id", "item"), related=("clock",))
     # Each subject (with its calendar) once, shared by its clocks' items: a handler gets its own copy anyway.
     subjects = {s.pk: s for s in read(Subject.objects.filter(pk__in={r.clock.subject_id for r in rows}),
-                                      related=("calendar",), versions=True)}
+                                      related=("calendar",))}
     for r in rows:
         r.clock._state.fields_cache["subject"] = subjects[r.clock.subject_id]
     found = {(r.clock_id, r.item): r for r in rows}

@@ -146,11 +146,8 @@ def _deadline_job(f: Firing) -> Job:
     return job
 
 
-LINES = batches.carried("services.money_lines")  # checked and carried to the next batch
-
-
 def _load_lines(ids: set) -> dict:
-    return {line.id: line for line in read(MoneyLine.objects.filter(pk__in=ids).order_by(), versions=True)}
+    return {line.id: line for line in read(MoneyLine.objects.filter(pk__in=ids).order_by())}
 
 
 def fire_deadline(f: Firing) -> None:
@@ -207,7 +204,7 @@ def fire_signal(f: Firing) -> None:
 
 
 def fire_money(f: Firing) -> None:
-    line = batches.row(f, f.timer.data["line"], name=LINES, load=_load_lines, ahead=(MONEY,),
+    line = batches.row(f, f.timer.data["line"], name="services.money_lines", load=_load_lines, ahead=(MONEY,),
                        key_of=lambda t: t.data["line"], tables=("services_moneyline",), pk=lambda v, _: (v.pk,))
     if line is None:
         raise MoneyLine.DoesNotExist(f"no money line {f.timer.data['line']}")

@@ -499,11 +499,8 @@ def deadline_key(job: Job, point: str, move: int = 0) -> str:
     return base if move == 0 else f"{base}@{move}"
 
 
-JOBS = batches.carried("services.deadline_jobs")  # checked and carried to the next batch
-
-
 def _load_jobs(ids: set) -> dict:
-    return {j.id: j for j in read(Job.objects.filter(pk__in=ids).order_by(), related=("subscription",), versions=True)}
+    return {j.id: j for j in read(Job.objects.filter(pk__in=ids).order_by(), related=("subscription",))}
 
 
 def _job_pks(job: Job, table: str) -> tuple:
@@ -519,7 +516,7 @@ def batch_job(f: Firing, job_id: str, *, of_clocks: bool = False) -> Job | None:
     """A job with its subscription, from the batch: read ahead for the batch's deadlines, or (``of_clocks``,
     a job asked after for its clock's move) for the jobs whose clocks the batch's rungs ring."""
     ahead, key_of = ((RUNG_HANDLER,), _rung_job) if of_clocks else ((DEADLINE,), lambda t: t.data["job"])
-    return batches.row(f, job_id, name=JOBS, load=_load_jobs, ahead=ahead, key_of=key_of,
+    return batches.row(f, job_id, name="services.deadline_jobs", load=_load_jobs, ahead=ahead, key_of=key_of,
                        tables=("services_job", "services_subscription"), pk=_job_pks)
 
 
@@ -534,7 +531,7 @@ def deadline_follows_clock(armer: Armer, item: ClockItem) -> None:
     if f is None:
         job = Job.objects.filter(pk=clock.owner_ref, domain=clock.domain, status=Job.Status.OPEN, late=False).first()
     else:
-        job = batch_job(f, clock.owner_ref, of_clocks=True)  # a clock's job: no deadline timer leads here
+        job = batch_job(f, clock.owner_ref, of_clocks=True)  # a clock's job: read with those of the rungs' clocks
     if job is None or job.domain != clock.domain or job.status != Job.Status.OPEN or job.late:
         return
     svc = registry.get(job.service, job.version)

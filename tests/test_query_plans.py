@@ -389,3 +389,40 @@ def test_a_backlog_is_claimed_in_index_order_never_sorted_whole(brand, state, mo
             assert outbox._owed_domains() == [r[0] for r in cur.fetchall()]
     check(explain(got.one("WITH live AS")), "outbox_owed_domain", ordered=True)
     check(explain(got.one("WITH RECURSIVE d")), "outbox_owed_domain", ordered=True)
+
+
+def test_a_large_batchs_timer_write_probes_each_key_not_the_whole_domain(brand, monkeypatch):
+    # A test clock advances in batches of thousands: the flush's UPDATE … FROM unnest(ids) was planned as a
+    # hash join over every timer of the domain (a seq scan of the domain's rows each batch). It must probe
+    # the primary key per row of the batch, as executed (EXPLAIN ANALYZE of the statement the store sends).
+    hot = test_clock_create(brand=brand, frozen_time=START, name="big")
+    with connection.cursor() as cur:
+        cur.execute(
+            """INSERT INTO timers_timer (id, domain, brand_id, key, owner, kind, place, handler, status, owed_at,
+                   opened_at, armed_at, attempt, wakes, version, superseded_by, by, held_by, armed_by, tick_pass, data)
+               SELECT 'tmr_big' || g, %s, %s, 'job_big' || g || ':task:plan:2027', 'job_big' || g, 'task', 4,
+                      'noop', 'armed', %s, %s, %s, 0, 0, '', '', '', '', '', 1, '{}'
+               FROM generate_series(1, 60000) g""", [hot.id, brand.id, START, START, START])
+    analyze()
+    store = PostgresStore()
+    changed = store.load_many(hot.id, [f"job_big{g}:task:plan:2027" for g in range(1, 60001, 6)])
+    for item in changed:
+        item.status, item.fired_at = "fired", START
+    plans = []
+
+    class Explaining(psycopg.Cursor):
+        def execute(self, query, params=None, **kw):
+            if query.startswith("UPDATE timers_timer AS t"):
+                super().execute("EXPLAIN (ANALYZE, FORMAT JSON) " + query, params, **kw)
+                plans.append(self.fetchone()[0][0]["Plan"])
+                return self
+            return super().execute(query, params, **kw)
+
+    monkeypatch.setattr(PostgresStore, "_cursor", lambda self: Explaining(connection.connection))
+    store.write(domain=hot.id, new=[], changed=changed, commits=[], events=[], sends=[])
+    assert len(plans) == 1 and len(changed) == 10_000
+    check(plans[0], "timers_timer_pkey", ordered=False)
+    assert not [n for n in nodes(plans[0]) if n["Node Type"] in ("Hash Join", "Merge Join")], text(plans[0])
+    with connection.cursor() as cur:  # the planner's settings are back as they were
+        cur.execute("SELECT current_setting('enable_hashjoin'), current_setting('enable_mergejoin')")
+        assert cur.fetchone() == ("on", "on")

@@ -23,7 +23,6 @@ from __future__ import annotations
 
 import contextlib
 import copy
-import itertools
 import re
 from collections.abc import Callable, Iterator
 from contextvars import ContextVar
@@ -131,7 +130,6 @@ def clone(obj: Any) -> Any:
     cls = obj.__class__
     new = cls.__new__(cls)
     values = obj.__dict__.copy()
-    values.pop(_rows.XMIN, None)  # a handler's copy may change: it is no longer the row version read
     for name in _mutable(cls):
         v = values.get(name)
         if isinstance(v, dict | list):
@@ -213,9 +211,8 @@ def _find(value: Any, table: str, pk: Any, depth: int = 0) -> Model | None:
 
 
 class Batch:
-    def __init__(self, *, keep_writes: bool = False, pool: dict[str, dict] | None = None) -> None:
+    def __init__(self, *, keep_writes: bool = False) -> None:
         self.caches: dict[str, Cache] = {}
-        self.pool = pool  # rows earlier batches of the run read, by cache name (carry(); None: none kept)
         self.keep_writes = keep_writes
         self.kept: list[_Kept] = []
         self._kept_tables: dict[str, int] = {}  # table → kept writes to it
@@ -492,7 +489,7 @@ def _update_values(model: type[Model], fields: list, group: list[tuple[Any, dict
         params.extend(f.get_db_prep_save(values[f.name], connection) for f in fields)
     names = ", ".join(qn(c.column) for c in cols)
     sets = ", ".join(f"{qn(f.column)} = v.{qn(f.column)}" for f in fields)
-    with connection.cursor() as cur:
+    with connection.cursor() as cur, _rows.probed_by_key(cur):
         cur.execute(f"UPDATE {qn(meta.db_table)} AS t SET {sets} FROM (VALUES {', '.join([one] * len(group))}) "
                     f"AS v({names}) WHERE t.{qn(meta.pk.column)} = v.{qn(meta.pk.column)}", params)
 
@@ -595,109 +592,9 @@ def row(f: Any, key: Any, *, name: str, load: Callable[[set], dict], ahead: tupl
             cache.loaded = True
             keys.update(k for k in map(key_of, f.run.holding(ahead)) if k is not None and k not in cache)
         with b.quiet():
-            if b.pool is not None and name in _CARRIED:
-                keys = _adopt(b.pool.get(name), cache, keys)
-            if keys:
-                _fill(cache, keys, load)
+            _fill(cache, keys, load)
     value = cache[key]
     return None if value is None else clone(value)
-
-
-# -- rows carried from one batch of a run to the next ---------------------------------------------------
-_CARRIED: set[str] = set()
-
-
-def carried(name: str) -> str:
-    """Name a cache of ``row`` whose rows a run carries to its next batch, read with their versions
-    (``rows.read(…, versions=True)``): a later batch that asks for a carried row checks, in one statement
-    for all it asks at once, that each of its rows is still the version read, and reads again only those
-    that are not. The check is a fresh read's equal: a row another transaction (or this one) wrote since
-    has a new xmin. For caches whose loader takes no lock the batch relies on (schedules are read FOR UPDATE:
-    not carried)."""
-    _CARRIED.add(name)
-    return name
-
-
-POOL_LIMIT = 100_000  # rows a run's pool keeps per cache: those a batch used last are kept longest
-
-
-def carry(b: Batch, pool: dict[str, dict] | None) -> None:
-    """After ``b`` committed: what its carried caches hold joins the run's pool (a newer read wins, and goes
-    to the end of the pool's order); past ``POOL_LIMIT`` rows, those no batch used for longest go."""
-    if pool is None:
-        return
-    for name in _CARRIED:
-        cache = b.caches.get(name)
-        if not cache:
-            continue
-        kept = pool.setdefault(name, {})
-        for key, value in cache.items():
-            if value is not None and _rows.XMIN in value.__dict__:
-                kept.pop(key, None)
-                kept[key] = value
-        if len(kept) > POOL_LIMIT:
-            for key in list(itertools.islice(kept, len(kept) - POOL_LIMIT)):
-                del kept[key]
-
-
-def _adopt(pool: dict | None, cache: Cache, keys: set) -> set:
-    """Move the pooled rows of ``keys`` that are still the versions read into ``cache``; returns the keys
-    left to read (not pooled, or written since)."""
-    if not pool:
-        return keys
-    hits = {k: pool.pop(k) for k in keys if k in pool}
-    if not hits:
-        return keys
-    good = _unchanged(hits)
-    for k in good:
-        cache[k] = hits[k]
-    return keys - good
-
-
-def _instances(value: Model, out: list, depth: int = 0) -> None:
-    out.append(value)
-    if depth < 4:
-        for rel in value._state.fields_cache.values():
-            if rel is not None:
-                _instances(rel, out, depth + 1)
-
-
-def _unchanged(entries: dict[Any, Model]) -> set:
-    """The keys of ``entries`` every row of which (the value and its related rows) is, in the database now,
-    the version it was read as: one statement, a primary-key probe per row."""
-    rows: dict[Any, list[tuple]] = {}
-    wanted: dict[type[Model], set[tuple[Any, str]]] = {}
-    for key, value in entries.items():
-        found: list[Model] = []
-        _instances(value, found)
-        marks = []
-        for inst in found:
-            x = inst.__dict__.get(_rows.XMIN)
-            if x is None:
-                marks = None  # built here, not read with its version: read it again
-                break
-            marks.append((type(inst), inst.pk, x))
-            wanted.setdefault(type(inst), set()).add((inst.pk, x))
-        if marks is not None:
-            rows[key] = marks
-    if not rows:
-        return set()
-    parts, params = [], []
-    models = list(wanted)
-    for n, model in enumerate(models):
-        meta = model._meta
-        qn = connection.ops.quote_name
-        pks, xs = zip(*wanted[model], strict=True)
-        parts.append(f"SELECT {n}, c.pk::text, c.x FROM unnest(%s::{meta.pk.rel_db_type(connection)}[], %s::text[]) "
-                     f"AS c(pk, x) WHERE NOT EXISTS (SELECT 1 FROM {qn(meta.db_table)} t "
-                     f"WHERE t.{qn(meta.pk.column)} = c.pk AND t.xmin = c.x::xid)")
-        params += [list(pks), list(xs)]
-    with connection.cursor() as cur:
-        cur.execute(" UNION ALL ".join(parts), params)
-        stale = {(models[n], pk, x) for n, pk, x in cur.fetchall()}
-    if not stale:
-        return set(rows)
-    return {key for key, marks in rows.items() if not any((m, str(pk), x) in stale for m, pk, x in marks)}
 
 
 @contextlib.contextmanager
@@ -716,11 +613,10 @@ def fresh(*names: str) -> Iterator[None]:
 
 
 @contextlib.contextmanager
-def batch(*, keep_writes: bool = False, pool: dict[str, dict] | None = None) -> Iterator[Batch]:
+def batch(*, keep_writes: bool = False) -> Iterator[Batch]:
     """One batch of the tick: inside its transaction, with every Django statement watched; what it kept is
-    sent before the transaction ends (a failure then is ``KeptWriteFailed``). ``pool``: the rows earlier
-    batches of the run carried (``carry``), checked before use."""
-    b = Batch(keep_writes=keep_writes, pool=pool)
+    sent before the transaction ends (a failure then is ``KeptWriteFailed``)."""
+    b = Batch(keep_writes=keep_writes)
     token = _current.set(b)
     try:
         with connection.execute_wrapper(b.watch):

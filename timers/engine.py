@@ -25,7 +25,7 @@ from datetime import datetime, timedelta
 from typing import Any
 
 from django.conf import settings
-from django.db import connection, transaction
+from django.db import transaction
 
 from . import batch as batches
 from . import gcpause, handlers
@@ -286,9 +286,6 @@ class Run:
         self.sends_flushed = False
         self._runaway_instant: datetime | None = None
         self._batch: batches.Batch | None = None
-        # Rows the run's batches read and carry to the next (timers/batch.py carried): on PostgreSQL, whose
-        # row versions (xmin) tell a later batch which of them were written since; set in execute().
-        self._pool: dict[str, dict] | None = None
         self._reset_buffers()
 
     # -- buffers written at each flush -------------------------------------------------------------
@@ -303,15 +300,9 @@ class Run:
     # -- the loop ----------------------------------------------------------------------------------
     def execute(self) -> RunStats:
         need_fetch = True
-        # Not inside an outer transaction: a write there between two batches may bear the outer
-        # transaction's id, which the row's version read before bears too, and the check could not tell.
-        if connection.vendor == "postgresql" and not connection.in_atomic_block:
-            self._pool = {}
         while True:
             try:
-                with gcpause.paused(), transaction.atomic(), batches.batch(keep_writes=self.keep_writes,
-                                                                           pool=self._pool) as self._batch:
-                    done = self._batch
+                with gcpause.paused(), transaction.atomic(), batches.batch(keep_writes=self.keep_writes) as self._batch:
                     if self.guard is not None and not self.guard():
                         self.stats.stopped = True
                         return self.stats
@@ -323,7 +314,6 @@ class Run:
                     self._flush()
             finally:
                 self._batch = None
-            batches.carry(done, self._pool)  # committed: its rows may serve the next batch, checked first
             # What has landed so far: a run that fails in a later batch reports only this.
             self.landed = dataclasses.replace(self.stats, trace=list(self.stats.trace))
             if self._batch_fired:

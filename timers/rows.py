@@ -2,14 +2,14 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
+from collections.abc import Iterator
 
 import psycopg
-from django.db import connection, connections
+from django.db import connection
 from django.db.models import JSONField, Model, QuerySet
 from django.db.models.base import ModelState
-from django.db.models.expressions import RawSQL
-from django.db.models.sql.datastructures import Join
 
 
 def _insert_sql(rows: list[Model], *, tail: str, with_pk: bool = True) -> tuple[str, list]:
@@ -22,6 +22,22 @@ def _insert_sql(rows: list[Model], *, tail: str, with_pk: bool = True) -> tuple[
     params = [f.get_db_prep_save(f.pre_save(row, add=True), connection) for row in rows for f in fields]
     return (f"INSERT INTO {qn(meta.db_table)} ({', '.join(qn(f.column) for f in fields)}) "
             f"VALUES {', '.join([one] * len(rows))} {tail} RETURNING {qn(meta.pk.column)}", params)
+
+
+@contextlib.contextmanager
+def probed_by_key(cur) -> Iterator[None]:
+    """Plan the statements inside as a primary-key probe per row of their own list: hash and merge joins off,
+    for this transaction, until the block ends (as they were before, then). An ``UPDATE … FROM unnest(ids)``
+    of a few thousand rows is otherwise planned as a hash join over every row it could match (a clock
+    domain's timers above about 2,000 ids on this machine's costs): a batch's write then costs what the
+    whole domain holds, and a year of batches grows with the square of its subscribers. A failure inside leaves the settings to the
+    rollback, which undoes them with the rest."""
+    cur.execute("SELECT current_setting('enable_hashjoin'), current_setting('enable_mergejoin'), "
+                "set_config('enable_hashjoin', 'off', true), set_config('enable_mergejoin', 'off', true)")
+    hashjoin, mergejoin = cur.fetchone()[:2]
+    yield
+    cur.execute("SELECT set_config('enable_hashjoin', %s, true), set_config('enable_mergejoin', %s, true)",
+                [hashjoin, mergejoin])
 
 
 def insert(rows: list[Model]) -> None:
@@ -149,21 +165,12 @@ def copy_in(cur, table: str, columns: list[str], types: list[str], rows) -> None
             copy.write_row(row)
 
 
-# The row version PostgreSQL gives every row (its xmin: the transaction that wrote it), on an instance read
-# with ``read(…, versions=True)``: a batch carries such a row to the next one and checks it is still the
-# version it read (timers/batch.py). Not a field; a clone (batch.clone) does not copy it.
-XMIN = "_kt_xmin"
-
-
-def read(qs: QuerySet, *, related: tuple[str, ...] = (), versions: bool = False) -> list[Model]:
+def read(qs: QuerySet, *, related: tuple[str, ...] = ()) -> list[Model]:
     """``list(qs.select_related(*related))`` for a batch's caches, built from plain rows: what Django's
     Model.__init__ costs per instance (a setattr per field, the init signals) was a tenth of a domain fire.
     ``related`` names foreign keys of ``qs.model`` (one level), read in the same query; a null one is None.
     The instances are what the ORM gives (its converters run: JSON decoded, datetimes aware), loaded from
-    ``qs.db``, with no deferred fields. For models no init signal is connected to (none of ours).
-
-    ``versions`` (PostgreSQL): each instance, related ones too, carries its row's xmin as read in the same
-    statement (``XMIN``); where the query's joins could not be named (a table joined twice), none does."""
+    ``qs.db``, with no deferred fields. For models no init signal is connected to (none of ours)."""
     model = qs.model
     own = [f.attname for f in model._meta.concrete_fields]
     parts = []
@@ -174,42 +181,18 @@ def read(qs: QuerySet, *, related: tuple[str, ...] = (), versions: bool = False)
         parts.append((name, rel, attnames, rel._meta.pk.attname))
         names.extend(f"{name}__{a}" for a in attnames)
     db = qs.db
-    rows = None
-    if versions and connections[db].vendor == "postgresql":
-        tables = [model._meta.db_table, *(rel._meta.db_table for _, rel, _, _ in parts)]
-        marks = {f"_kt_x{i}": RawSQL(f'"{t}".xmin::text', ()) for i, t in enumerate(tables)}
-        rows = qs.annotate(**marks).values_list(*names, *marks)
-        if not _joined_once(rows, tables):
-            rows = None
-    if rows is None:
-        versions, rows = False, qs.values_list(*names)
     out = []
     n = len(own)
-    for row in rows:
+    for row in qs.values_list(*names):
         obj = _built(model, own, row[:n], db)
         at = n
-        related_objs = []
         for name, rel, attnames, pk in parts:
             values = row[at:at + len(attnames)]
             at += len(attnames)
             other = _built(rel, attnames, values, db)
-            other = obj._state.fields_cache[name] = None if getattr(other, pk) is None else other
-            related_objs.append(other)
-        if versions:
-            for inst, x in zip((obj, *related_objs), row[at:], strict=True):
-                if inst is not None:
-                    inst.__dict__[XMIN] = x
+            obj._state.fields_cache[name] = None if getattr(other, pk) is None else other
         out.append(obj)
     return out
-
-
-def _joined_once(rows: QuerySet, tables: list[str]) -> bool:
-    """Whether each related table is joined once, under its own name, and apart from the queried table:
-    only then does ``"table".xmin`` name the row each instance is built from."""
-    base, *others = tables
-    aliases = rows.query.alias_map
-    return len(set(tables)) == len(tables) and all(isinstance(aliases.get(t), Join) for t in others) \
-        and aliases.get(base) is not None and not isinstance(aliases[base], Join)
 
 
 def _built(model: type[Model], attnames: list[str], values: tuple, db: str) -> Model:

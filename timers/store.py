@@ -15,7 +15,7 @@ from django.db.models import Q
 
 from .engine import TIMER_FIELDS, Item
 from .models import Commit, Event, Outbox, Timer
-from .rows import copy_in, insert_rows
+from .rows import copy_in, insert_rows, probed_by_key
 
 _COLUMNS = ", ".join(f'"{c}"' for c in TIMER_FIELDS)
 
@@ -91,14 +91,15 @@ class PostgresStore:
                 cols = ("status", "owed_at", "fired_at", "late_by", "attempt", "wakes", "superseded_by", "by",
                         "held_since", "held_by", "remaining", "tick_pass")
                 arrays = [[i.id for i in changed]] + [[getattr(i, c) for i in changed] for c in cols]
-                cur.execute(
-                    "UPDATE timers_timer AS t SET "
-                    + ", ".join(f'"{c}" = v."{c}"' for c in cols)
-                    + " FROM unnest(%b::varchar[], "
-                    + ", ".join(f"%b::{_PG_TYPES[c]}[]" for c in cols)
-                    + ") AS v(id, " + ", ".join(f'"{c}"' for c in cols) + ") WHERE t.id = v.id AND t.domain = %b",
-                    [*arrays, domain],  # the domain too: on tables distributed by it, one shard (docs/scaling.md)
-                )
+                with probed_by_key(cur):
+                    cur.execute(
+                        "UPDATE timers_timer AS t SET "
+                        + ", ".join(f'"{c}" = v."{c}"' for c in cols)
+                        + " FROM unnest(%b::varchar[], "
+                        + ", ".join(f"%b::{_PG_TYPES[c]}[]" for c in cols)
+                        + ") AS v(id, " + ", ".join(f'"{c}"' for c in cols) + ") WHERE t.id = v.id AND t.domain = %b",
+                        [*arrays, domain],  # the domain too: on tables distributed by it, one shard (docs/scaling.md)
+                    )
             if commits:
                 copy_in(cur, "timers_commit", ["id", "domain", "key", "timer_id", "outcome", "code", "at"],
                         ["varchar"] * 6 + ["timestamptz"], commits)
