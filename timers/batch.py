@@ -489,7 +489,7 @@ def _update_values(model: type[Model], fields: list, group: list[tuple[Any, dict
         params.extend(f.get_db_prep_save(values[f.name], connection) for f in fields)
     names = ", ".join(qn(c.column) for c in cols)
     sets = ", ".join(f"{qn(f.column)} = v.{qn(f.column)}" for f in fields)
-    with connection.cursor() as cur, _rows.probed_by_key(cur):
+    with connection.cursor() as cur, _rows.probed_by_key(cur, len(group)):
         cur.execute(f"UPDATE {qn(meta.db_table)} AS t SET {sets} FROM (VALUES {', '.join([one] * len(group))}) "
                     f"AS v({names}) WHERE t.{qn(meta.pk.column)} = v.{qn(meta.pk.column)}", params)
 
@@ -578,8 +578,9 @@ def row(f: Any, key: Any, *, name: str, load: Callable[[set], dict], ahead: tupl
     every timer the batch holds whose handler is in ``ahead`` (``key_of`` a timer) in one query, and a row a
     write has dropped since is read alone; a handler gets a copy, so what it changes without saving never
     reaches the next. ``load`` maps a set of keys to {key: row} (it may add rows it was not asked for); a key
-    it does not return has no row; ``key_of`` may return None (a held timer that leads to no row). ``read_ahead=False`` is for a row no held timer leads to (a sibling of
-    the row a firing is about): a miss reads that row alone."""
+    it does not return has no row; ``key_of`` may return None (a held timer that leads to no row).
+    ``read_ahead=False`` is for a row no held timer leads to (a sibling of the row a firing is about): a miss
+    reads that row alone."""
     b = current()
     if b is None:
         return load({key}).get(key)

@@ -24,14 +24,20 @@ def _insert_sql(rows: list[Model], *, tail: str, with_pk: bool = True) -> tuple[
             f"VALUES {', '.join([one] * len(rows))} {tail} RETURNING {qn(meta.pk.column)}", params)
 
 
+PROBED_FROM = 100  # rows: fewer, and a hash join would scan only a table smaller than their probes
+
+
 @contextlib.contextmanager
-def probed_by_key(cur) -> Iterator[None]:
-    """Plan the statements inside as a primary-key probe per row of their own list: hash and merge joins off,
-    for this transaction, until the block ends (as they were before, then). An ``UPDATE … FROM unnest(ids)``
-    of a few thousand rows is otherwise planned as a hash join over every row it could match (a clock
-    domain's timers above about 2,000 ids on this machine's costs): a batch's write then costs what the
-    whole domain holds, and a year of batches grows with the square of its subscribers. A failure inside leaves the settings to the
-    rollback, which undoes them with the rest."""
+def probed_by_key(cur, rows: int) -> Iterator[None]:
+    """Plan the statement inside, an update of ``rows`` rows by primary key, as one probe of the key per row:
+    hash and merge joins off, for this transaction, until the block ends (as they were before, then).
+    Otherwise an ``UPDATE … FROM unnest(ids)`` of a few thousand rows is planned as a hash join over every
+    row it could match (a clock domain's timers, above about 2,000 ids on this machine's costs): a batch's
+    write then costs what the whole domain holds, and a year of batches grows with the square of its
+    subscribers. A failure inside leaves the settings to the rollback, which undoes them with the rest."""
+    if rows < PROBED_FROM:
+        yield
+        return
     cur.execute("SELECT current_setting('enable_hashjoin'), current_setting('enable_mergejoin'), "
                 "set_config('enable_hashjoin', 'off', true), set_config('enable_mergejoin', 'off', true)")
     hashjoin, mergejoin = cur.fetchone()[:2]

@@ -91,7 +91,7 @@ class PostgresStore:
                 cols = ("status", "owed_at", "fired_at", "late_by", "attempt", "wakes", "superseded_by", "by",
                         "held_since", "held_by", "remaining", "tick_pass")
                 arrays = [[i.id for i in changed]] + [[getattr(i, c) for i in changed] for c in cols]
-                with probed_by_key(cur):
+                with probed_by_key(cur, len(changed)):
                     cur.execute(
                         "UPDATE timers_timer AS t SET "
                         + ", ".join(f'"{c}" = v."{c}"' for c in cols)
