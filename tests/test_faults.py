@@ -196,3 +196,44 @@ def test_a_delete_from_the_cli_while_a_worker_advances_the_clock(brand):
     _nothing_after_the_delete(clock.id)
     assert TestClock.objects.get(pk=clock.id).status == "deleted"
     assert not Event.objects.filter(domain=clock.id, type="test_clock.ready").exists()  # deleted mid-advance
+
+
+def test_a_sender_stopped_past_its_lease_sends_nothing_another_sender_took(brand, far_end, monkeypatch):
+    """A worker frozen mid-claim (SIGSTOP: a long GC, a paused VM) past its lease wakes to find its rows taken:
+    it must not send them again. Counted at the far end, which the frozen worker and this process share."""
+    clock = services.test_clock_create(brand=brand, frozen_time=START)
+    tax_plan_subscribers(brand, clock, 1)
+    with monkeypatch.context() as m:  # leave the year's sends owed: the worker below makes them
+        m.setattr(outbox, "deliver", lambda *a, **k: outbox.DeliverStats())
+        m.setattr(outbox, "settle", lambda *a, **k: outbox.DeliverStats())
+        advance(clock.id, YEAR)
+    owed = set(Outbox.objects.filter(domain=clock.id).values_list("id", flat=True))
+    assert len(owed) >= 25
+    far_end.delay = 0.2
+    env = _env()
+    env["KT_NOTICES_TRANSPORT"] = far_end.url
+    env["KT_OUTBOX_LEASE_SECONDS"] = "2"
+    worker = _spawn("tick", "--forever", env=env)
+    try:
+        deadline = time.monotonic() + 60
+        while len(far_end.received) < 3:
+            assert worker.poll() is None, worker.communicate()
+            assert time.monotonic() < deadline, "the worker made no sends"
+            time.sleep(0.01)
+        worker.send_signal(signal.SIGSTOP)
+        time.sleep(3.0)  # past its lease
+        far_end.delay = 0.0
+        stats = outbox.deliver(clock.id)  # takes over the rows the frozen worker claimed
+        assert stats.sent > 0 and far_end.twice() == {}, stats  # what it sent had not arrived
+        assert set(far_end.received) == owed
+        worker.send_signal(signal.SIGCONT)
+        time.sleep(2.0)  # it wakes where it stopped, its claim in hand
+    finally:
+        worker.send_signal(signal.SIGCONT)
+        worker.send_signal(signal.SIGTERM)
+        _, err = worker.communicate(timeout=60)
+    assert worker.returncode == 0, err
+    assert "taken over by another sender" in err, err  # it woke with rows in hand, and found them gone
+    assert far_end.twice() == {}
+    assert set(far_end.received) == owed
+    assert set(Outbox.objects.filter(domain=clock.id).values_list("status", flat=True)) == {"sent"}

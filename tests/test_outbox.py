@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import socket
+import time
 from datetime import UTC, datetime, timedelta
 
 import pytest
@@ -157,3 +158,25 @@ def test_a_firing_that_sends_twice_makes_two_submissions_each_received_once(arm,
     assert [(r.attempt, r.seq) for r in rows] == [(1, 0), (1, 1)] and rows[0].id != rows[1].id
     assert far_end.received == {rows[0].id: 1, rows[1].id: 1}
     assert [far_end.payloads[r.id]["to"] for r in rows] == ["Ada Lovelace", "owner"]
+
+
+def test_a_sender_held_up_past_half_its_lease_renews_first_and_drops_what_another_took(arm, clock, handler, far_end,
+                                                                                        monkeypatch):
+    handler("t.send", send)
+    for i in range(3):
+        arm(f"job_{i}:task:efile:2027", "2026-11-25T10:00Z", handler="t.send")
+    with monkeypatch.context() as m:
+        m.setattr(outbox, "deliver", lambda *a, **k: outbox.DeliverStats())
+        m.setattr(outbox, "settle", lambda *a, **k: outbox.DeliverStats())
+        advance(clock.id, at("2026-11-26T00:00Z"))
+    me = outbox.sender_id()
+    rows = outbox._claim(clock.id, me, 10)
+    assert len(rows) == 3
+    # While this sender was held up, its lease ran out and another sender took the second row.
+    other = _live_other_sender()
+    Outbox.objects.filter(pk=rows[1].id).update(claimed_by=other)
+    stats = outbox.DeliverStats()
+    outbox._send_claimed(rows, me, stats, None, claimed_at=time.monotonic() - 3600)
+    assert far_end.received == {rows[0].id: 1, rows[2].id: 1}
+    assert (stats.sent, stats.taken) == (2, 1)
+    assert Outbox.objects.filter(pk=rows[1].id, status="sending", claimed_by=other).exists()

@@ -219,9 +219,10 @@ class DeliverStats:
     failed: int = 0  # refused for good, or out of tries
     in_doubt: int = 0  # a send raised: kept, with its reason, for a later try that asks first
     held: int = 0  # left being sent by another live sender
+    taken: int = 0  # claimed here, but taken over by another sender while this one was held up: not sent here
 
     def __iadd__(self, other: DeliverStats) -> DeliverStats:
-        for f in ("sent", "confirmed", "failed", "in_doubt"):
+        for f in ("sent", "confirmed", "failed", "in_doubt", "taken"):
             setattr(self, f, getattr(self, f) + getattr(other, f))
         self.held = other.held
         return self
@@ -357,37 +358,51 @@ def _claim(domain: str, me: str, limit: int) -> list[Claimed]:
     return picked
 
 
-def _record(me: str, receipts: list[tuple[str, dict]], rest: list[str]) -> None:
-    """Write receipts in one statement, and renew the lease on what this sender still holds.
+def _record(receipts: list[tuple[str, dict]]) -> None:
+    """Write receipts in one statement (by id: docs/scaling.md says why not by domain yet).
 
     ``id = ANY(ids)`` beside the join hands the planner the primary key's index condition, so a set of
     receipts is an index lookup even while the table's statistics are missing or stale."""
+    if not receipts:
+        return
     if connection.vendor == "postgresql":
+        ids = [r[0] for r in receipts]
         with connection.cursor() as cur:
-            if receipts:
-                ids = [r[0] for r in receipts]
-                cur.execute(
-                    "UPDATE timers_outbox o SET status = 'sent', receipt = v.r::jsonb, sent_at = clock_timestamp(), "
-                    "lease_until = NULL, next_try_at = NULL, error = '' "
-                    "FROM unnest(%s::varchar[], %s::text[]) AS v(id, r) "
-                    "WHERE o.id = ANY(%s::varchar[]) AND o.id = v.id AND o.status <> 'sent'",
-                    [ids, [json.dumps(r[1], default=str) for r in receipts], ids],
-                )
-            if rest:
-                cur.execute(
-                    "UPDATE timers_outbox SET lease_until = clock_timestamp() + make_interval(secs => %s) "
-                    "WHERE id = ANY(%s) AND claimed_by = %s AND status = 'sending'",
-                    [_lease().total_seconds(), rest, me],
-                )
+            cur.execute(
+                "UPDATE timers_outbox o SET status = 'sent', receipt = v.r::jsonb, sent_at = clock_timestamp(), "
+                "lease_until = NULL, next_try_at = NULL, error = '' "
+                "FROM unnest(%s::varchar[], %s::text[]) AS v(id, r) "
+                "WHERE o.id = ANY(%s::varchar[]) AND o.id = v.id AND o.status <> 'sent'",
+                [ids, [json.dumps(r[1], default=str) for r in receipts], ids],
+            )
         return
     now = wall_now()
+    Outbox.objects.bulk_update(
+        [Outbox(id=sid, status="sent", receipt=receipt, sent_at=now, lease_until=None, next_try_at=None, error="")
+         for sid, receipt in receipts],
+        ["status", "receipt", "sent_at", "lease_until", "next_try_at", "error"], batch_size=500)
+
+
+def _renew(me: str, ids: list[str]) -> set[str]:
+    """Renew the lease on the rows this sender claimed that no one has taken since: the ids it still holds.
+
+    One conditional statement: a sender that took a row over (its lease had run out) wrote its own name on
+    it, so the row no longer matches, and the row lock orders a renewal against a claim in flight."""
+    if not ids:
+        return set()
+    if connection.vendor == "postgresql":
+        with connection.cursor() as cur:
+            cur.execute(
+                "UPDATE timers_outbox SET lease_until = clock_timestamp() + make_interval(secs => %s) "
+                "WHERE id = ANY(%s) AND claimed_by = %s AND status = 'sending' RETURNING id",
+                [_lease().total_seconds(), ids, me],
+            )
+            return {r[0] for r in cur.fetchall()}
     with transaction.atomic():
-        Outbox.objects.bulk_update(
-            [Outbox(id=sid, status="sent", receipt=receipt, sent_at=now, lease_until=None, next_try_at=None, error="")
-             for sid, receipt in receipts],
-            ["status", "receipt", "sent_at", "lease_until", "next_try_at", "error"], batch_size=500)
-        if rest:
-            Outbox.objects.filter(pk__in=rest, claimed_by=me, status="sending").update(lease_until=now + _lease())
+        mine = Outbox.objects.select_for_update().filter(pk__in=ids, claimed_by=me, status="sending")
+        held = set(mine.values_list("id", flat=True))
+        Outbox.objects.filter(pk__in=held).update(lease_until=wall_now() + _lease())
+    return held
 
 
 def _fail(sid: str, domain: str, error: str, *, permanent: bool, max_tries: int = MAX_TRIES) -> bool:
@@ -410,24 +425,51 @@ def _release(ids: list[str], me: str, domains: list[str]) -> None:
             status="pending", claimed_by="", lease_until=None)
 
 
-def _send_claimed(rows: list[Claimed], me: str, stats: DeliverStats, stop: threading.Event | None) -> None:
+def _send_claimed(rows: list[Claimed], me: str, stats: DeliverStats, stop: threading.Event | None,
+                  claimed_at: float) -> None:
     settled: list[tuple[str, str, bool, Any]] = []
     try:
-        _send_claimed_rows(rows, me, stats, stop, settled)
+        _send_claimed_rows(rows, me, stats, stop, settled, claimed_at)
     finally:
         _notify(settled)
 
 
 def _send_claimed_rows(rows: list[Claimed], me: str, stats: DeliverStats, stop: threading.Event | None,
-                       settled: list[tuple[str, str, bool, Any]]) -> None:
+                       settled: list[tuple[str, str, bool, Any]], claimed_at: float) -> None:
+    """Send a claim's rows in order, writing receipts and renewing the lease as it goes.
+
+    A row is sent only while at least half its lease is left, by this process's monotonic clock from just
+    before the statement that claimed or renewed it: a sender that was frozen (a stop, a long pause, a
+    swapped-out VM) renews before its next send and drops the rows another sender took meanwhile, instead
+    of sending them a second time. What no sender can close is a freeze of more than half a lease between
+    that check and the request leaving: the far end sees the same submission id twice, and a far end that
+    keeps submissions by id answers the second with the first's receipt."""
     receipts: list[tuple[str, dict]] = []
     domains = sorted({r.domain for r in rows})
+    half = _lease().total_seconds() / 2
+    fresh_until = claimed_at + half
+    taken: set[str] = set()
     last = time.monotonic()
     for n, row in enumerate(rows):
         if stop is not None and stop.is_set():
-            _record(me, receipts, [])
-            _release([r.id for r in rows[n:]], me, domains)
+            _record(receipts)
+            _release([r.id for r in rows[n:] if r.id not in taken], me, domains)
             return
+        now = time.monotonic()
+        if now >= fresh_until or (receipts and now - last >= RECORD_EVERY):
+            _record(receipts)
+            receipts, last = [], now
+            rest = [r.id for r in rows[n:] if r.id not in taken]
+            held = _renew(me, rest)
+            fresh_until = now + half
+            if len(held) < len(rest):
+                lost = set(rest) - held
+                taken |= lost
+                stats.taken += len(lost)
+                log.warning("%d claimed sends were taken over by another sender while this one was held up; "
+                            "not sending them", len(lost))
+        if row.id in taken:
+            continue
         t = transport(row.transport)
         try:
             if t is None:
@@ -443,7 +485,7 @@ def _send_claimed_rows(rows: list[Claimed], me: str, stats: DeliverStats, stop: 
         except Exception as exc:
             permanent = isinstance(exc, PermanentFailure)
             log.warning("send %s failed: %s", row.id, exc)
-            _record(me, receipts, [])
+            _record(receipts)
             receipts = []
             tries = getattr(t, "max_tries", None)
             if _fail(row.id, row.domain, f"{type(exc).__name__}: {exc}", permanent=permanent,
@@ -452,10 +494,7 @@ def _send_claimed_rows(rows: list[Claimed], me: str, stats: DeliverStats, stop: 
                 stats.failed += 1
             else:
                 stats.in_doubt += 1
-        if receipts and time.monotonic() - last >= RECORD_EVERY:
-            _record(me, receipts, [r.id for r in rows[n + 1:]])
-            receipts, last = [], time.monotonic()
-    _record(me, receipts, [])
+    _record(receipts)
 
 
 def deliver(domain: str | None, *, limit: int | None = None, stop: threading.Event | None = None) -> DeliverStats:
@@ -472,9 +511,10 @@ def deliver(domain: str | None, *, limit: int | None = None, stop: threading.Eve
             if (stop is not None and stop.is_set()) or (limit is not None and stats.done >= limit):
                 active = []
                 break
+            claimed_at = time.monotonic()  # before the claim: the lease runs from no earlier than this
             rows = _claim(d, me, CLAIM if limit is None else min(CLAIM, limit - stats.done))
             if rows:
-                _send_claimed(rows, me, stats, stop)
+                _send_claimed(rows, me, stats, stop, claimed_at)
                 still.append(d)
         else:
             active = still
