@@ -178,6 +178,9 @@ KEEPING_TIME = {
     # How long a worker's lease on a clock domain holds unrenewed (timers/lease.py): it is renewed at every
     # batch, and a worker that died is taken over this long after its last batch.
     "LEASE_SECONDS": env.float("KT_LEASE_SECONDS", default=30.0),
+    # How many of a domain's lease terms (timers_leaseterm, a row per take) are kept: a live worker takes a
+    # brand's lease for every turn, so the history is cut back to the newest this many as it grows.
+    "LEASE_TERMS_KEPT": env.int("KT_LEASE_TERMS_KEPT", default=1000),
     # How many batches a brand's live clock runs in its turn before the loop moves to the next owed one.
     "LIVE_TURN_BATCHES": env.int("KT_LIVE_TURN_BATCHES", default=1),
     # Who a notification's recipient is by email, name → address (KT_PEOPLE "Ada Lovelace=ada@example.com;

@@ -135,3 +135,15 @@ def test_the_migration_moves_the_shared_live_domain_to_each_brands(request):
         timer_arm(brand=brand_get_or_create(name="b"), key="job_a:deadline:x:1", owed_at=NOW, handler="noop")
     finally:
         MigrationExecutor(connection).migrate(leaf)
+
+
+def test_a_domains_lease_history_keeps_its_newest_terms_as_it_grows(db, settings):
+    # A live worker takes a brand's lease every turn: a row each time, which must not pile up for ever.
+    settings.KEEPING_TIME = {**settings.KEEPING_TIME, "LEASE_TERMS_KEPT": 8}
+    for _ in range(40):
+        leases.take("live_h", as_holder="w1").release()
+    leases.take("live_other", as_holder="w1")
+    epochs = list(LeaseTerm.objects.filter(domain="live_h").order_by("epoch").values_list("epoch", flat=True))
+    assert epochs[-1] == 40 and 8 <= len(epochs) <= 10  # the newest 8, and at most 8/4 taken since the cut
+    assert epochs == list(range(41 - len(epochs), 41))
+    assert LeaseTerm.objects.filter(domain="live_other").count() == 1  # another domain's history is its own

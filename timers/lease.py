@@ -59,6 +59,16 @@ def ttl() -> timedelta:
     return timedelta(seconds=float(settings.KEEPING_TIME.get("LEASE_SECONDS", 30.0)))
 
 
+def terms_kept() -> int:
+    """How many of a domain's newest lease terms its history keeps (a live worker takes a lease every turn)."""
+    return max(1, int(settings.KEEPING_TIME.get("LEASE_TERMS_KEPT", 1000)))
+
+
+def _prune_every(kept: int) -> int:
+    # Every take would pay a DELETE; every kept/4 takes, the history is at most 1.25 × kept rows.
+    return max(1, kept // 4)
+
+
 def _pg() -> bool:
     return connection.vendor == "postgresql"
 
@@ -157,11 +167,16 @@ def _upsert(domain: str, me: str, now: datetime) -> Held | None:
             if _pg():
                 cur.execute("SET LOCAL lock_timeout TO DEFAULT")
             return None
+        epoch = int(got[0])
         cur.execute("INSERT INTO timers_leaseterm (domain, epoch, holder, taken_at, batches) VALUES (%s, %s, %s, %s, 0)",
-                    [domain, got[0], me, _db(now)])
+                    [domain, epoch, me, _db(now)])
+        kept = terms_kept()
+        if epoch % _prune_every(kept) == 0 and epoch > kept:
+            # A range of lease_term_one_holder_per_epoch's index; amortized over the takes in between.
+            cur.execute("DELETE FROM timers_leaseterm WHERE domain = %s AND epoch <= %s", [domain, epoch - kept])
         if _pg():
             cur.execute("SET LOCAL lock_timeout TO DEFAULT")  # an outer transaction goes on as it was
-    return Held(domain=domain, holder=me, epoch=int(got[0]))
+    return Held(domain=domain, holder=me, epoch=epoch)
 
 
 @contextlib.contextmanager
