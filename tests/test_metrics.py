@@ -3,7 +3,9 @@ timers are armed and fired on a test clock."""
 
 from __future__ import annotations
 
+import importlib
 from datetime import timedelta
+from types import SimpleNamespace
 
 import pytest
 from django.contrib.auth import get_user_model
@@ -11,13 +13,14 @@ from django.db import DatabaseError, connection
 from django.test import Client
 from prometheus_client.parser import text_string_to_metric_families
 
+from tests.acme import tax_plan_subscribers
 from tests.conftest import T0
 from timers import outbox, services
 from timers.clock import wall_now
 from timers.errors import Refused
 from timers.ids import live_domain
 from timers.lease import lease
-from timers.models import LIVE, Outbox
+from timers.models import LIVE, Commit, FireTally, Outbox, Timer
 from timers.worker import advance
 
 TOKEN = "metrics-test-token"
@@ -173,12 +176,12 @@ def test_lease_holders_name_the_holder_and_epoch_of_each_held_domain(clock):
 
 
 def test_a_failing_family_is_named_and_the_rest_still_answer(db):
-    def fail_commits(execute, sql, params, many, context):
-        if "timers_commit" in sql:
-            raise DatabaseError("the commits table is unreadable")
+    def fail_tally(execute, sql, params, many, context):
+        if "timers_firetally" in sql:
+            raise DatabaseError("the fire tally is unreadable")
         return execute(sql, params, many, context)
 
-    with connection.execute_wrapper(fail_commits):
+    with connection.execute_wrapper(fail_tally):
         m = scrape()
     assert "kt_timer_fires" not in m
     assert value(m, "kt_metrics_scrape_error", family="fires") == 1
@@ -215,3 +218,62 @@ def test_other_methods_are_refused_in_the_error_shape(db):
     response = Client().post("/metrics", HTTP_AUTHORIZATION=f"Bearer {TOKEN}")
     assert response.status_code == 405
     assert response.json()["error"]["code"] == "method_not_allowed"
+
+
+def _tally(domain: str) -> list[tuple]:
+    return sorted((k, o, b, n, round(s, 3)) for k, o, b, n, s in
+                  FireTally.objects.filter(domain=domain).values_list("kind", "outcome", "bucket", "fires", "late_seconds"))
+
+
+def test_the_fire_tally_each_batch_writes_agrees_with_the_fired_timers_and_their_backfill(brand, clock, arm, handler,
+                                                                                         settings):
+    from timers.clock import FrozenClock
+    from timers.worker import live_step
+
+    def refuse(f):
+        raise Refused("not_today", "refused on purpose")
+
+    handler("metrics.refuse", refuse)
+    settings.KEEPING_TIME = {**settings.KEEPING_TIME, "BATCH_SIZE": 3}  # many batches, each adding to the rows
+    tax_plan_subscribers(brand, clock, 1)
+    for i in range(4):
+        arm(f"job_r{i}:deadline:at_risk:{i}", T0 + timedelta(days=i + 1), handler="metrics.refuse")
+    advance(clock.id, T0 + timedelta(days=400))
+    # On the live clock, fires late by 0 s to a day: several buckets, and their sum.
+    now = wall_now()
+    live = live_domain(brand.id)
+    lates = (0, 3, 70, 400, 5000, 90000)
+    for i, late in enumerate(lates):
+        services.timer_arm(brand=brand, key=f"job_l{i}:ask:late:{i}", owed_at=now + timedelta(days=2, seconds=-late),
+                           domain=LIVE, handler="noop")
+    live_step(FrozenClock(now + timedelta(days=2)))
+
+    for domain in (clock.id, live):
+        tally = _tally(domain)
+        assert sum(t[3] for t in tally) == Timer.objects.filter(domain=domain, status="fired").count() > 0
+        assert sum(t[3] for t in tally) == Commit.objects.filter(domain=domain).count()
+        assert sum(t[3] for t in tally if t[1] == "refused") == \
+            Commit.objects.filter(domain=domain, outcome="refused").count()
+    assert sum(t[3] for t in _tally(clock.id) if t[1] == "refused") == 4
+    assert [t[2] for t in _tally(live)] == [0, 1, 4, 5, 7, 9]  # <=1, <=5, <=300, <=900, <=21600, +Inf
+    assert sum(t[4] for t in _tally(live)) == pytest.approx(sum(lates), abs=0.01)
+
+    # The migration that brought the tally in counts the same rows from the fired timers and their commits.
+    written = {d: _tally(d) for d in (clock.id, live)}
+    FireTally.objects.all().delete()
+    importlib.import_module("timers.migrations.0014_fire_tally").backfill(None, SimpleNamespace(connection=connection))
+    assert {d: _tally(d) for d in (clock.id, live)} == written
+
+
+def test_a_scrape_sums_the_tally_and_never_reads_the_fired_timers(db):
+    seen: list[str] = []
+
+    def watch(execute, sql, params, many, context):
+        seen.append(sql)
+        return execute(sql, params, many, context)
+
+    with connection.execute_wrapper(watch):
+        scrape()
+    fires = [q for q in seen if "timers_firetally" in q]
+    assert len(fires) == 1
+    assert not [q for q in seen if "timers_timer" in q and "'fired'" in q]  # no pass over the fired timers

@@ -14,6 +14,7 @@ last row the query returned (the horizon): anything still in the database sorts 
 
 from __future__ import annotations
 
+import bisect
 import dataclasses
 import heapq
 import itertools
@@ -32,6 +33,7 @@ from . import gcpause, handlers
 from .errors import Refused
 from .ids import domain_seed, new_id
 from .keys import PLACES, Key, parse
+from .models import LATE_BUCKETS
 from .rearm import UNHOLDABLE_KINDS, Rearm, rearm_cause
 
 log = logging.getLogger(__name__)
@@ -738,11 +740,29 @@ class Run:
             commits=self.commits,
             events=self.events,
             sends=self.sends,
+            tallies=self._tallies(dirty),
         )
         self.sends_flushed = bool(self.sends)
         if self.on_flush is not None:
             self.on_flush(self.to if (self._complete and not self._heap) else (self._instant or self.to))
         self._reset_buffers()
+
+
+    def _tallies(self, dirty: list[Item]) -> list[tuple]:
+        """The batch's commits counted by kind, outcome and late_by bucket (FireTally's rows to add to): a
+        few rows a batch, written with it, so /metrics never counts the fired timers themselves."""
+        if not self.commits:
+            return []
+        by_id = {i.id: i for i in dirty}
+        tally: dict[tuple[str, str, int], list] = {}
+        for _, _, key, timer_id, outcome, _, _ in self.commits:
+            item = by_id.get(timer_id)
+            kind = item.kind if item is not None else parse(key).kind
+            late = item.late_by.total_seconds() if item is not None and item.late_by is not None else 0.0
+            row = tally.setdefault((kind, outcome, bisect.bisect_left(LATE_BUCKETS, late)), [0, 0.0])
+            row[0] += 1
+            row[1] += late
+        return [(self.domain, k, o, b, n, late) for (k, o, b), (n, late) in sorted(tally.items())]
 
 
 def canonical(obj: Any) -> str:

@@ -3,7 +3,7 @@
 Workers are separate processes (and a web process may run an advance too), so a counter kept in this
 process would count only what this process did. Every family is therefore built from the tables at scrape
 time by one collector, one set query per family, each answered from an index where the table has one; the
-history families (fires, late_by) are one pass over the fired timers. A family whose query fails is left
+history families (fires, late_by) sum FireTally, the counts each batch adds to as it commits. A family whose query fails is left
 out and named in ``kt_metrics_scrape_error``: a scrape answers 200, never 500.
 
 Labels: counters and the histogram carry ``clock`` (``live`` or ``test``: one series per test clock would
@@ -18,7 +18,6 @@ import hmac
 import logging
 import time
 from collections.abc import Callable, Iterable
-from datetime import timedelta
 
 from django.conf import settings
 from django.db import connection, transaction
@@ -31,54 +30,34 @@ from prometheus_client.registry import Collector
 
 from .clock import wall_now
 from .keys import KINDS
-from .models import LIVE, Commit, Lease, Outbox, TestClock, Timer
+from .models import LATE_BUCKETS, LIVE, FireTally, Lease, Outbox, TestClock, Timer
 
 log = logging.getLogger(__name__)
 
-# late_by's buckets, in seconds: a second's jitter, the minutes up to LATE_AFTER_SECONDS (300), then outages.
-LATE_BUCKETS = (1.0, 5.0, 15.0, 60.0, 300.0, 900.0, 3600.0, 21600.0, 86400.0)
 CLOCKS = ("live", "test")
+OUTCOMES = ("committed", "refused")
 HELD_REASONS = {"error": "error", "tick.runaway": "runaway"}  # anything else was held by a hold (or a person)
 
 
 def _family_fires() -> list[Metric]:
-    """kt_timer_fires and kt_timer_late_by_seconds, from one statement (one snapshot, so the two never
-    disagree): one pass over the fired timers, grouped by clock, kind and late_by bucket, and the refused
-    commits. The gate commits a fired timer's key exactly once, committed or refused (timers/gate.py), so
-    committed = fired - refused; grouping by the timers' kind column keeps the plan a hash aggregate."""
-    # late_by is compared as it is stored (an interval; SQLite's whole microseconds), never converted per row.
-    if connection.vendor == "postgresql":
-        bounds: list = [timedelta(seconds=b) for b in LATE_BUCKETS]
-        kind = "split_part(key, ':', 2)"
-    else:
-        bounds = [int(b * 1_000_000) for b in LATE_BUCKETS]
-        kind = "substr(key, instr(key, ':') + 1, instr(substr(key, instr(key, ':') + 1), ':') - 1)"
-    bucket = " ".join(f"WHEN late_by <= %s THEN {i}" for i in range(len(LATE_BUCKETS)))
-    sql = (f"SELECT 'fired', domain LIKE %s, kind, CASE {bucket} WHEN late_by IS NOT NULL THEN {len(LATE_BUCKETS)} "
-           f"END, count(*), sum(late_by) FROM {Timer._meta.db_table} WHERE status = 'fired' GROUP BY 2, 3, 4 "
-           f"UNION ALL SELECT 'refused', domain LIKE %s, {kind}, NULL, count(*), NULL FROM {Commit._meta.db_table} "
-           "WHERE outcome = 'refused' GROUP BY 2, 3")
-    fired = {(c, k): 0 for c in CLOCKS for k in KINDS}  # every series from the start, at 0
-    refused = dict(fired)
+    """kt_timer_fires and kt_timer_late_by_seconds, from one statement over FireTally, which each batch adds
+    its fires to as it commits them: a scrape reads a few rows per clock domain, never the fired timers."""
+    sql = (f"SELECT domain LIKE %s, kind, outcome, bucket, sum(fires), sum(late_seconds) "
+           f"FROM {FireTally._meta.db_table} GROUP BY 1, 2, 3, 4")
+    fired = {(c, k, o): 0 for c in CLOCKS for k in KINDS for o in OUTCOMES}  # every series from the start, at 0
     buckets = {c: [0] * (len(LATE_BUCKETS) + 1) for c in CLOCKS}
     late_sum = dict.fromkeys(CLOCKS, 0.0)
     with connection.cursor() as cur:
-        cur.execute(sql, [f"{LIVE}%", *bounds, f"{LIVE}%"])  # every brand's live clock (live_<brand>)
-        for what, live, kind_, b, n, total in cur.fetchall():
+        cur.execute(sql, [f"{LIVE}%"])  # every brand's live clock (live_<brand>)
+        for live, kind_, outcome, b, n, total in cur.fetchall():
             clock_ = "live" if live else "test"
-            if what == "refused":
-                refused[(clock_, kind_)] = refused.get((clock_, kind_), 0) + n
-                continue
-            fired[(clock_, kind_)] = fired.get((clock_, kind_), 0) + n
-            if b is not None:
-                buckets[clock_][b] += n
-                late_sum[clock_] += _seconds(total)
+            fired[(clock_, kind_, outcome)] = fired.get((clock_, kind_, outcome), 0) + int(n)
+            buckets[clock_][b] += int(n)
+            late_sum[clock_] += float(total or 0.0)
     fires = CounterMetricFamily("kt_timer_fires", "Timers fired through the gate, by kind and the gate's outcome.",
                                 labels=["clock", "kind", "outcome"])
-    for (clock_, kind_), n in sorted(fired.items()):
-        r = refused.get((clock_, kind_), 0)
-        fires.add_metric([clock_, kind_, "committed"], max(0, n - r))
-        fires.add_metric([clock_, kind_, "refused"], r)
+    for (clock_, kind_, outcome), n in sorted(fired.items()):
+        fires.add_metric([clock_, kind_, outcome], n)
     late = HistogramMetricFamily("kt_timer_late_by_seconds", "How late each fired timer fired after it was owed "
                                  "(0 on a test clock, which visits each instant).", labels=["clock"])
     for clock_ in CLOCKS:
@@ -88,12 +67,6 @@ def _family_fires() -> list[Metric]:
             cum.append((bound, running))
         late.add_metric([clock_], cum, sum_value=late_sum[clock_])
     return [fires, late]
-
-
-def _seconds(total: timedelta | int | None) -> float:
-    if total is None:
-        return 0.0
-    return total.total_seconds() if isinstance(total, timedelta) else total / 1_000_000
 
 
 def _le(bound: float) -> str:
@@ -189,7 +162,7 @@ def _family_leases() -> list[Metric]:
 
 
 FAMILIES: tuple[tuple[str, Callable[[], list[Metric]]], ...] = (
-    ("fires", _family_fires),  # and late_by: one pass over the fired timers
+    ("fires", _family_fires),  # and late_by: FireTally's rows
     ("timers", _family_timers),
     ("outbox", _family_outbox),
     ("tick_lag", _family_lag),

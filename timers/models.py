@@ -327,6 +327,34 @@ class Commit(models.Model):
         return f"{self.outcome} {self.key}"
 
 
+# late_by's histogram buckets, in seconds (/metrics): a second's jitter, the minutes up to a warning (300 s),
+# then outages. A fire's bucket is the first bound its late_by does not exceed; past the last, len(...).
+LATE_BUCKETS = (1.0, 5.0, 15.0, 60.0, 300.0, 900.0, 3600.0, 21600.0, 86400.0)
+
+
+class FireTally(models.Model):
+    """Fires through the gate, counted as they commit: a row per clock domain, kind, outcome and late_by
+    bucket, added to by each batch in its own transaction (timers/engine.py). /metrics sums these rows,
+    where it used to count every fired timer at every scrape. A domain's rows are written only by its lease
+    holder, so two workers never wait on one row."""
+
+    domain = models.CharField(max_length=32)
+    kind = models.CharField(max_length=16)
+    outcome = models.CharField(max_length=12, choices=Commit.Outcome.choices)
+    bucket = models.PositiveSmallIntegerField(help_text="Index into LATE_BUCKETS; len(LATE_BUCKETS) is +Inf")
+    fires = models.BigIntegerField(default=0)
+    late_seconds = models.FloatField(default=0.0, help_text="The sum of these fires' late_by")
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(fields=["domain", "kind", "outcome", "bucket"], name="fire_tally_one_row"),
+            models.CheckConstraint(condition=Q(fires__gte=0) & Q(late_seconds__gte=0), name="fire_tally_not_negative"),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.domain} {self.kind} {self.outcome} [{self.bucket}] {self.fires}"
+
+
 class Event(models.Model):
     """The record: append-only. Order is seq within a domain, which is tick order."""
 

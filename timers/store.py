@@ -80,7 +80,7 @@ class PostgresStore:
             return self._items(cur.fetchall())
 
     def write(self, *, domain: str, new: list[Item], changed: list[Item], commits: list[tuple],
-              events: list[tuple], sends: list[tuple]) -> None:
+              events: list[tuple], sends: list[tuple], tallies: list[tuple] = ()) -> None:
         with self._cursor() as cur:
             if new:
                 cols = [c for c in TIMER_FIELDS if c != "data"]
@@ -107,6 +107,8 @@ class PostgresStore:
                 copy_in(cur, "timers_event", ["id", "domain", "brand_id", "type", "subject", "owed_at", "key", "data",
                                               "fired_at", "late_by"],
                         ["varchar"] * 5 + ["timestamptz", "varchar", "jsonb", "timestamptz", "interval"], events)
+            if tallies:
+                cur.execute(_tally_sql(len(tallies), "%b"), [v for row in tallies for v in row], binary=True)
         if sends:
             _write_sends(sends)
 
@@ -119,6 +121,16 @@ _PG_TYPES = {
     "held_since": "timestamptz", "held_by": "varchar", "remaining": "interval", "armed_by": "varchar",
     "brand_id": "varchar", "tick_pass": "smallint",
 }  # fmt: skip
+
+
+def _tally_sql(n: int, mark: str) -> str:
+    """Add n FireTally rows (timers/models.py) to their (domain, kind, outcome, bucket) counts: one multi-row
+    VALUES, all of one domain (routed to one shard where tables are distributed by domain)."""
+    row = "(" + ", ".join([mark] * 6) + ")"
+    return ("INSERT INTO timers_firetally (domain, kind, outcome, bucket, fires, late_seconds) VALUES "
+            + ", ".join([row] * n)
+            + " ON CONFLICT (domain, kind, outcome, bucket) DO UPDATE SET fires = timers_firetally.fires + excluded.fires,"
+            " late_seconds = timers_firetally.late_seconds + excluded.late_seconds")
 
 
 def _write_sends(sends: list[tuple]) -> None:
@@ -161,7 +173,7 @@ class OrmStore:
         return out
 
     def write(self, *, domain: str, new: list[Item], changed: list[Item], commits: list[tuple],
-              events: list[tuple], sends: list[tuple]) -> None:
+              events: list[tuple], sends: list[tuple], tallies: list[tuple] = ()) -> None:
         if new:
             Timer.objects.bulk_create(
                 [Timer(domain=domain, **{f: getattr(i, f) for f in TIMER_FIELDS}) for i in new]
@@ -182,6 +194,9 @@ class OrmStore:
                 [Event(id=e[0], domain=e[1], brand_id=e[2], type=e[3], subject=e[4], owed_at=e[5], key=e[6],
                        data=e[7], fired_at=e[8], late_by=e[9]) for e in events]
             )
+        if tallies:
+            with connection.cursor() as cur:
+                cur.execute(_tally_sql(len(tallies), "%s"), [v for row in tallies for v in row])
         if sends:
             _write_sends(sends)
 
