@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
+import contextvars
+from datetime import timedelta
 from io import StringIO
 
 import pytest
 from django.core.management import call_command
 from django.core.management.base import CommandError
 
+from tests.conftest import T0
 from timers.models import Timer, live_domain
 
 
@@ -112,3 +115,20 @@ def test_owner_console_lists_timers_that_fired_late(admin_client, brand):
     page = admin_client.get("/admin/timers/timer/?late=yes").content.decode()
     assert "job_L:deadline:late:1" in page and "job_L:deadline:ontime:1" not in page
     assert "1h" in page
+
+
+def test_a_bar_hears_the_flushes_of_its_own_context_only(clock, arm):
+    from timers.progress import on_flushes
+    from timers.worker import advance
+
+    arm("job_1:ask:a:1", T0 + timedelta(days=1))
+    arm("job_2:ask:b:1", T0 + timedelta(days=3))
+    heard: list = []
+    with on_flushes(lambda domain, at: heard.append((domain, at))):
+        # Another thread's (or task's) run: a fresh context, as a worker thread beside the CLI would have.
+        contextvars.Context().run(advance, clock.id, T0 + timedelta(days=2))
+        assert heard == []
+        advance(clock.id, T0 + timedelta(days=4))
+    assert heard and {d for d, _ in heard} == {clock.id} and heard[-1][1] == T0 + timedelta(days=4)
+    advance(clock.id, T0 + timedelta(days=5))  # the bar is gone
+    assert heard[-1][1] == T0 + timedelta(days=4)

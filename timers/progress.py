@@ -5,8 +5,9 @@ before, and no bar. While a bar shows, what the command writes is held back and 
 been, once the bar is gone (the bar is transient), so a terminal ends up showing the same lines a pipe gets.
 
 The tick's progress comes from its existing flush callback: advance() and live_step() give their Run an
-``on_flush`` that moves the test clock (``worker._set_frozen``); ``on_flushes`` wraps that factory for the
-duration, so the engine and the worker know nothing of terminals. A bar therefore moves once per batch
+``on_flush`` that moves the test clock (``worker._set_frozen``), which also tells the observers registered
+in the caller's context (``worker.observing_flushes``), so the engine and the worker know nothing of
+terminals. A bar therefore moves once per batch
 (KT_ADVANCE_BATCH_SIZE timers on a test clock, KT_BATCH_SIZE live) or per advance, whichever comes first.
 """
 
@@ -93,32 +94,12 @@ def terminal_bar(command: BaseCommand, description: str, *, total: float | None 
             real.flush()
 
 
-@contextlib.contextmanager
-def on_flushes(report: Callable[[str, datetime], None]) -> Iterator[None]:
-    """Call ``report(domain, at)`` after each flush of a test clock's run, for the duration.
-
-    Wraps ``worker._set_frozen``, the on_flush advance() and live_step() already give their Run (a
-    ``progress`` parameter on advance() would make this unnecessary). The CLI is one thread; nothing else
-    runs a tick in its process while the bar shows.
-    """
+def on_flushes(report: Callable[[str, datetime], None]) -> contextlib.AbstractContextManager[None]:
+    """Call ``report(domain, at)`` after each flush of a test clock's run in this thread, for the duration
+    (``worker.observing_flushes``: the engine and the worker know nothing of terminals)."""
     from . import worker
 
-    original = worker._set_frozen
-
-    def wrapped(clock_id: str) -> Callable[[datetime], None]:
-        write = original(clock_id)
-
-        def both(at: datetime) -> None:
-            write(at)
-            report(clock_id, at)
-
-        return both
-
-    worker._set_frozen = wrapped
-    try:
-        yield
-    finally:
-        worker._set_frozen = original
+    return worker.observing_flushes(report)
 
 
 class TickBar:

@@ -8,10 +8,12 @@ brand's backlog never holds another's owed timers back. Requested advances are c
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import logging
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextvars import ContextVar
 from datetime import datetime, timedelta
 
 from django.conf import settings
@@ -32,10 +34,28 @@ from .timeutil import iso_z
 log = logging.getLogger(__name__)
 
 
+# Who is told, in this thread (or task), where a test clock's run has reached after each flush: the CLI's
+# progress bar (timers/progress.py). A context variable, so a bar sees only the runs of its own command.
+_flush_observers: ContextVar[tuple[Callable[[str, datetime], None], ...]] = ContextVar("kt_flush_observers",
+                                                                                    default=())
+
+
+@contextlib.contextmanager
+def observing_flushes(report: Callable[[str, datetime], None]) -> Iterator[None]:
+    """Call ``report(clock_id, at)`` after each flush of a test clock's run in this context, for the duration."""
+    token = _flush_observers.set((*_flush_observers.get(), report))
+    try:
+        yield
+    finally:
+        _flush_observers.reset(token)
+
+
 def _set_frozen(clock_id: str):
     def write(at: datetime) -> None:
         TestClock.objects.filter(pk=clock_id, frozen_time__lt=at).exclude(status__in=TestClock.GONE).update(
             frozen_time=at)
+        for report in _flush_observers.get():
+            report(clock_id, at)
 
     return write
 
