@@ -747,7 +747,6 @@ class Run:
             self.on_flush(self.to if (self._complete and not self._heap) else (self._instant or self.to))
         self._reset_buffers()
 
-
     def _tallies(self, dirty: list[Item]) -> list[tuple]:
         """The batch's commits counted by kind, outcome and late_by bucket (FireTally's rows to add to): a
         few rows a batch, written with it, so /metrics never counts the fired timers themselves."""
