@@ -41,8 +41,8 @@ def clean() -> None:
 
     with connection.cursor() as cur:
         cur.execute("DELETE FROM timers_commit WHERE id LIKE 'cmt_bm%'")
-        # The bench's domains only: 'live' is the one no brand's clock uses (theirs are live_<brand>).
-        cur.execute("DELETE FROM timers_firetally WHERE domain LIKE 'tc_bm%' OR domain = 'live'")
+        cur.execute("DELETE FROM timers_firetally WHERE domain LIKE 'tc_bm%' OR domain = 'live_bm'")
+        cur.execute("DELETE FROM timers_liveclock WHERE id = 'live_bm'")
         cur.execute("DELETE FROM timers_outbox WHERE id LIKE 'sub_bm%'")
         cur.execute("DELETE FROM timers_timer WHERE id LIKE 'tmr_bm%'")
         cur.execute("DELETE FROM timers_testclock WHERE id LIKE 'tc_bm%'")
@@ -52,10 +52,11 @@ def fill(n: int) -> str:
     from django.db import connection
 
     from timers.clock import wall_now
-    from timers.models import Brand, TestClock
+    from timers.models import Brand, LiveClock, TestClock
 
     now = wall_now()
     brand, _ = Brand.objects.get_or_create(name=BRAND, defaults={"created_at": now})
+    LiveClock.objects.create(id="live_bm")  # the bench's live domain, as a brand's live_<brand> is
     TestClock.objects.bulk_create([TestClock(id=f"tc_bm{i}", brand=brand, frozen_time=now, created_at=now,
                                              name=f"bench {i}") for i in range(CLOCKS)])
     with connection.cursor() as cur:
@@ -68,7 +69,7 @@ def fill(n: int) -> str:
                    'noop', st,
                    CASE WHEN st = 'armed' THEN %(t0)s + i * interval '1 minute' END, %(t0)s, %(t0)s,
                    CASE WHEN st = 'fired' THEN %(t0)s END,
-                   CASE WHEN st = 'fired' THEN CASE WHEN d = 'live' THEN (i %% 600) * interval '1 second'
+                   CASE WHEN st = 'fired' THEN CASE WHEN d = 'live_bm' THEN (i %% 600) * interval '1 second'
                                                     ELSE interval '0' END END,
                    CASE WHEN st = 'fired' THEN 1 ELSE 0 END, CASE WHEN st = 'fired' THEN 1 ELSE 0 END,
                    '', '', '', CASE WHEN st = 'held' THEN %(t0)s END,
@@ -78,7 +79,7 @@ def fill(n: int) -> str:
                          CASE WHEN i %% 100 < 80 THEN 'fired' WHEN i %% 100 < 99 THEN 'armed' ELSE 'held' END AS st,
                          (ARRAY['cycle','schedule','ask','task','deadline','rung','due','window','money'])[1 + i %% 9]
                              AS k,
-                         CASE WHEN i %% 10 = 0 THEN 'live' ELSE 'tc_bm' || (i %% %(clocks)s) END AS d
+                         CASE WHEN i %% 10 = 0 THEN 'live_bm' ELSE 'tc_bm' || (i %% %(clocks)s) END AS d
                   FROM generate_series(1, %(n)s) AS i) AS s
             """,
             {"brand": brand.id, "t0": now.replace(microsecond=0) - timedelta(days=1),
@@ -99,7 +100,7 @@ def fill(n: int) -> str:
             """
             INSERT INTO timers_outbox (id, domain, brand_id, key, attempt, seq, transport, payload, status,
                 error, created_at, claimed_by, lease_until, tries)
-            SELECT 'sub_bm' || i, CASE WHEN i %% 10 = 0 THEN 'live' ELSE 'tc_bm' || (i %% %(clocks)s) END,
+            SELECT 'sub_bm' || i, CASE WHEN i %% 10 = 0 THEN 'live_bm' ELSE 'tc_bm' || (i %% %(clocks)s) END,
                    %(brand)s, 'job_' || i || ':ask:bench:' || i, 1, 0, 'bench', '{}'::jsonb,
                    CASE WHEN i %% 10 < 9 THEN 'sent' WHEN i %% 3 = 0 THEN 'pending' ELSE 'sending' END, '',
                    %(t0)s, CASE WHEN i %% 10 = 9 AND i %% 3 <> 0 THEN 'pg:1:1' ELSE '' END,
@@ -128,16 +129,18 @@ def median_ms(fn, repeat: int) -> float:
 def plans() -> dict[str, str]:
     """The top plan node (and the index it reads) of the index-backed queries."""
     from django.db import connection
-    from django.db.models import Count
+    from django.db.models import Count, OuterRef, Subquery
 
-    from timers.models import LIVE, Timer
+    from timers.models import LiveClock, Timer
 
     queries = {
         "armed": Timer.objects.filter(status="armed").order_by().values_list("domain").annotate(
             n=Count("*")).values_list("domain", "n"),
         "held": Timer.objects.filter(status="held").order_by().values_list("domain", "held_by").annotate(
             n=Count("*")).values_list("domain", "held_by", "n"),
-        "live lag": Timer.objects.filter(domain=LIVE, status="armed").order_by("owed_at").values_list("owed_at")[:1],
+        "live lag": LiveClock.objects.annotate(oldest=Subquery(
+            Timer.objects.filter(domain=OuterRef("pk"), status="armed").order_by("owed_at").values("owed_at")[:1]))
+            .filter(oldest__isnull=False).values_list("id", "oldest"),
     }
     out = {}
     for name, qs in queries.items():
@@ -190,7 +193,7 @@ def main() -> int:
             fams = {f.name: f for f in text_string_to_metric_families(body)}
             fired = sum(s.value for s in fams["kt_timer_fires"].samples)
             armed = sum(s.value for s in fams["kt_timers_armed"].samples if s.labels["domain"].startswith("tc_bm")
-                        or s.labels["domain"] == "live")
+                        or s.labels["domain"] == "live_bm")
             errors = sum(s.value for s in fams["kt_metrics_scrape_error"].samples)
             if errors or fired < n * 0.8 or armed < n * 0.19:
                 print(f"check failed at N={n}: fires {fired}, armed {armed}, errors {errors}")

@@ -4,6 +4,7 @@ timers are armed and fired on a test clock."""
 from __future__ import annotations
 
 import importlib
+import json
 from datetime import timedelta
 from types import SimpleNamespace
 
@@ -15,6 +16,7 @@ from prometheus_client.parser import text_string_to_metric_families
 
 from tests.acme import tax_plan_subscribers
 from tests.conftest import T0
+from tests.test_query_plans import nodes
 from timers import outbox, services
 from timers.clock import wall_now
 from timers.errors import Refused
@@ -277,3 +279,33 @@ def test_a_scrape_sums_the_tally_and_never_reads_the_fired_timers(db):
     fires = [q for q in seen if "timers_firetally" in q]
     assert len(fires) == 1
     assert not [q for q in seen if "timers_timer" in q and "'fired'" in q]  # no pass over the fired timers
+
+
+def test_tick_lag_probes_each_live_clocks_oldest_timer_and_reads_no_other(brand):
+    if connection.vendor != "postgresql":
+        pytest.skip("EXPLAIN ANALYZE: PostgreSQL")
+    from timers import metrics
+    from timers.models import LiveClock
+
+    now = wall_now()
+    for i in range(300):
+        services.timer_arm(brand=brand, key=f"job_{i}:ask:lag:{i}", owed_at=now + timedelta(minutes=i - 60),
+                           domain=LIVE, handler="noop")
+    sent: list = []
+
+    def watch(execute, sql, params, many, context):
+        if "timers_timer" in sql:
+            sent.append((sql, params))
+        return execute(sql, params, many, context)
+
+    with connection.execute_wrapper(watch):
+        (lag,) = metrics._family_lag()
+    assert [s.value for s in lag.samples if s.labels["domain"] == live_domain(brand.id)][0] >= 3600
+    (sql, params), = sent
+    with connection.cursor() as cur:
+        cur.execute("EXPLAIN (ANALYZE, FORMAT JSON) " + sql, params)
+        raw = cur.fetchone()[0]
+    plan = (json.loads(raw) if isinstance(raw, str) else raw)[0]["Plan"]
+    read = sum(n["Actual Rows"] * n["Actual Loops"] for n in nodes(plan) if n.get("Relation Name") == "timers_timer")
+    # An index probe (LIMIT 1) per live clock, where a GROUP BY read all 300 armed timers.
+    assert read <= 2 * LiveClock.objects.count(), read

@@ -21,7 +21,7 @@ from collections.abc import Callable, Iterable
 
 from django.conf import settings
 from django.db import connection, transaction
-from django.db.models import Count, Min
+from django.db.models import Count, OuterRef, Subquery
 from django.http import HttpRequest, HttpResponse, JsonResponse
 from django.views.decorators.csrf import csrf_exempt
 from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, generate_latest
@@ -30,7 +30,7 @@ from prometheus_client.registry import Collector
 
 from .clock import wall_now
 from .keys import KINDS
-from .models import LATE_BUCKETS, LIVE, FireTally, Lease, Outbox, TestClock, Timer
+from .models import LATE_BUCKETS, LIVE, FireTally, Lease, LiveClock, Outbox, TestClock, Timer
 
 log = logging.getLogger(__name__)
 
@@ -130,10 +130,12 @@ def _family_lag() -> list[Metric]:
                             "oldest armed timer owed by now (0 when none is); on a test clock advancing on "
                             "request, advance_to minus frozen_time.", labels=["domain"])
     now = wall_now()
-    # Each brand's live clock (live_<brand>) that has a timer armed.
-    for domain, oldest in (Timer.objects.filter(domain__startswith=LIVE, status="armed").values("domain")
-                           .annotate(m=Min("owed_at")).order_by("domain").values_list("domain", "m")):
-        fam.add_metric([domain], max(0.0, (now - oldest).total_seconds()) if oldest is not None else 0.0)
+    # Each brand's live clock (live_<brand>) that has a timer armed: its oldest, one probe of timer_tick_order per
+    # live clock (as the worker loop's owed_domains reads them), never a read of every armed timer.
+    oldest_of = Timer.objects.filter(domain=OuterRef("pk"), status="armed").order_by("owed_at").values("owed_at")[:1]
+    for domain, oldest in (LiveClock.objects.annotate(oldest=Subquery(oldest_of)).filter(oldest__isnull=False)
+                           .order_by("id").values_list("id", "oldest")):
+        fam.add_metric([domain], max(0.0, (now - oldest).total_seconds()))
     for clock_id, frozen, to in (TestClock.objects.filter(status=TestClock.Status.ADVANCING)
                                  .values_list("id", "frozen_time", "advance_to")):
         fam.add_metric([clock_id], max(0.0, (to - frozen).total_seconds()))
