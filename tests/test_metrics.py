@@ -309,3 +309,28 @@ def test_tick_lag_probes_each_live_clocks_oldest_timer_and_reads_no_other(brand)
     read = sum(n["Actual Rows"] * n["Actual Loops"] for n in nodes(plan) if n.get("Relation Name") == "timers_timer")
     # An index probe (LIMIT 1) per live clock, where a GROUP BY read all 300 armed timers.
     assert read <= 2 * LiveClock.objects.count(), read
+
+
+def test_a_deleted_test_clocks_fires_stay_counted_in_rows_that_do_not_grow_with_clocks(brand, arm, clock):
+    from timers.worker import finish_deletes
+
+    for i in range(3):
+        arm(f"job_{i}:ask:gone:{i}", T0 + timedelta(hours=i + 1))
+    advance(clock.id, T0 + timedelta(days=1))
+    other = services.test_clock_create(brand=brand, frozen_time=T0, name="other")
+    services.timer_arm(brand=brand, key="job_9:ask:gone:9", owed_at=T0 + timedelta(hours=1), domain=other.id,
+                       handler="noop")
+    advance(other.id, T0 + timedelta(days=1))
+    before = scrape()
+    for c in (clock, other):
+        services.test_clock_delete(clock=c)
+    finish_deletes()
+    after = scrape()
+    fires = "kt_timer_fires", "kt_timer_fires_total"
+    assert value(after, *fires, clock="test", kind="ask", outcome="committed") == \
+        value(before, *fires, clock="test", kind="ask", outcome="committed") >= 4
+    late = "kt_timer_late_by_seconds"
+    assert value(after, late, late + "_count", clock="test") == value(before, late, late + "_count", clock="test")
+    # Folded into one set of rows: none left under either clock.
+    assert not FireTally.objects.filter(domain__in=[clock.id, other.id]).exists()
+    assert FireTally.objects.filter(domain=FireTally.RETIRED, kind="ask").values_list("fires", flat=True)[0] >= 4

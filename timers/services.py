@@ -20,7 +20,7 @@ from .handlers import get as get_handler
 from .ids import SEED_PATTERN, SEED_RE, brand_domain, domain_seed, new_id
 from .keys import parse
 from .lease import lease
-from .models import ApiKey, Brand, Commit, Event, LiveClock, TestClock, Timer, is_live
+from .models import ApiKey, Brand, Commit, Event, FireTally, LiveClock, TestClock, Timer, is_live
 from .rearm import UNHOLDABLE_KINDS, Rearm
 from .timeutil import iso_z
 
@@ -176,11 +176,33 @@ def test_clock_finish_delete(*, clock_id: str) -> bool:
         clock.status = TestClock.Status.DELETED
         clock.advance_to = None
         clock.save(update_fields=["status", "advance_to"])
+        fire_tally_retire(domains=[clock.id])
         Event.objects.create(domain=clock.id, brand_id=clock.brand_id, type="test_clock.deleted", subject=clock.id,
                              owed_at=clock.frozen_time, data={"timers_voided": voided, "sends_voided": sends},
                              fired_at=clock.frozen_time)
         test_clock_deleted.send(sender=TestClock, clock=clock)
     return True
+
+
+def fire_tally_retire(*, domains: list[str]) -> None:
+    """Fold the fire tally of test clocks that are gone into one set of rows (``FireTally.RETIRED``): /metrics'
+    counters keep every fire they counted, and a scrape reads rows per live domain, not per clock ever made.
+    Rows are taken in key order, so two retirements at once lock them in the same order."""
+    if not domains:
+        return
+    from django.db import connection
+
+    with connection.cursor() as cur:
+        cur.execute(
+            "INSERT INTO timers_firetally (domain, kind, outcome, bucket, fires, late_seconds) "
+            "SELECT %s, kind, outcome, bucket, sum(fires), sum(late_seconds) FROM timers_firetally "
+            "WHERE domain IN (" + ", ".join(["%s"] * len(domains)) + ") "
+            "GROUP BY kind, outcome, bucket ORDER BY kind, outcome, bucket "
+            "ON CONFLICT (domain, kind, outcome, bucket) DO UPDATE SET fires = timers_firetally.fires + excluded.fires, "
+            "late_seconds = timers_firetally.late_seconds + excluded.late_seconds",
+            [FireTally.RETIRED, *domains],
+        )
+    FireTally.objects.filter(domain__in=domains).delete()
 
 
 def _notify_worker(domain: str) -> None:

@@ -20,7 +20,7 @@ from services.versions import version_deploy
 from timers import progress
 from timers.management.base import KTCommand
 from timers.models import Brand, Commit, Deploy, Event, Outbox, TestClock, Timer, Version
-from timers.services import brand_get_or_create, test_clock_create, timer_arm
+from timers.services import brand_get_or_create, fire_tally_retire, test_clock_create, timer_arm
 
 START = datetime(2027, 1, 20, 14, 0, tzinfo=UTC)
 DEPLOY_AT = datetime(2027, 6, 15, 14, 0, tzinfo=UTC)
@@ -183,6 +183,7 @@ def _remove(brand: Brand, *, seed: str, every: bool) -> None:
     domains = list(clocks.values_list("id", flat=True))
     if not domains:
         return
+    fire_tally_retire(domains=domains)  # what /metrics counted of them stays counted
     for model in (Notification, PolicyValue, Window, MoneyLine, Job, Subscription, Subject, Timer, Event, Commit,
                   Outbox, Deploy):
         model.objects.filter(domain__in=domains).delete()
