@@ -22,6 +22,7 @@ from .keys import parse
 from .lease import lease
 from .models import ApiKey, Brand, Commit, Event, FireTally, LiveClock, TestClock, Timer, is_live
 from .rearm import UNHOLDABLE_KINDS, Rearm
+from .store import TALLY_ADD, TALLY_INSERT
 from .timeutil import iso_z
 
 # Sent when a test clock is deleted, so domain apps void what they keep on it (jobs, subscriptions…).
@@ -194,12 +195,9 @@ def fire_tally_retire(*, domains: list[str]) -> None:
 
     with connection.cursor() as cur:
         cur.execute(
-            "INSERT INTO timers_firetally (domain, kind, outcome, bucket, fires, late_seconds) "
-            "SELECT %s, kind, outcome, bucket, sum(fires), sum(late_seconds) FROM timers_firetally "
+            TALLY_INSERT + "SELECT %s, kind, outcome, bucket, sum(fires), sum(late_seconds) FROM timers_firetally "
             "WHERE domain IN (" + ", ".join(["%s"] * len(domains)) + ") "
-            "GROUP BY kind, outcome, bucket ORDER BY kind, outcome, bucket "
-            "ON CONFLICT (domain, kind, outcome, bucket) DO UPDATE SET fires = timers_firetally.fires + excluded.fires, "
-            "late_seconds = timers_firetally.late_seconds + excluded.late_seconds",
+            "GROUP BY kind, outcome, bucket ORDER BY kind, outcome, bucket" + TALLY_ADD,
             [FireTally.RETIRED, *domains],
         )
     FireTally.objects.filter(domain__in=domains).delete()

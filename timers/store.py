@@ -123,14 +123,17 @@ _PG_TYPES = {
 }  # fmt: skip
 
 
+# FireTally's rows (timers/models.py) added to, not replaced: the tail of every insert into the tally.
+TALLY_INSERT = "INSERT INTO timers_firetally (domain, kind, outcome, bucket, fires, late_seconds) "
+TALLY_ADD = (" ON CONFLICT (domain, kind, outcome, bucket) DO UPDATE SET fires = timers_firetally.fires + excluded.fires,"
+             " late_seconds = timers_firetally.late_seconds + excluded.late_seconds")
+
+
 def _tally_sql(n: int, mark: str) -> str:
-    """Add n FireTally rows (timers/models.py) to their (domain, kind, outcome, bucket) counts: one multi-row
-    VALUES, all of one domain (routed to one shard where tables are distributed by domain)."""
+    """Add n FireTally rows to their (domain, kind, outcome, bucket) counts: one multi-row VALUES, all of one
+    domain (routed to one shard where tables are distributed by domain)."""
     row = "(" + ", ".join([mark] * 6) + ")"
-    return ("INSERT INTO timers_firetally (domain, kind, outcome, bucket, fires, late_seconds) VALUES "
-            + ", ".join([row] * n)
-            + " ON CONFLICT (domain, kind, outcome, bucket) DO UPDATE SET fires = timers_firetally.fires + excluded.fires,"
-            " late_seconds = timers_firetally.late_seconds + excluded.late_seconds")
+    return TALLY_INSERT + "VALUES " + ", ".join([row] * n) + TALLY_ADD
 
 
 def _write_sends(sends: list[tuple]) -> None:
