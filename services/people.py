@@ -31,7 +31,7 @@ from timers.engine import Firing
 from timers.errors import KeepingTimeError, Refused
 from timers.ids import new_id
 from timers.rearm import Rearm
-from timers.timeutil import iso_z
+from timers.timeutil import iso_z, three_quarters
 
 from . import registry
 from .declare import Service, Step
@@ -55,10 +55,6 @@ def _span_end(start: datetime, span: relativedelta) -> datetime:
     return start + span
 
 
-def _three_quarters(start: datetime, end: datetime) -> datetime:
-    return (start + (end - start) * 3 / 4).replace(microsecond=0)
-
-
 def _open(job: Job) -> None:
     if job.status != Job.Status.OPEN:
         raise KeepingTimeError(f"{job.id} is {job.status}; only an open job's steps move", code="job_not_open",
@@ -77,7 +73,7 @@ def step_enter(*, armer: Armer, job: Job, step: Step, by: str = "") -> None:
     due_at = None
     if step.name in svc.step_within:
         due_at = now + svc.step_within[step.name]
-        for point, owed in (("at_risk", _three_quarters(now, due_at)), ("late", due_at)):
+        for point, owed in (("at_risk", three_quarters(now, due_at)), ("late", due_at)):
             armer.arm(f"{job.id}:deadline:{step.name} {point}:#{entry}", owed_at=owed, handler=STEP_DEADLINE,
                       data={"job": job.id, "step": step.name, "entry": entry, "point": point, "due": iso_z(due_at)},
                       opened_at=job.opened_at, version=job.version)
@@ -249,7 +245,7 @@ def _hold_key(task: Task, point: str, move: int) -> str:
 
 def _arm_hold(armer: Armer, task: Task, *, start: datetime, move: int) -> None:
     job = task.job
-    for point, owed in (("warn", _three_quarters(start, task.hold_until)), ("hold", task.hold_until)):
+    for point, owed in (("warn", three_quarters(start, task.hold_until)), ("hold", task.hold_until)):
         armer.arm(_hold_key(task, point, move), owed_at=owed, handler=TASK,
                   data={"task": task.id, "point": point, "take": task.takes}, opened_at=job.opened_at,
                   version=job.version)

@@ -23,7 +23,7 @@ from timers.owners import owner_filter
 from timers.rearm import Rearm
 from timers.rows import insert_new, read
 from timers.schedules import schedule_run_closed
-from timers.timeutil import iso_z
+from timers.timeutil import iso_z, three_quarters
 
 from . import registry, tiers
 from .declare import Service, check_input
@@ -481,7 +481,7 @@ def _deadline_times(job: Job, svc: Service, opened: dict[str, list] | None = Non
             clock__owner_ref=job.id, clock__domain=job.domain, clock__name=within.anchor)
         anchor = min(i.due_date for i in items)
         late_at = business_calendar(job.subject).close_of(within.apply(anchor)) + timedelta(minutes=1)
-    at_risk = (job.opened_at + (late_at - job.opened_at) * 3 / 4).replace(microsecond=0)
+    at_risk = three_quarters(job.opened_at, late_at)
     return at_risk, late_at
 
 

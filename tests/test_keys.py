@@ -101,3 +101,14 @@ def test_bad_spans(text):
 def test_trace_times_print_utc_with_z():
     assert trace_z(at("2028-02-01T14:00Z")) == "2028-02-01 14:00Z"
     assert trace_z(at("2026-11-24T14:02:11Z")) == "2026-11-24 14:02:11Z"
+
+
+def test_three_quarters_of_the_way_and_never_past_the_end():
+    from datetime import UTC, datetime
+
+    from timers.timeutil import three_quarters
+
+    start, end = datetime(2027, 1, 1, tzinfo=UTC), datetime(2027, 1, 5, tzinfo=UTC)
+    assert three_quarters(start, end) == datetime(2027, 1, 4, tzinfo=UTC)
+    assert three_quarters(end, start) == start  # the end came first: at risk at the end, not after it
+    assert three_quarters(start, start) == start

@@ -442,6 +442,27 @@ def test_a_notice_received_mints_its_reply_once_within_the_plans_allowance(db):
     assert sub.usage["notice-response"] == 3
 
 
+def test_a_job_opened_past_its_own_deadline_records_at_risk_then_late_in_order(db):
+    from calendars.services import DirectArmer
+    from services.services import subject_event
+    from timers.models import Event
+
+    out = StringIO()
+    call_command("loadexample", "apis_tax", "--reset", stdout=out)
+    tc = out.getvalue().split("test clock ")[1].split()[0]
+    call_command("tick", "--to", "2027-08-01T12:00Z", "--test-clock", tc, stdout=StringIO())
+    subject = Subject.objects.get(domain=tc)
+    # "3d before reply", and the reply is due the day after tomorrow: the job is late as it opens.
+    (job,) = subject_event(armer=DirectArmer(brand=subject.brand_id, domain=tc), subject=subject,
+                           type="notice.received", key="CP14-9", data={"reply_by": "2027-08-03"})
+    at_risk, late = (Timer.objects.get(domain=tc, key=f"{job.id}:deadline:{p}:{job.period}") for p in ("at_risk", "late"))
+    assert late.owed_at < at("2027-08-01T12:00Z") and at_risk.owed_at == late.owed_at
+    call_command("tick", "--to", "2027-08-01T12:05Z", "--test-clock", tc, stdout=StringIO())
+    types = list(Event.objects.filter(domain=tc, subject=job.id, type__in=["job.at_risk", "job.late"])
+                 .order_by("seq").values_list("type", flat=True))
+    assert types == ["job.at_risk", "job.late"]
+
+
 def test_a_schedule_mints_at_its_declared_local_time(world):
     """Not always 09:00: a schedule's ``time`` is the local minute its mints fire, in the subject's zone, and a
     time that is not one is refused at load naming the file and field."""

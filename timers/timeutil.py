@@ -52,6 +52,13 @@ def after_span(start: datetime, span: relativedelta, *, text: str = "") -> datet
                           "can reach") from None
 
 
+def three_quarters(start: datetime, end: datetime) -> datetime:
+    """Three quarters of the way from ``start`` to ``end`` (a deadline's at-risk point, a hold's warning), in
+    whole seconds, and never after ``end``: a job opened after its own deadline is at risk at the deadline,
+    where the warning still comes before the lateness (the key's point orders them at one instant)."""
+    return min(end, (start + (end - start) * 3 / 4).replace(microsecond=0))
+
+
 def parse_instant(text: str) -> datetime:
     """An RFC 3339 instant with an explicit zone (``Z`` or an offset), e.g. 2026-12-01T09:00Z; seconds and a
     fraction are optional. A naive time, a bare date, a week date or anything around it is refused."""
