@@ -51,6 +51,9 @@ class Armer(Protocol):
 
     def retime(self, key: str, *, owed_at: datetime, by: Rearm) -> None: ...
 
+    # Pin armed and held timers to another version under their own keys and times (a clock's repin).
+    def repin(self, keys: list[str], *, version: str) -> None: ...
+
     def record(self, type: str, *, subject: str, data: dict) -> None: ...
 
     def state(self, key: str) -> tuple[str, datetime | None] | None: ...
@@ -83,6 +86,10 @@ class FiringArmer:
 
     def retime(self, key, *, owed_at, by):
         self.f.retime(key, owed_at=owed_at, by=by)
+
+    def repin(self, keys, *, version):
+        for key in keys:
+            self.f.repin(key, version=version)
 
     def record(self, type, *, subject, data):
         self.f.record(type, subject=subject, data=data, key=self.f.timer.key)
@@ -136,6 +143,10 @@ class DirectArmer:
         # An unchanged time stays as it is, cause and all (as the tick's retime).
         Timer.objects.filter(domain=self.domain, key=key, status="armed").exclude(owed_at=owed_at).update(
             owed_at=owed_at, by=by.value, tick_pass=1)
+
+    def repin(self, keys, *, version):
+        Timer.objects.filter(domain=self.domain, key__in=list(keys), status__in=["armed", "held"]).update(
+            version=version)
 
     def record(self, type, *, subject, data):
         Event.objects.create(domain=self.domain, brand_id=self.brand_id, type=type, subject=subject,

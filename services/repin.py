@@ -136,6 +136,9 @@ def clock_repin(*, armer: Armer, clock: Clock, version: str, dry_run: bool,
     if dry_run:
         return changes
     armer.supersede_all([c.key for c in changes if c.action == "supersede"], by=by)
+    # The timers the newer bundle arms alike stay, pinned to it: what they arm next is its, and the older
+    # version is left with no timer of this clock (it retires once none is left).
+    armer.repin([c.key for c in changes if c.action == "keep"], version=version)
     for c in changes:
         if c.action == "arm":
             extra = plans[c.key][1]

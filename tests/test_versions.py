@@ -347,6 +347,10 @@ def test_a_subject_clock_repins_when_a_newer_job_of_its_service_joins(brand, tmp
     armed = set(Timer.objects.filter(domain=clock.id, owner__startswith=old_clock.id, status="armed")
                 .values_list("key", "version"))
     assert any(":rung:notice 30d:2026@0" in k and v == second.version for k, v in armed)
+    # The rung both bundles arm alike stays under its key and time, pinned to the newer one: the older
+    # version keeps no timer of the clock.
+    assert any(":rung:notice 90d:2026@0" in k for k, _ in armed)
+    assert {v for _, v in armed} == {second.version}
 
 
 def test_a_subject_clock_opened_in_a_batch_repins_when_a_newer_job_joins_in_the_same_batch(
@@ -386,7 +390,44 @@ def test_a_subject_clock_opened_in_a_batch_repins_when_a_newer_job_joins_in_the_
     old_clock = Clock.objects.get(owner_ref=first.id)
     assert old_clock.version == second.version
     assert Event.objects.filter(domain=clock.id, type="clock.repinned", subject=old_clock.id).exists()
+    # Inside the tick too: the kept rung is pinned to the newer bundle by the batch's own write.
+    armed = Timer.objects.filter(domain=clock.id, owner__startswith=old_clock.id, status="armed")
+    assert armed.filter(key__contains=":rung:notice 90d:2026@0").exists()
+    assert set(armed.values_list("version", flat=True)) == {second.version}
 
+
+
+def test_a_stored_subject_clock_repinned_by_a_firing_keeps_its_alike_timers_pinned_to_the_newer_bundle(
+        brand, tmp_path, registry_state, monkeypatch, handler):
+    # The first job's timers are in the table before the tick; the newer job opens inside a firing, so the
+    # repin of the kept rung is the batch's own write of a stored timer (not an insert of a new one).
+    from calendars.services import FiringArmer
+    from services.services import job_open
+    from tests.acme import acme_subject
+
+    clock = _two_versions(tmp_path, monkeypatch, brand, "carry_stored", CARRY.replace("{rungs}", '"notice 90d",'),
+                          CARRY.replace("{rungs}", '"notice 90d", "notice 30d"'))
+    subject = acme_subject(brand, clock.id)
+    first = job_open(armer=DirectArmer(brand=brand, domain=clock.id, now=START), brand_id=brand.id,
+                     domain=clock.id, service="carry-watch", subject=subject, period="2026", input={})
+    with override_settings(KEEPING_TIME_SERVICES=[*LIVE_PATHS, "carry_stored.v2"]):
+        registry.load()
+    opened = {}
+
+    def opens(f):
+        opened["job"] = job_open(armer=FiringArmer(f), brand_id=brand.id, domain=f.run.domain,
+                                 service="carry-watch", subject=subject, period="2027", input={})
+
+    handler("t.opens", opens, atomic=True)
+    timer_arm(brand=brand, key="job_2:task:opens:1", owed_at=START.replace(hour=16), domain=clock.id,
+              handler="t.opens")
+    advance(clock.id, START.replace(hour=18))
+    second = opened["job"]
+    assert first.version != second.version
+    old_clock = Clock.objects.get(owner_ref=first.id)
+    armed = Timer.objects.filter(domain=clock.id, owner__startswith=old_clock.id, status="armed")
+    assert armed.filter(key__contains=":rung:notice 90d:2026@0").exists()
+    assert set(armed.values_list("version", flat=True)) == {second.version}
 
 PLAN = '''
 from services.declare import Price, Service, SubjectSpec

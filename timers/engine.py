@@ -180,6 +180,11 @@ class Firing:
         the cause from the closed list, kept in the timer's ``by``."""
         self.ops.append(("retime", key, owed_at, str(rearm_cause(by))))
 
+    def repin(self, key: str, *, version: str) -> None:
+        """Pin an armed or held timer to ``version`` under its own key and owed time (a clock's repin keeps
+        the timers the newer bundle arms alike): what it arms from then on is pinned there too."""
+        self.ops.append(("repin", key, version))
+
     def state(self, key: str) -> tuple[str, datetime | None] | None:
         """A timer's status and owed time as the tick sees it now, with what this firing has proposed for it
         so far: a handler reads its own proposal as code outside the tick reads its own writes (a firing
@@ -295,6 +300,7 @@ class Run:
         self.commits: list[tuple] = []
         self.events: list[tuple] = []
         self.sends: list[tuple] = []
+        self._repinned: set[str] = set()  # ids of stored timers whose version a repin changed
         for item in self._by_key.values():
             item.new = False
             item.dirty = False
@@ -720,6 +726,13 @@ class Run:
             if row is not None:
                 row.children.append(TraceRow("armed", parent.pass_no, owed_at, None, item.place, item.kind,
                                              item.owner, f"{key} retimed"))
+        elif kind == "repin":
+            _, key, version = op
+            item = self._lookup(key, parent)
+            if item is None or item.status not in ("armed", "held") or item.version == version:
+                return
+            item.version, item.dirty = version, True
+            self._repinned.add(item.id)
         elif kind == "send":
             _, submission, transport, payload, attempt, seq = op
             self.sends.append((submission, self.domain, parent.brand_id, parent.key, attempt, transport, payload,
@@ -741,6 +754,7 @@ class Run:
             events=self.events,
             sends=self.sends,
             tallies=self._tallies(dirty),
+            versions=[(i.id, i.version) for i in dirty if not i.new and i.id in self._repinned],
         )
         self.sends_flushed = bool(self.sends)
         if self.on_flush is not None:

@@ -80,7 +80,7 @@ class PostgresStore:
             return self._items(cur.fetchall())
 
     def write(self, *, domain: str, new: list[Item], changed: list[Item], commits: list[tuple],
-              events: list[tuple], sends: list[tuple], tallies: list[tuple] = ()) -> None:
+              events: list[tuple], sends: list[tuple], tallies: list[tuple] = (), versions: list[tuple] = ()) -> None:
         with self._cursor() as cur:
             if new:
                 cols = [c for c in TIMER_FIELDS if c != "data"]
@@ -107,6 +107,10 @@ class PostgresStore:
                 copy_in(cur, "timers_event", ["id", "domain", "brand_id", "type", "subject", "owed_at", "key", "data",
                                               "fired_at", "late_by"],
                         ["varchar"] * 5 + ["timestamptz", "varchar", "jsonb", "timestamptz", "interval"], events)
+            if versions:  # a repin's (rare): apart, so the batch's update of every changed timer stays as it is
+                cur.execute("UPDATE timers_timer AS t SET version = v.version FROM unnest(%b::varchar[], %b::varchar[]) "
+                            "AS v(id, version) WHERE t.id = v.id AND t.domain = %b",
+                            [[i for i, _ in versions], [v for _, v in versions], domain], binary=True)
             if tallies:
                 cur.execute(_tally_sql(len(tallies), "%b"), [v for row in tallies for v in row], binary=True)
         if sends:
@@ -176,7 +180,7 @@ class OrmStore:
         return out
 
     def write(self, *, domain: str, new: list[Item], changed: list[Item], commits: list[tuple],
-              events: list[tuple], sends: list[tuple], tallies: list[tuple] = ()) -> None:
+              events: list[tuple], sends: list[tuple], tallies: list[tuple] = (), versions: list[tuple] = ()) -> None:
         if new:
             Timer.objects.bulk_create(
                 [Timer(domain=domain, **{f: getattr(i, f) for f in TIMER_FIELDS}) for i in new]
@@ -187,6 +191,8 @@ class OrmStore:
                 wakes=i.wakes, superseded_by=i.superseded_by or "", by=i.by or "", held_since=i.held_since,
                 held_by=i.held_by or "", remaining=i.remaining, tick_pass=i.tick_pass or 1,
             )
+        for timer_id, version in versions:
+            Timer.objects.filter(pk=timer_id).update(version=version)
         if commits:
             Commit.objects.bulk_create(
                 [Commit(id=c[0], domain=c[1], key=c[2], timer_id=c[3], outcome=c[4], code=c[5], at=c[6])
