@@ -16,6 +16,7 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
+from decimal import Decimal
 from zoneinfo import ZoneInfo
 
 from django.db import transaction
@@ -64,6 +65,7 @@ from .services import (
     job_end,
     job_resume_work,
     job_wait,
+    penalty_notice,
     subject_event,
     subscription_cancel,
     subscription_pause,
@@ -754,6 +756,49 @@ class ClockSatisfyView(BrandAPIView):
         with through_the_gate():
             clock_satisfy(armer=DirectArmer(brand=self.brand, domain=clock.domain), item=it, by=body["by"])
         return Response(clock_json(clock))
+
+
+class ClockPenaltySerializer(serializers.Serializer):
+    notice = serializers.CharField(max_length=64, help_text="The notice that assessed it, e.g. CP14")
+    amount = serializers.DecimalField(max_digits=12, decimal_places=2, min_value=Decimal("0.01"),
+                                      help_text="The penalty assessed, in USD")
+
+
+class PenaltySerializer(serializers.Serializer):
+    object = const("penalty", "PenaltyObject")
+    clock = serializers.CharField()
+    period = serializers.CharField()
+    notice = serializers.CharField()
+    amount_cents = serializers.IntegerField()
+    guarantee_cap_cents = serializers.IntegerField(help_text="0 when the clock carries no guarantee")
+    credited_cents = serializers.IntegerField(help_text="What the brand's line credits: the penalty, up to what is "
+                                              "left of the cap")
+    money_line = serializers.CharField(allow_null=True, help_text="The credit's money line (collected by its "
+                                       "money timer), or null when nothing is credited")
+
+
+class ClockPenaltyView(BrandAPIView):
+    @extend_schema(
+        operation_id="clocks_penalties_create", tags=["clocks"], request=ClockPenaltySerializer,
+        summary="Record a penalty notice for the clock's period",
+        description="Recorded as clock.penalty. When the clock carries a guarantee, the penalty is credited from "
+                    "the brand's line up to the guarantee's cap (members' pay stays whole). The same notice "
+                    "again answers with its first credit and records nothing.",
+        responses={201: PenaltySerializer, **ERRORS, **NOT_FOUND},
+    )
+    def post(self, request, clock_id: str):
+        clock = get_clock(self.brand, clock_id)
+        body = self.body(ClockPenaltySerializer)
+        cents = int(body["amount"] * 100)
+        with through_the_gate():
+            line = penalty_notice(armer=DirectArmer(brand=self.brand, domain=clock.domain), clock=clock,
+                                  amount_cents=cents, notice=body["notice"])
+        return Response({
+            "object": "penalty", "clock": clock.id, "period": clock.period, "notice": body["notice"],
+            "amount_cents": cents, "guarantee_cap_cents": round(float((clock.guarantee or {}).get("cap_usd", 0)) * 100),
+            "credited_cents": line.amount_cents if line is not None else 0,
+            "money_line": line.id if line is not None else None,
+        }, status=201)
 
 
 # -- versions -----------------------------------------------------------------------------------------

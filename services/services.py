@@ -564,10 +564,22 @@ def deadline_follows_clock(armer: Armer, item: ClockItem) -> None:
     batches.save(job, fields=["late_at"])
 
 
+@transaction.atomic
 def penalty_notice(*, armer: Armer, clock: Clock, amount_cents: int, notice: str) -> MoneyLine | None:
     """A penalty notice for a clock's period. If the clock carries a guarantee (the brand answers for it),
-    the penalty is credited from the brand's line, up to the guarantee's cap; AI and members' pay stay whole."""
+    the penalty is credited from the brand's line, up to the guarantee's cap; AI and members' pay stay whole.
+
+    One notice at a time per clock (its row is locked: the cap is read, then spent), and a notice already
+    credited returns its line again and records nothing (its line's id is seeded by the notice)."""
+    if amount_cents <= 0:
+        raise KeepingTimeError(f"a penalty is a positive amount, not {amount_cents} cents", code="invalid_amount")
+    Clock.objects.select_for_update().filter(pk=clock.pk).first()
     job = Job.objects.filter(pk=clock.owner_ref).first()
+    occurrence = f"guarantee {notice}"
+    if job is not None:
+        seen = MoneyLine.objects.filter(pk=new_id("mny", seed=_seed(clock.domain, job.id, "credit", occurrence))).first()
+        if seen is not None:
+            return seen
     cap = round(float((clock.guarantee or {}).get("cap_usd", 0)) * 100)
     already = sum(MoneyLine.objects.filter(job=job, kind="credit", memo__startswith=f"guarantee · {clock.id}")
                   .values_list("amount_cents", flat=True)) if job else 0
@@ -578,7 +590,7 @@ def penalty_notice(*, armer: Armer, clock: Clock, amount_cents: int, notice: str
         return None
     return post_money(armer=armer, brand_id=clock.brand_id, domain=clock.domain, kind="credit", cents=credit,
                       memo=f"guarantee · {clock.id} · {notice}", owed_at=armer.now, key_owner=job.id,
-                      occurrence=f"guarantee {notice}", subscription=job.subscription, job=job)
+                      occurrence=occurrence, subscription=job.subscription, job=job)
 
 
 def job_end(*, armer: Armer, job: Job, status: str, reason: str = "") -> Job:

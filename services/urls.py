@@ -30,6 +30,7 @@ urlpatterns = [
     path("clocks/<str:clock_id>/items/<str:item>/postpone", people_api.ClockPostponeView.as_view(),
          name="clock-item-postpone"),
     path("clocks/<str:clock_id>/inputs", people_api.ClockInputsView.as_view(), name="clock-inputs"),
+    path("clocks/<str:clock_id>/penalties", api.ClockPenaltyView.as_view(), name="clock-penalties"),
     path("clocks/<str:clock_id>", api.ClockDetailView.as_view(), name="clock-detail"),
     path("versions", api.VersionListView.as_view(), name="version-list"),
     path("owner/jobs/<str:job_id>/repin", api.JobRepinView.as_view(), name="owner-job-repin"),

@@ -330,7 +330,8 @@ def test_the_schema_lists_the_domain_paths(live_server):
     for path in ("/subscriptions", "/subscriptions/{subscription_id}", "/subscriptions/{subscription_id}/cancel",
                  "/subscriptions/{subscription_id}/update", "/jobs", "/jobs/{job_id}", "/jobs/{job_id}/deliver",
                  "/jobs/{job_id}/cancel", "/jobs/{job_id}/activity", "/clocks/{clock_id}",
-                 "/clocks/{clock_id}/items/{item}/choose", "/clocks/{clock_id}/items/{item}/satisfy"):
+                 "/clocks/{clock_id}/items/{item}/choose", "/clocks/{clock_id}/items/{item}/satisfy",
+                 "/clocks/{clock_id}/penalties"):
         assert path in doc["paths"], path
     for name in ("Subscription", "Job", "Clock", "TimerSummary"):
         assert name in doc["components"]["schemas"], name
@@ -397,3 +398,38 @@ def test_a_due_re_run_over_http_moves_a_date_by_due_input(tax):
     assert moved.data["by"] == "due"
     assert set(Timer.objects.filter(domain=tax.tc, owner=f"{clock.id}#US", status="superseded")
                .values_list("by", flat=True)) == {"due.input"}
+
+
+def test_a_penalty_notice_over_http_is_credited_up_to_the_guarantees_cap_once_per_notice(tax, globex):
+    from services.models import MoneyLine
+
+    job = tax.job()
+    pay, file = tax.clock(job, "pay"), tax.clock(job, "file")
+    Clock.objects.filter(pk=pay.id).update(guarantee={"cap_usd": 500})  # the brand answers for the pay date
+    got = [tax.api.post(f"/clocks/{pay.id}/penalties", {"notice": n, "amount": "300.00"}) for n in ("CP14", "CP501",
+                                                                                                     "CP503")]
+    assert [r.status for r in got] == [201, 201, 201], [r.body for r in got]
+    assert [r.body["credited_cents"] for r in got] == [30_000, 20_000, 0]  # capped at $500
+    assert got[0].body["guarantee_cap_cents"] == 50_000 and got[0].body["period"] == "2027"
+    assert got[2].body["money_line"] is None
+    lines = MoneyLine.objects.filter(job=job, kind="credit")
+    assert sorted(lines.values_list("amount_cents", flat=True)) == [20_000, 30_000]
+    # The same notice again: its first credit, and nothing more recorded.
+    again = tax.api.post(f"/clocks/{pay.id}/penalties", {"notice": "CP14", "amount": "300.00"})
+    assert again.status == 201 and again.body["money_line"] == got[0].body["money_line"]
+    assert Event.objects.filter(domain=tax.tc, type="clock.penalty", subject=pay.id).count() == 3
+    assert lines.count() == 2
+    # No guarantee: recorded, nothing credited.
+    r = tax.api.post(f"/clocks/{file.id}/penalties", {"notice": "CP2000", "amount": "100"})
+    assert r.status == 201 and r.body["credited_cents"] == 0 and r.body["guarantee_cap_cents"] == 0
+    # Bad input and other brands' clocks: a clear error, nothing recorded.
+    for body, param in (({"notice": "CP1", "amount": "-5"}, "amount"), ({"amount": "5"}, "notice"),
+                        ({"notice": "CP1", "amount": "lots"}, "amount")):
+        r = tax.api.post(f"/clocks/{pay.id}/penalties", body)
+        assert r.status == 400 and r.body["error"]["param"] == param, r.body
+    assert tax.api.post("/clocks/clk_nope/penalties", {"notice": "CP1", "amount": "5"}).status == 404
+    assert globex.post(f"/clocks/{pay.id}/penalties", {"notice": "CP1", "amount": "5"}).status == 404
+    assert Event.objects.filter(domain=tax.tc, type="clock.penalty").count() == 4
+    # The credits are collected by their money timers, as any line.
+    call_command("tick", "--to", "2028-02-02T00:00Z", "--test-clock", tax.tc, stdout=StringIO())
+    assert set(lines.values_list("status", flat=True)) == {"collected"}
