@@ -155,6 +155,11 @@ class Clock(models.Model):
     def __str__(self) -> str:
         return f"{self.id} {self.name} {self.period}"
 
+    @property
+    def guarantee_cap_cents(self) -> int:
+        """What the brand credits at most for penalties on this clock's period: 0 without a guarantee."""
+        return round(float((self.guarantee or {}).get("cap_usd", 0)) * 100)
+
 
 class ClockItem(models.Model):
     """One coming of a clock's date for one item: its civil date, the rolled date, its moves."""

@@ -795,7 +795,7 @@ class ClockPenaltyView(BrandAPIView):
                                   amount_cents=cents, notice=body["notice"])
         return Response({
             "object": "penalty", "clock": clock.id, "period": clock.period, "notice": body["notice"],
-            "amount_cents": cents, "guarantee_cap_cents": round(float((clock.guarantee or {}).get("cap_usd", 0)) * 100),
+            "amount_cents": cents, "guarantee_cap_cents": clock.guarantee_cap_cents,
             "credited_cents": line.amount_cents if line is not None else 0,
             "money_line": line.id if line is not None else None,
         }, status=201)

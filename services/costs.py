@@ -43,7 +43,7 @@ def clock_costs(clocks: Iterable[Clock]) -> dict[str, Cost]:
                 says.append(f"{usd(late)} off the price if the work is late" if late else
                             "the plan includes this work: a late price comes off no charge")
         if clock.guarantee:
-            cap = round(float(clock.guarantee.get("cap_usd", 0)) * 100)
+            cap = clock.guarantee_cap_cents
             cents += cap
             says.append(f"penalties credited from the brand's line, up to {usd(cap)}")
         if clock.hard:

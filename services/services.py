@@ -580,7 +580,7 @@ def penalty_notice(*, armer: Armer, clock: Clock, amount_cents: int, notice: str
         seen = MoneyLine.objects.filter(pk=new_id("mny", seed=_seed(clock.domain, job.id, "credit", occurrence))).first()
         if seen is not None:
             return seen
-    cap = round(float((clock.guarantee or {}).get("cap_usd", 0)) * 100)
+    cap = clock.guarantee_cap_cents
     already = sum(MoneyLine.objects.filter(job=job, kind="credit", memo__startswith=f"guarantee · {clock.id}")
                   .values_list("amount_cents", flat=True)) if job else 0
     credit = max(0, min(amount_cents, cap - already)) if clock.guarantee else 0
