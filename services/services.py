@@ -103,12 +103,17 @@ def _arm_schedule(armer: Armer, sub: Subscription, name: str, period: Period) ->
 
 
 # -- money -------------------------------------------------------------------------------------------
+def money_line_id(domain: str, key_owner: str, kind: str, occurrence: str) -> str:
+    """A money line's id, seeded by what it is for: posting the same line again finds it taken."""
+    return new_id("mny", seed=_seed(domain, key_owner, kind, occurrence))
+
+
 def post_money(*, armer: Armer, brand_id: str, domain: str, kind: str, cents: int, memo: str, owed_at: datetime,
                key_owner: str, occurrence: str, subscription: Subscription | None = None,
                job: Job | None = None, step: str = "") -> MoneyLine:
     """Post a line as owed and arm the money timer (place 8) that collects it."""
     line = MoneyLine(
-        id=new_id("mny", seed=_seed(domain, key_owner, kind, occurrence)), brand_id=brand_id, domain=domain,
+        id=money_line_id(domain, key_owner, kind, occurrence), brand_id=brand_id, domain=domain,
         subscription=subscription, job=job, kind=kind, amount_cents=cents, memo=memo, owed_at=owed_at, step=step,
     )
     batches.create(line)
@@ -577,7 +582,7 @@ def penalty_notice(*, armer: Armer, clock: Clock, amount_cents: int, notice: str
     job = Job.objects.filter(pk=clock.owner_ref).first()
     occurrence = f"guarantee {notice}"
     if job is not None:
-        seen = MoneyLine.objects.filter(pk=new_id("mny", seed=_seed(clock.domain, job.id, "credit", occurrence))).first()
+        seen = MoneyLine.objects.filter(pk=money_line_id(clock.domain, job.id, "credit", occurrence)).first()
         if seen is not None:
             return seen
     cap = clock.guarantee_cap_cents
