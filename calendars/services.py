@@ -436,15 +436,27 @@ def _arm_item(armer: Armer, item: ClockItem, spec: ClockSpec, cal: BusinessCalen
                 _supersede_acks(armer, item, rung, move - 1, key, by=by, due=prev_due or item.due_date)
             continue
         key = rung_key(item, rung, move=move)
-        armer.arm(key, owed_at=cal.at(rung.day(item.due_date), spec.at), handler=RUNG_HANDLER,
-                  data={**data, "rung": rung.text}, opened_at=opened, version=version)
+        owed = cal.at(rung.day(item.due_date), spec.at)
         if supersede_prev:
-            armer.supersede(rung_key(item, rung, move=move - 1), by=by, successor=key)
+            prev = rung_key(item, rung, move=move - 1)
+            if owed <= armer.now and not _still_ahead(armer, prev):
+                # It rang for the old date (or was passed over) and its time for the new one is past too:
+                # arming it again would send the same notice late. Only what is still ahead moves.
+                continue
+        armer.arm(key, owed_at=owed, handler=RUNG_HANDLER, data={**data, "rung": rung.text}, opened_at=opened,
+                  version=version)
+        if supersede_prev:
+            armer.supersede(prev, by=by, successor=key)
     key = due_key(item, move=move)
     armer.arm(key, owed_at=item.due_at + timedelta(minutes=1), handler=DUE_HANDLER, data=data, opened_at=opened,
               version=version)
     if supersede_prev:
         armer.supersede(due_key(item, move=move - 1), by=by, successor=key)
+
+
+def _still_ahead(armer: Armer, key: str) -> bool:
+    state = armer.state(key)
+    return state is not None and state[0] in ("armed", "held")
 
 
 def _ack_keys(item: ClockItem, rung: Rung, move: int, *, due: date) -> list[str]:

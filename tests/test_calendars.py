@@ -225,3 +225,51 @@ def test_a_date_that_came_unsatisfied_waits_on_its_owners_choice(brand, acme):
     with pytest.raises(KeepingTimeError) as err:
         clock_choose(armer=armer, item=item, option="shrug")
     assert err.value.code == "unknown_option"
+
+
+def test_a_move_sends_again_only_what_is_still_ahead(brand, acme):
+    # timers-and-replay, the re-arm table: clock.moved "supersedes each notice, escalate, ack and due timer still
+    # ahead and arms its successor at @n+1". A rung that rang for the old date and whose time for the new one
+    # has passed too is not armed again: it would send the same notice weeks late.
+    tc, subject = acme
+    file, _ = open_return(brand, tc, subject)
+    advance(tc.id, at("2028-04-16T00:00Z"))  # NJ's 90d and 30d notices rang for 05-15
+    nj = f"{file.id}#US-NJ"
+
+    def notices():
+        return [tuple(e) for e in Event.objects.filter(domain=tc.id, type="clock.notice", subject=nj)
+                .order_by("fired_at", "id").values_list("data__rung", "data__due")]
+
+    assert notices() == [("notice 90d", "2028-05-15"), ("notice 30d", "2028-05-15")]
+    assert calendar_close_day(calendar=subject.calendar, day=date(2028, 5, 15), why="office closed") == 1
+    assert items(file)["US-NJ"].due_date == date(2028, 5, 16)
+    assert not Timer.objects.filter(domain=tc.id, key=f"{nj}:rung:notice 90d:2027@1").exists()
+    # Still ahead for the new date: the 30d notice rings for 05-16 (as notice 30d@1 rings for the extended
+    # date in the seed), and the escalation moves a day.
+    assert owed(tc, f"{nj}:rung:notice 30d:2027@1") == at("2028-04-16T13:00Z")
+    assert owed(tc, f"{nj}:rung:escalate 7d:2027@1") == at("2028-05-09T13:00Z")
+    advance(tc.id, at("2028-05-01T00:00Z"))
+    assert notices() == [("notice 90d", "2028-05-15"), ("notice 30d", "2028-05-15"), ("notice 30d", "2028-05-16")]
+
+
+def test_a_move_earlier_sends_the_latest_notice_it_passed_over(brand, acme):
+    # The other way: rungs still ahead whose times for the new date have passed are re-armed, and the gap rule
+    # sends only the latest of them at once (the earlier one is recorded superseded by 'gap').
+    from calendars import specs
+    from calendars.specs import ClockSpec
+
+    specs.register("tests.moving", ClockSpec(
+        name="report", due=lambda x: date.fromisoformat(x.get("due", "2027-09-30")),
+        rungs=("notice 60d", "notice 30d", "notice 10d"), lives_on="subject"))
+    tc, subject = acme  # frozen at 2027-06-01 12:00Z: every rung is ahead
+    armer = DirectArmer(brand=brand, domain=tc.id)
+    clock = clock_open(armer=armer, brand=brand, domain=tc.id, subject=subject, spec_name="tests.moving",
+                       owner_ref=subject.id, period="2027")
+    clock_inputs_changed(armer=armer, clock=clock, inputs={"due": "2027-06-22"})
+    advance(tc.id, at("2027-06-02T00:00Z"))
+    sent = [tuple(e) for e in Event.objects.filter(domain=tc.id, type="clock.notice", subject=clock.id)
+            .values_list("data__rung", "data__due")]
+    assert sent == [("notice 30d", "2027-06-22")]
+    gap = Timer.objects.get(domain=tc.id, key=f"{clock.id}:rung:notice 60d:2027@1")
+    assert (gap.status, gap.by) == ("superseded", "gap")
+    assert owed(tc, f"{clock.id}:rung:notice 10d:2027@1") == at("2027-06-12T13:00Z")
