@@ -33,7 +33,7 @@ from timers.schedules import Started, TargetKind, compact, register_target
 from timers.timeutil import iso_z, local_instant
 
 from . import registry
-from .declare import ServiceError
+from .declare import ServiceError, check_input
 from .models import Job
 from .periods import EACH, Period, next_period, period_of, previous_period
 
@@ -124,6 +124,9 @@ def _clean_service(target: dict, brand: Brand, domain: str) -> dict:
     data = target.get("input") or {}
     if not isinstance(data, dict):
         raise KeepingTimeError("target.input is an object", code="invalid_target")
+    # As an event that opens the Service is checked: a bad input is refused now (400 invalid_input), not at
+    # every fire as a dead letter.
+    check_input(svc.input, data, where="target.input")
     return {"service": name, "subject": subject, "input": data}
 
 
@@ -138,10 +141,38 @@ def _start_service(f: Firing, sch: Schedule, run: ScheduleRun) -> Started:
     from .services import job_open
 
     subject = Subject.objects.get(pk=sch.target["subject"])
-    job = job_open(armer=FiringArmer(f), brand_id=sch.brand_id, domain=sch.domain, service=sch.target["service"],
-                   subject=subject, period=compact(run.intended_at), input=dict(sch.target.get("input") or {}),
+    service, data = sch.target["service"], dict(sch.target.get("input") or {})
+    svc = registry.get(service, registry.live_version(service, domain=sch.domain, now=f.now or f.instant))
+    job = job_open(armer=FiringArmer(f), brand_id=sch.brand_id, domain=sch.domain, service=service,
+                   subject=subject, period=job_period(sch, svc.subject.period, data, run.intended_at), input=data,
                    schedule=sch.id, job_id=new_id("job", seed=f"{domain_seed(sch.domain)}|{run.id}", length=10))
     return Started(ref=job.id, tick="succeeded")
+
+
+def job_period(sch: Schedule, declared, data: dict, intended: datetime) -> str:
+    """The period of the job a fire opens: of the kind the Service declares (``SubjectSpec.period``), the one
+    whose fire this is for a calendar-period spec of that kind (``each quarter at 15d after end`` opens the
+    quarter that ended), else the one the fire's day falls in, in the schedule's zone. A Service that declares
+    no period: the fire's instant (20270301T0900Z)."""
+    if declared is None:
+        return compact(intended)
+    each, ends = declared.of, declared.ends_for(data)
+    spec = schedule_spec.parse(sch.spec, sch.zone)
+    p = period_of(each, intended.astimezone(spec.zone if isinstance(spec, EachPeriod) else ZoneInfo(sch.zone))
+                  .date(), ends=ends)
+    if isinstance(spec, EachPeriod) and spec.each == each:
+        # An offset may put a period's fire periods away from it: back while the fires are later, on while
+        # they are earlier.
+        for step, past in ((previous_period, lambda w: w < intended), (next_period, lambda w: w > intended)):
+            q = p
+            for _ in range(24 * 100):
+                w = spec.when(q)
+                if w == intended:
+                    return q.name
+                if past(w):
+                    break
+                q = step(each, q, ends=ends)
+    return p.name
 
 
 def _cancel_service(f: Firing, run: ScheduleRun) -> bool:

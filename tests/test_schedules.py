@@ -291,7 +291,7 @@ def _overlap(brand, subject, policy: str):
     sch = schedule_create(brand=brand, domain=tc.id, spec={"every": "10m"}, overlap=policy,
                           target={"service": "t-task", "subject": sbj.id})
     advance(tc.id, at("2027-01-04T15:34Z"))
-    first = Job.objects.get(schedule=sch.id, period="20270104T1510Z")
+    first = Job.objects.get(pk=ScheduleRun.objects.get(schedule=sch, intended_at=at("2027-01-04T15:10Z")).ref)
     if first.status == Job.Status.OPEN:
         job_deliver(armer=DirectArmer(brand=brand, domain=tc.id), job=first)  # the :10 Run closes at :34
     return tc, sch
@@ -344,8 +344,10 @@ def test_overlap_cancel_other_cancels_the_open_run_and_starts_the_newest(brand, 
     tc, sch = _overlap(brand, subject, "cancel_other")
     sch.refresh_from_db()
     assert started(sch) == [("15:10", "15:10"), ("15:20", "15:20"), ("15:30", "15:30")]
-    jobs = dict(Job.objects.filter(schedule=sch.id).values_list("period", "status"))
-    assert jobs == {"20270104T1510Z": "canceled", "20270104T1520Z": "canceled", "20270104T1530Z": "open"}
+    status = dict(Job.objects.filter(schedule=sch.id).values_list("id", "status"))
+    jobs = {r.intended_at.strftime("%H:%M"): status[r.ref] for r in ScheduleRun.objects.filter(schedule=sch)
+            if r.ref}
+    assert jobs == {"15:10": "canceled", "15:20": "canceled", "15:30": "open"}
     outcomes = dict(ScheduleRun.objects.filter(schedule=sch).values_list("intended_at__minute", "outcome"))
     assert outcomes[10] == "job canceled" and outcomes[20] == "job canceled"
 
@@ -442,6 +444,41 @@ def test_a_services_schedule_mints_through_the_same_runs_and_ticks(brand, subjec
     runs[0].refresh_from_db()
     assert runs[0].state == "closed" and runs[0].outcome == "job delivered"
     assert schedule_json(sch)["next_fire_times"] == ["2027-04-02T13:00:00Z"]  # EDT by April
+
+
+
+def test_a_service_target_opens_its_job_for_the_period_the_service_declares(brand, subject):
+    """The job a fire opens is of the Service's own period kind: the period the fire's day falls in (t-task's
+    month), or, for a calendar-period spec of that kind, the period whose fire it is (the quarter that ended):
+    its clocks' due functions read that period, where a fire's instant crashed them into dead letters."""
+    from tests.acme import acme_subject
+
+    tc = clock_at(brand, "2027-01-04T15:05Z")
+    task = schedule_create(brand=brand, domain=tc.id, spec={"every": "1d"}, overlap="allow",
+                           target={"service": "t-task", "subject": subject(tc).id})
+    estimate = schedule_create(brand=brand, domain=tc.id, spec={"each": "quarter", "at": "15d after end",
+                                                                "time": "09:00"}, zone=NY, overlap="allow",
+                               target={"service": "estimate", "subject": acme_subject(brand, tc.id).id})
+    advance(tc.id, at("2027-04-20T00:00Z"))
+    days = list(Job.objects.filter(schedule=task.id).order_by("opened_at").values_list("period", flat=True))
+    assert days[0] == "2027-01" and days[-1] == "2027-04" and len(days) == 106
+    # 15 days after each quarter's end, at 09:00 New York: the quarter that ended is the job's.
+    assert ticks(estimate) == [("2027-01-16T14:00Z", "succeeded"), ("2027-04-16T13:00Z", "succeeded")]
+    jobs = Job.objects.filter(schedule=estimate.id).order_by("opened_at")
+    assert [(j.period, j.status) for j in jobs] == [("2026-Q4", "open"), ("2027-Q1", "open")]
+    assert not DeadLetter.objects.filter(schedule__in=[task, estimate]).exists()
+
+
+def test_a_service_targets_input_is_checked_when_the_schedule_is_made(brand, subject, api):
+    tc = clock_at(brand, "2027-01-04T15:05Z")
+    sbj = subject(tc).id
+    for bad, param in (({"reply_by": "not-a-date"}, "target.input.reply_by"), ({}, "target.input.reply_by")):
+        r = api.post("/schedules", {"test_clock": tc.id, "spec": {"every": "1d"},
+                                    "target": {"service": "notice-response", "subject": sbj, "input": bad}},
+                     format="json")
+        assert r.status_code == 400, r.json()
+        assert r.json()["error"]["code"] == "invalid_input" and r.json()["error"]["param"] == param
+    assert not Schedule.objects.filter(domain=tc.id).exists()
 
 
 # -- (5) the API and the CLI -----------------------------------------------------------------------------
