@@ -401,6 +401,26 @@ def test_catchup_window_outside_10s_to_365d_is_refused(brand, clock, target):
     assert not Schedule.objects.exists()
 
 
+def test_on_a_test_clock_a_failing_call_is_settled_at_its_fire_however_the_advance_is_cut(brand, target):
+    """schedules.txt: a schedule runs "the same way on a test clock as on the brand's own". The outbox retries a
+    failing call in wall time, outside the clock's; whether the next fire found the Run open depended on
+    whether the advance was one call (the call still queued: fired) or two (its retry pending: skipped)."""
+    target.status = 500
+
+    def way(steps: list[str]) -> tuple[list, int]:
+        tc = clock_at(brand, "2027-03-01T00:00Z")
+        sch = schedule_create(brand=brand, domain=tc.id, spec={"every": "1h"},
+                              target={"url": target.url, "retries": 3})
+        for step in steps:
+            advance(tc.id, at(step))
+        sch.refresh_from_db()
+        return started(sch), sch.skipped
+
+    one = way(["2027-03-01T03:30Z"])
+    two = way(["2027-03-01T01:30Z", "2027-03-01T03:30Z"])
+    assert one == two == ([("01:00", "01:00"), ("02:00", "02:00"), ("03:00", "03:00")], 0)
+
+
 def test_trigger_fires_now_under_the_overlap_policy(brand, clock, target):
     sch = schedule_create(brand=brand, domain=clock.id, spec={"every": "1d"}, target={"url": target.url})
     schedule_trigger(schedule=sch)

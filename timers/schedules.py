@@ -179,9 +179,14 @@ def _start_http(f: Firing, sch: Schedule, run: ScheduleRun) -> Started:
 
 
 def _http_open(runs: QuerySet, sch: Schedule) -> QuerySet:
-    # A call queued by this very batch has not left yet: on a test clock it settles at the instant it fires,
-    # as soon as the batch is written. Open is a call the outbox still owes: pending, being sent, retrying.
-    # The domain's owed HTTP calls are few (the outbox_pending index): read them first, then their Runs.
+    # On a test clock a call settles at the instant it fires: the outbox sends (and retries) in wall time,
+    # outside the clock's time, so whether a later fire finds it open would depend on how the advance was cut
+    # (one call, or day by day) and on how fast the far end answered. Live, open is a call the outbox still
+    # owes: pending, being sent, retrying; one queued by this very batch has not left yet and settles as soon
+    # as the batch is written. The domain's owed HTTP calls are few (the outbox_pending index): read them
+    # first, then their Runs.
+    if not is_live(sch.domain):
+        return runs.none()
     owed = list(Outbox.objects.filter(domain=sch.domain, transport=HTTP, status__in=["pending", "sending"])
                 .values_list("id", flat=True)[:1000])
     return runs.filter(ref__in=owed) if owed else runs.none()
