@@ -30,9 +30,10 @@ from timers.ids import domain_seed, new_id
 from timers.models import Brand, Schedule, ScheduleRun, ScheduleTick
 from timers.rows import insert_new
 from timers.schedules import Started, TargetKind, compact, register_target
-from timers.timeutil import iso_z, local_instant
+from timers.timeutil import iso_z, local_instant, zone_named
 
 from . import registry
+from .declare import Period as DeclaredPeriod
 from .declare import ServiceError, check_input
 from .models import Job
 from .periods import EACH, Period, next_period, period_of, previous_period
@@ -142,14 +143,14 @@ def _start_service(f: Firing, sch: Schedule, run: ScheduleRun) -> Started:
 
     subject = Subject.objects.get(pk=sch.target["subject"])
     service, data = sch.target["service"], dict(sch.target.get("input") or {})
-    svc = registry.get(service, registry.live_version(service, domain=sch.domain, now=f.now or f.instant))
+    svc = registry.get(service, registry.live_version(service, domain=sch.domain, now=f.now))
     job = job_open(armer=FiringArmer(f), brand_id=sch.brand_id, domain=sch.domain, service=service,
                    subject=subject, period=job_period(sch, svc.subject.period, data, run.intended_at), input=data,
                    schedule=sch.id, job_id=new_id("job", seed=f"{domain_seed(sch.domain)}|{run.id}", length=10))
     return Started(ref=job.id, tick="succeeded")
 
 
-def job_period(sch: Schedule, declared, data: dict, intended: datetime) -> str:
+def job_period(sch: Schedule, declared: DeclaredPeriod | None, data: dict, intended: datetime) -> str:
     """The period of the job a fire opens: of the kind the Service declares (``SubjectSpec.period``), the one
     whose fire this is for a calendar-period spec of that kind (``each quarter at 15d after end`` opens the
     quarter that ended), else the one the fire's day falls in, in the schedule's zone. A Service that declares
@@ -158,8 +159,7 @@ def job_period(sch: Schedule, declared, data: dict, intended: datetime) -> str:
         return compact(intended)
     each, ends = declared.of, declared.ends_for(data)
     spec = schedule_spec.parse(sch.spec, sch.zone)
-    p = period_of(each, intended.astimezone(spec.zone if isinstance(spec, EachPeriod) else ZoneInfo(sch.zone))
-                  .date(), ends=ends)
+    p = period_of(each, intended.astimezone(zone_named(sch.zone)).date(), ends=ends)
     if isinstance(spec, EachPeriod) and spec.each == each:
         # An offset may put a period's fire periods away from it: back while the fires are later, on while
         # they are earlier.
