@@ -1,7 +1,7 @@
 from django.urls import include, path
 
-from portals.api import PortalSessionView
 from portals.owner.site import site as owner_console
+from services.portal_api import PortalSessionView
 from timers.metrics import metrics_view
 
 urlpatterns = [

@@ -338,3 +338,27 @@ class PolicyValue(models.Model):
 
     def __str__(self) -> str:
         return f"{self.service}.{self.name} = {self.value}"
+
+
+def new_portal_session_id() -> str:
+    return new_id("pts")
+
+
+class PortalSession(models.Model):
+    """A link the brand makes for one subject's customer (``POST /portal_sessions``, Stripe's customer-portal
+    sessions): valid for an hour, it signs the customer in to the customer portal for that subject. Only the
+    token's sha256 is stored."""
+
+    id = IdField(primary_key=True, max_length=32, default=new_portal_session_id, editable=False)
+    brand = models.ForeignKey(Brand, on_delete=models.CASCADE, related_name="portal_sessions")
+    subject = models.ForeignKey(Subject, on_delete=models.CASCADE, related_name="portal_sessions")
+    digest = models.CharField(max_length=64, unique=True)
+    created_at = models.DateTimeField()
+    expires_at = models.DateTimeField()
+
+    class Meta:
+        constraints = [models.CheckConstraint(name="portal_session_expires_after_creation",
+                                              condition=models.Q(expires_at__gt=models.F("created_at")))]
+
+    def __str__(self) -> str:
+        return f"{self.id} · {self.subject_id}"

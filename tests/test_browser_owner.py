@@ -18,11 +18,10 @@ from django.core.management import call_command
 from django.db import connection
 
 from calendars.models import ClockItem
-from portals.models import Membership
 from tests.axe import assert_accessible
 from tests.browser import VIEWPORTS, browser, expect  # noqa: F401  (browser is a fixture)
 from timers import outbox
-from timers.models import Brand, Event
+from timers.models import Brand, Event, Membership
 from timers.worker import advance
 
 CAME_DUE = datetime(2027, 10, 17, tzinfo=UTC)

@@ -24,7 +24,6 @@ from django.core.management import call_command
 from django.urls import reverse
 
 from calendars.models import Calendar, Clock, ClockItem, Subject
-from portals.models import Membership
 from portals.owner.dashboard import dates_at_risk, next_30_days
 from portals.owner.scope import AsOf, brand_zone
 from portals.owner.site import site
@@ -32,7 +31,7 @@ from services.models import Job, MoneyLine, Notification, Subscription, Task
 from tests.acme import acme_subject, open_return
 from tests.conftest import admin_url
 from timers import outbox
-from timers.models import Brand, Event, TestClock, Timer, live_domain
+from timers.models import Brand, Event, Membership, TestClock, Timer, live_domain
 from timers.services import domain_now, test_clock_create
 from timers.worker import advance
 

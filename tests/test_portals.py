@@ -20,11 +20,10 @@ from django.core.management import call_command
 from django.test import Client
 
 from calendars.models import Clock, ClockItem, Subject
-from portals.models import Membership
-from portals.services import portal_session_create
 from services.models import Subscription, Task
+from services.portal_sessions import portal_session_create
 from timers.clock import wall_now
-from timers.models import Brand, Event, Timer
+from timers.models import Brand, Event, Membership, Timer
 from timers.services import brand_get_or_create
 from timers.worker import advance
 

@@ -22,12 +22,13 @@ from calendars.models import ClockItem, Subject
 from calendars.services import business_calendar, clock_choose, clock_satisfy
 from services import registry
 from services.costs import clock_costs, usd
+from services.members import brand_people
 from services.models import Ask, Grant, Job, Subscription
+from services.portal_sessions import portal_session_open
 from services.services import subscription_cancel, subscription_uncancel
 from timers.models import Timer, brand_domain
 
 from ..acting import act, private
-from ..services import brand_people, portal_session_open
 
 SESSION_KEY = "customer_portal"
 

@@ -23,15 +23,14 @@ from calendars.models import ClockItem, Subject
 from calendars.services import clock_choose, clock_satisfy
 from services import registry
 from services.costs import clock_costs
+from services.members import member_names
 from services.models import Task, Window
 from services.people import step_done, task_extend, task_release, task_take, window_close, window_open
-from timers.models import TestClock, Timer, brand_domain, is_live, live_domain
+from timers.models import Membership, TestClock, Timer, brand_domain, is_live, live_domain
 from timers.services import domain_now
 from timers.timeutil import iso_z
 
 from ..acting import act
-from ..models import Membership
-from ..services import member_names
 
 LOGIN = reverse_lazy("delivery:login")
 

@@ -27,9 +27,9 @@ from services.services import (
     subscription_resume,
 )
 from timers.errors import KeepingTimeError, Refused
+from timers.models import Membership
 from timers.services import domain_now
 
-from ..models import Membership
 from .scope import scope
 
 
@@ -54,7 +54,7 @@ def attempt(fn: Callable[[], str]) -> Outcome:
 def who(user, brand_id: str | None = None) -> str:
     """How the record names the owner acting: their membership's name (in the object's brand when given),
     else their username."""
-    from portals.models import Membership
+    from timers.models import Membership
 
     names = Membership.objects.filter(user=user).exclude(name="")
     if brand_id is not None:

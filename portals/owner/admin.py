@@ -19,14 +19,24 @@ from django.utils.html import format_html, format_html_join
 from calendars.admin import ClockItemAdmin as CalendarsClockItemAdmin
 from calendars.entries import clock_what
 from calendars.models import Clock, ClockItem
-from portals.models import Membership, PortalSession
 from services import registry
 from services.api import usage_json
 from services.costs import usd
 from services.declare import ServiceError
-from services.models import Ask, Grant, Job, MoneyLine, Notification, PolicyValue, Subscription, Task, Window
+from services.models import (
+    Ask,
+    Grant,
+    Job,
+    MoneyLine,
+    Notification,
+    PolicyValue,
+    PortalSession,
+    Subscription,
+    Task,
+    Window,
+)
 from timers.admin import ReadOnlyAdmin, ReadOnlyMixin
-from timers.models import Timer
+from timers.models import Membership, Timer
 
 from . import actions
 from .scope import request_brands

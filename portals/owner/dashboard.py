@@ -22,10 +22,9 @@ from services import registry
 from services.costs import Cost, clock_costs, job_costs, usd
 from services.declare import ServiceError
 from services.models import Ask, Grant, Job, Notification, Task, Window
-from timers.models import Event, Timer, in_domain
+from timers.models import Event, Membership, Timer, in_domain
 from timers.timeutil import duration_text
 
-from ..models import Membership
 from .scope import AsOf
 
 SOON = timedelta(days=7)  # an open date this close, not yet kept, is at risk

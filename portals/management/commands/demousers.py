@@ -7,9 +7,8 @@ import secrets
 
 from django.contrib.auth import get_user_model
 
-from portals.models import Membership
 from timers.management.base import KTCommand
-from timers.models import Brand
+from timers.models import Brand, Membership
 
 OWNERS = {"owner": "Olive Owner"}
 MEMBERS = {"api.forsale": ("grace", "linus")}

@@ -100,8 +100,8 @@ class Command(KTCommand):
         from the account's last reply on 3 November."""
         from django.contrib.auth import get_user_model
 
-        from portals.models import Membership
         from services.people import ACT
+        from timers.models import Membership
 
         self.bar.step("loading api_forsale: the test clock, the members and the calendar")
         clock = test_clock_create(brand=brand, frozen_time=FORSALE_START, name="api.forsale deals", seed=seed)

@@ -12,7 +12,7 @@ from timers.api.serializers import StrictCharField
 from timers.api.views import ERRORS, NOT_FOUND, BrandAPIView, SafeJSONParser, get_owned
 from timers.timeutil import iso_z
 
-from .services import portal_session_create
+from .portal_sessions import portal_session_create
 
 
 class PortalSessionSerializer(serializers.Serializer):

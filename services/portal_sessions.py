@@ -1,6 +1,6 @@
-"""The apps' own writes and reads of who may act: portal sessions (a customer's one-hour link) and a brand's
-members. Keyword-only; the wall clock only for the links' expiry (a sign-in is a real-world act, not
-domain time)."""
+"""Portal sessions: a link the brand makes (``POST /portal_sessions``) that signs a subject's customer in to the
+customer portal for an hour. Keyword-only; the wall clock only for the link's expiry (a sign-in is a
+real-world act, not domain time)."""
 
 from __future__ import annotations
 
@@ -13,10 +13,9 @@ from timers.clock import wall_now
 from timers.errors import KeepingTimeError
 from timers.models import Brand
 
-from .models import Membership, PortalSession
+from .models import PortalSession
 
 PORTAL_SESSION_LIFETIME = timedelta(hours=1)
-STAFF_NAMES = ("the brand",)
 
 
 def _digest(token: str) -> str:
@@ -43,19 +42,3 @@ def portal_session_open(*, token: str, now: datetime | None = None) -> PortalSes
     if found is None or found.expires_at <= (now or wall_now()):
         return None
     return found
-
-
-def brand_people(brand_id: str) -> set[str]:
-    """The names that stand for the brand: "the brand", and each member's and owner's name and username.
-    A clock answered for by one of these is the brand's; any other name is the customer's."""
-    names = set(STAFF_NAMES)
-    for name, username in Membership.objects.filter(brand_id=brand_id).values_list("name", "user__username"):
-        names.update(n for n in (name, username) if n)
-    return names
-
-
-def member_names(user) -> set[str]:
-    """What clocks call this member: their username and their membership names."""
-    names = {user.get_username()}
-    names.update(n for n in Membership.objects.filter(user=user).values_list("name", flat=True) if n)
-    return names

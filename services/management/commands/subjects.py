@@ -45,7 +45,7 @@ class Command(KTCommand):
         getattr(self, f"_{o['action']}")(o)
 
     def _portal(self, o):
-        from portals.services import portal_session_create
+        from services.portal_sessions import portal_session_create
 
         subject = self.subject(o["subject_id"])
         session, path = portal_session_create(brand=subject.brand, subject=subject)
