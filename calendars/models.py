@@ -56,9 +56,17 @@ class Calendar(models.Model):
     closes = models.TimeField(default=time(23, 59))
     holiday_country = models.CharField(max_length=8, blank=True, help_text="holidays package country, e.g. US")
     holiday_subdiv = models.CharField(max_length=16, blank=True, help_text="its subdivision, e.g. DC")
+    is_default = models.BooleanField(
+        default=False, help_text="The brand's calendar: a subject that names none, of a Service that declares none, "
+                                 "keeps its dates on it")
+    metadata = models.JSONField(default=dict, blank=True)
+    created_at = models.DateTimeField(null=True, blank=True)
 
     class Meta:
-        constraints = [models.UniqueConstraint(fields=["brand", "name"], name="calendar_name_per_brand")]
+        constraints = [
+            models.UniqueConstraint(fields=["brand", "name"], name="calendar_name_per_brand"),
+            models.UniqueConstraint(fields=["brand"], condition=Q(is_default=True), name="calendar_one_default"),
+        ]
 
     def __str__(self) -> str:
         return f"{self.name} ({self.zone})"
@@ -100,6 +108,7 @@ class Subject(models.Model):
     input = models.JSONField(default=dict, blank=True)
     feed_digest = models.CharField(max_length=64, blank=True, help_text="sha256 of the calendar feed token")
     created_at = models.DateTimeField()
+    metadata = models.JSONField(default=dict, blank=True, help_text="the brand's own keys and values (Stripe's)")
 
     class Meta:
         constraints = [

@@ -47,6 +47,7 @@ class Subscription(models.Model):
     cycle_started_at = models.DateTimeField()
     usage = models.JSONField(default=dict, blank=True, help_text="allowances used this cycle, by Service")
     opened_at = models.DateTimeField()
+    metadata = models.JSONField(default=dict, blank=True, help_text="the brand's own keys and values (Stripe's)")
 
     def __str__(self) -> str:
         return f"{self.id} {self.service}"
@@ -84,6 +85,7 @@ class Job(models.Model):
         default=0, help_text="how many times a step was entered: names the current step's Task, ask and timers")
     opened_at = models.DateTimeField()
     closed_at = models.DateTimeField(null=True, blank=True)
+    metadata = models.JSONField(default=dict, blank=True, help_text="the brand's own keys and values (Stripe's)")
 
     class Meta:
         constraints = [
@@ -362,3 +364,25 @@ class PortalSession(models.Model):
 
     def __str__(self) -> str:
         return f"{self.id} · {self.subject_id}"
+
+
+class PoolMember(models.Model):
+    """Who is in a pool: data the owner console edits, never a deploy. A Service declares a pool by name and
+    its hold (``Pool(hold="2d")``); a member of the brand in the pool of that name may take its Tasks."""
+
+    brand = models.ForeignKey(Brand, on_delete=models.CASCADE, related_name="pool_members")
+    pool = models.CharField(max_length=40, help_text="the pool's name, as Services declare it: brokers")
+    membership = models.ForeignKey("timers.Membership", on_delete=models.CASCADE, related_name="pools")
+    added_at = models.DateTimeField()
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(fields=["membership", "pool"], name="pool_member_once"),
+        ]
+        indexes = [
+            # task_take and the delivery portal: is this member in the pool; who is in it.
+            models.Index(fields=["brand", "pool"], name="pool_member_brand_pool"),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.pool}: {self.membership.user}"
