@@ -49,6 +49,13 @@ class Subscription(models.Model):
     opened_at = models.DateTimeField()
     metadata = models.JSONField(default=dict, blank=True, help_text="the brand's own keys and values (Stripe's)")
 
+    class Meta:
+        constraints = [
+            # A plan runs once per subject at a time: a second would mint every job twice.
+            models.UniqueConstraint(fields=["subject", "service"], condition=Q(status="active"),
+                                    name="subscription_one_active_per_plan"),
+        ]
+
     def __str__(self) -> str:
         return f"{self.id} {self.service}"
 
