@@ -61,6 +61,7 @@ def load(paths: list[str] | None = None) -> dict[str, Service]:
     known = {name: svc for name, (svc, _) in found.items()}
     for svc in known.values():
         svc.check(known)
+    _check_kinds(known)
     for name, (svc, module) in found.items():
         _services[name] = svc
         _bundles[name] = b = bundle_of(module)
@@ -70,6 +71,18 @@ def load(paths: list[str] | None = None) -> dict[str, Service]:
             specs.register(clock_spec_name(name, clock_name, b.digest), spec)
     specs.set_resolver(_resolve_spec)
     return known
+
+
+def _check_kinds(known: dict[str, Service]) -> None:
+    """Services that take one kind of subject name its key alike: a subject is checked against one grammar."""
+    first: dict[str, Service] = {}
+    for svc in known.values():
+        spec = svc.subject
+        seen = first.setdefault(spec.kind, svc)
+        if (seen.subject.key, seen.subject.pattern) != (spec.key, spec.pattern):
+            raise ServiceError(f"{svc.where}: subject kind {spec.kind!r} has key {spec.key!r} "
+                               f"({spec.pattern or 'any text'}) here and {seen.subject.key!r} "
+                               f"({seen.subject.pattern or 'any text'}) in {seen.where}; a kind's key is one grammar")
 
 
 def clock_spec_name(service: str, clock: str, version: str | None = None) -> str:

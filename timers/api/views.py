@@ -17,7 +17,7 @@ import re
 
 from django.db.models import Count, Q, QuerySet
 from drf_spectacular.utils import OpenApiResponse, extend_schema
-from rest_framework.exceptions import ParseError
+from rest_framework.exceptions import AuthenticationFailed, ParseError
 from rest_framework.parsers import FormParser, JSONParser
 from rest_framework.response import Response
 from rest_framework.views import APIView
@@ -26,7 +26,8 @@ from .. import services
 from ..errors import KeepingTimeError, NotFound
 from ..models import LIVE_PREFIX, Brand, Event, TestClock, Timer, is_live, live_domain
 from ..owners import owner_filter
-from .auth import livemode
+from . import idempotency
+from .auth import SecretKeyAuthentication, livemode
 from .serializers import (
     DeletedTestClockSerializer,
     ErrorSerializer,
@@ -87,6 +88,20 @@ class SafeJSONParser(JSONParser):
 class BrandAPIView(APIView):
     # JSON, and form fields as Stripe's clients send them (flat fields only).
     parser_classes = [SafeJSONParser, FormParser]
+
+    def dispatch(self, request, *args, **kwargs):
+        key = request.META.get(idempotency.HEADER)
+        if request.method != "POST" or key is None:
+            return super().dispatch(request, *args, **kwargs)
+        try:
+            found = SecretKeyAuthentication().authenticate(request)
+        except AuthenticationFailed:
+            found = None
+        if found is None:  # no key, or a bad one: the view answers 401, and nothing is kept
+            return super().dispatch(request, *args, **kwargs)
+        brand = found[1]
+        return idempotency.run(request=request, brand=brand, livemode=livemode(brand), key=key,
+                               call=lambda: super(BrandAPIView, self).dispatch(request, *args, **kwargs))
 
     @property
     def brand(self) -> Brand:

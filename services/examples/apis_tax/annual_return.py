@@ -5,8 +5,8 @@ from . import tax
 annual_return = Service(
     name="annual-return",
     title="the {period} return",
-    subject=SubjectSpec(kind="taxpayer", key="ein", period=Period(of="tax_year",
-                                                                  ends=lambda i: i.get("year_end", "12-31")),
+    subject=SubjectSpec(kind="taxpayer", key="ein", pattern=r"[0-9]{2}-[0-9]{7}", example="12-3456789",
+                        period=Period(of="tax_year", ends=lambda i: i.get("year_end", "12-31")),
                         keeps=("carryforwards", "tax")),
     # The return waits on the organizer's books from the mint: its deadline counts only once they arrive.
     waits=Wait(on="the organizer", until="books.received"),

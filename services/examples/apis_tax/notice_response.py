@@ -5,7 +5,8 @@ from services.declare import Input, Period, Price, Service, SubjectSpec, clock
 notice_response = Service(
     name="notice-response",
     title="the reply to notice {period}",
-    subject=SubjectSpec(kind="taxpayer", key="ein", period=Period(of="tax_year")),
+    subject=SubjectSpec(kind="taxpayer", key="ein", pattern=r"[0-9]{2}-[0-9]{7}", example="12-3456789",
+                        period=Period(of="tax_year")),
     price=Price(usd=450, within="3d before reply"),
     input={"reply_by": Input("date", required=True, help="the day the notice says to reply by, YYYY-MM-DD")},
     clocks={

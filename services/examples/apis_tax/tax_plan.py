@@ -3,8 +3,8 @@ from services.declare import Input, Period, Price, Schedule, Service, SubjectSpe
 tax_plan = Service(
     name="tax-plan",
     title="Tax Plan",
-    subject=SubjectSpec(kind="taxpayer", key="ein", period=Period(of="tax_year",
-                                                                  ends=lambda i: i.get("year_end", "12-31")),
+    subject=SubjectSpec(kind="taxpayer", key="ein", pattern=r"[0-9]{2}-[0-9]{7}", example="12-3456789",
+                        period=Period(of="tax_year", ends=lambda i: i.get("year_end", "12-31")),
                         keeps=("carryforwards", "tax")),
     schedule={
         "annual": Schedule(order="annual-return", each="tax_year", at="1mo after end", catch_up="open"),

@@ -1,4 +1,6 @@
-"""subjects calendar sbj_… [--from 2027-02-01] [--test-clock tc_…] [--rungs] · subjects feed sbj_… [--rotate|--revoke]
+"""subjects create --kind taxpayer --key 12-3456789 --name "Acme Robotics" [--calendar cal_…] [--test-clock tc_…]
+· subjects list [--kind] [--key] [--test-clock tc_…] · subjects show sbj_…
+· subjects calendar sbj_… [--from 2027-02-01] [--test-clock tc_…] [--rungs] · subjects feed sbj_… [--rotate|--revoke]
 · subjects portal sbj_… (a customer portal link, valid for an hour)"""
 
 from __future__ import annotations
@@ -11,8 +13,11 @@ from calendars.api import parse_from
 from calendars.entries import subject_calendar
 from calendars.models import Subject
 from calendars.services import subject_feed_revoke, subject_feed_rotate
+from services.management.cli import brand_and_domain, pairs_option
+from services.subjects import get_calendar, subject_create
 from timers.management.base import KTCommand
 from timers.models import brand_domain, is_live
+from timers.services import domain_now
 
 COLUMNS = ("date", "what", "kind", "answers for", "status")
 
@@ -24,10 +29,25 @@ def table(rows: list[tuple[str, ...]]) -> list[str]:
 
 
 class Command(KTCommand):
-    help = "A subject's calendar, and the webcal feed that publishes it."
+    help = "A brand's customers: make, list and show them; a subject's calendar and the webcal feed that publishes it."
 
     def add_arguments(self, parser):
         sub = parser.add_subparsers(dest="action", required=True)
+        mk = sub.add_parser("create", help="a customer of the brand (a kind a Service takes, its key in its grammar)")
+        mk.add_argument("--kind", required=True, help="taxpayer, account …")
+        mk.add_argument("--key", required=True, help="its key: an EIN 12-3456789, a domain …")
+        mk.add_argument("--name", required=True)
+        mk.add_argument("--calendar", help="cal_…: its own calendar (default: its Service's, else the brand's)")
+        mk.add_argument("--metadata", action="append", metavar="KEY=VALUE")
+        mk.add_argument("--test-clock", help="tc_…: on a test clock (default: the brand's live clock)")
+        mk.add_argument("--brand")
+        ls = sub.add_parser("list", help="the brand's subjects on the live clock or a test clock")
+        ls.add_argument("--kind")
+        ls.add_argument("--key")
+        ls.add_argument("--test-clock")
+        ls.add_argument("--brand")
+        sh = sub.add_parser("show", help="one subject")
+        sh.add_argument("subject_id")
         cal = sub.add_parser("calendar", help="every date the subject keeps, from a date")
         cal.add_argument("subject_id")
         cal.add_argument("--from", dest="from_date", help="YYYY-MM-DD (default: today in the calendar's zone)")
@@ -43,6 +63,39 @@ class Command(KTCommand):
 
     def handle(self, *args, **o):
         getattr(self, f"_{o['action']}")(o)
+
+    def _create(self, o):
+        brand, domain = brand_and_domain(self, brand=o["brand"], test_clock=o["test_clock"])
+        cal = get_calendar(brand=brand, calendar_id=o["calendar"], param="--calendar") if o["calendar"] else None
+        subject = subject_create(brand=brand, domain=domain, kind=o["kind"], key=o["key"], name=o["name"],
+                                 calendar=cal, metadata=pairs_option(o["metadata"], option="--metadata"),
+                                 now=domain_now(domain=domain))
+        self.stdout.write(self.line(subject))
+
+    def _list(self, o):
+        brand, domain = brand_and_domain(self, brand=o["brand"], test_clock=o["test_clock"])
+        qs = Subject.objects.filter(brand=brand, domain=domain).select_related("calendar").order_by("created_at", "id")
+        if o["kind"]:
+            qs = qs.filter(kind=o["kind"])
+        if o["key"]:
+            qs = qs.filter(key=o["key"])
+        for subject in qs:
+            self.stdout.write(self.line(subject))
+
+    def _show(self, o):
+        subject = self.subject(o["subject_id"])
+        self.stdout.write(self.line(subject))
+        for sub in subject.subscriptions.order_by("opened_at", "id"):
+            self.stdout.write(f"  subscription {sub.id} · {sub.service} · {sub.status}")
+        for job in subject.jobs.order_by("opened_at", "id"):
+            self.stdout.write(f"  job {job.id} · {job.service} {job.period} · {job.status}")
+
+    @staticmethod
+    def line(subject: Subject) -> str:
+        cal = subject.calendar
+        where = "live" if is_live(subject.domain) else f"test clock {subject.domain}"
+        return " · ".join([subject.id, f"{subject.kind} {subject.key}", subject.name,
+                           f"{cal.zone} ({cal.name}, {cal.id})" if cal else "UTC", where])
 
     def _portal(self, o):
         from services.portal_sessions import portal_session_create

@@ -1,0 +1,239 @@
+"""A brand's calendars over HTTP: ``POST/GET /calendars``, ``GET/POST /calendars/<id>``.
+
+Calendars are the brand's, in both modes: a live key and a test key read the same ones, as both read the same
+Services. What a calendar changes reaches every subject on it, so a test key changes only a calendar no live
+subject keeps its dates on (``403 live_mode_only``); a live key changes any.
+"""
+
+from __future__ import annotations
+
+from drf_spectacular.utils import extend_schema
+from rest_framework import serializers
+from rest_framework.response import Response
+
+from timers.api.auth import livemode
+from timers.api.serializers import (
+    ListQuerySerializer,
+    StrictBooleanField,
+    StrictCharField,
+    const,
+    list_serializer,
+)
+from timers.api.views import ERRORS, NOT_FOUND, BrandAPIView, SafeJSONParser, _error, page
+from timers.clock import wall_now
+from timers.errors import KeepingTimeError, NotFound
+from timers.ids import LIVE_PREFIX
+from timers.timeutil import iso_z
+
+from .brand_calendars import calendar_create, calendar_update, closed_days_json
+from .models import Calendar, ClosedDay, Subject
+
+CALENDAR_ORDER = ("name", "id")
+
+
+def calendar_json(cal: Calendar, *, observed_years: tuple[int, ...] = ()) -> dict:
+    own = [{"date": d.isoformat(), "why": why}
+           for d, why in ClosedDay.objects.filter(calendar=cal).order_by("date").values_list("date", "why")]
+    body = {
+        "id": cal.id,
+        "object": "calendar",
+        "name": cal.name,
+        "zone": cal.zone,
+        "weekends": sorted(cal.weekends),
+        "closes": cal.closes.strftime("%H:%M"),
+        "holidays": {"country": cal.holiday_country or None, "subdivision": cal.holiday_subdiv or None},
+        "closed_days": own,
+        "default": cal.is_default,
+        "metadata": cal.metadata or {},
+        "created": iso_z(cal.created_at),
+    }
+    if observed_years:
+        body["observed"] = {"years": list(observed_years), "days": closed_days_json(cal, observed_years)}
+    return body
+
+
+# -- what the API takes -----------------------------------------------------------------------------------------
+class WeekdayField(serializers.IntegerField):
+    """0 Monday … 6 Sunday, as a JSON number: never "5" (a string the schema does not allow)."""
+
+    def __init__(self, **kwargs):
+        super().__init__(min_value=0, max_value=6, **kwargs)
+
+    def to_internal_value(self, data):
+        if isinstance(data, bool) or not isinstance(data, int):
+            self.fail("invalid")
+        return super().to_internal_value(data)
+
+
+class HolidaysSerializer(serializers.Serializer):
+    country = StrictCharField(required=False, allow_blank=True, max_length=8,
+                              help_text="ISO 3166 alpha-2, as the holidays package names it: US, GB, DE …")
+    subdivision = StrictCharField(required=False, allow_blank=True, max_length=16,
+                                  help_text="One of the country's subdivisions: DC, CA, NY …")
+
+
+class ClosedDaySerializer(serializers.Serializer):
+    date = serializers.DateField(help_text="YYYY-MM-DD")
+    why = StrictCharField(max_length=200, help_text="Why it is closed: an office closure, a disaster-relief day")
+
+    def to_internal_value(self, data):
+        if isinstance(data, dict) and not isinstance(data.get("date"), str):
+            raise serializers.ValidationError({"date": "expected a date YYYY-MM-DD"})
+        return super().to_internal_value(data)
+
+
+class MetadataField(serializers.DictField):
+    """Stripe's metadata: up to 50 keys of 40 characters, text values of 500; "" removes a key on an update."""
+
+    def __init__(self, **kwargs):
+        super().__init__(child=StrictCharField(allow_blank=True, max_length=500), **kwargs)
+
+    def to_internal_value(self, data):
+        value = super().to_internal_value(data)
+        if len(value) > 50 or any(not 1 <= len(k) <= 40 or "[" in k or "]" in k or "\x00" in k for k in value):
+            raise serializers.ValidationError("at most 50 keys, each 1 to 40 characters without brackets")
+        return value
+
+
+class CalendarCreateSerializer(serializers.Serializer):
+    name = StrictCharField(max_length=200, help_text="What the console calls it: apis.tax, New York office")
+    zone = StrictCharField(max_length=64, help_text="An IANA zone: America/New_York")
+    weekends = serializers.ListField(child=WeekdayField(),
+                                     required=False, max_length=6,
+                                     help_text="The days nothing is due on, 0 Monday … 6 Sunday; default [5, 6]")
+    closes = StrictCharField(required=False, max_length=5, default="23:59",
+                             help_text="The local minute a due date closes, HH:MM (default 23:59)")
+    holidays = HolidaysSerializer(required=False, help_text="Public holidays from the holidays package")
+    closed_days = ClosedDaySerializer(many=True, required=False, help_text="The brand's own closed days")
+    default = StrictBooleanField(required=False, default=False,
+                                 help_text="The brand's default calendar (its first one is, until another is made it)")
+    metadata = MetadataField(required=False)
+
+
+class CalendarUpdateSerializer(serializers.Serializer):
+    name = StrictCharField(required=False, max_length=200)
+    zone = StrictCharField(required=False, max_length=64,
+                           help_text="Only while no open date falls on the calendar (calendar_in_use)")
+    weekends = serializers.ListField(child=WeekdayField(),
+                                     required=False, max_length=6)
+    closes = StrictCharField(required=False, max_length=5, help_text="HH:MM; only while no open date falls on it")
+    holidays = HolidaysSerializer(required=False)
+    closed_days = ClosedDaySerializer(many=True, required=False,
+                                      help_text="Replaces the brand's own closed days; every open date re-rolls")
+    default = StrictBooleanField(required=False, help_text="true makes it the brand's default")
+    metadata = MetadataField(required=False)
+
+
+# -- what the API answers ----------------------------------------------------------------------------------------
+class HolidaysOutSerializer(serializers.Serializer):
+    country = serializers.CharField(allow_null=True)
+    subdivision = serializers.CharField(allow_null=True)
+
+
+class ClosedDayOutSerializer(serializers.Serializer):
+    date = serializers.DateField()
+    why = serializers.CharField()
+
+
+class ObservedSerializer(serializers.Serializer):
+    years = serializers.ListField(child=serializers.IntegerField())
+    days = ClosedDayOutSerializer(many=True, help_text="Every closed day of those years but weekends: holidays "
+                                                       "and the brand's own, with why")
+
+
+class CalendarSerializer(serializers.Serializer):
+    id = serializers.CharField()
+    object = const("calendar", "CalendarObject")
+    name = serializers.CharField()
+    zone = serializers.CharField()
+    weekends = serializers.ListField(child=serializers.IntegerField())
+    closes = serializers.CharField(help_text="HH:MM, local")
+    holidays = HolidaysOutSerializer()
+    closed_days = ClosedDayOutSerializer(many=True, help_text="The brand's own closed days")
+    default = serializers.BooleanField()
+    metadata = serializers.DictField(child=serializers.CharField())
+    created = serializers.CharField(allow_null=True)
+    observed = ObservedSerializer(required=False, help_text="On a retrieve: this year's and next year's closed days")
+
+
+def _changes(body: dict) -> dict:
+    changes = {k: v for k, v in body.items() if k not in ("holidays", "closed_days")}
+    if "holidays" in body:
+        changes["holiday_country"] = body["holidays"].get("country", "")
+        changes["holiday_subdivision"] = body["holidays"].get("subdivision", "")
+    if "closed_days" in body:
+        changes["closed_days"] = [{"date": d["date"].isoformat(), "why": d["why"]} for d in body["closed_days"]]
+    return changes
+
+
+def get_calendar(brand, calendar_id: str) -> Calendar:
+    found = Calendar.objects.filter(brand=brand, pk=calendar_id).first() if len(calendar_id) <= 32 else None
+    if found is None:
+        raise NotFound(f"no calendar {calendar_id!r}")
+    return found
+
+
+class CalendarListView(BrandAPIView):
+    parser_classes = [SafeJSONParser]  # its body nests holidays and closed days, which form fields cannot
+
+    @extend_schema(operation_id="calendars_list", tags=["calendars"], parameters=[ListQuerySerializer],
+                   summary="List calendars", description="The brand's calendars, by name (both modes see them).",
+                   responses={200: list_serializer("CalendarList", CalendarSerializer), **ERRORS, **NOT_FOUND})
+    def get(self, request):
+        params = self.query(ListQuerySerializer)
+        scope = Calendar.objects.filter(brand=self.brand)
+        return Response(page(scope, scope=scope, order=CALENDAR_ORDER, lookup="pk", params=params, url="/calendars",
+                             render=lambda rows: [calendar_json(c) for c in rows], what="calendar"))
+
+    @extend_schema(
+        operation_id="calendars_create", tags=["calendars"], request=CalendarCreateSerializer,
+        summary="Create a calendar",
+        description="A zone, weekends, the minute a due closes, public holidays by country and subdivision, and "
+                    "the brand's own closed days. The brand's first calendar is its default: a subject that "
+                    "names none, of a Service that declares none, keeps its dates on it. Errors: "
+                    "invalid_calendar (with param), calendar_exists (409).",
+        responses={201: CalendarSerializer, **ERRORS, 409: _error("calendar_exists")},
+    )
+    def post(self, request):
+        body = self.body(CalendarCreateSerializer)
+        holidays = body.get("holidays") or {}
+        cal = calendar_create(
+            brand=self.brand, name=body["name"], zone=body["zone"], weekends=body.get("weekends"),
+            closes=body["closes"], holiday_country=holidays.get("country", ""),
+            holiday_subdivision=holidays.get("subdivision", ""),
+            closed_days=[{"date": d["date"].isoformat(), "why": d["why"]} for d in body.get("closed_days", [])],
+            default=body["default"], metadata={k: v for k, v in body.get("metadata", {}).items() if v != ""},
+            now=wall_now(),
+        )
+        return Response(calendar_json(cal), status=201)
+
+
+class CalendarDetailView(BrandAPIView):
+    parser_classes = [SafeJSONParser]
+
+    @extend_schema(operation_id="calendars_retrieve", tags=["calendars"], summary="Retrieve a calendar",
+                   description="With `observed`: every closed day of this year and next but weekends.",
+                   responses={200: CalendarSerializer, 401: ERRORS[401], **NOT_FOUND})
+    def get(self, request, calendar_id: str):
+        year = wall_now().year  # the reader's year to list: no domain time is decided here
+        return Response(calendar_json(get_calendar(self.brand, calendar_id), observed_years=(year, year + 1)))
+
+    @extend_schema(
+        operation_id="calendars_update", tags=["calendars"], request=CalendarUpdateSerializer,
+        summary="Update a calendar",
+        description="Weekends, holidays and closed days re-roll every open date on it (recorded as clock.moved "
+                    "by the calendar). The zone and closing minute change only while no open date falls on it "
+                    "(calendar_in_use, 409). A test key changes only a calendar no live subject is on "
+                    "(live_mode_only, 403).",
+        responses={200: CalendarSerializer, **ERRORS, **NOT_FOUND,
+                   403: _error("live_mode_only: live subjects keep their dates on it"),
+                   409: _error("calendar_in_use, calendar_exists, calendar_default_required")},
+    )
+    def post(self, request, calendar_id: str):
+        cal = get_calendar(self.brand, calendar_id)
+        body = self.body(CalendarUpdateSerializer)
+        if not livemode(self.brand) and Subject.objects.filter(calendar=cal, domain__startswith=LIVE_PREFIX).exists():
+            raise KeepingTimeError(f"live subjects keep their dates on {cal.name}: change it with a live key "
+                                   "(sk_live_…)", code="live_mode_only", status=403)
+        cal, _moved = calendar_update(calendar=cal, changes=_changes(body))
+        return Response(calendar_json(cal))
