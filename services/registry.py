@@ -74,12 +74,16 @@ def load(paths: list[str] | None = None) -> dict[str, Service]:
 
 
 def _check_kinds(known: dict[str, Service]) -> None:
-    """Services that take one kind of subject name its key alike: a subject is checked against one grammar."""
+    """Services that take one kind of subject name its key alike, and those that write its grammar write one: a
+    subject is checked against one grammar (a Service that writes none takes the kind's)."""
     first: dict[str, Service] = {}
     for svc in known.values():
         spec = svc.subject
         seen = first.setdefault(spec.kind, svc)
-        if (seen.subject.key, seen.subject.pattern) != (spec.key, spec.pattern):
+        if seen.subject.pattern is None and spec.pattern is not None:
+            first[spec.kind] = svc
+        if seen.subject.key != spec.key or None not in (seen.subject.pattern, spec.pattern) and \
+                seen.subject.pattern != spec.pattern:
             raise ServiceError(f"{svc.where}: subject kind {spec.kind!r} has key {spec.key!r} "
                                f"({spec.pattern or 'any text'}) here and {seen.subject.key!r} "
                                f"({seen.subject.pattern or 'any text'}) in {seen.where}; a kind's key is one grammar")

@@ -37,7 +37,9 @@ def subject_kinds() -> dict[str, SubjectSpec]:
     """Each kind of subject a registered Service takes, with its key's name and grammar."""
     kinds: dict[str, SubjectSpec] = {}
     for svc in sorted(registry.all_services().values(), key=lambda s: s.name):
-        kinds.setdefault(svc.subject.kind, svc.subject)
+        seen = kinds.setdefault(svc.subject.kind, svc.subject)
+        if seen.pattern is None and svc.subject.pattern is not None:  # the grammar, where a Service writes it
+            kinds[svc.subject.kind] = svc.subject
     return kinds
 
 

@@ -15,9 +15,10 @@ from .scope import is_owner, scopable
 # Beyond view: the changes the console makes for an owner (each goes through a service function).
 CHANGES = {
     "calendars": {"calendar": ("add", "change"), "closedday": ("add", "change", "delete"), "clock": ("change",),
-                  "clockitem": ("change",), "subject": ("change",)},
-    "services": {"job": ("change",), "subscription": ("change",), "task": ("change",),
+                  "clockitem": ("change",), "subject": ("add", "change")},
+    "services": {"job": ("add", "change"), "subscription": ("add", "change"), "task": ("change",),
                  "notification": ("change",)},
+    "timers": {"apikey": ("add", "change")},
 }
 
 
