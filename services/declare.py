@@ -77,9 +77,14 @@ class Wait:
 
 @dataclass(frozen=True)
 class Pool:
-    """Members (Django usernames) who take a step's Task; each take holds the Task for ``hold``."""
+    """A pool of the brand's members who take a step's Task; each take holds the Task for ``hold``.
 
-    members: tuple[str, ...] = ()
+    Who is in it is data, not code: ``services.models.PoolMember`` rows the owner console, the API
+    (``POST /pools/<name>/members``) and ``manage.py pools add`` edit, read by name for the brand
+    (services/members.py). ``members`` is accepted and ignored, so a stored version written when pools named
+    their members in code (``Pool(members=("grace", "linus"))``) still loads; it adds no one."""
+
+    members: tuple[str, ...] = ()  # ignored: see above
     hold: str = "2d"
 
 

@@ -1,11 +1,54 @@
 """A brand's people: its members and owners (``timers.models.Membership``) and who is in each pool
-(``PoolMember``). Keyword-only service functions the API, the console and the CLI share."""
+(``PoolMember``). Keyword-only service functions the API (services/members_api.py), the owner console
+(portals/owner/members.py) and the CLI (``manage.py members``, ``manage.py pools``) share.
+
+A Service declares a pool by name and its hold (``Pool(hold="2d")``); who is in it is a PoolMember row, per
+brand, so a member added to ``brokers`` takes the next open Task at once, with no deploy. Invites and pool
+changes are wall-clock acts on the tenant, not domain time: nothing of them is on the record. A member who
+leaves hands over what they answer for, and that is on the record of each clock domain it touches
+(``clock.reassigned``, ``task.handed_over``, ``task.reopened``, ``window.closed``, each with why
+``member_left``): see ``member_remove``.
+"""
 
 from __future__ import annotations
 
-from timers.models import Membership
+import re
+import smtplib
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from datetime import datetime
+
+from django.conf import settings
+from django.contrib.auth import get_user_model
+from django.contrib.auth.tokens import default_token_generator
+from django.core.exceptions import ValidationError
+from django.core.mail import send_mail
+from django.core.validators import validate_email
+from django.db import IntegrityError, transaction
+from django.db.models import Q
+from django.urls import reverse
+from django.utils.encoding import force_bytes
+from django.utils.http import urlsafe_base64_encode
+
+from calendars.acts import clock_reassign
+from calendars.models import Clock, ClockItem
+from calendars.services import DirectArmer
+from timers.clock import wall_now
+from timers.errors import KeepingTimeError, NotFound
+from timers.ids import brand_domain
+from timers.models import Brand, Membership, TestClock
+from timers.timeutil import iso_z
+
+from . import registry
+from .models import PoolMember, Task, Window
 
 STAFF_NAMES = ("the brand",)
+MEMBER_ID = re.compile(r"^mem_([0-9]{1,18})$")
+ROLES = tuple(Membership.Role.values)
+LEFT = "member_left"  # the why of every handover a removal records
+# What a removal hands over: the clocks that still have a date to keep (one that lives on the subject comes
+# again each period, so it is handed over even while all its dates are kept).
+WAITING = (ClockItem.Status.OPEN, ClockItem.Status.DUE, ClockItem.Status.PASSED)
 
 
 def brand_people(brand_id: str) -> set[str]:
@@ -22,3 +65,448 @@ def member_names(user) -> set[str]:
     names = {user.get_username()}
     names.update(n for n in Membership.objects.filter(user=user).values_list("name", flat=True) if n)
     return names
+
+
+# -- who a member is -----------------------------------------------------------------------------------------
+def member_id(membership: Membership) -> str:
+    """A member's id in the API and the CLI: ``mem_`` and the membership's number."""
+    return f"mem_{membership.pk}"
+
+
+def member_says(membership: Membership) -> str:
+    """How a message names a member: their name, else their username (never an id)."""
+    return membership.name or membership.user.get_full_name() or membership.user.get_username()
+
+
+def answers_as(membership: Membership) -> str:
+    """The name a clock answers for them by (as the delivery portal's withdraw writes it)."""
+    return membership.name or membership.user.get_username()
+
+
+def member_status(membership: Membership) -> str:
+    """``invited`` until the member has set a password through their invite, then ``active``."""
+    return "active" if membership.user.has_usable_password() else "invited"
+
+
+def members_of(*, brand: Brand):
+    """The brand's memberships, with their users, in the order they joined."""
+    return Membership.objects.filter(brand=brand).select_related("user").order_by("id")
+
+
+def member_get(*, brand: Brand, ref: str, param: str | None = None) -> Membership:
+    """One of the brand's members by id (``mem_12``) or username; another brand's is not found, the same as
+    one that never was."""
+    ref = ref if isinstance(ref, str) else ""
+    qs = members_of(brand=brand)
+    m = MEMBER_ID.match(ref)
+    found = qs.filter(pk=int(m[1])).first() if m else (qs.filter(user__username=ref).first()
+                                                       if 0 < len(ref) <= 150 else None)
+    if found is None:
+        err = NotFound(f"no member {ref!r} of {brand.name}")
+        err.param = param
+        raise err
+    return found
+
+
+def _bad(message: str, *, code: str, param: str, status: int = 400) -> KeepingTimeError:
+    err = KeepingTimeError(message, code=code, status=status)
+    err.param = param
+    return err
+
+
+def _role(role: str) -> str:
+    if role not in ROLES:
+        raise _bad(f"role is owner or member, not {role!r}", code="invalid_role", param="role")
+    return role
+
+
+def _name(name: str) -> str:
+    name = (name or "").strip()
+    if len(name) > 200:
+        raise _bad("name: at most 200 characters", code="invalid_name", param="name")
+    return name
+
+
+def _sync_staff(user) -> None:
+    """An owner of a brand is staff (the owner console lets in staff who own a brand); one who owns none no
+    longer is. A superuser is left as they are."""
+    if user.is_superuser:
+        return
+    owns = Membership.objects.filter(user=user, role=Membership.Role.OWNER).exists()
+    if user.is_staff != owns:
+        user.is_staff = owns
+        user.save(update_fields=["is_staff"])
+
+
+def _keep_an_owner(brand: Brand, membership: Membership, doing: str) -> None:
+    """A brand that has an owner keeps one: the last may not leave or become a member."""
+    if membership.role != Membership.Role.OWNER:
+        return
+    # Locked, so two owners removing each other at once cannot both pass the count.
+    owners = list(Membership.objects.select_for_update().filter(brand=brand, role=Membership.Role.OWNER)
+                  .values_list("pk", flat=True))
+    if owners == [membership.pk]:
+        raise KeepingTimeError(f"{member_says(membership)} is {brand.name}'s only owner and cannot {doing}: "
+                               "make another member an owner first", code="last_owner", status=409)
+
+
+# -- invite ---------------------------------------------------------------------------------------------------
+@dataclass(frozen=True)
+class Invite:
+    membership: Membership
+    link: str  # the one-time link to set a password; "" when the person has a password already
+
+
+def invite_link(user, *, link_base: str) -> str:
+    """A one-time link to set a password (Django's token: it dies when the password changes, and after
+    PASSWORD_RESET_TIMEOUT), on the delivery portal."""
+    path = reverse("delivery:welcome", kwargs={"uidb64": urlsafe_base64_encode(force_bytes(user.pk)),
+                                               "token": default_token_generator.make_token(user)})
+    return f"{link_base.rstrip('/')}{path}"
+
+
+def default_link_base() -> str:
+    """Where links point when no request names the host (the CLI): KT_FEED_HOST, as the CLI's portal links."""
+    host = (getattr(settings, "KEEPING_TIME", {}) or {}).get("FEED_HOST") or "localhost:8000"
+    return host.rstrip("/") if "://" in host else f"http://{host.rstrip('/')}"
+
+
+def _person(email: str):
+    """The account this address names (its username, or its email), or None. Two accounts with it: refused,
+    rather than add the wrong person to the brand."""
+    found = list(get_user_model().objects.filter(Q(username__iexact=email) | Q(email__iexact=email))
+                 .order_by("id")[:3])
+    exact = [u for u in found if u.get_username().lower() == email]
+    if len(exact) == 1 or len(found) == 1:
+        return (exact or found)[0]
+    if found:
+        raise _bad(f"{len(found)} accounts use {email}; ask the site's administrator to merge them",
+                   code="email_ambiguous", param="email", status=409)
+    return None
+
+
+def member_invite(*, brand: Brand, email: str, name: str = "", role: str = Membership.Role.MEMBER,
+                  link_base: str, by: str = "", now: datetime | None = None) -> Invite:
+    """Invite a person to the brand by email: their account (made with no usable password, or the one the
+    address already names) becomes a member or owner, and one email goes to them with a one-time link to
+    set a password and sign in to the delivery portal (an owner also to the owner console: owners are staff).
+    A person who has a password already is told to sign in with it; no link is sent. One already in the
+    brand is refused ``member_exists``. The email is sent before the transaction commits: if it cannot be
+    sent (``email_not_sent``), no one was added."""
+    email = (email or "").strip().lower() if isinstance(email, str) else ""
+    try:
+        validate_email(email)
+    except ValidationError:
+        raise _bad(f"email: {email!r} is not an email address", code="invalid_email", param="email") from None
+    if len(email) > 150:  # it is their username
+        raise _bad("email: at most 150 characters", code="invalid_email", param="email")
+    name, role = _name(name), _role(role)
+    now = now or wall_now()
+    with transaction.atomic():
+        user = _person(email)
+        if user is None:
+            user = get_user_model()(username=email, email=email, first_name=name[:150], date_joined=now)
+            user.set_unusable_password()
+        elif Membership.objects.filter(user=user, brand=brand).exists():
+            raise _bad(f"{email} is a member of {brand.name} already", code="member_exists", param="email",
+                       status=409)
+        try:
+            with transaction.atomic():
+                user.save()
+                membership = Membership.objects.create(user=user, brand=brand, role=role, name=name)
+        except IntegrityError:  # the same invite, sent at the same time
+            raise _bad(f"{email} is a member of {brand.name} already", code="member_exists", param="email",
+                       status=409) from None
+        _sync_staff(user)
+        link = "" if user.has_usable_password() else invite_link(user, link_base=link_base)
+        _send_invite(membership, link=link, link_base=link_base, by=by)
+    return Invite(membership, link)
+
+
+def member_reinvite(*, brand: Brand, membership: Membership, link_base: str, by: str = "") -> Invite:
+    """Send a member who has not set a password yet a new link (the last one may have expired)."""
+    if membership.brand_id != brand.id:
+        raise NotFound(f"no member {member_id(membership)}")
+    if membership.user.has_usable_password():
+        raise KeepingTimeError(f"{member_says(membership)} has set a password already: they sign in with it",
+                               code="member_active", status=409)
+    link = invite_link(membership.user, link_base=link_base)
+    _send_invite(membership, link=link, link_base=link_base, by=by)
+    return Invite(membership, link)
+
+
+def _send_invite(membership: Membership, *, link: str, link_base: str, by: str) -> None:
+    user, brand = membership.user, membership.brand
+    base = link_base.rstrip("/")
+    hello = f"Hello {membership.name}," if membership.name else "Hello,"
+    who = f"{by} added you" if by and by not in STAFF_NAMES else "You were added"
+    owner = membership.role == Membership.Role.OWNER
+    lines = [hello, "", f"{who} to {brand.name} on Keeping Time as {'an owner' if owner else 'a member'}."]
+    if link:
+        timeout_days = max(1, round(settings.PASSWORD_RESET_TIMEOUT / 86400))
+        lines += ["", "Choose your password here (the link works once, for "
+                      f"{timeout_days} day{'s' if timeout_days != 1 else ''}):", "", link]
+    else:
+        lines += ["", "You have a Keeping Time password already: sign in with it."]
+    lines += ["", f"Then sign in as {user.get_username()} to see your Tasks and the dates you answer for:",
+              f"{base}{reverse('delivery:login')}"]
+    if owner:
+        lines += ["", f"As an owner you also run {brand.name} from the owner console: {base}/admin/"]
+    lines += ["", "If you did not expect this, you can ignore this email."]
+    try:
+        send_mail(f"You're invited to {brand.name}", "\n".join(lines), settings.DEFAULT_FROM_EMAIL,
+                  [user.email or user.get_username()])
+    except (OSError, smtplib.SMTPException) as exc:
+        raise KeepingTimeError(f"the invite to {user.email} could not be sent ({exc}); no one was added",
+                               code="email_not_sent", status=502) from None
+
+
+# -- change ---------------------------------------------------------------------------------------------------
+def member_change(*, brand: Brand, membership: Membership, name: str | None = None,
+                  role: str | None = None) -> Membership:
+    """A member's name (what clocks and messages call them) or role. The last owner stays an owner."""
+    with transaction.atomic():
+        membership = _locked(brand, membership)
+        fields = []
+        if name is not None:
+            membership.name = _name(name)
+            fields.append("name")
+        if role is not None and _role(role) != membership.role:
+            if role == Membership.Role.MEMBER:
+                _keep_an_owner(brand, membership, "become a member")
+            membership.role = role
+            fields.append("role")
+        if fields:
+            membership.save(update_fields=fields)
+            _sync_staff(membership.user)
+    return membership
+
+
+def _locked(brand: Brand, membership: Membership) -> Membership:
+    found = (Membership.objects.select_for_update().select_related("user", "brand")
+             .filter(pk=membership.pk, brand=brand).first())
+    if found is None:  # removed meanwhile
+        raise NotFound(f"no member {member_id(membership)} of {brand.name}")
+    return found
+
+
+# -- remove, handing over what they answer for -------------------------------------------------------------
+@dataclass
+class Handover:
+    """What a removal handed over: clock ids to the successor, Task ids to the successor (in that Task's pool)
+    or back to their pool (the successor is not in it), standby windows closed."""
+
+    member: str
+    successor: str = ""
+    clocks: list[str] = field(default_factory=list)
+    tasks: list[str] = field(default_factory=list)
+    reopened: list[str] = field(default_factory=list)
+    windows: list[str] = field(default_factory=list)
+
+    def says(self) -> str:
+        """In people's words: "Grace Hopper left; 2 dates and 1 Task went to Linus Pauling."."""
+        parts = []
+        if self.clocks or self.tasks:
+            what = " and ".join(p for p in (_count(len(self.clocks), "date"), _count(len(self.tasks), "Task")) if p)
+            parts.append(f"{what} went to {self.successor}")
+        if self.reopened:
+            n = len(self.reopened)
+            parts.append(f"{_count(n, 'Task')} went back to {'its pool' if n == 1 else 'their pools'} "
+                         f"({self.successor or 'no successor'} is not in {'it' if n == 1 else 'them'})")
+        if self.windows:
+            parts.append("their standby window closed")
+        return f"{self.member} left" + (f"; {'; '.join(parts)}." if parts else ".")
+
+
+def _count(n: int, what: str) -> str:
+    return "" if not n else f"{n} {what}{'s' if n != 1 else ''}"
+
+
+def _live_domains(qs, brand: Brand):
+    """Rows of ``qs`` not on a deleted test clock: nothing lands on one after test_clock.deleted."""
+    gone = TestClock.objects.filter(brand=brand, status__in=TestClock.GONE).values("id")
+    return qs.exclude(domain__in=gone)
+
+
+def member_holds(*, brand: Brand, membership: Membership) -> tuple[list[Clock], list[Task]]:
+    """What the member answers for in the brand: the clocks that still have a date to keep and name them
+    (their name or username), on every clock domain, and the Tasks they hold."""
+    names = {n for n in (membership.name, membership.user.get_username()) if n}
+    clocks = _live_domains(Clock.objects.filter(brand=brand, answers_for__in=names), brand).filter(
+        Q(lives_on=Clock.LivesOn.SUBJECT) | Q(items__status__in=WAITING)).distinct().order_by("domain", "id")
+    tasks = _live_domains(Task.objects.filter(brand=brand, member=membership.user, status=Task.Status.TAKEN),
+                          brand).select_related("job", "member").order_by("domain", "id")
+    return list(clocks), list(tasks)
+
+
+def member_remove(*, brand: Brand, membership: Membership, successor: Membership | None,
+                  by: str = "the brand") -> Handover:
+    """The member leaves the brand. Everything they answer for goes to ``successor``, a member of the same
+    brand, each on its own clock domain (a DirectArmer there) and on its record:
+
+    - every clock that names them and still has a date to keep answers for the successor (``clock.reassigned``);
+    - each Task they hold goes to the successor if the successor is in that Task's pool (``task.handed_over``:
+      the hold runs on as it stood, its timers unchanged, since the hold's end reads the Task when it fires),
+      else back to its pool, open for anyone in it (``task.reopened``): a Task is never given to someone
+      outside its pool;
+    - a standby window they have open closes (``window.closed``).
+
+    Then their pool places and their membership go (the account stays: it may belong to another brand; one
+    that owns no brand is no longer staff). Refused, with nothing changed: a successor of another brand or
+    none (``successor_not_member``), the member themself (``successor_is_leaver``), no successor while they
+    answer for something (``successor_required``), the brand's last owner (``last_owner``)."""
+    from .people import _reopen_task, window_close
+
+    with transaction.atomic():
+        membership = _locked(brand, membership)
+        if successor is not None:
+            if successor.brand_id != brand.id:
+                raise _bad(f"{member_says(successor)} is not a member of {brand.name}", code="successor_not_member",
+                           param="successor")
+            if successor.pk == membership.pk:
+                raise _bad(f"{member_says(membership)} cannot succeed themself: name another member",
+                           code="successor_is_leaver", param="successor")
+            successor = _locked(brand, successor)
+        _keep_an_owner(brand, membership, "leave")
+        clocks, tasks = member_holds(brand=brand, membership=membership)
+        tasks = list(Task.objects.select_for_update().filter(pk__in=[t.pk for t in tasks])
+                     .select_related("job", "member").order_by("domain", "id"))  # no take or release meanwhile
+        if (clocks or tasks) and successor is None:
+            raise _bad(f"{member_says(membership)} answers for "
+                       f"{' and '.join(p for p in (_count(len(clocks), 'date'), _count(len(tasks), 'Task')) if p)}: "
+                       f"name a successor from {brand.name}'s members", code="successor_required", param="successor")
+        user, leaver = membership.user, membership.user.get_username()
+        done = Handover(member=member_says(membership), successor=member_says(successor) if successor else "")
+        armers: dict[str, DirectArmer] = {}
+
+        def armer(domain: str) -> DirectArmer:
+            domain = brand_domain(domain, brand.id)
+            if domain not in armers:
+                armers[domain] = DirectArmer(brand=brand.id, domain=domain)
+            return armers[domain]
+
+        for clock in clocks:
+            clock_reassign(armer=armer(clock.domain), clock=clock, to=answers_as(successor), by=by, why=LEFT)
+            done.clocks.append(clock.id)
+        their_pools = set(PoolMember.objects.filter(brand=brand, membership=successor).values_list("pool", flat=True)
+                          ) if successor else set()
+        for task in tasks:
+            a = armer(task.domain)
+            if task.pool in their_pools:
+                task.member = successor.user
+                task.save(update_fields=["member"])
+                a.record("task.handed_over", subject=task.job_id, data={
+                    "task": task.id, "step": task.step, "from": leaver, "to": successor.user.get_username(),
+                    "hold_until": iso_z(task.hold_until), "by": by, "why": LEFT})
+                done.tasks.append(task.id)
+            else:
+                _reopen_task(a, task, why=LEFT)
+                done.reopened.append(task.id)
+        for win in _live_domains(Window.objects.filter(brand=brand, member=user, status=Window.Status.OPEN),
+                                 brand).select_related("member").order_by("domain", "id"):
+            window_close(armer=armer(win.domain), window=win)
+            done.windows.append(win.id)
+        membership.delete()  # its PoolMember rows with it (CASCADE)
+        _sync_staff(user)
+    return done
+
+
+# -- pools ----------------------------------------------------------------------------------------------------
+@dataclass(frozen=True)
+class Declared:
+    """A pool as the registered Services declare it: each Service that has it, with its hold there."""
+
+    name: str
+    holds: tuple[tuple[str, str], ...]  # (service, hold)
+
+    @property
+    def hold(self) -> str:
+        """The hold, or each Service's when they differ ("deal 2d · audit 1d")."""
+        spans = {h for _, h in self.holds}
+        return spans.pop() if len(spans) == 1 else " · ".join(f"{s} {h}" for s, h in self.holds)
+
+
+def pools_declared() -> dict[str, Declared]:
+    """Every pool a registered Service declares, by name (a pool of one name is one pool for the brand,
+    whichever Services declare it)."""
+    holds: dict[str, list[tuple[str, str]]] = {}
+    for service, svc in sorted(registry.all_services().items()):
+        for pool, decl in (getattr(svc, "pools", None) or {}).items():
+            holds.setdefault(pool, []).append((service, decl.hold))
+    return {name: Declared(name, tuple(h)) for name, h in sorted(holds.items())}
+
+
+def pool_declared(pool: str, *, param: str | None = None) -> Declared:
+    found = pools_declared().get(pool) if isinstance(pool, str) else None
+    if found is None:
+        err = KeepingTimeError(f"no Service declares a pool {pool!r}; pools: "
+                               f"{', '.join(pools_declared()) or 'none'}", code="unknown_pool", status=404)
+        err.param = param
+        raise err
+    return found
+
+
+def pool_rosters(*, brand_ids: Iterable[str]) -> dict[tuple[str, str], list[Membership]]:
+    """Who is in each pool of these brands, (brand id, pool) → memberships by name, in one query."""
+    rosters: dict[tuple[str, str], list[Membership]] = {}
+    for row in (PoolMember.objects.filter(brand_id__in=list(brand_ids)).select_related("membership__user")
+                .order_by("pool", "membership__name", "membership__user__username")):
+        rosters.setdefault((row.brand_id, row.pool), []).append(row.membership)
+    return rosters
+
+
+def pool_members(*, brand: Brand, pool: str) -> list[Membership]:
+    return pool_rosters(brand_ids=[brand.id]).get((brand.id, pool), [])
+
+
+def pool_usernames(*, brand_id: str, pool: str) -> tuple[str, ...]:
+    """The usernames of the pool's members (whom a Task of the pool may be assigned to)."""
+    return tuple(PoolMember.objects.filter(brand_id=brand_id, pool=pool, membership__user__is_active=True)
+                 .order_by("membership__user__username").values_list("membership__user__username", flat=True))
+
+
+def pool_usernames_of(*, brand_ids: Iterable[str] | None) -> dict[str, list[str]]:
+    """Pool → the usernames in it across these brands (None: every brand), in one query: the Tasks page's
+    table of pools."""
+    rows = PoolMember.objects.filter(membership__user__is_active=True)
+    if brand_ids is not None:
+        rows = rows.filter(brand_id__in=list(brand_ids))
+    out: dict[str, list[str]] = {}
+    for pool, username in rows.order_by("pool", "membership__user__username").values_list(
+            "pool", "membership__user__username").distinct():
+        out.setdefault(pool, []).append(username)
+    return out
+
+
+def in_pool(*, brand_id: str, pool: str, username: str) -> bool:
+    """Whether the brand's member ``username`` is in ``pool`` now: what task_take asks."""
+    return PoolMember.objects.filter(brand_id=brand_id, pool=pool, membership__brand_id=brand_id,
+                                     membership__user__username=username,
+                                     membership__user__is_active=True).exists()
+
+
+def pools_of(membership: Membership) -> list[str]:
+    return sorted(PoolMember.objects.filter(membership=membership).values_list("pool", flat=True))
+
+
+def pool_add(*, brand: Brand, pool: str, membership: Membership, now: datetime | None = None) -> PoolMember:
+    """Put a member of the brand in a pool a Service declares: from now they take its open Tasks."""
+    pool_declared(pool)
+    if membership.brand_id != brand.id:
+        raise _bad(f"{member_says(membership)} is not a member of {brand.name}", code="resource_missing",
+                   param="member", status=404)
+    try:
+        with transaction.atomic():
+            return PoolMember.objects.create(brand=brand, pool=pool, membership=membership, added_at=now or wall_now())
+    except IntegrityError:
+        raise _bad(f"{member_says(membership)} is in {pool} already", code="member_in_pool", param="member",
+                   status=409) from None
+
+
+def pool_remove(*, brand: Brand, pool: str, membership: Membership) -> None:
+    """Take a member out of a pool: they take none of its Tasks from now (one they hold stays theirs until
+    it is done, given back, or its hold ends)."""
+    gone, _ = PoolMember.objects.filter(brand=brand, pool=pool, membership=membership).delete()
+    if not gone:
+        raise _bad(f"{member_says(membership)} is not in {pool}", code="resource_missing", param="member",
+                   status=404)

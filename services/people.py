@@ -35,6 +35,7 @@ from timers.timeutil import iso_z, three_quarters
 
 from . import registry
 from .declare import Service, Step
+from .members import in_pool
 from .models import Ask, Grant, Job, PolicyValue, Task, Window
 from .notifications import notify
 
@@ -218,11 +219,13 @@ def _member(username: str):
 
 
 def task_take(*, armer: Armer, task: Task, member: str) -> Task:
-    """A member of the pool takes the Task for the pool's hold; warned at three quarters of it."""
+    """A member of the pool takes the Task for the pool's hold; warned at three quarters of it. Who is in the
+    pool is the brand's data (PoolMember, services/members.py), not the Service's code: a member added to
+    the pool takes the next open Task at once, and one taken out no longer can."""
     job = task.job
     _open(job)
     svc = registry.get(job.service, job.version)
-    if member not in svc.pools[task.pool].members:
+    if not in_pool(brand_id=job.brand_id, pool=task.pool, username=member):
         raise KeepingTimeError(f"{member} is not in the {task.pool} pool", code="not_in_pool", status=403)
     if task.status != Task.Status.OPEN:
         raise KeepingTimeError(f"{task.id} is {task.status}; only an open Task is taken", code="task_not_open",

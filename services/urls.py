@@ -2,7 +2,7 @@
 
 from django.urls import path
 
-from . import api, people_api
+from . import api, members_api, people_api
 
 urlpatterns = [
     path("subscriptions", api.SubscriptionListView.as_view(), name="subscription-list"),
@@ -37,4 +37,12 @@ urlpatterns = [
     path("clocks/<str:clock_id>/items/<str:item>/choose", api.ClockChooseView.as_view(), name="clock-item-choose"),
     path("clocks/<str:clock_id>/items/<str:item>/satisfy", api.ClockSatisfyView.as_view(),
          name="clock-item-satisfy"),
+    # A brand's members and pools (services/members_api.py).
+    path("members", members_api.MemberListView.as_view(), name="member-list"),
+    path("members/<str:member_id>", members_api.MemberDetailView.as_view(), name="member-detail"),
+    path("members/<str:member_id>/remove", members_api.MemberRemoveView.as_view(), name="member-remove"),
+    path("pools", members_api.PoolListView.as_view(), name="pool-list"),
+    path("pools/<str:pool>/members", members_api.PoolMemberAddView.as_view(), name="pool-member-add"),
+    path("pools/<str:pool>/members/<str:member>", members_api.PoolMemberDeleteView.as_view(),
+         name="pool-member-remove"),
 ]

@@ -9,6 +9,8 @@ app_name = "delivery"
 urlpatterns = [
     path("login", views.SignIn.as_view(), name="login"),
     path("logout", views.SignOut.as_view(), name="logout"),
+    # An invite's one-time link to choose a password (services.members.invite_link).
+    path("welcome/<str:uidb64>/<str:token>", views.Welcome.as_view(), name="welcome"),
     path("", views.home, name="home"),
     path("tasks/<str:task_id>/<str:act>", views.task_act, name="task-act"),
     path("clocks/<str:clock_id>/<str:item>/<str:act>", views.clock_act, name="clock-act"),

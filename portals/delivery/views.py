@@ -2,7 +2,8 @@
 and hold beside the clocks the member answers for, late first, and their standby window. The acts: take a
 Task, extend its hold once, release it, mark it done; acknowledge, mark done and choose on their own clocks;
 withdraw from a subject naming a successor (the clocks they answered for move to the successor, on the
-record). A member sees only their own Tasks, the open Tasks of their pools, and their own brands."""
+record). A member sees only their own Tasks, the open Tasks of their pools, and their own brands. An invited
+member arrives by the invite's one-time link, chooses a password and is signed in (``Welcome``)."""
 
 from __future__ import annotations
 
@@ -11,7 +12,8 @@ from datetime import timedelta
 from django.contrib import messages
 from django.contrib.auth import get_user_model
 from django.contrib.auth.decorators import login_required
-from django.contrib.auth.views import LoginView, LogoutView
+from django.contrib.auth.views import LoginView, LogoutView, PasswordResetConfirmView
+from django.db.models import Exists, OuterRef
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
 from django.urls import reverse, reverse_lazy
@@ -21,10 +23,9 @@ from calendars import specs
 from calendars.acts import clock_acknowledge, clock_reassign
 from calendars.models import ClockItem, Subject
 from calendars.services import clock_choose, clock_satisfy
-from services import registry
 from services.costs import clock_costs
 from services.members import member_names
-from services.models import Task, Window
+from services.models import PoolMember, Task, Window
 from services.people import step_done, task_extend, task_release, task_take, window_close, window_open
 from timers.models import Membership, TestClock, Timer, brand_domain, is_live, live_domain
 from timers.services import domain_now
@@ -47,17 +48,53 @@ class SignOut(LogoutView):
     next_page = LOGIN
 
 
+class Welcome(PasswordResetConfirmView):
+    """The invite's one-time link (services.members.member_invite): the member chooses a password and is
+    signed in. Django's own token: it dies once the password is set (it hashes the password) and after
+    PASSWORD_RESET_TIMEOUT. The token leaves the address at once (the view moves it into the session and
+    redirects to ``…/set-password``), so it is never in a referrer or the page's history."""
+
+    template_name = "portals/delivery/welcome.html"
+    reset_url_token = "set-password"
+    post_reset_login = True
+    post_reset_login_backend = "django.contrib.auth.backends.ModelBackend"
+    success_url = reverse_lazy("delivery:home")
+
+    def get_user(self, uidb64):
+        user = super().get_user(uidb64)
+        # Removed from every brand since the invite: the link opens nothing.
+        if user is not None and not Membership.objects.filter(user=user).exists():
+            return None
+        return user
+
+    def form_valid(self, form):
+        response = super().form_valid(form)
+        messages.success(self.request, "Your password is set, and you are signed in.")
+        return response
+
+    def get_context_data(self, **kwargs):
+        ctx = super().get_context_data(**kwargs)
+        user = getattr(self, "user", None)
+        if ctx.get("validlink") and user is not None:
+            places = Membership.objects.filter(user=user).select_related("brand").order_by("brand__name")
+            ctx.update(username=user.get_username(), name=next((m.name for m in places if m.name), ""),
+                       brands=[m.brand.name for m in places])
+        return ctx
+
+
 def _brands(user) -> list[str]:
     return list(Membership.objects.filter(user=user).values_list("brand_id", flat=True))
 
 
 def _my_tasks(user, brands: list[str]):
-    """The member's taken Tasks, and the open Tasks of the pools they are in."""
-    name = user.get_username()
+    """The member's taken Tasks, and the open Tasks of the pools they are in (PoolMember, the brand's data):
+    one query each, whatever the number of Tasks."""
     mine = list(Task.objects.filter(brand_id__in=brands, member=user, status=Task.Status.TAKEN)
                 .select_related("job__subject"))
-    open_ = [t for t in Task.objects.filter(brand_id__in=brands, status=Task.Status.OPEN).select_related("job__subject")
-             if name in registry.get(t.job.service, t.job.version).pools[t.pool].members]
+    in_pool = PoolMember.objects.filter(brand_id=OuterRef("brand_id"), pool=OuterRef("pool"),
+                                        membership__brand_id=OuterRef("brand_id"), membership__user=user)
+    open_ = list(Task.objects.filter(Exists(in_pool), brand_id__in=brands, status=Task.Status.OPEN)
+                 .select_related("job__subject"))
     return mine, open_
 
 

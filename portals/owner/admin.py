@@ -23,6 +23,7 @@ from services import registry
 from services.api import usage_json
 from services.costs import usd
 from services.declare import ServiceError
+from services.members import pool_usernames, pool_usernames_of
 from services.models import (
     Ask,
     Grant,
@@ -36,7 +37,7 @@ from services.models import (
     Window,
 )
 from timers.admin import ReadOnlyAdmin, ReadOnlyMixin
-from timers.models import Membership, Timer
+from timers.models import Timer
 
 from . import actions
 from .scope import request_brands
@@ -284,12 +285,14 @@ def _pools(brands) -> list[dict]:
     from .scope import scope
 
     used = set(scope(Job.objects.all(), brands).values_list("service", flat=True).distinct())
+    rosters = pool_usernames_of(brand_ids=brands)  # who is in a pool is the brands' data (PoolMember)
     rows = []
     for name, svc in sorted(registry.all_services().items()):
         if name not in used:
             continue
         for pool_name, pool in (getattr(svc, "pools", None) or {}).items():
-            rows.append({"service": name, "pool": pool_name, "members": ", ".join(pool.members), "hold": pool.hold})
+            rows.append({"service": name, "pool": pool_name, "members": ", ".join(rosters.get(pool_name, [])),
+                         "hold": pool.hold})
     return rows
 
 
@@ -331,9 +334,7 @@ class TaskAdmin(SettleMixin, ReadOnlyAdmin):
 
 
 def _pool_members(task: Task) -> tuple[str, ...]:
-    svc = _service(task.job.service, task.job.version)
-    pool = (getattr(svc, "pools", None) or {}).get(task.pool) if svc is not None else None
-    return tuple(pool.members) if pool is not None else ()
+    return pool_usernames(brand_id=task.brand_id, pool=task.pool)
 
 
 @admin.register(Ask, site=site)
@@ -464,15 +465,11 @@ class NotificationAdmin(SettleMixin, ReadOnlyAdmin):
         _report(self, request, actions.attempt(lambda: actions.notifications_read(queryset)))
 
 
-# -- who may use the apps ----------------------------------------------------------------------------------------------
-@admin.register(Membership, site=site)
-class MembershipAdmin(ReadOnlyAdmin):
-    list_display = ("user", "brand", "role", "name")
-    list_filter = ("role", "brand")
-    search_fields = ("user__username", "name")
-
-
+# -- who may use the apps (members and pools: portals/owner/members.py) ------------------------------------------------
 @admin.register(PortalSession, site=site)
 class PortalSessionAdmin(ReadOnlyAdmin):
     list_display = ("id", "brand", "subject", "created_at", "expires_at")
     exclude = ("digest",)
+
+
+from . import members as _members_and_pools  # noqa: E402, F401 - its pages register on the site

@@ -21,6 +21,7 @@ from calendars.models import Clock, ClockItem
 from services import registry
 from services.costs import Cost, clock_costs, job_costs, usd
 from services.declare import ServiceError
+from services.members import pool_usernames
 from services.models import Ask, Grant, Job, Notification, Task, Window
 from timers.models import Event, Membership, Timer, in_domain
 from timers.timeutil import duration_text
@@ -96,9 +97,7 @@ def _service(name: str, version: str = ""):
 
 
 def _pool_members(job: Job, pool: str) -> tuple[str, ...]:
-    svc = _service(job.service, job.version)
-    p = svc.pools.get(pool) if svc is not None and getattr(svc, "pools", None) else None
-    return tuple(p.members) if p is not None else ()
+    return pool_usernames(brand_id=job.brand_id, pool=pool)  # who is in a pool is the brand's data (PoolMember)
 
 
 def _local(at: AsOf, when: datetime | None) -> str:

@@ -9,7 +9,8 @@ deal = Service(
     # The buyer's $1,500 is held from the open; each act done is charged from it, and if the deal lapses
     # the rest returns.
     price=Price(usd=1500, within="30d", late={"percent": 10}, hold=True),
-    pools={"brokers": Pool(members=("grace", "linus"), hold="2d")},
+    # Who is a broker is the brand's data (the console's Pools page; loadexample puts grace and linus in).
+    pools={"brokers": Pool(hold="2d")},
     scopes={"registrar": Scope(party="the buyer", term="5d")},
     policy={"stall_days": 14},
     steps=(

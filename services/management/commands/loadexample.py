@@ -100,6 +100,7 @@ class Command(KTCommand):
         from the account's last reply on 3 November."""
         from django.contrib.auth import get_user_model
 
+        from services.members import pool_add, pools_of
         from services.people import ACT
         from timers.models import Membership
 
@@ -110,8 +111,11 @@ class Command(KTCommand):
             if made:
                 user.set_unusable_password()
                 user.save(update_fields=["password"])
-            Membership.objects.get_or_create(user=user, brand=brand, defaults={"role": Membership.Role.MEMBER,
-                                                                              "name": name})
+            membership, _ = Membership.objects.get_or_create(user=user, brand=brand, defaults={
+                "role": Membership.Role.MEMBER, "name": name})
+            # The deal's pool names no one in code: who is a broker is the brand's data, as the console sets it.
+            if "brokers" not in pools_of(membership):
+                pool_add(brand=brand, pool="brokers", membership=membership)
         calendar, _ = Calendar.objects.update_or_create(
             brand=brand, name="api.forsale", defaults={"zone": "America/Los_Angeles", "weekends": [5, 6],
                                                         "closes": time(17, 0)})
