@@ -369,7 +369,7 @@ def member_remove(*, brand: Brand, membership: Membership, successor: Membership
             successor = _locked(brand, successor)
         _keep_an_owner(brand, membership, "leave")
         clocks, tasks = member_holds(brand=brand, membership=membership)
-        tasks = list(Task.objects.select_for_update().filter(pk__in=[t.pk for t in tasks])
+        tasks = list(Task.objects.select_for_update(of=("self",)).filter(pk__in=[t.pk for t in tasks])
                      .select_related("job", "member").order_by("domain", "id"))  # no take or release meanwhile
         if (clocks or tasks) and successor is None:
             raise _bad(f"{member_says(membership)} answers for "

@@ -154,8 +154,9 @@ class PoolSerializer(serializers.Serializer):
 
 
 MEMBER_CONFLICT = {409: _error("member_exists (invite), member_in_pool, last_owner (the brand's only owner)")}
-MEMBER_BAD = {400: _error("invalid_email, invalid_role, invalid_name, invalid_request; removing: successor_required, "
-                          "successor_not_member, successor_is_leaver (param successor)")}
+MEMBER_BAD = {400: _error("invalid_request (the field is the param), invalid_email, invalid_json")}
+REMOVE_BAD = {400: _error("successor_required (they answer for dates or hold Tasks), successor_not_member, "
+                          "successor_is_leaver (param successor), invalid_request")}
 LIVE_ONLY = {403: _error("live_mode_only: members and pools change with a live key")}
 EMAIL_FAILED = {502: _error("email_not_sent: the invite could not be sent, and no one was added")}
 
@@ -244,7 +245,7 @@ class MemberDetailView(BrandAPIView):
     @extend_schema(operation_id="members_delete", tags=["members"], parameters=[RemoveQuerySerializer],
                    summary="Remove a member, handing over to a successor",
                    description="The same as POST /members/{member_id}/remove, the successor in the query string.",
-                   responses={200: DeletedMemberSerializer, **ERRORS, **MEMBER_BAD, **NOT_FOUND, **LIVE_ONLY,
+                   responses={200: DeletedMemberSerializer, **ERRORS, **REMOVE_BAD, **NOT_FOUND, **LIVE_ONLY,
                               **MEMBER_CONFLICT})
     def delete(self, request, member_id: str):
         _writes(self.brand)
@@ -263,7 +264,7 @@ class MemberRemoveView(BrandAPIView):
                                "(task.reopened), each on its own clock domain's record; then their pool places and "
                                "membership go. A successor is required while they answer for something. A live key "
                                "only.",
-                   responses={200: DeletedMemberSerializer, **ERRORS, **MEMBER_BAD, **NOT_FOUND, **LIVE_ONLY,
+                   responses={200: DeletedMemberSerializer, **ERRORS, **REMOVE_BAD, **NOT_FOUND, **LIVE_ONLY,
                               **MEMBER_CONFLICT})
     def post(self, request, member_id: str):
         _writes(self.brand)
