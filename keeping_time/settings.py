@@ -186,6 +186,17 @@ KEEPING_TIME = {
     # Who a notification's recipient is by email, name → address (KT_PEOPLE "Ada Lovelace=ada@example.com;
     # owner=owner@apis.tax"). A name without an address still gets its Notification row, and no email.
     "PEOPLE": _people(env("KT_PEOPLE", default="")),
+    # Webhook endpoints (timers/webhooks.py): a failed delivery is tried again after BASE seconds, doubling up
+    # to CAP, until WINDOW seconds after its event (three days, as Stripe's), then failed. Tests shrink them.
+    "WEBHOOK_RETRY_BASE_SECONDS": env.float("KT_WEBHOOK_RETRY_BASE_SECONDS", default=60.0),
+    "WEBHOOK_RETRY_CAP_SECONDS": env.float("KT_WEBHOOK_RETRY_CAP_SECONDS", default=6 * 3600.0),
+    "WEBHOOK_RETRY_WINDOW_SECONDS": env.float("KT_WEBHOOK_RETRY_WINDOW_SECONDS", default=3 * 86400.0),
+    # How long one delivery waits for its answer.
+    "WEBHOOK_TIMEOUT_SECONDS": env.float("KT_WEBHOOK_TIMEOUT_SECONDS", default=10.0),
+    # Whether a delivery may go to a private or loopback address (a receiver on this machine or network).
+    # Hosting brands you do not run yourself, set 0: the console shows each answer, so an internal service
+    # would be readable. Link-local addresses (a cloud's metadata service) are refused either way.
+    "WEBHOOK_PRIVATE_HOSTS": env.bool("KT_WEBHOOK_PRIVATE_HOSTS", default=True),
 }
 
 # /metrics (timers/metrics.py) answers a scraper sending "Authorization: Bearer <METRICS_TOKEN>", or a

@@ -7,7 +7,8 @@ class TimersConfig(AppConfig):
     default_auto_field = "django.db.models.BigAutoField"
 
     def ready(self) -> None:
-        from . import handlers, schedules
+        from . import handlers, schedules, webhooks
 
         handlers.register_builtin()
         schedules.register()
+        webhooks.register()

@@ -9,6 +9,11 @@ database session and ``lease_until`` bounds the claim. While the lease holds and
 other sender touches the row, so a slow send is never sent twice by two workers. A row whose sender died
 (its session is gone: kill -9) or whose lease ran out is *in doubt*: the next sender asks the outside
 system about that submission and sends only if it never arrived. Receipts are recorded in sets.
+
+A domain may be *ordered* (``order_domains``: a webhook endpoint's, timers/webhooks.py): its rows leave one
+after another in key order, never past one still owed. Its claim takes the owed rows in key order up to the
+first that is not free to send (held by a live sender, or waiting out a backoff), one claimer at a time; a
+failed send puts the rest of its claim back; each receipt is written right after its send.
 """
 
 from __future__ import annotations
@@ -168,6 +173,9 @@ _transports: dict[str, Transport] = {}
 # Called once a transport's submissions settle (sent, or failed for good): [(submission id, ok, receipt or error)].
 _settled_hooks: dict[str, Callable[[list[tuple[str, bool, Any]]], None]] = {}
 _capture: list[Transport] = []  # while set, every send goes here (a --compare way sends nothing outside)
+# Ordered domains, by id prefix: the one transport their rows use, and whether a domain is held (nothing of it
+# is claimed while so).
+_ordered: dict[str, tuple[str, Callable[[str], bool]]] = {}
 
 
 def register(name: str, transport: Transport) -> None:
@@ -177,6 +185,20 @@ def register(name: str, transport: Transport) -> None:
 def on_settled(name: str, hook: Callable[[list[tuple[str, bool, Any]]], None]) -> None:
     """Hear when ``name``'s submissions settle (a schedule's HTTP call closes its Run, or dead-letters it)."""
     _settled_hooks[name] = hook
+
+
+def order_domains(prefix: str, *, transport: str, held: Callable[[str], bool] | None = None) -> None:
+    """Send the rows of every domain whose id starts with ``prefix`` (all of ``transport``) in key order, one
+    at a time, never past one still owed (head of line); ``held(domain)`` true keeps a domain's rows where
+    they are."""
+    _ordered[prefix] = (transport, held or (lambda domain: False))
+
+
+def _order_of(domain: str) -> tuple[str, Callable[[str], bool]] | None:
+    for prefix, order in _ordered.items():
+        if domain.startswith(prefix):
+            return order
+    return None
 
 
 def _notify(settled: list[tuple[str, str, bool, Any]]) -> None:
@@ -253,6 +275,11 @@ def _backoff(tries: int) -> timedelta:
 _SENDER_SQL = "'pg:' || {a}.pid || ':' || floor(extract(epoch from {a}.backend_start) * 1000000)::bigint"
 
 
+# A claim's CTE of the senders alive now (their sessions): a row claimed by anyone else is in doubt.
+_LIVE_SENDERS = (f"live AS (SELECT {_SENDER_SQL.format(a='a')} AS s FROM pg_stat_activity a "
+                 "WHERE a.pid IS NOT NULL AND a.backend_start IS NOT NULL)")
+
+
 def sender_id() -> str:
     """This sender's name: its database session on PostgreSQL, so a killed sender's claims free at once."""
     connection.ensure_connection()
@@ -308,16 +335,16 @@ def _owed_domains() -> list[str]:
 def _claim(domain: str, me: str, limit: int) -> list[Claimed]:
     """Claim a set of one domain's owed rows: one statement, on the domain's rows only (one shard when the
     tables are distributed by domain, docs/scaling.md), in outbox_owed_domain's order."""
+    order = _order_of(domain)
+    if order is not None:
+        return _claim_ordered(domain, order[0], me, limit)
     lease_s = _lease().total_seconds()
     if connection.vendor == "postgresql":
         params: list = [domain, limit, me, lease_s, domain]
         with connection.cursor() as cur:
             cur.execute(
                 f"""
-                WITH live AS (
-                    SELECT {_SENDER_SQL.format(a='a')} AS s FROM pg_stat_activity a
-                    WHERE a.pid IS NOT NULL AND a.backend_start IS NOT NULL
-                ), c AS (
+                WITH {_LIVE_SENDERS}, c AS (
                     SELECT o.id, o.claimed_by AS prev FROM timers_outbox o
                     WHERE o.status IN ('pending', 'sending')
                       AND (o.next_try_at IS NULL OR o.next_try_at <= clock_timestamp())
@@ -353,6 +380,59 @@ def _claim(domain: str, me: str, limit: int) -> list[Claimed]:
                 picked.append(Claimed(row.id, row.transport, row.payload, bool(row.claimed_by), row.domain))
             if len(picked) == limit:
                 break
+        Outbox.objects.filter(pk__in=[c.id for c in picked]).update(
+            status="sending", claimed_by=me, lease_until=now + _lease())
+    return picked
+
+
+def _claim_ordered(domain: str, transport_name: str, me: str, limit: int) -> list[Claimed]:
+    """Claim an ordered domain's head: its owed rows in key order, up to (not including) the first one that is
+    not free to send now, so nothing leaves while an earlier row is owed. Claimers of one domain take turns (a
+    transaction-scoped advisory lock on PostgreSQL; SQLite writes one at a time): two claims computed side by
+    side could each take a different part of the line and send them at once, out of order."""
+    lease_s = _lease().total_seconds()
+    if connection.vendor == "postgresql":
+        with transaction.atomic(), connection.cursor() as cur:
+            cur.execute("SELECT pg_try_advisory_xact_lock(hashtextextended(%s, 0))", [f"kt.outbox.ordered:{domain}"])
+            if not cur.fetchone()[0]:
+                return []  # another sender is claiming this line right now: the head is its
+            cur.execute(
+                f"""
+                WITH {_LIVE_SENDERS}, line AS (
+                    SELECT o.id, o.claimed_by AS prev,
+                           bool_and((o.next_try_at IS NULL OR o.next_try_at <= clock_timestamp())
+                                    AND (o.status = 'pending' OR o.lease_until IS NULL
+                                         OR o.lease_until < clock_timestamp()
+                                         OR o.claimed_by NOT IN (SELECT s FROM live)))
+                               OVER (ORDER BY o.key, o.attempt, o.seq) AS clear
+                    FROM (SELECT * FROM timers_outbox
+                          WHERE domain = %s AND transport = %s AND status IN ('pending', 'sending')
+                          ORDER BY key, attempt, seq LIMIT %s) o
+                )
+                UPDATE timers_outbox o
+                SET status = 'sending', claimed_by = %s, lease_until = clock_timestamp() + make_interval(secs => %s)
+                FROM line c WHERE o.domain = %s AND o.id = c.id AND c.clear
+                RETURNING o.id, o.transport, o.payload, c.prev, o.key, o.attempt, o.seq, o.domain
+                """,
+                [domain, transport_name, limit, me, lease_s, domain],
+            )
+            rows = cur.fetchall()
+        rows.sort(key=lambda r: (r[4], r[5], r[6]))
+        return [Claimed(r[0], r[1], r[2] if isinstance(r[2], dict) else json.loads(r[2]), bool(r[3]), r[7])
+                for r in rows]
+    now = wall_now()
+    picked: list[Claimed] = []
+    with transaction.atomic():
+        for row in (Outbox.objects.filter(domain=domain, transport=transport_name, status__in=["pending", "sending"])
+                    .order_by("key", "attempt", "seq")
+                    .only("id", "domain", "transport", "payload", "status", "claimed_by", "lease_until",
+                          "next_try_at")[:limit]):
+            free = ((row.next_try_at is None or row.next_try_at <= now)
+                    and (row.status == "pending" or row.lease_until is None or row.lease_until < now
+                         or (row.claimed_by != me and not _os_sender_alive(row.claimed_by))))
+            if not free:
+                break
+            picked.append(Claimed(row.id, row.transport, row.payload, bool(row.claimed_by), row.domain))
         Outbox.objects.filter(pk__in=[c.id for c in picked]).update(
             status="sending", claimed_by=me, lease_until=now + _lease())
     return picked
@@ -405,16 +485,24 @@ def _renew(me: str, ids: list[str]) -> set[str]:
     return held
 
 
-def _fail(sid: str, domain: str, error: str, *, permanent: bool, max_tries: int = MAX_TRIES) -> bool:
-    """A send that raised: in doubt (asked first next time, after a backoff), or failed for good."""
-    row = Outbox.objects.filter(domain=domain, pk=sid).values("tries").first()
+def _fail(sid: str, domain: str, error: str, *, permanent: bool, max_tries: int = MAX_TRIES,
+          retry_after: Callable[[dict, int, datetime], timedelta | None] | None = None) -> bool:
+    """A send that raised: in doubt (asked first next time, after a backoff), or failed for good. A transport
+    with ``retry_after(payload, tries, created_at)`` decides the backoff itself (None: failed for good)."""
+    row = Outbox.objects.filter(domain=domain, pk=sid).values("tries", "payload", "created_at").first()
     if row is None:
         return True
     tries = row["tries"] + 1
-    final = permanent or tries >= max_tries
-    Outbox.objects.filter(domain=domain, pk=sid).exclude(status="sent").update(
+    if retry_after is not None:
+        wait = None if permanent else retry_after(row["payload"], tries, row["created_at"])
+        final = wait is None
+    else:
+        final = permanent or tries >= max_tries
+        wait = _backoff(tries)
+    # Never over a receipt, nor over a void (its endpoint or clock is gone): those stand.
+    Outbox.objects.filter(domain=domain, pk=sid).exclude(status__in=["sent", "voided"]).update(
         status="failed" if final else "sending", error=error[:500], tries=tries, lease_until=None,
-        next_try_at=None if final else wall_now() + _backoff(tries))
+        next_try_at=None if final else wall_now() + wait)
     return final
 
 
@@ -446,6 +534,9 @@ def _send_claimed_rows(rows: list[Claimed], me: str, stats: DeliverStats, stop: 
     keeps submissions by id answers the second with the first's receipt."""
     receipts: list[tuple[str, dict]] = []
     domains = sorted({r.domain for r in rows})
+    # An ordered domain's claim (one domain) goes one row after another: each receipt written at once, and
+    # nothing sent past a row that failed.
+    ordered = len(domains) == 1 and _order_of(domains[0]) is not None
     half = _lease().total_seconds() / 2
     fresh_until = claimed_at + half
     taken: set[str] = set()
@@ -482,6 +573,9 @@ def _send_claimed_rows(rows: list[Claimed], me: str, stats: DeliverStats, stop: 
                 stats.sent += 1
             receipts.append((row.id, receipt))
             settled.append((row.transport, row.id, True, receipt))
+            if ordered:  # a kill -9 then leaves at most the one send in flight in doubt
+                _record(receipts)
+                receipts = []
         except Exception as exc:
             permanent = isinstance(exc, PermanentFailure)
             log.warning("send %s failed: %s", row.id, exc)
@@ -489,11 +583,15 @@ def _send_claimed_rows(rows: list[Claimed], me: str, stats: DeliverStats, stop: 
             receipts = []
             tries = getattr(t, "max_tries", None)
             if _fail(row.id, row.domain, f"{type(exc).__name__}: {exc}", permanent=permanent,
-                     max_tries=tries(row.payload) if tries is not None else MAX_TRIES):
+                     max_tries=tries(row.payload) if tries is not None else MAX_TRIES,
+                     retry_after=getattr(t, "retry_after", None)):
                 settled.append((row.transport, row.id, False, f"{exc}"))
                 stats.failed += 1
             else:
                 stats.in_doubt += 1
+                if ordered:  # the rest waits behind it, in order: back to pending, never attempted here
+                    _release([r.id for r in rows[n + 1:] if r.id not in taken], me, domains)
+                    return
     _record(receipts)
 
 
@@ -511,6 +609,9 @@ def deliver(domain: str | None, *, limit: int | None = None, stop: threading.Eve
             if (stop is not None and stop.is_set()) or (limit is not None and stats.done >= limit):
                 active = []
                 break
+            order = _order_of(d)
+            if order is not None and order[1](d):
+                continue  # held (a disabled endpoint): its rows wait where they are
             claimed_at = time.monotonic()  # before the claim: the lease runs from no earlier than this
             rows = _claim(d, me, CLAIM if limit is None else min(CLAIM, limit - stats.done))
             if rows:

@@ -2,6 +2,8 @@
 
 PostgreSQL (production) uses keyset row comparison and ``unnest`` arrays, so a batch of thousands of
 timers costs a handful of statements. Other databases (the embedded SQLite default) go through the ORM.
+Either way a batch's events become webhook deliveries in the batch's transaction (timers/webhooks.py,
+``fan_out``: one indexed read when the brand has no endpoint), as bulk writes send no post_save.
 """
 
 from __future__ import annotations
@@ -16,6 +18,7 @@ from django.db.models import Q
 from .engine import TIMER_FIELDS, Item
 from .models import Commit, Event, Outbox, Timer
 from .rows import copy_in, insert_rows, probed_by_key
+from .webhooks import fan_out
 
 _COLUMNS = ", ".join(f'"{c}"' for c in TIMER_FIELDS)
 
@@ -113,6 +116,8 @@ class PostgresStore:
                             [[i for i, _ in versions], [v for _, v in versions], domain], binary=True)
             if tallies:
                 cur.execute(_tally_sql(len(tallies), "%b"), [v for row in tallies for v in row], binary=True)
+        if events:
+            fan_out(events)
         if sends:
             _write_sends(sends)
 
@@ -203,6 +208,7 @@ class OrmStore:
                 [Event(id=e[0], domain=e[1], brand_id=e[2], type=e[3], subject=e[4], owed_at=e[5], key=e[6],
                        data=e[7], fired_at=e[8], late_by=e[9]) for e in events]
             )
+            fan_out(events)
         if tallies:
             with connection.cursor() as cur:
                 cur.execute(_tally_sql(len(tallies), "%s"), [v for row in tallies for v in row])

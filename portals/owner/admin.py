@@ -473,3 +473,4 @@ class PortalSessionAdmin(ReadOnlyAdmin):
 
 
 from . import members as _members_and_pools  # noqa: E402, F401 - its pages register on the site
+from . import webhooks as _webhooks  # noqa: E402, F401 - its pages register on the site

@@ -316,6 +316,31 @@ def _plain_json(value, path: str = "") -> None:
             _plain_json(v, f"{path}[{i}]")
 
 
+class MetadataField(serializers.DictField):
+    """Stripe's metadata: up to 50 keys of 1 to 40 characters without brackets, text values of up to 500; on an
+    update a key set to "" is removed. For every object that carries metadata (webhook endpoints, …)."""
+
+    def __init__(self, **kwargs):
+        super().__init__(child=StrictCharField(allow_blank=True, max_length=500), **kwargs)
+
+    def to_internal_value(self, data):
+        value = super().to_internal_value(data)
+        if len(value) > 50 or any(not 1 <= len(k) <= 40 or "[" in k or "]" in k or "\x00" in k for k in value):
+            raise serializers.ValidationError("at most 50 keys, each 1 to 40 characters without brackets")
+        return value
+
+
+class MetadataSchema(OpenApiSerializerFieldExtension):
+    target_class = MetadataField
+
+    def map_serializer_field(self, auto_schema, direction):
+        # OpenAPI 3.0 cannot say what a key may be (no propertyNames); the description does.
+        return {"type": "object", "maxProperties": 50,
+                "additionalProperties": {"type": "string", "maxLength": 500, "pattern": "^[^\\u0000]*$"},
+                "description": "Your own keys (1 to 40 characters, no brackets) and text values; on an update, "
+                               'merged, and a key set to "" is removed'}
+
+
 class TimerCreateSerializer(serializers.Serializer):
     key = KeyField(trim_whitespace=False,
                    help_text="<owner>:<kind>:<name>:<occurrence>[@<move>], unique per clock domain")

@@ -5,7 +5,7 @@ from drf_spectacular.renderers import OpenApiJsonRenderer
 from drf_spectacular.views import SpectacularAPIView
 from rest_framework.permissions import AllowAny
 
-from . import schedules, views
+from . import schedules, views, webhooks
 
 urlpatterns = [
     path("timers", views.TimerListView.as_view(), name="timer-list"),
@@ -19,6 +19,9 @@ urlpatterns = [
     path("schedules/<str:schedule_id>/pause", schedules.SchedulePauseView.as_view(), name="schedule-pause"),
     path("schedules/<str:schedule_id>/resume", schedules.ScheduleResumeView.as_view(), name="schedule-resume"),
     path("schedules/<str:schedule_id>/trigger", schedules.ScheduleTriggerView.as_view(), name="schedule-trigger"),
+    path("webhook_endpoints", webhooks.WebhookEndpointListView.as_view(), name="webhook-endpoint-list"),
+    path("webhook_endpoints/<str:endpoint_id>", webhooks.WebhookEndpointDetailView.as_view(),
+         name="webhook-endpoint-detail"),
     path("events", views.EventListView.as_view(), name="event-list"),
     path("events/<str:event_id>", views.EventDetailView.as_view(), name="event-detail"),
     # The schema needs no key: anyone may read how to call the API.
