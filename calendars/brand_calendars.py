@@ -56,7 +56,7 @@ def check_zone(zone: Any, *, param: str = "zone") -> str:
 
 
 def check_weekends(weekends: Any, *, param: str = "weekends") -> list[int]:
-    """Weekdays by number (0 Monday … 6 Sunday) or by name ("saturday"); each once."""
+    """Weekdays by number (0 Monday … 6 Sunday) or by name ("saturday")."""
     if not isinstance(weekends, list) or len(weekends) > 6:
         raise _bad("a list of up to six weekdays, 0 Monday … 6 Sunday (or their names)", param=param)
     days = []
@@ -65,10 +65,8 @@ def check_weekends(weekends: Any, *, param: str = "weekends") -> list[int]:
             day = WEEKDAY_NAMES.index(day.lower())
         if isinstance(day, bool) or not isinstance(day, int) or not 0 <= day <= 6:
             raise _bad(f"item {i}: a weekday 0 (Monday) to 6 (Sunday) or its name, not {day!r}", param=param)
-        if day in days:
-            raise _bad(f"item {i}: {WEEKDAY_NAMES[day]} is listed twice", param=param)
         days.append(day)
-    return sorted(days)
+    return sorted(set(days))  # a day listed twice is the same weekend
 
 
 def check_closes(closes: Any, *, param: str = "closes") -> time:
@@ -80,29 +78,37 @@ def check_closes(closes: Any, *, param: str = "closes") -> time:
     return time(int(m[1]), int(m[2]))
 
 
+@cache
+def supported_holidays() -> dict[str, list[str]]:
+    """The countries the holidays package knows by their ISO 3166 alpha-2 code, each with the subdivisions a
+    calendar can hold (Calendar.holiday_subdiv: up to 16 characters)."""
+    return {country: [s for s in subdivisions if len(s) <= 16]
+            for country, subdivisions in holidays_lib.list_supported_countries(include_aliases=False).items()}
+
+
 def check_holidays(country: Any, subdivision: Any) -> tuple[str, str]:
     """A country the holidays package knows (ISO 3166 alpha-2) and, optionally, one of its subdivisions."""
     country = "" if country is None else country
     subdivision = "" if subdivision is None else subdivision
     if not isinstance(country, str) or not isinstance(subdivision, str):
-        raise _bad("a country code such as US", param="holidays.country")
-    supported = holidays_lib.list_supported_countries()
+        raise _bad("a country code such as US, or US-DC", param="holidays")
+    supported = supported_holidays()
     if country and country not in supported:
         raise _bad(f"a country the holidays package knows (ISO 3166 alpha-2, e.g. US, GB, DE), not {country!r}",
-                   param="holidays.country")
+                   param="holidays")
     if subdivision:
         if not country:
-            raise _bad("a subdivision needs its country", param="holidays.subdivision")
+            raise _bad("a subdivision needs its country", param="holidays")
         subdivisions = supported[country]
         if subdivision not in subdivisions:
             shown = ", ".join(subdivisions[:12]) + (" …" if len(subdivisions) > 12 else "")
             raise _bad(f"{country} has no subdivision {subdivision!r}; it has {shown or 'none'}",
-                       param="holidays.subdivision")
+                       param="holidays")
     return country, subdivision
 
 
 def check_closed_days(days: Any, *, param: str = "closed_days") -> list[tuple[date, str]]:
-    """The brand's own closed days: [{"date": "2028-01-17", "why": "…"}], each date once."""
+    """The brand's own closed days: [{"date": "2028-01-17", "why": "…"}]."""
     if not isinstance(days, list) or len(days) > 1000:
         raise _bad("a list of up to 1000 {date, why}", param=param)
     seen: dict[date, str] = {}
@@ -117,11 +123,9 @@ def check_closed_days(days: Any, *, param: str = "closed_days") -> list[tuple[da
         if d is None or not DAY_MIN <= d <= DAY_MAX:
             raise _bad(f"date: a date YYYY-MM-DD from {DAY_MIN} to {DAY_MAX}, not {day['date']!r}", param=where)
         why = day.get("why", "closed")
-        if not isinstance(why, str) or not why.strip() or len(why) > 200 or "\x00" in why:
-            raise _bad("why: why it is closed, 1 to 200 characters", param=where)
-        if d in seen:
-            raise _bad(f"{d} is listed twice", param=where)
-        seen[d] = why.strip()
+        if not isinstance(why, str) or len(why) > 200 or "\x00" in why:
+            raise _bad("why: why it is closed, at most 200 characters", param=where)
+        seen[d] = why.strip() or "closed"  # a date listed twice: the last says why
     return sorted(seen.items())
 
 
@@ -222,8 +226,8 @@ def calendar_update(*, calendar: Calendar, changes: Mapping[str, Any]) -> tuple[
 
 
 def merge_metadata(current: Mapping[str, str], update: Any, *, param: str = "metadata") -> dict[str, str]:
-    """Stripe's rules: keys are merged in; a key set to "" is removed; at most 50 keys of 40 characters, values
-    of 500."""
+    """Stripe's rules: keys are merged in; a key set to "" is removed; at most 50 keys of up to 40 characters,
+    values of up to 500."""
     merged = dict(current or {})
     for key, value in check_metadata(update, param=param, allow_empty=True).items():
         if value == "":
@@ -242,9 +246,8 @@ def check_metadata(value: Any, *, param: str = "metadata", allow_empty: bool = F
         raise _bad("an object of at most 50 keys with text values", param=param, code="invalid_request")
     out = {}
     for k, v in value.items():
-        if not isinstance(k, str) or not 1 <= len(k) <= 40 or "[" in k or "]" in k or "\x00" in k:
-            raise _bad(f"a key is 1 to 40 characters without brackets, not {k!r}", param=param,
-                       code="invalid_request")
+        if not isinstance(k, str) or len(k) > 40 or "\x00" in k:
+            raise _bad(f"a key is at most 40 characters, not {k!r}", param=param, code="invalid_request")
         if isinstance(v, bool) or not isinstance(v, str | int | float) or len(str(v)) > 500 or "\x00" in str(v):
             raise _bad(f"{k}: a value is text of at most 500 characters", param=f"{param}.{k}",
                        code="invalid_request")

@@ -7,15 +7,19 @@ subject keeps its dates on (``403 live_mode_only``); a live key changes any.
 
 from __future__ import annotations
 
+from drf_spectacular.extensions import OpenApiSerializerFieldExtension
 from drf_spectacular.utils import extend_schema
 from rest_framework import serializers
 from rest_framework.response import Response
 
 from timers.api.auth import livemode
+from timers.api.schedules import ZoneField
 from timers.api.serializers import (
     ListQuerySerializer,
     StrictBooleanField,
     StrictCharField,
+    StrictRegexField,
+    StringOnly,
     const,
     list_serializer,
 )
@@ -25,10 +29,11 @@ from timers.errors import KeepingTimeError, NotFound
 from timers.ids import LIVE_PREFIX
 from timers.timeutil import iso_z
 
-from .brand_calendars import calendar_create, calendar_update, closed_days_json
+from .brand_calendars import calendar_create, calendar_update, closed_days_json, supported_holidays
 from .models import Calendar, ClosedDay, Subject
 
 CALENDAR_ORDER = ("name", "id")
+CLOSES = r"^([01][0-9]|2[0-3]):[0-5][0-9]$"
 
 
 def calendar_json(cal: Calendar, *, observed_years: tuple[int, ...] = ()) -> dict:
@@ -41,7 +46,7 @@ def calendar_json(cal: Calendar, *, observed_years: tuple[int, ...] = ()) -> dic
         "zone": cal.zone,
         "weekends": sorted(cal.weekends),
         "closes": cal.closes.strftime("%H:%M"),
-        "holidays": {"country": cal.holiday_country or None, "subdivision": cal.holiday_subdiv or None},
+        "holidays": "-".join(p for p in (cal.holiday_country, cal.holiday_subdiv) if p) or None,
         "closed_days": own,
         "default": cal.is_default,
         "metadata": cal.metadata or {},
@@ -65,45 +70,87 @@ class WeekdayField(serializers.IntegerField):
         return super().to_internal_value(data)
 
 
-class HolidaysSerializer(serializers.Serializer):
-    country = StrictCharField(required=False, allow_blank=True, max_length=8,
-                              help_text="ISO 3166 alpha-2, as the holidays package names it: US, GB, DE …")
-    subdivision = StrictCharField(required=False, allow_blank=True, max_length=16,
-                                  help_text="One of the country's subdivisions: DC, CA, NY …")
+def holiday_codes() -> list[str]:
+    """Every country the holidays package knows, and each of its subdivisions as COUNTRY-SUBDIVISION."""
+    codes = []
+    for country, subdivisions in sorted(supported_holidays().items()):
+        codes.append(country)
+        codes.extend(f"{country}-{sub}" for sub in subdivisions)
+    return codes
 
 
-class ClosedDaySerializer(serializers.Serializer):
-    date = serializers.DateField(help_text="YYYY-MM-DD")
-    why = StrictCharField(max_length=200, help_text="Why it is closed: an office closure, a disaster-relief day")
+class HolidaysField(StrictCharField):
+    """Public holidays from the holidays package: a country (US) or a country and subdivision (US-DC)."""
+
+
+class HolidaysSchema(OpenApiSerializerFieldExtension):
+    target_class = HolidaysField
+
+    def map_serializer_field(self, auto_schema, direction):
+        return {"type": "string", "enum": holiday_codes(), "example": "US-DC"}
+
+
+class CivilDateField(serializers.DateField):
+    """A civil date from 1900 to 9000, as the runtime's dates are (JSON text YYYY-MM-DD)."""
 
     def to_internal_value(self, data):
-        if isinstance(data, dict) and not isinstance(data.get("date"), str):
-            raise serializers.ValidationError({"date": "expected a date YYYY-MM-DD"})
+        if not isinstance(data, str):
+            self.fail("invalid", format="YYYY-MM-DD")
         return super().to_internal_value(data)
 
 
+class CivilDateSchema(OpenApiSerializerFieldExtension):
+    target_class = CivilDateField
+
+    def map_serializer_field(self, auto_schema, direction):
+        return {"type": "string", "format": "date", "pattern": r"^(?:19[0-9]{2}|[2-8][0-9]{3}|9000)-[0-9]{2}-[0-9]{2}$"}
+
+
+class ClosedDaySerializer(serializers.Serializer):
+    date = CivilDateField(help_text="YYYY-MM-DD")
+    why = StrictCharField(max_length=200, help_text="Why it is closed: an office closure, a disaster-relief day")
+
+
+class MetadataValueField(StringOnly, serializers.CharField):
+    """A metadata value: JSON text, never a number made into one."""
+
+
 class MetadataField(serializers.DictField):
-    """Stripe's metadata: up to 50 keys of 40 characters, text values of 500; "" removes a key on an update."""
+    """Stripe's metadata: up to 50 keys of up to 40 characters, text values of up to 500; "" removes a key on an
+    update."""
 
     def __init__(self, **kwargs):
-        super().__init__(child=StrictCharField(allow_blank=True, max_length=500), **kwargs)
+        super().__init__(child=MetadataValueField(allow_blank=True, max_length=500, trim_whitespace=False),
+                         **kwargs)
 
     def to_internal_value(self, data):
         value = super().to_internal_value(data)
-        if len(value) > 50 or any(not 1 <= len(k) <= 40 or "[" in k or "]" in k or "\x00" in k for k in value):
-            raise serializers.ValidationError("at most 50 keys, each 1 to 40 characters without brackets")
+        if len(value) > 50 or any(len(k) > 40 or "\x00" in k for k in value):
+            raise serializers.ValidationError("at most 50 keys, each at most 40 characters")
         return value
+
+
+class MetadataSchema(OpenApiSerializerFieldExtension):
+    target_class = MetadataField
+
+    def map_serializer_field(self, auto_schema, direction):
+        value = {"type": "string", "maxLength": 500}
+        if direction == "request":
+            value["pattern"] = "^[^\\u0000]*$"
+        return {"type": "object", "additionalProperties": value, "maxProperties": 50,
+                "description": "Up to 50 keys (each at most 40 characters) with text values of up to 500"}
 
 
 class CalendarCreateSerializer(serializers.Serializer):
     name = StrictCharField(max_length=200, help_text="What the console calls it: apis.tax, New York office")
-    zone = StrictCharField(max_length=64, help_text="An IANA zone: America/New_York")
+    zone = ZoneField(max_length=64, help_text="An IANA zone: America/New_York")
     weekends = serializers.ListField(child=WeekdayField(),
                                      required=False, max_length=6,
                                      help_text="The days nothing is due on, 0 Monday … 6 Sunday; default [5, 6]")
-    closes = StrictCharField(required=False, max_length=5, default="23:59",
-                             help_text="The local minute a due date closes, HH:MM (default 23:59)")
-    holidays = HolidaysSerializer(required=False, help_text="Public holidays from the holidays package")
+    closes = StrictRegexField(CLOSES, required=False, max_length=5, default="23:59",
+                              help_text="The local minute a due date closes, HH:MM (default 23:59)")
+    holidays = HolidaysField(required=False, allow_null=True, max_length=24,
+                             help_text="Public holidays: a country (US) or country-subdivision (US-DC)")
     closed_days = ClosedDaySerializer(many=True, required=False, help_text="The brand's own closed days")
     default = StrictBooleanField(required=False, default=False,
                                  help_text="The brand's default calendar (its first one is, until another is made it)")
@@ -112,12 +159,13 @@ class CalendarCreateSerializer(serializers.Serializer):
 
 class CalendarUpdateSerializer(serializers.Serializer):
     name = StrictCharField(required=False, max_length=200)
-    zone = StrictCharField(required=False, max_length=64,
-                           help_text="Only while no open date falls on the calendar (calendar_in_use)")
+    zone = ZoneField(required=False, max_length=64,
+                     help_text="Only while no open date falls on the calendar (calendar_in_use)")
     weekends = serializers.ListField(child=WeekdayField(),
                                      required=False, max_length=6)
-    closes = StrictCharField(required=False, max_length=5, help_text="HH:MM; only while no open date falls on it")
-    holidays = HolidaysSerializer(required=False)
+    closes = StrictRegexField(CLOSES, required=False, max_length=5,
+                              help_text="HH:MM; only while no open date falls on it")
+    holidays = HolidaysField(required=False, allow_null=True, max_length=24, help_text="US, US-DC …; null: none")
     closed_days = ClosedDaySerializer(many=True, required=False,
                                       help_text="Replaces the brand's own closed days; every open date re-rolls")
     default = StrictBooleanField(required=False, help_text="true makes it the brand's default")
@@ -125,11 +173,6 @@ class CalendarUpdateSerializer(serializers.Serializer):
 
 
 # -- what the API answers ----------------------------------------------------------------------------------------
-class HolidaysOutSerializer(serializers.Serializer):
-    country = serializers.CharField(allow_null=True)
-    subdivision = serializers.CharField(allow_null=True)
-
-
 class ClosedDayOutSerializer(serializers.Serializer):
     date = serializers.DateField()
     why = serializers.CharField()
@@ -148,7 +191,7 @@ class CalendarSerializer(serializers.Serializer):
     zone = serializers.CharField()
     weekends = serializers.ListField(child=serializers.IntegerField())
     closes = serializers.CharField(help_text="HH:MM, local")
-    holidays = HolidaysOutSerializer()
+    holidays = serializers.CharField(allow_null=True, help_text="US, US-DC …: the public holidays it closes on")
     closed_days = ClosedDayOutSerializer(many=True, help_text="The brand's own closed days")
     default = serializers.BooleanField()
     metadata = serializers.DictField(child=serializers.CharField())
@@ -159,8 +202,7 @@ class CalendarSerializer(serializers.Serializer):
 def _changes(body: dict) -> dict:
     changes = {k: v for k, v in body.items() if k not in ("holidays", "closed_days")}
     if "holidays" in body:
-        changes["holiday_country"] = body["holidays"].get("country", "")
-        changes["holiday_subdivision"] = body["holidays"].get("subdivision", "")
+        changes["holiday_country"], _, changes["holiday_subdivision"] = (body["holidays"] or "").partition("-")
     if "closed_days" in body:
         changes["closed_days"] = [{"date": d["date"].isoformat(), "why": d["why"]} for d in body["closed_days"]]
     return changes
@@ -196,11 +238,10 @@ class CalendarListView(BrandAPIView):
     )
     def post(self, request):
         body = self.body(CalendarCreateSerializer)
-        holidays = body.get("holidays") or {}
+        country, _, subdivision = (body.get("holidays") or "").partition("-")
         cal = calendar_create(
             brand=self.brand, name=body["name"], zone=body["zone"], weekends=body.get("weekends"),
-            closes=body["closes"], holiday_country=holidays.get("country", ""),
-            holiday_subdivision=holidays.get("subdivision", ""),
+            closes=body["closes"], holiday_country=country, holiday_subdivision=subdivision,
             closed_days=[{"date": d["date"].isoformat(), "why": d["why"]} for d in body.get("closed_days", [])],
             default=body["default"], metadata={k: v for k, v in body.get("metadata", {}).items() if v != ""},
             now=wall_now(),

@@ -40,6 +40,7 @@ INSTALLED_APPS = [
     "django.contrib.staticfiles",
     "rest_framework",
     "drf_spectacular",
+    "drf_spectacular_sidecar",  # /docs: Redoc served from our own static files
     "timers",
     "calendars",
     "services",
@@ -117,9 +118,19 @@ REST_FRAMEWORK = {
 
 SPECTACULAR_SETTINGS = {
     "TITLE": "Keeping Time API",
-    "DESCRIPTION": "Timers, test clocks and the record.",
+    "DESCRIPTION": (
+        "Timers, test clocks and the record; a brand's calendars, customers (subjects), subscriptions and "
+        "orders. Authenticate with a secret key: `Authorization: Bearer sk_test_…` (test clocks) or "
+        "`sk_live_…` (the live clock). Every POST takes an `Idempotency-Key`. Errors are "
+        "`{\"error\": {\"type\", \"code\", \"message\", \"param\"}}`."
+    ),
     "VERSION": "1.0.0",
     "SERVE_INCLUDE_SCHEMA": False,
+    "REDOC_DIST": "SIDECAR",
+    "POSTPROCESSING_HOOKS": [
+        "drf_spectacular.hooks.postprocess_schema_enums",
+        "timers.api.idempotency.openapi_header",
+    ],
 }
 
 # Services, by module path: each module declares one or more services.declare.Service.

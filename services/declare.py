@@ -45,10 +45,36 @@ class Period:
 
 @dataclass(frozen=True)
 class SubjectSpec:
+    """Who the work is for: its ``kind`` (taxpayer), the name of its key (ein) and the key's grammar
+    (``pattern``, matched whole, with an ``example``), which a new subject's key is checked against."""
+
     kind: str
     key: str
     period: Period | None = None
     keeps: tuple[str, ...] = ()
+    pattern: str | None = None  # r"[0-9]{2}-[0-9]{7}": an EIN is NN-NNNNNNN
+    example: str = ""  # "12-3456789"
+
+    def key_problem(self, key: str) -> str | None:
+        """What is wrong with a subject's key, or None."""
+        if self.pattern is not None and not re.fullmatch(self.pattern, key):
+            shown = f" (e.g. {self.example})" if self.example else ""
+            return f"a {self.kind}'s {self.key} is {self.pattern}{shown}, not {key!r}"
+        return None
+
+
+@dataclass(frozen=True)
+class CalendarSpec:
+    """A calendar written on a Service (seed keeping-time, "Every date falls on one calendar"): a subject of the
+    Service that names no calendar keeps its dates on the brand's calendar of this ``name``, made from this
+    declaration the first time a subject needs it (the brand may then edit its closed days)."""
+
+    name: str
+    zone: str = "UTC"
+    weekends: tuple[int, ...] = (5, 6)
+    closes: str = "23:59"
+    holidays: tuple[str, ...] = ()  # ("US",) or ("US", "DC"): the holidays package's country and subdivision
+    closed: tuple[tuple[str, str], ...] = ()  # the brand's own days: (("2028-01-17", "why"), …)
 
 
 @dataclass(frozen=True)
@@ -352,6 +378,7 @@ class Service:
     pools: dict[str, Pool] = field(default_factory=dict)
     scopes: dict[str, Scope] = field(default_factory=dict)  # grants a step may need
     policy: dict[str, int] = field(default_factory=dict)  # per-brand values (days) with their defaults
+    calendar: CalendarSpec | None = None  # where its subjects' dates fall when they name no calendar
     where: str = ""  # the file, set by the loader
 
     # Parsed at load:
@@ -438,6 +465,7 @@ class Service:
                 for bound in (spec.min, spec.max):
                     if bound is not None and _type_problem("date", bound):
                         raise ServiceError(f"{where}: min and max of a date are dates YYYY-MM-DD, not {bound!r}")
+        self._check_subject_and_calendar(w)
         unknown_keeps = [k for k in self.subject.keeps if not k.isidentifier()]
         if unknown_keeps:
             raise ServiceError(f"{w}subject.keeps: names are identifiers, not {unknown_keeps}")
@@ -460,6 +488,37 @@ class Service:
             if self.at[name].anchor is None:
                 raise ServiceError(f"{where}.at: say what it is after or before: '1mo after end', '10d before pay'")
 
+
+    def _check_subject_and_calendar(self, w: str) -> None:
+        spec = self.subject
+        if spec.pattern is not None:
+            try:
+                re.compile(spec.pattern)
+            except re.error as exc:
+                raise ServiceError(f"{w}subject.pattern: {exc}") from None
+            if spec.example and spec.key_problem(spec.example):
+                raise ServiceError(f"{w}subject.example: {spec.example!r} does not match {spec.pattern}")
+        cal = self.calendar
+        if cal is None:
+            return
+        from calendars.brand_calendars import (
+            check_closed_days,
+            check_closes,
+            check_holidays,
+            check_weekends,
+            check_zone,
+        )
+
+        try:
+            if not isinstance(cal, CalendarSpec) or not cal.name.strip():
+                raise ServiceError("a CalendarSpec with a name")
+            check_zone(cal.zone)
+            check_weekends(list(cal.weekends))
+            check_closes(cal.closes)
+            check_holidays(*(tuple(cal.holidays) + ("", ""))[:2])
+            check_closed_days([{"date": d, "why": why} for d, why in cal.closed])
+        except KeepingTimeError as exc:
+            raise ServiceError(f"{w}calendar.{exc.message}") from None
 
     def _check_people(self, w: str) -> None:
         """Steps, pools, scopes and policy values: each named thing declared, each span parsed."""

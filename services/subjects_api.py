@@ -8,6 +8,7 @@ and a job live on their subject's clock, at its time.
 
 from __future__ import annotations
 
+from drf_spectacular.extensions import OpenApiSerializerFieldExtension
 from drf_spectacular.utils import extend_schema
 from rest_framework import serializers
 from rest_framework.response import Response
@@ -83,9 +84,37 @@ def get_subject(brand: Brand, subject_id: str, *, param: str | None = None) -> S
 
 
 # -- what the API takes ----------------------------------------------------------------------------------------
+class KindField(StrictCharField):
+    """A kind of subject a registered Service takes: the schema lists them."""
+
+
+class SubjectKeyField(StrictCharField):
+    """A subject's key: the schema's pattern is the kinds' grammars (any of them)."""
+
+
+class KindSchema(OpenApiSerializerFieldExtension):
+    target_class = KindField
+
+    def map_serializer_field(self, auto_schema, direction):
+        return {"type": "string", "enum": sorted(subject_kinds())}
+
+
+class SubjectKeySchema(OpenApiSerializerFieldExtension):
+    target_class = SubjectKeyField
+
+    def map_serializer_field(self, auto_schema, direction):
+        patterns = [spec.pattern for spec in subject_kinds().values()]
+        schema = {"type": "string", "minLength": 1, "maxLength": 128}
+        if patterns and None not in patterns:
+            schema["pattern"] = "^(?:" + "|".join(f"(?:{p})" for p in patterns) + ")$"
+        else:
+            schema["pattern"] = r"^\S(?:[^\u0000]*\S)?$"
+        return schema
+
+
 class SubjectCreateSerializer(serializers.Serializer):
-    kind = StrictCharField(max_length=64, help_text="A kind a Service takes: taxpayer, account")
-    key = StrictCharField(max_length=128, trim_whitespace=False,
+    kind = KindField(max_length=64, help_text="A kind a Service takes: taxpayer, account")
+    key = SubjectKeyField(max_length=128, trim_whitespace=False,
                           help_text="Its key, in the grammar the kind's Service declares: an EIN is NN-NNNNNNN")
     name = StrictCharField(max_length=200, help_text="Acme Robotics")
     calendar = StrictCharField(required=False, max_length=32,

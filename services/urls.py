@@ -2,10 +2,12 @@
 
 from django.urls import path
 
-from . import api, members_api, people_api
+from . import api, members_api, people_api, subjects_api
 
 urlpatterns = [
-    path("subscriptions", api.SubscriptionListView.as_view(), name="subscription-list"),
+    path("subjects", subjects_api.SubjectListView.as_view(), name="subject-list"),
+    path("subjects/<str:subject_id>", subjects_api.SubjectDetailView.as_view(), name="subject-detail"),
+    path("subscriptions", subjects_api.SubscriptionsView.as_view(), name="subscription-list"),
     path("subscriptions/<str:subscription_id>", api.SubscriptionDetailView.as_view(), name="subscription-detail"),
     path("subscriptions/<str:subscription_id>/cancel", api.SubscriptionCancelView.as_view(),
          name="subscription-cancel"),
@@ -15,7 +17,7 @@ urlpatterns = [
     path("subscriptions/<str:subscription_id>/resume", api.SubscriptionResumeView.as_view(),
          name="subscription-resume"),
     path("subjects/<str:subject_id>/events", api.SubjectEventView.as_view(), name="subject-events"),
-    path("jobs", api.JobListView.as_view(), name="job-list"),
+    path("jobs", subjects_api.JobsView.as_view(), name="job-list"),
     path("jobs/<str:job_id>", api.JobDetailView.as_view(), name="job-detail"),
     path("jobs/<str:job_id>/deliver", api.JobDeliverView.as_view(), name="job-deliver"),
     path("jobs/<str:job_id>/cancel", api.JobCancelView.as_view(), name="job-cancel"),

@@ -12,6 +12,7 @@ them; writes get ids schemathesis makes up or finds through the links it infers 
 from __future__ import annotations
 
 import time
+import uuid
 from dataclasses import dataclass, field
 from io import StringIO
 
@@ -49,6 +50,14 @@ def _acme() -> dict[str, str]:
         "timer_id": Timer.objects.filter(domain=tc, status="fired").order_by("fired_at").first().id,
         "event_id": Event.objects.filter(domain=tc).order_by("seq").first().id,
     }
+
+
+@schemathesis.hook
+def before_call(ctx, case, kwargs):
+    """Each Idempotency-Key sent made unique: a key drawn twice ("0") names another request the second time,
+    which the API rightly refuses (400 idempotency_key_in_use); keys and their reuse are tests/test_customers.py's."""
+    if case.headers and "Idempotency-Key" in case.headers:
+        case.headers["Idempotency-Key"] = str(uuid.uuid4())
 
 
 @dataclass

@@ -472,5 +472,6 @@ class PortalSessionAdmin(ReadOnlyAdmin):
     exclude = ("digest",)
 
 
+from . import customers as _customers_and_keys  # noqa: E402, F401 - its pages register on the site
 from . import members as _members_and_pools  # noqa: E402, F401 - its pages register on the site
 from . import webhooks as _webhooks  # noqa: E402, F401 - its pages register on the site

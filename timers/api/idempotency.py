@@ -138,8 +138,17 @@ def openapi_header(result: dict, generator, request, public) -> dict:
                             "another request under the key is 400 idempotency_key_in_use, one sent while the first "
                             "still runs 409 idempotency_key_in_progress",
              "schema": {"type": "string", "minLength": 1, "maxLength": 255, "pattern": "^[\\x21-\\x7e]+$"}}
+    error = {"application/json": {"schema": {"$ref": "#/components/schemas/Error"}}}
+    said = {"400": "invalid_idempotency_key, idempotency_key_in_use (the key was sent with another request)",
+            "409": "idempotency_key_in_progress (the key's first request is still running)"}
     for operations in result.get("paths", {}).values():
         post = operations.get("post")
-        if post is not None and not any(p.get("name") == "Idempotency-Key" for p in post.get("parameters", [])):
+        if post is None:
+            continue
+        if not any(p.get("name") == "Idempotency-Key" for p in post.get("parameters", [])):
             post.setdefault("parameters", []).append(param)
+        # Any POST may answer these for its key, whatever else it answers.
+        responses = post.setdefault("responses", {})
+        for status, description in said.items():
+            responses.setdefault(status, {"description": description, "content": error})
     return result

@@ -2,7 +2,7 @@
 
 from django.urls import path
 from drf_spectacular.renderers import OpenApiJsonRenderer
-from drf_spectacular.views import SpectacularAPIView
+from drf_spectacular.views import SpectacularAPIView, SpectacularRedocView
 from rest_framework.permissions import AllowAny
 
 from . import schedules, views, webhooks
@@ -31,4 +31,7 @@ urlpatterns = [
                                    renderer_classes=[OpenApiJsonRenderer]),
         name="openapi",
     ),
+    # The reference, rendered from /openapi.json by Redoc from this server's own static files (no CDN).
+    path("docs", SpectacularRedocView.as_view(url_name="openapi", authentication_classes=[],
+                                              permission_classes=[AllowAny]), name="docs"),
 ]

@@ -1,6 +1,7 @@
 from services.declare import Period, Pool, Price, Scope, Service, Signal, Step, SubjectSpec
 
-ACCOUNT = SubjectSpec(kind="account", key="domain", period=Period(of="month"))
+ACCOUNT = SubjectSpec(kind="account", key="domain", pattern=r"[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?(\.[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?)+",
+                      example="alpha.example", period=Period(of="month"))
 
 deal = Service(
     name="deal",
