@@ -40,7 +40,7 @@ class Tax:
     def __init__(self, brand):
         self.clock = test_clock_create(brand=brand, frozen_time=T0, name="bad input")
         cal = Calendar.objects.create(brand=brand, name="apis.tax", zone="America/New_York", holiday_country="US",
-                                      holiday_subdiv="DC")
+                                      holiday_subdiv="DC", is_default=True)
         self.subject = Subject.objects.create(brand=brand, domain=self.clock.id, kind="taxpayer", key_name="ein",
                                               key="12-3456789", name="Acme Robotics", calendar=cal,
                                               input={"entity": "C corp"}, created_at=T0)
@@ -297,3 +297,155 @@ def test_a_write_to_the_feed_or_the_portal_page_is_a_json_405(tax, method):
     # and reading them still works
     assert tax.client.get(f"/subjects/{tax.subject.id}/calendar.ics?token={token}").status_code == 200
     assert tax.client.get(f"/portal/subjects/{tax.subject.id}/calendar?token={token}").status_code == 200
+
+
+# -- a brand's first day: calendars, subjects, subscriptions, orders (issue 23) -------------------------------
+NEW_TABLES = (Calendar, Subject, Subscription, Job, Timer, Event, MoneyLine)
+
+
+def new_counts() -> dict[str, int]:
+    return {model.__name__: model.objects.count() for model in (*NEW_TABLES,)} | counts()
+
+
+GOOD_CAL = {"name": "London", "zone": "Europe/London", "holidays": "GB"}
+
+
+@pytest.mark.parametrize("body, status, code, param", [
+    ({**GOOD_CAL, "zone": "Europe/Lndon"}, 400, "invalid_calendar", "zone"),
+    ({**GOOD_CAL, "zone": 5}, 400, "invalid_request", "zone"),
+    ({**GOOD_CAL, "holidays": "ZZ"}, 400, "invalid_calendar", "holidays"),
+    ({**GOOD_CAL, "holidays": "GB-XX"}, 400, "invalid_calendar", "holidays"),
+    ({**GOOD_CAL, "closes": "17:60"}, 400, "invalid_request", "closes"),
+    ({**GOOD_CAL, "weekends": [7]}, 400, "invalid_request", "weekends"),
+    ({**GOOD_CAL, "weekends": ["sat"]}, 400, "invalid_request", "weekends"),
+    ({**GOOD_CAL, "closed_days": [{"date": "1899-12-31", "why": "x"}]}, 400, "invalid_calendar", "closed_days[0]"),
+    ({**GOOD_CAL, "closed_days": [{"date": 20280101, "why": "x"}]}, 400, "invalid_request", "closed_days"),
+    ({**GOOD_CAL, "metadata": {"k" * 41: "v"}}, 400, "invalid_request", "metadata"),
+    ({**GOOD_CAL, "metadata": {"k": 5}}, 400, "invalid_request", "metadata"),
+    ({**GOOD_CAL, "name": "x\x00y"}, 400, "invalid_request", "name"),
+    ({**GOOD_CAL, "name": "apis.tax"}, 409, "calendar_exists", None),
+    ({"zone": "UTC"}, 400, "invalid_request", "name"),
+])
+def test_a_bad_calendar_is_coded_and_writes_nothing(tax, body, status, code, param):
+    before = new_counts()
+    err = error(tax.call("POST", "/calendars", body), status, code)
+    if param:
+        assert (err.get("param") or "").startswith(param), err
+    assert new_counts() == before
+
+
+def test_a_calendar_change_that_would_move_dates_under_them_is_refused(tax):
+    cal = tax.subject.calendar
+    r = tax.call("POST", "/jobs", {"subject": tax.subject.id, "service": "annual-return", "period": "2026"})
+    assert r.status_code == 201, r.content  # its dates are open on the calendar now
+    before = new_counts()
+    error(tax.call("POST", f"/calendars/{cal.id}", {"zone": "America/Chicago"}), 409, "calendar_in_use")
+    error(tax.call("POST", f"/calendars/{cal.id}", {"closes": "17:00"}), 409, "calendar_in_use")
+    error(tax.call("POST", f"/calendars/{cal.id}", {"default": False}), 409, "calendar_default_required")
+    error(tax.call("POST", "/calendars/cal_nope", {"name": "x"}), 404, "resource_missing")
+    assert new_counts() == before
+    assert Calendar.objects.get(pk=cal.pk).zone == "America/New_York"
+
+
+@pytest.mark.parametrize("body, status, code, param", [
+    ({"kind": "taxpayer", "key": "123456789", "name": "Acme"}, 400, "invalid_subject_key", "key"),
+    ({"kind": "taxpayer", "key": " 12-3456789", "name": "Acme"}, 400, "invalid_subject_key", "key"),
+    ({"kind": "unicorn", "key": "x", "name": "Acme"}, 400, "invalid_kind", "kind"),
+    ({"kind": "taxpayer", "key": "12-3456789", "name": "Acme"}, 409, "subject_exists", "key"),
+    ({"kind": "taxpayer", "key": "98-7654321", "name": ""}, 400, "invalid_request", "name"),
+    ({"kind": "taxpayer", "key": "98-7654321", "name": "Beta", "calendar": "cal_nope"}, 404, "resource_missing",
+     "calendar"),
+    ({"kind": "taxpayer", "key": "98-7654321", "name": "Beta", "metadata": ["x"]}, 400, "invalid_request",
+     "metadata"),
+])
+def test_a_bad_subject_is_coded_and_writes_nothing(tax, body, status, code, param):
+    before = new_counts()
+    err = error(tax.call("POST", "/subjects", {**body, "test_clock": tax.clock.id}), status, code)
+    assert (err.get("param") or "").startswith(param), err
+    assert new_counts() == before
+
+
+def test_a_subject_needs_a_calendar_and_a_test_key_a_test_clock(tax, brand):
+    Calendar.objects.filter(brand=brand).update(is_default=False)
+    before = new_counts()
+    err = error(tax.call("POST", "/subjects", {"kind": "taxpayer", "key": "98-7654321", "name": "Beta",
+                                               "test_clock": tax.clock.id}), 400, "calendar_required")
+    assert err["param"] == "calendar"
+    error(tax.call("POST", "/subjects", {"kind": "taxpayer", "key": "98-7654321", "name": "Beta"}), 403,
+          "live_mode_only")
+    assert new_counts() == before
+
+
+@pytest.mark.parametrize("body, status, code, param", [
+    ({"plan": "tax-plan", "input": {"entity": "C corp", "states": ["CA"]}}, 409, "subscription_exists", "plan"),
+    ({"plan": "tax-plan", "input": {"entity": "C corp", "states": "CA"}}, 400, "invalid_input", "input.states"),
+    ({"plan": "tax-plan", "input": {"entity": "C corp", "states": ["CA"], "colour": "red"}}, 400, "invalid_input",
+     "input.colour"),
+    ({"plan": "estimate"}, 400, "not_a_plan", "plan"),
+    ({"plan": "deal-desk"}, 400, "subject_kind_mismatch", "plan"),
+    ({"plan": 7}, 400, "invalid_request", "plan"),
+    ({"plan": "tax-plan", "input": ["CA"]}, 400, "invalid_request", "input"),
+])
+def test_a_bad_subscription_is_coded_and_writes_nothing(tax, body, status, code, param):
+    before = new_counts()
+    err = error(tax.call("POST", "/subscriptions", {"subject": tax.subject.id, **body}), status, code)
+    assert (err.get("param") or "").startswith(param), err
+    assert new_counts() == before
+
+
+def test_a_subscription_or_order_for_no_subject_of_the_callers_is_404(tax):
+    before = new_counts()
+    for path, body in (("/subscriptions", {"plan": "tax-plan"}), ("/jobs", {"service": "estimate"})):
+        err = error(tax.call("POST", path, {"subject": "sbj_nope", **body}), 404, "resource_missing")
+        assert err["param"] == "subject"
+    assert new_counts() == before
+
+
+@pytest.mark.parametrize("body, status, code, param", [
+    ({"service": "annual-return", "period": "2027-Q1"}, 400, "invalid_request", "period"),
+    ({"service": "annual-return", "period": "27"}, 400, "invalid_request", "period"),
+    ({"service": "estimate", "period": "2027-Q5"}, 400, "invalid_request", "period"),
+    ({"service": "notice-response", "period": "2027"}, 400, "invalid_input", "input.reply_by"),
+    ({"service": "nope"}, 400, "invalid_service", "service"),
+    ({"service": "deal"}, 400, "subject_kind_mismatch", "service"),
+    ({"service": "notice-response", "period": "2027", "input": {"reply_by": "2027-02-30"}}, 400, "invalid_input",
+     "input.reply_by"),
+])
+def test_a_bad_order_is_coded_and_writes_nothing(tax, body, status, code, param):
+    before = new_counts()
+    err = error(tax.call("POST", "/jobs", {"subject": tax.subject.id, **body}), status, code)
+    assert (err.get("param") or "").startswith(param), err
+    assert new_counts() == before
+
+
+def test_an_order_of_a_period_already_ordered_is_409_and_writes_nothing_more(tax):
+    r = tax.call("POST", "/jobs", {"subject": tax.subject.id, "service": "annual-return", "period": "2025"})
+    assert r.status_code == 201, r.content
+    before = new_counts()
+    err = error(tax.call("POST", "/jobs", {"subject": tax.subject.id, "service": "annual-return",
+                                           "period": "2025"}), 409, "job_exists")
+    assert r.json()["id"] in err["message"]
+    assert new_counts() == before
+
+
+@pytest.mark.parametrize("args, code", [
+    (["subjects", "create", "--kind", "taxpayer", "--key", "nope", "--name", "X"], "invalid_subject_key"),
+    (["subjects", "create", "--kind", "unicorn", "--key", "x", "--name", "X"], "invalid_kind"),
+    (["subscriptions", "create", "--subject", "sbj_nope", "--plan", "tax-plan"], "resource_missing"),
+    (["jobs", "create", "--subject", "sbj_nope", "--service", "estimate"], "resource_missing"),
+    (["calendars", "create", "--name", "X", "--zone", "Mars/Base"], "invalid_calendar"),
+    (["calendars", "create", "--name", "X", "--zone", "UTC", "--holidays", "ZZ"], "invalid_calendar"),
+])
+def test_the_new_commands_say_what_is_wrong_in_one_line(tax, args, code):
+    before = new_counts()
+    one_line([*args] + (["--test-clock", tax.clock.id] if args[:2] == ["subjects", "create"] else []), code)
+    assert new_counts() == before
+
+
+def test_the_subscription_and_order_commands_check_their_json(tax):
+    before = new_counts()
+    one_line(["subscriptions", "create", "--subject", tax.subject.id, "--plan", "tax-plan", "--input", "{nope"],
+             "invalid_json")
+    one_line(["jobs", "create", "--subject", tax.subject.id, "--service", "estimate", "--input", "[1]"],
+             "invalid_json")
+    assert new_counts() == before
