@@ -141,7 +141,18 @@ def test_a_test_key_makes_subjects_on_a_test_clock_and_modes_never_see_each_othe
     live = client_for("apis.tax", live=True)
     assert live.get(f"/subjects/{made['id']}").status == 404
     assert live.post("/subscriptions", {"subject": made["id"], "plan": "tax-plan"}).status == 404
-    assert client_for("globex").get(f"/subjects/{made['id']}").status == 404
+    globex = client_for("globex")
+    assert globex.get(f"/subjects/{made['id']}").status == 404
+    assert globex.post(f"/subjects/{made['id']}", {"name": "mine"}).status == 404
+    for path, body in (("/subscriptions", {"plan": "tax-plan"}), ("/jobs", {"service": "estimate"}),
+                       ("/portal_sessions", {})):
+        r = globex.post(path, {"subject": made["id"], **body})
+        assert r.status == 404 and r.code == "resource_missing", (path, r.body)
+    cal = Calendar.objects.get(brand__name="apis.tax")
+    assert globex.get(f"/calendars/{cal.id}").status == 404
+    assert globex.post(f"/calendars/{cal.id}", {"name": "mine"}).status == 404
+    assert globex.get("/calendars").body["data"] == []
+    assert Subject.objects.get(pk=made["id"]).name == "Acme Robotics" and Calendar.objects.get(pk=cal.pk).name == NY["name"]
     live_made = live.post("/subjects", {"kind": "taxpayer", "key": "98-7654321", "name": "Beta"}).body
     assert live_made["livemode"] is True and live_made["test_clock"] is None
     assert api.get(f"/subjects/{live_made['id']}").status == 404

@@ -104,13 +104,22 @@ def other_paths(w: World, tc: TestClock) -> list[tuple[str, str, dict | None]]:
         ("GET", f"/clocks/{w.clock.id}", None),
         ("POST", f"/clocks/{w.clock.id}/items/US/choose", {"option": "file late"}),
         ("POST", f"/clocks/{w.clock.id}/items/US/satisfy", None),
+        # A brand's first day (issue 23): its customers, and putting them to work.
+        ("GET", f"/subjects/{w.subject.id}", None),
+        ("POST", f"/subjects/{w.subject.id}", {"name": "Renamed", "metadata": {"crm": "1"}}),
+        ("POST", "/subscriptions", {"subject": w.subject.id, "plan": "tax-plan", "input": INPUT}),
+        ("POST", "/jobs", {"subject": w.subject.id, "service": "estimate", "period": "2027-Q2"}),
+        ("POST", "/portal_sessions", {"subject": w.subject.id}),
     ]
 
 
 def state(w: World) -> tuple:
     """What a write could change in a world."""
     sub, job = Subscription.objects.get(pk=w.sub.pk), Job.objects.get(pk=w.job.pk)
-    return (sub.status, sub.cancel_at_period_end, sub.paused_at, sub.input, job.status,
+    subject = Subject.objects.get(pk=w.subject.pk)
+    return (subject.name, subject.metadata, Subscription.objects.filter(subject=subject).count(),
+            Job.objects.filter(subject=subject).count(),
+            sub.status, sub.cancel_at_period_end, sub.paused_at, sub.input, job.status,
             sorted(w.clock.items.values_list("item", "status")), w.timers(), w.events(),
             sorted(Timer.objects.filter(domain=w.domain).values_list("id", "status", "wakes")))
 
@@ -137,6 +146,7 @@ def test_a_key_reads_and_acts_only_on_its_modes_objects(client, modes, mode):
     scope = "" if mode == "live" else f"?test_clock={modes.tc.id}"
     assert ids(call(client, key, "GET", f"/subscriptions{scope}")) == [mine.sub.id]
     assert ids(call(client, key, "GET", f"/jobs{scope}")) == [mine.job.id]
+    assert ids(call(client, key, "GET", f"/subjects{scope}")) == [mine.subject.id]
     timers = ids(call(client, key, "GET", f"/timers{scope}{'&' if scope else '?'}limit=100"))
     assert timers and set(timers) == mine.timers()
     events = ids(call(client, key, "GET", "/events?limit=100"))
@@ -145,6 +155,7 @@ def test_a_key_reads_and_acts_only_on_its_modes_objects(client, modes, mode):
     for path in (f"/timers{scope}{sep}starting_after={sorted(theirs.timers())[0]}",
                  f"/subscriptions{scope}{sep}starting_after={theirs.sub.id}",
                  f"/jobs{scope}{sep}starting_after={theirs.job.id}",
+                 f"/subjects{scope}{sep}starting_after={theirs.subject.id}",
                  f"/events?starting_after={sorted(theirs.events())[0]}"):
         r = call(client, key, "GET", path)
         # As for a cursor that names nothing (its status is page()'s to choose): the other mode's is unknown.
