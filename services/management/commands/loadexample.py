@@ -58,6 +58,9 @@ class Command(KTCommand):
                                                      "holiday_subdiv": "DC", "weekends": [5, 6],
                                                      "closes": time(23, 59)})
         ClosedDay.objects.filter(calendar=calendar).delete()
+        if not Calendar.objects.filter(brand=brand, is_default=True).exists():
+            # The brand's calendar: a customer added over the API or the console keeps its dates on it.
+            Calendar.objects.filter(pk=calendar.pk).update(is_default=True)
         subject = Subject.objects.create(
             id=seeded_subject_id(brand=brand, domain=clock.id, kind="taxpayer", key="12-3456789"),
             brand=brand, domain=clock.id, kind="taxpayer", key_name="ein", key="12-3456789", name="Acme Robotics",
@@ -119,6 +122,8 @@ class Command(KTCommand):
         calendar, _ = Calendar.objects.update_or_create(
             brand=brand, name="api.forsale", defaults={"zone": "America/Los_Angeles", "weekends": [5, 6],
                                                         "closes": time(17, 0)})
+        if not Calendar.objects.filter(brand=brand, is_default=True).exists():
+            Calendar.objects.filter(pk=calendar.pk).update(is_default=True)
         self.bar.step("loading api_forsale: the accounts and their deal-desk subscriptions")
         subjects = {}
         for code, domain, name in (("A", "alpha.example", "Alpha Labs"), ("B", "beta.example", "Beta Foods")):
