@@ -111,6 +111,7 @@ class Subject(models.Model):
     metadata = models.JSONField(default=dict, blank=True, help_text="the brand's own keys and values (Stripe's)")
 
     class Meta:
+        verbose_name = "customer"  # what the owner console calls a subject: who the work is for
         constraints = [
             models.UniqueConstraint(fields=["brand", "domain", "kind", "key"], name="subject_key_per_domain"),
         ]
