@@ -227,9 +227,9 @@ def fill(brand, hot: str, n: int, skew: str = "prod") -> None:
                                          WHEN g %% %(k_deleted)s = 0 THEN 'deleted' ELSE 'ready' END AS s) x""", p)
         cur.execute(
             f"""INSERT INTO calendars_subject (id, brand_id, domain, kind, key_name, key, name, keeps, input,
-                   feed_digest, created_at)
+                   feed_digest, created_at, metadata)
                SELECT 'sbj_' || %(tag)s || g, %(b)s, {domain.replace("%(hot)s", "'tc_elsewhere'")}, 'taxpayer',
-                      'ein', %(tag)s || g, 'x', '{{}}', '{{}}', '', now()
+                      'ein', %(tag)s || g, 'x', '{{}}', '{{}}', '', now(), '{{}}'
                FROM generate_series(1, %(m)s) g""", p)
         cur.execute(
             """INSERT INTO calendars_clock (id, brand_id, domain, subject_id, spec, name, title, lives_on, owner_ref,
