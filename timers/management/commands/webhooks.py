@@ -1,4 +1,6 @@
 """webhooks create --brand <name> --url <url> --events <type,…> [--live] [--description …] · webhooks list [--brand …]
+· webhooks listen --brand <name> [--events job.*,clock.*] [--port 4242] [--count N] [--until TYPE]: receive them
+on this machine
 
 ``create`` prints the endpoint and, on a line of its own, its signing secret (whsec_…), shown once. A test
 endpoint (the default) hears the brand's test clocks; ``--live`` the live clock, as a key's mode decides over the
@@ -7,6 +9,8 @@ and a non-zero exit.
 """
 
 from __future__ import annotations
+
+from django.core.management.base import CommandError
 
 from timers import webhooks
 from timers.models import WebhookEndpoint
@@ -28,6 +32,15 @@ class Command(KTCommand):
         create.add_argument("--description", default="")
         ls = sub.add_parser("list", help="a brand's endpoints, one a line")
         ls.add_argument("--brand")
+        lsn = sub.add_parser("listen", help="receive the brand's events here: an endpoint at 127.0.0.1:PORT that "
+                                            "prints each one (removed when it stops)")
+        lsn.add_argument("--brand")
+        lsn.add_argument("--events", default="*", help='comma-separated: "*", exact types or prefixes (job.*)')
+        lsn.add_argument("--port", type=int, default=4242)
+        lsn.add_argument("--live", action="store_true", help="hear the live clock (default: the test clocks)")
+        lsn.add_argument("--count", type=int, help="stop after this many events")
+        lsn.add_argument("--until", help="stop at an event of this type (test_clock.ready: an advance's end)")
+        lsn.add_argument("--keep", action="store_true", help="keep the endpoint when it stops")
 
     def handle(self, *args, **o):
         getattr(self, f"_{o['action']}")(o)
@@ -40,6 +53,21 @@ class Command(KTCommand):
         self.stdout.write(f"{endpoint.id} · {'live' if endpoint.livemode else 'test'} · {endpoint.url} · "
                           f"{', '.join(endpoint.enabled_events)}")
         self.stdout.write(endpoint.secret)
+
+    def _listen(self, o):
+        from timers.webhook_listener import listen
+
+        events = [e.strip() for e in o["events"].split(",") if e.strip()]
+        try:
+            listen(brand=self.brand(o["brand"]), livemode=o["live"], events=events, port=o["port"],
+                   count=o["count"], until=o["until"], keep=o["keep"], say=self._say)
+        except OSError as exc:
+            raise CommandError(f"port_unavailable: 127.0.0.1:{o['port']} cannot be listened on ({exc.strerror})") \
+                from None
+
+    def _say(self, line: str) -> None:
+        self.stdout.write(line)
+        self.stdout.flush()  # each event as it arrives, also into a pipe
 
     def _list(self, o):
         brand = self.brand(o["brand"])
