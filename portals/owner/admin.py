@@ -312,7 +312,8 @@ class TaskAdmin(SettleMixin, ReadOnlyAdmin):
     @admin.action(description="Assign the selected Tasks to a member…", permissions=["settle"])
     def assign(self, request, queryset):
         tasks = list(queryset.select_related("job").order_by("id"))
-        members = sorted({m for t in tasks for m in _pool_members(t)})
+        members = sorted({m for brand_id, pool in {(t.brand_id, t.pool) for t in tasks}
+                          for m in pool_usernames(brand_id=brand_id, pool=pool)})  # once per pool, not per Task
         if "apply" in request.POST:
             form = AssignForm(request.POST, members=members)
             if form.is_valid():
@@ -331,10 +332,6 @@ class TaskAdmin(SettleMixin, ReadOnlyAdmin):
         for task in queryset.select_related("job").order_by("id"):
             _report(self, request, actions.attempt(
                 lambda task=task: actions.job_step_done(task.job, step=task.step, by=by)))
-
-
-def _pool_members(task: Task) -> tuple[str, ...]:
-    return pool_usernames(brand_id=task.brand_id, pool=task.pool)
 
 
 @admin.register(Ask, site=site)

@@ -96,18 +96,24 @@ def _service(name: str, version: str = ""):
         return None
 
 
-def _pool_members(job: Job, pool: str) -> tuple[str, ...]:
-    return pool_usernames(brand_id=job.brand_id, pool=pool)  # who is in a pool is the brand's data (PoolMember)
+class _Rosters(dict):
+    """Who is in each pool (the brand's data, PoolMember), asked once per brand and pool a page."""
+
+    def of(self, job: Job, pool: str) -> tuple[str, ...]:
+        key = (job.brand_id, pool)
+        if key not in self:
+            self[key] = pool_usernames(brand_id=job.brand_id, pool=pool)
+        return self[key]
 
 
 def _local(at: AsOf, when: datetime | None) -> str:
     return f"{when.astimezone(at.tz):%Y-%m-%d %H:%M}" if when else ""
 
 
-def _job_controls(job: Job, task: Task | None) -> list[Control]:
+def _job_controls(job: Job, task: Task | None, rosters: _Rosters) -> list[Control]:
     """What settles a job: its current Task assigned or done, else the job delivered."""
     if task is not None and task.status == Task.Status.OPEN:
-        return [Control(f"Assign {task.step}", "task", task.id, "assign", members=_pool_members(job, task.pool))]
+        return [Control(f"Assign {task.step}", "task", task.id, "assign", members=rosters.of(job, task.pool))]
     if task is not None and task.status == Task.Status.TAKEN:
         return [Control(f"Mark {task.step} done", "job", job.id, "done", step=task.step)]
     if job.step:
@@ -118,6 +124,7 @@ def _job_controls(job: Job, task: Task | None) -> list[Control]:
 def dates_at_risk(at: AsOf) -> list[Risk]:
     now = at.now
     risks: list[Risk] = []
+    rosters = _Rosters()
 
     # Dates the world sets: came unsatisfied, passed, or close and not yet kept.
     items = list(ClockItem.objects.filter(clock__in=_in(Clock.objects.all(), at)).filter(
@@ -177,10 +184,10 @@ def dates_at_risk(at: AsOf) -> list[Risk]:
             when = ask.expires_at or job.late_at or now
         elif job.late:
             why = f"late since {_local(at, job.late_at)}" + (f", at {job.step}" if job.step else "")
-            controls, when = _job_controls(job, task), job.late_at or now
+            controls, when = _job_controls(job, task, rosters), job.late_at or now
         else:
             why = f"at risk: late at {_local(at, job.late_at)}" + (f", at {job.step}" if job.step else "")
-            controls, when = _job_controls(job, task), job.late_at or now
+            controls, when = _job_controls(job, task, rosters), job.late_at or now
         if job.waiting_on:
             why += f"; waiting on {job.waiting_on}"
         who = task.member.get_username() if task is not None and task.member_id else ""
@@ -201,7 +208,7 @@ def dates_at_risk(at: AsOf) -> list[Risk]:
         risks.append(Risk(cost=tcosts[job.id], at=when, what=f"{task.step} · {job.service} {job.period}",
                           on=job.subject.name, why=why, answers_for=f"pool {task.pool}", link=_admin(task),
                           controls=[Control(f"Assign {task.step}", "task", task.id, "assign",
-                                            members=_pool_members(job, task.pool))], ref=task.id))
+                                            members=rosters.of(job, task.pool))], ref=task.id))
     return sorted(risks, key=lambda r: r.sort_key)
 
 
