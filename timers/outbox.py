@@ -396,27 +396,36 @@ def _claim_ordered(domain: str, transport_name: str, me: str, limit: int) -> lis
             cur.execute("SELECT pg_try_advisory_xact_lock(hashtextextended(%s, 0))", [f"kt.outbox.ordered:{domain}"])
             if not cur.fetchone()[0]:
                 return []  # another sender is claiming this line right now: the head is its
+            # The line, read in key order (a scan of outbox_owed_in_order that the LIMIT stops); then the free
+            # prefix taken by primary key alone, as receipts are: with the domain beside it the planner, without
+            # fresh statistics, walks the domain's every owed row in outbox_owed_domain instead.
             cur.execute(
                 f"""
-                WITH {_LIVE_SENDERS}, line AS (
-                    SELECT o.id, o.claimed_by AS prev,
-                           bool_and((o.next_try_at IS NULL OR o.next_try_at <= clock_timestamp())
-                                    AND (o.status = 'pending' OR o.lease_until IS NULL
-                                         OR o.lease_until < clock_timestamp()
-                                         OR o.claimed_by NOT IN (SELECT s FROM live)))
-                               OVER (ORDER BY o.key, o.attempt, o.seq) AS clear
-                    FROM (SELECT * FROM timers_outbox
-                          WHERE domain = %s AND transport = %s AND status IN ('pending', 'sending')
-                          ORDER BY key, attempt, seq LIMIT %s) o
-                )
-                UPDATE timers_outbox o
-                SET status = 'sending', claimed_by = %s, lease_until = clock_timestamp() + make_interval(secs => %s)
-                FROM line c WHERE o.domain = %s AND o.id = c.id AND c.clear
-                RETURNING o.id, o.transport, o.payload, c.prev, o.key, o.attempt, o.seq, o.domain
+                WITH {_LIVE_SENDERS}
+                SELECT o.id, o.claimed_by,
+                       bool_and((o.next_try_at IS NULL OR o.next_try_at <= clock_timestamp())
+                                AND (o.status = 'pending' OR o.lease_until IS NULL OR o.lease_until < clock_timestamp()
+                                     OR o.claimed_by NOT IN (SELECT s FROM live)))
+                           OVER (ORDER BY o.key, o.attempt, o.seq)
+                FROM (SELECT id, key, attempt, seq, status, claimed_by, lease_until, next_try_at FROM timers_outbox
+                      WHERE domain = %s AND transport = %s AND status IN ('pending', 'sending')
+                      ORDER BY key, attempt, seq LIMIT %s) o
                 """,
-                [domain, transport_name, limit, me, lease_s, domain],
+                [domain, transport_name, limit],
             )
-            rows = cur.fetchall()
+            line = [(r[0], r[1]) for r in cur.fetchall() if r[2]]
+            if not line:
+                return []
+            prev = dict(line)
+            ids = list(prev)
+            cur.execute(
+                "UPDATE timers_outbox SET status = 'sending', claimed_by = %s, "
+                "lease_until = clock_timestamp() + make_interval(secs => %s) "
+                "WHERE id = ANY(%s::varchar[]) AND status IN ('pending', 'sending') "
+                "RETURNING id, transport, payload, key, attempt, seq, domain",
+                [me, lease_s, ids],
+            )
+            rows = [(r[0], r[1], r[2], prev[r[0]], r[3], r[4], r[5], r[6]) for r in cur.fetchall()]
         rows.sort(key=lambda r: (r[4], r[5], r[6]))
         return [Claimed(r[0], r[1], r[2] if isinstance(r[2], dict) else json.loads(r[2]), bool(r[3]), r[7])
                 for r in rows]

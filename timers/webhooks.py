@@ -110,9 +110,10 @@ def wants(patterns: Iterable[str], event_type: str) -> bool:
 MAX_URL = 2048
 _PORT = r"(6553[0-5]|655[0-2][0-9]|65[0-4][0-9]{2}|6[0-4][0-9]{3}|[1-5][0-9]{4}|[0-9]{1,4})"
 # http(s), a host of RFC 3986's name characters (no credentials: no "@" before the path), an optional port,
-# then anything but spaces and control characters. The API's schema says exactly this (timers/api/webhooks.py).
+# then anything but spaces and control characters (C0, DEL, C1). The API's schema says exactly this
+# (timers/api/webhooks.py).
 URL_PATTERN = (rf"^https?://[A-Za-z0-9._~!$&'()*+,;=%-]+(:{_PORT})?"
-               r"([/?#][^\s\u0000-\u001f\u007f]*)?$")
+               r"([/?#][^\s\u0000-\u001f\u007f-\u009f]*)?$")
 _URL = re.compile(URL_PATTERN)
 
 
@@ -162,6 +163,16 @@ def _address_refused(url: str) -> str:
 
 
 # -- the endpoints: made, read, changed and ended by the API, the CLI and the console ----------------------
+MAX_DESCRIPTION = 5000
+
+
+def check_description(text: str | None) -> str:
+    if text and (len(text) > MAX_DESCRIPTION or "\x00" in text):
+        raise _bad(f"a description is text of at most {MAX_DESCRIPTION} characters", code="invalid_request",
+                   param="description")
+    return text or ""
+
+
 def new_secret() -> str:
     return f"whsec_{secrets.token_urlsafe(24)}"
 
@@ -172,7 +183,8 @@ def endpoint_create(*, brand: Brand, livemode: bool, url: str, enabled_events: S
     returned (and stored: it signs every delivery); the API shows it in the create answer only."""
     return WebhookEndpoint.objects.create(
         brand=brand, livemode=livemode, url=check_url(url), enabled_events=check_events(list(enabled_events)),
-        secret=new_secret(), description=description or "", metadata=dict(metadata or {}), created_at=wall_now())
+        secret=new_secret(), description=check_description(description), metadata=dict(metadata or {}),
+        created_at=wall_now())
 
 
 def endpoint_update(*, endpoint: WebhookEndpoint, url: str | None = None, enabled_events: Sequence[str] | None = None,
@@ -189,7 +201,7 @@ def endpoint_update(*, endpoint: WebhookEndpoint, url: str | None = None, enable
         endpoint.enabled_events = check_events(list(enabled_events))
         fields.append("enabled_events")
     if description is not None:
-        endpoint.description = description
+        endpoint.description = check_description(description)
         fields.append("description")
     if metadata is not None:
         merged = dict(endpoint.metadata or {})
@@ -258,10 +270,10 @@ def delivery_resend(*, endpoint: WebhookEndpoint, event_id: str) -> str:
     """The console's Resend: one more try at an event the endpoint was sent (or is owed), through the outbox,
     under the same Idempotency-Key (the event id). Still owed and waiting out a backoff: tried again now, in its
     turn. Settled (sent or failed): a new delivery that is tried once. Answers in words, for a message."""
-    seq = Event.objects.filter(id=event_id).values_list("seq", flat=True).first()
-    if seq is None:
+    event = Event.objects.filter(id=event_id).values("seq", "domain", "type").first()
+    if event is None:
         raise NotFound("that event is no longer on the record")
-    key = delivery_key(seq, event_id)
+    key = delivery_key(event["seq"], event_id)
     rows = Outbox.objects.select_for_update().filter(domain=endpoint.id, key=key)
     owed = rows.filter(status__in=OWED).order_by("attempt").first()
     if owed is not None:
@@ -272,7 +284,6 @@ def delivery_resend(*, endpoint: WebhookEndpoint, event_id: str) -> str:
     last = rows.aggregate(n=Max("attempt"))["n"]
     if last is None:
         raise NotFound("this endpoint was never sent that event")
-    event = Event.objects.filter(id=event_id).values("domain", "type").first()
     attempt = last + 1
     insert_rows([Outbox(
         id=new_id("whd", seed=f"{endpoint.id}|{event_id}|{attempt}", length=24), domain=endpoint.id,

@@ -317,16 +317,19 @@ def _plain_json(value, path: str = "") -> None:
 
 
 class MetadataField(serializers.DictField):
-    """Stripe's metadata: up to 50 keys of 1 to 40 characters without brackets, text values of up to 500; on an
-    update a key set to "" is removed. For every object that carries metadata (webhook endpoints, …)."""
+    """Stripe's metadata: up to 50 keys, text values of up to 500 characters; on an update a key set to "" is
+    removed. Unlike Stripe's, a key may be any text (but NUL, which no database stores): OpenAPI 3.0 cannot say
+    what a key may be (no propertyNames), and a body the schema admits is taken."""
 
     def __init__(self, **kwargs):
         super().__init__(child=StrictCharField(allow_blank=True, max_length=500), **kwargs)
 
     def to_internal_value(self, data):
         value = super().to_internal_value(data)
-        if len(value) > 50 or any(not 1 <= len(k) <= 40 or "[" in k or "]" in k or "\x00" in k for k in value):
-            raise serializers.ValidationError("at most 50 keys, each 1 to 40 characters without brackets")
+        if len(value) > 50:
+            raise serializers.ValidationError("at most 50 keys")
+        if any("\x00" in k for k in value):
+            raise serializers.ValidationError("a key holds no NUL character")
         return value
 
 
@@ -334,11 +337,9 @@ class MetadataSchema(OpenApiSerializerFieldExtension):
     target_class = MetadataField
 
     def map_serializer_field(self, auto_schema, direction):
-        # OpenAPI 3.0 cannot say what a key may be (no propertyNames); the description does.
         return {"type": "object", "maxProperties": 50,
                 "additionalProperties": {"type": "string", "maxLength": 500, "pattern": "^[^\\u0000]*$"},
-                "description": "Your own keys (1 to 40 characters, no brackets) and text values; on an update, "
-                               'merged, and a key set to "" is removed'}
+                "description": 'Your own keys and text values; on an update, merged, and a key set to "" is removed'}
 
 
 class TimerCreateSerializer(serializers.Serializer):
