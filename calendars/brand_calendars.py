@@ -226,8 +226,8 @@ def calendar_update(*, calendar: Calendar, changes: Mapping[str, Any]) -> tuple[
 
 
 def merge_metadata(current: Mapping[str, str], update: Any, *, param: str = "metadata") -> dict[str, str]:
-    """Stripe's rules: keys are merged in; a key set to "" is removed; at most 50 keys of up to 40 characters,
-    values of up to 500."""
+    """Stripe's rules: keys are merged in; a key set to "" is removed; at most 50 keys, values of up to 500
+    characters (a key is any text but NUL: timers.api.serializers.MetadataField says why)."""
     merged = dict(current or {})
     for key, value in check_metadata(update, param=param, allow_empty=True).items():
         if value == "":
@@ -246,8 +246,8 @@ def check_metadata(value: Any, *, param: str = "metadata", allow_empty: bool = F
         raise _bad("an object of at most 50 keys with text values", param=param, code="invalid_request")
     out = {}
     for k, v in value.items():
-        if not isinstance(k, str) or len(k) > 40 or "\x00" in k:
-            raise _bad(f"a key is at most 40 characters, not {k!r}", param=param, code="invalid_request")
+        if not isinstance(k, str) or "\x00" in k:
+            raise _bad(f"a key is text with no NUL, not {k!r}", param=param, code="invalid_request")
         if isinstance(v, bool) or not isinstance(v, str | int | float) or len(str(v)) > 500 or "\x00" in str(v):
             raise _bad(f"{k}: a value is text of at most 500 characters", param=f"{param}.{k}",
                        code="invalid_request")

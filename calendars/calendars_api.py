@@ -16,10 +16,10 @@ from timers.api.auth import livemode
 from timers.api.schedules import ZoneField
 from timers.api.serializers import (
     ListQuerySerializer,
+    MetadataField,
     StrictBooleanField,
     StrictCharField,
     StrictRegexField,
-    StringOnly,
     const,
     list_serializer,
 )
@@ -109,36 +109,6 @@ class CivilDateSchema(OpenApiSerializerFieldExtension):
 class ClosedDaySerializer(serializers.Serializer):
     date = CivilDateField(help_text="YYYY-MM-DD")
     why = StrictCharField(max_length=200, help_text="Why it is closed: an office closure, a disaster-relief day")
-
-
-class MetadataValueField(StringOnly, serializers.CharField):
-    """A metadata value: JSON text, never a number made into one."""
-
-
-class MetadataField(serializers.DictField):
-    """Stripe's metadata: up to 50 keys of up to 40 characters, text values of up to 500; "" removes a key on an
-    update."""
-
-    def __init__(self, **kwargs):
-        super().__init__(child=MetadataValueField(allow_blank=True, max_length=500, trim_whitespace=False),
-                         **kwargs)
-
-    def to_internal_value(self, data):
-        value = super().to_internal_value(data)
-        if len(value) > 50 or any(len(k) > 40 or "\x00" in k for k in value):
-            raise serializers.ValidationError("at most 50 keys, each at most 40 characters")
-        return value
-
-
-class MetadataSchema(OpenApiSerializerFieldExtension):
-    target_class = MetadataField
-
-    def map_serializer_field(self, auto_schema, direction):
-        value = {"type": "string", "maxLength": 500}
-        if direction == "request":
-            value["pattern"] = "^[^\\u0000]*$"
-        return {"type": "object", "additionalProperties": value, "maxProperties": 50,
-                "description": "Up to 50 keys (each at most 40 characters) with text values of up to 500"}
 
 
 class CalendarCreateSerializer(serializers.Serializer):

@@ -13,10 +13,10 @@ from drf_spectacular.utils import extend_schema
 from rest_framework import serializers
 from rest_framework.response import Response
 
-from calendars.calendars_api import MetadataField
 from calendars.models import Subject
 from timers.api.serializers import (
     ListQuerySerializer,
+    MetadataField,
     StrictCharField,
     _plain_json,
     const,
