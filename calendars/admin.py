@@ -8,15 +8,28 @@ is rotated by subject_feed_rotate and shown once, its digest never.
 
 from __future__ import annotations
 
+from django import forms
 from django.contrib import admin, messages
 from django.db.models import Count
 from django.utils.translation import ngettext
 
 from timers.admin import ReadOnlyAdmin, ReadOnlyMixin
+from timers.clock import wall_now
+from timers.errors import KeepingTimeError
 
 from . import feed
+from .brand_calendars import (
+    WEEKDAY_NAMES,
+    calendar_create,
+    calendar_update,
+    check_holidays,
+    check_weekends,
+    check_zone,
+)
 from .models import Calendar, Clock, ClockItem, ClosedDay, Subject
 from .services import calendar_close_day, calendar_open_day, subject_feed_rotate
+
+WEEKDAYS = [name.capitalize() for name in WEEKDAY_NAMES]
 
 # What decides a roll besides the closed days: no service re-rolls an edit of these, so they are set when the
 # calendar is made and shown read-only after.
@@ -30,13 +43,69 @@ class ClosedDayInline(admin.TabularInline):
     extra = 1
 
 
+class CalendarForm(forms.ModelForm):
+    """What the API checks (calendars/brand_calendars.py), said on the fields: a zone tzdata knows, weekdays, a
+    country and subdivision the holidays package knows."""
+
+    weekends = forms.TypedMultipleChoiceField(choices=list(enumerate(WEEKDAYS)), coerce=int, required=False,
+                                              widget=forms.CheckboxSelectMultiple, initial=[5, 6],
+                                              help_text="The days nothing is due on")
+
+    class Meta:
+        model = Calendar
+        fields = ("name", "brand", "zone", "weekends", "closes", "holiday_country", "holiday_subdiv", "is_default")
+        labels = {"holiday_country": "Holidays of (country)", "holiday_subdiv": "and (subdivision)",
+                  "is_default": "The brand's default calendar"}
+
+    def _checked(self, check, *args):
+        try:
+            return check(*args)
+        except KeepingTimeError as exc:
+            raise forms.ValidationError(exc.message.split(": ", 1)[-1]) from None
+
+    def clean_zone(self):
+        return self._checked(check_zone, self.cleaned_data["zone"])
+
+    def clean_weekends(self):
+        return self._checked(check_weekends, list(self.cleaned_data["weekends"]))
+
+    def clean(self):
+        data = super().clean()
+        if "holiday_country" in data or "holiday_subdiv" in data:
+            try:
+                data["holiday_country"], data["holiday_subdiv"] = check_holidays(
+                    (data.get("holiday_country") or "").upper(), data.get("holiday_subdiv") or "")
+            except KeepingTimeError as exc:
+                self.add_error("holiday_subdiv" if "subdivision" in exc.message else "holiday_country",
+                               exc.message.split(": ", 1)[-1])
+        return data
+
+
 @admin.register(Calendar)
 class CalendarAdmin(admin.ModelAdmin):
-    list_display = ("id", "name", "brand", "zone", "holiday_country", "holiday_subdiv", "closed_days")
+    list_display = ("id", "name", "brand", "zone", "holiday_country", "holiday_subdiv", "is_default", "closed_days")
     list_filter = ("brand", "zone", "holiday_country")
     search_fields = ("id", "name")
     ordering = ("brand", "name")
     inlines = [ClosedDayInline]
+    form = CalendarForm
+
+    def save_model(self, request, obj, form, change):
+        if not change:
+            # As the API makes one: the brand's first calendar is its default, and one default at a time.
+            made = calendar_create(brand=obj.brand, name=obj.name, zone=obj.zone, weekends=obj.weekends,
+                                   closes=obj.closes, holiday_country=obj.holiday_country,
+                                   holiday_subdivision=obj.holiday_subdiv, default=obj.is_default, now=wall_now())
+            obj.pk, obj.is_default, obj.created_at = made.pk, made.is_default, made.created_at
+            obj._state.adding = False
+            return
+        changes = {"name": obj.name}
+        if "is_default" in form.changed_data:
+            changes["default"] = obj.is_default
+        try:
+            calendar_update(calendar=obj, changes=changes)
+        except KeepingTimeError as exc:
+            messages.error(request, f"{exc.message} ({exc.code})")
 
     def get_queryset(self, request):
         return super().get_queryset(request).select_related("brand").annotate(closed_count=Count("closed"))

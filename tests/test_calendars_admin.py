@@ -207,7 +207,7 @@ def test_a_bad_closed_day_saves_nothing(admin_client, acme):
 
 
 def test_a_calendar_added_with_closed_days(admin_client, brand):
-    data = {"brand": str(brand.pk), "name": "Head office", "zone": "Europe/London", "weekends": "[5, 6]",
+    data = {"brand": str(brand.pk), "name": "Head office", "zone": "Europe/London", "weekends": ["5", "6"],
             "closes": "17:30", "holiday_country": "GB", "holiday_subdiv": "",
             "closed-TOTAL_FORMS": "1", "closed-INITIAL_FORMS": "0", "closed-MIN_NUM_FORMS": "0",
             "closed-MAX_NUM_FORMS": "1000", "closed-0-date": "2028-12-27", "closed-0-why": "office closed"}
@@ -256,3 +256,18 @@ def test_rotate_shows_the_new_webcal_url_once(client, admin_client, acme):
     assert token not in page and "webcal://" not in page
     history = admin_client.get(admin_url(subject, "history")).content.decode()
     assert "Rotated the calendar feed token." in history and token not in history
+
+
+def test_a_calendar_added_in_the_console_is_checked_as_the_api_checks_it(admin_client, brand):
+    base = {"brand": str(brand.pk), "name": "Mars base", "weekends": ["5", "6"], "closes": "17:30",
+            "holiday_subdiv": "", "closed-TOTAL_FORMS": "0", "closed-INITIAL_FORMS": "0",
+            "closed-MIN_NUM_FORMS": "0", "closed-MAX_NUM_FORMS": "1000"}
+    for bad, says in (({"zone": "Mars/Olympus", "holiday_country": ""}, "an IANA zone"),
+                      ({"zone": "UTC", "holiday_country": "ZZ"}, "holidays package knows"),
+                      ({"zone": "UTC", "holiday_country": "US", "holiday_subdiv": "ZZ"}, "has no subdivision")):
+        r = admin_client.post("/admin/calendars/calendar/add/", {**base, **bad})
+        assert r.status_code == 200 and says in r.content.decode(), bad
+    assert not Calendar.objects.filter(name="Mars base").exists()
+    r = admin_client.post("/admin/calendars/calendar/add/", {**base, "zone": "UTC", "holiday_country": "us"})
+    cal = Calendar.objects.get(name="Mars base")
+    assert r.status_code == 302 and cal.holiday_country == "US" and cal.is_default  # the brand's first
