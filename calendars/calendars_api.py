@@ -108,7 +108,8 @@ class CivilDateSchema(OpenApiSerializerFieldExtension):
 
 class ClosedDaySerializer(serializers.Serializer):
     date = CivilDateField(help_text="YYYY-MM-DD")
-    why = StrictCharField(max_length=200, help_text="Why it is closed: an office closure, a disaster-relief day")
+    why = StrictCharField(max_length=200, allow_blank=True, trim_whitespace=False,
+                          help_text="Why it is closed: an office closure, a disaster-relief day")
 
 
 class CalendarCreateSerializer(serializers.Serializer):
