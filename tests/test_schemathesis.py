@@ -78,6 +78,8 @@ def run_schemathesis(url: str, key: str, ids: dict[str, str]) -> Run:
         # OpenAPI 3.0 cannot say is "no NUL in an object's keys" (data, keeps, input: no propertyNames).
         "generation": {"max-examples": MAX_EXAMPLES, "deterministic": True, "allow-x00": False},
         "workers": 1,
+        # A request that never answers fails the run with its case, rather than holding CI until it is killed.
+        "request-timeout": 60,
         # GET /clocks/{clock_id} is left to made-up ids: given a real clock, the stateful phase follows its
         # items to POST …/choose, whose options are the clock's own (unknown_option, a 400 the one schema
         # for every clock cannot foresee).
