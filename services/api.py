@@ -190,6 +190,7 @@ def subscription_json(sub: Subscription, nxt: Timer | None) -> dict:
         "input": sub.input,
         "version": sub.version or None,
         "test_clock": _test_clock(sub.domain),
+        "metadata": sub.metadata or {},
         "next_timer": timer_summary(nxt),
     }
 
@@ -222,6 +223,7 @@ def job_json(job: Job, clocks: list[str], nxt: Timer | None) -> dict:
         "price": _price(job.price_cents),
         "version": job.version or None,
         "test_clock": _test_clock(job.domain),
+        "metadata": job.metadata or {},
         "clocks": clocks,
         "next_timer": timer_summary(nxt),
     }
@@ -440,6 +442,7 @@ class SubscriptionSerializer(serializers.Serializer):
     input = serializers.DictField()
     version = serializers.CharField(allow_null=True)
     test_clock = serializers.CharField(allow_null=True)
+    metadata = serializers.DictField(child=serializers.CharField())
     next_timer = TimerSummarySerializer(allow_null=True)
 
 
@@ -461,6 +464,7 @@ class JobSerializer(serializers.Serializer):
     price = PriceSerializer()
     version = serializers.CharField(allow_null=True)
     test_clock = serializers.CharField(allow_null=True)
+    metadata = serializers.DictField(child=serializers.CharField())
     clocks = serializers.ListField(child=serializers.CharField(), help_text="The job's clocks (clk_…)")
     next_timer = TimerSummarySerializer(allow_null=True, help_text="The earliest armed timer of the job or its clocks")
 

@@ -217,6 +217,11 @@ def test_an_order_within_the_allowance_is_included_and_counted_beyond_it_priced(
     first = api.post("/jobs", {"subject": subject["id"], "service": "annual-return", "period": "2025"})
     assert first.status == 201, first.body
     assert first.body["price"]["cents"] == 0 and first.body["subscription"] == sub["id"]
+    tagged = api.post("/jobs", {"subject": subject["id"], "service": "estimate", "period": "2027-Q2",
+                                "metadata": {"order": "A-17"}}).body
+    assert tagged["metadata"] == {"order": "A-17"} and api.get(f"/jobs/{tagged['id']}").body["metadata"] == {
+        "order": "A-17"}
+    assert sub["metadata"] == {}
     assert api.get(f"/subscriptions/{sub['id']}").body["usage"]["annual-return"] == {"used": 1, "of": 1}
     second = api.post("/jobs", {"subject": subject["id"], "service": "annual-return", "period": "2024"}).body
     assert second["price"]["cents"] == 120000  # the Service's price, beyond the plan's one return
@@ -228,7 +233,7 @@ def test_an_order_within_the_allowance_is_included_and_counted_beyond_it_priced(
     assert r.status == 409 and r.code == "job_exists" and second["id"] in r.message
     r = api.post("/jobs", {"subject": subject["id"], "service": "annual-return", "period": "2024-Q1"})
     assert r.status == 400 and r.body["error"]["param"] == "period"
-    assert Job.objects.filter(subject_id=subject["id"]).count() == 2
+    assert Job.objects.filter(subject_id=subject["id"]).count() == 3
 
 
 def test_an_order_with_no_plan_is_priced_and_takes_todays_period(api, clock):
