@@ -133,9 +133,9 @@ class DirectArmer:
         self._supersede(Q(key__in=list(keys)), by=str(by))
 
     def _supersede(self, which: Q, *, by: str, successor: str = "") -> None:
+        # As the tick supersedes: the timer keeps the time it was owed (history a list sorts by).
         Timer.objects.filter(which, domain=self.domain, status__in=["armed", "held"]).update(
-            status="superseded", by=by, superseded_by=successor, owed_at=None, held_since=None, remaining=None,
-            held_by="",
+            status="superseded", by=by, superseded_by=successor, held_since=None, remaining=None, held_by="",
         )
 
     def retime(self, key, *, owed_at, by):

@@ -132,3 +132,41 @@ def test_a_bar_hears_the_flushes_of_its_own_context_only(clock, arm):
     assert heard and {d for d, _ in heard} == {clock.id} and heard[-1][1] == T0 + timedelta(days=4)
     advance(clock.id, T0 + timedelta(days=5))  # the bar is gone
     assert heard[-1][1] == T0 + timedelta(days=4)
+
+
+def test_timers_list_after_each_kind_of_act_outside_the_tick(brand):
+    """An act outside the tick (the API's satisfy, a wait and a resume, a postpone) supersedes and holds timers
+    as the tick does; the list of a job's timers then prints every one, history and held alike (it crashed on a
+    superseded timer with no owed time)."""
+    from datetime import date
+
+    from calendars.brand_calendars import calendar_create
+    from calendars.models import ClockItem
+    from calendars.services import DirectArmer, calendar_postpone, clock_satisfy
+    from services.orders import job_order
+    from services.services import job_resume_work, job_wait
+    from services.subjects import subject_create
+    from timers.services import test_clock_create
+
+    start = T0.replace(year=2027, month=1, day=20)
+    tc = test_clock_create(brand=brand, frozen_time=start, name="acts")
+    cal = calendar_create(brand=brand, name="NY", zone="America/New_York", now=start)
+    subject = subject_create(brand=brand, domain=tc.id, kind="taxpayer", key="12-3456789", name="Acme",
+                             calendar=cal, now=start)
+    job = job_order(brand=brand, subject=subject, service="annual-return", period="2026")
+    armer = DirectArmer(brand=brand, domain=tc.id)
+    items = list(ClockItem.objects.filter(clock__owner_ref=job.id).select_related("clock__subject__calendar"))
+    clock_satisfy(armer=armer, item=next(i for i in items if i.clock.name == "pay"), by="Ada")
+    if not job.waiting_on:  # the return opens waiting on the organizer's books
+        job_wait(armer=armer, job=job, on="the organizer")
+    job.refresh_from_db()
+    job_resume_work(armer=armer, job=job)
+    calendar_postpone(calendar=cal, items=[next(i for i in items if i.clock.name == "file")],
+                      to=date(2027, 5, 17), notice="IR-2027-01")
+    out = StringIO()
+    call_command("timers", "list", "--on", job.id, "--test-clock", tc.id, stdout=out)
+    text = out.getvalue()
+    assert "superseded" in text and job.id in text.splitlines()[0]
+    assert Timer.objects.filter(domain=tc.id, status="superseded", owed_at__isnull=False).exists()
+    for clock_id in {i.clock_id for i in items}:
+        call_command("timers", "list", "--on", clock_id, "--test-clock", tc.id, stdout=StringIO())

@@ -55,7 +55,8 @@ class Command(KTCommand):
         armed = sorted((t for t in timers if t.status == "armed"), key=lambda t: (t.owed_at, t.place, t.key))
         shown_armed = armed[: o["next"]]
         rest = [t for t in timers if t.status != "armed"]
-        rest.sort(key=lambda t: (t.fired_at or t.held_since or t.owed_at, t.place, t.key.encode()))
+        # A held timer, or one superseded while held, has no owed time: it sorts by when it was armed.
+        rest.sort(key=lambda t: (t.fired_at or t.held_since or t.owed_at or t.armed_at, t.place, t.key.encode()))
         now = domain_now(domain=domain)
         parts = [owner, *describe(domain, owner), f"at {trace_z(now)}", "UTC", f"{counts['fired']} fired", f"{counts['held']} held"]
         if counts["superseded"]:
