@@ -109,3 +109,9 @@ def test_a_key_is_shown_once_and_revoked_stops_working(client, shop):
     assert secret not in client.get(admin_url(key)).content.decode()  # never again
     client.post(reverse("admin:timers_apikey_changelist"), {"action": "revoke", "_selected_action": [key.pk]})
     assert api_key_brand(secret=secret) is None
+
+
+def test_the_console_names_things_in_words_and_has_no_dead_view_site_link(client, shop):
+    page = client.get(reverse("admin:index")).content.decode()
+    assert "Outboxs" not in page and "Outbox sends" in page and "API keys" in page and "Members" in page
+    assert "View site" not in page and "Customers" in page

@@ -82,6 +82,9 @@ class ApiKey(models.Model):
     created_at = models.DateTimeField()
     revoked_at = models.DateTimeField(null=True, blank=True)
 
+    class Meta:
+        verbose_name = "API key"
+
     def __str__(self) -> str:
         return f"{self.prefix}… ({self.brand})"
 
@@ -102,6 +105,7 @@ class Membership(models.Model):
                             help_text="The name clocks and notifications use for this person (answers_for)")
 
     class Meta:
+        verbose_name = "member"
         constraints = [
             models.UniqueConstraint(fields=["user", "brand"], name="membership_once"),
             models.CheckConstraint(name="membership_role_known", condition=Q(role__in=["owner", "member"])),
@@ -496,6 +500,7 @@ class Outbox(models.Model):
     next_try_at = models.DateTimeField(null=True, blank=True, help_text="Not claimed again before this.")
 
     class Meta:
+        verbose_name = "outbox send"
         constraints = [
             models.UniqueConstraint(fields=["domain", "key", "attempt", "seq"], name="outbox_one_submission_per_send"),
             models.CheckConstraint(

@@ -71,6 +71,7 @@ class OwnerSite(admin.AdminSite):
     index_title = "Dates at risk"
     index_template = "portals/owner/index.html"
     enable_nav_sidebar = False
+    site_url = None  # the apps have no site page of their own to "view" (it answered the API's JSON 404)
 
     def __init__(self, name="admin"):
         super().__init__(name=name)
