@@ -206,7 +206,10 @@ class Task(models.Model):
     takes = models.PositiveIntegerField(default=0, help_text="how many times it was taken: names the hold's timers")
     taken_at = models.DateTimeField(null=True, blank=True)
     hold_until = models.DateTimeField(null=True, blank=True)
-    extended = models.BooleanField(default=False, help_text="this take's hold was extended (once)")
+    extended = models.BooleanField(default=False, help_text="this take's hold was extended")
+    extensions = models.PositiveSmallIntegerField(
+        default=0, db_default=0, help_text="holds extended on this Task, whoever took it: once per Task, whatever takes and "
+                             "give-backs happen")
     due_at = models.DateTimeField(null=True, blank=True, help_text="the step's deadline (deliver.<step>.within)")
     opened_at = models.DateTimeField()
     closed_at = models.DateTimeField(null=True, blank=True)

@@ -255,17 +255,18 @@ def _arm_hold(armer: Armer, task: Task, *, start: datetime, move: int) -> None:
 
 
 def task_extend(*, armer: Armer, task: Task, member: str) -> Task:
-    """Extend the hold once, by the pool's hold from its end. A second extend is refused (hold_extended) and
+    """Extend the hold once per Task (giving it back and taking it again does not make a second), by the pool's
+    hold from its end. A second extend is refused (hold_extended) and
     nothing changes. No timer moves: the hold's end reads hold_until when it fires."""
     if task.status != Task.Status.TAKEN or task.member.get_username() != member:
         raise KeepingTimeError(f"{task.id} is not held by {member}", code="task_not_yours", status=403)
-    if task.extended:
+    if task.extended or task.extensions:
         raise KeepingTimeError(f"{task.id}'s hold was extended once already; it ends {iso_z(task.hold_until)}",
                                code="hold_extended", status=409)
     svc = registry.get(task.job.service, task.job.version)
     was = task.hold_until
-    task.hold_until, task.extended = was + svc.pool_hold[task.pool], True
-    task.save(update_fields=["hold_until", "extended"])
+    task.hold_until, task.extended, task.extensions = was + svc.pool_hold[task.pool], True, task.extensions + 1
+    task.save(update_fields=["hold_until", "extended", "extensions"])
     armer.record("task.hold_extended", subject=task.job_id, data={"task": task.id, "member": member,
                                                                   "from": iso_z(was), "to": iso_z(task.hold_until)})
     return task

@@ -20,7 +20,7 @@ from calendars.services import DirectArmer
 from services import registry
 from services.declare import Pool, Scope, Service, ServiceError, Signal, Step, SubjectSpec
 from services.models import Ask, Grant, Job, MoneyLine, Notification, PolicyValue, Task, Window
-from services.people import task_extend
+from services.people import task_extend, task_release, task_take
 from timers import outbox
 from timers.errors import KeepingTimeError
 from timers.models import Brand, Event, Timer
@@ -122,6 +122,16 @@ def test_a_hold_extends_once_and_the_second_extend_changes_nothing(forsale):
     assert exc.value.code == "hold_extended" and exc.value.status == 409
     task.refresh_from_db()
     assert (task.hold_until, Event.objects.filter(domain=tc).count(), Timer.objects.filter(domain=tc).count()) == before
+    # Once per Task: given back and taken again, by the same member or another, it is not extended a second time.
+    armer = DirectArmer(brand=b.brand_id, domain=tc)
+    task_release(armer=armer, task=task, member="linus")
+    task.refresh_from_db()
+    task_take(armer=armer, task=task, member="linus")
+    task.refresh_from_db()
+    assert not task.extended and task.extensions == 1
+    with pytest.raises(KeepingTimeError) as again:
+        task_extend(armer=armer, task=task, member="linus")
+    assert again.value.code == "hold_extended"
 
 
 def test_a_link_reminds_a_day_before_reopens_once_and_the_second_expiry_lapses_the_job(forsale, settings):

@@ -104,6 +104,7 @@ def _task_row(task: Task, now_of) -> dict:
     return {"id": task.id, "step": task.step, "job": f"{task.job.service} {task.job.period}",
             "subject": task.job.subject.name, "status": task.status, "due_at": iso_z(task.due_at) if task.due_at else "",
             "hold_until": iso_z(task.hold_until) if task.hold_until else "", "extended": task.extended,
+            "may_extend": task.status == Task.Status.TAKEN and not (task.extended or task.extensions),
             "late": late, "test_clock": None if is_live(task.domain) else task.domain,
             "sort": (not late, task.due_at or task.hold_until or now)}
 
