@@ -1,7 +1,7 @@
 """Logging filters: secrets that travel in URLs never reach a log whole.
 
-The webcal feed and the customer portal open with ``?token=…`` (a bearer secret: whoever has it reads the
-calendar). runserver's access log (``django.server``) prints the request line and ``django.request`` may
+The webcal feed opens with ``?token=…``, the customer portal's link and a member's welcome link carry theirs in
+the path (each a bearer secret: whoever has it reads the calendar, or signs in). runserver's access log (``django.server``) prints the request line and ``django.request`` may
 print a URL, so a token in either would sit in every log file and terminal scrollback.
 """
 
@@ -16,12 +16,23 @@ KEEP = 6  # enough of a token to tell two apart when reading a log, too little t
 _TOKEN = re.compile(r"(?P<name>[?&;][A-Za-z0-9_.-]*token=)(?P<value>[^&;#\s\"'<>]+)", re.IGNORECASE)
 
 
+# A token in a path: the customer portal's sign-in link (/portal/customer/session/<token>) and a member's
+# one-time welcome link (/portal/delivery/welcome/<uid>/<token>).
+_PATH_TOKEN = re.compile(r"(?P<name>/portal/(?:customer/session|delivery/welcome/[^/\s?#]+)/)(?P<value>[^/?#\s\"'<>]+)")
+
+
+def _cut(m: re.Match) -> str:
+    return m["name"] + (m["value"][:KEEP] + "…" if len(m["value"]) > KEEP else m["value"])
+
+
 def redact(text: str) -> str:
-    """``text`` with the value of every ``…token=`` query parameter cut to its first characters and "…"."""
+    """``text`` with the value of every ``…token=`` query parameter, and of a portal link's token in its path,
+    cut to its first characters and "…"."""
+    if "/portal/" in text:
+        text = _PATH_TOKEN.sub(_cut, text)
     if "token=" not in text.lower():  # most lines: no regex at all
         return text
-    return _TOKEN.sub(lambda m: m["name"] + (m["value"][:KEEP] + "…" if len(m["value"]) > KEEP else m["value"]),
-                      text)
+    return _TOKEN.sub(_cut, text)
 
 
 def _redact_arg(value: object) -> object:

@@ -114,6 +114,9 @@ def test_redact_keeps_a_prefix_of_every_token_parameter():
     assert redact(f"/a?access_token={TOKEN}") == f"/a?access_token={SHOWN}"
     assert redact("/a?token=short") == "/a?token=short"  # nothing left to hide
     assert redact("/a?tokens=1&q=token") == "/a?tokens=1&q=token"
+    assert redact(f'"GET /portal/customer/session/{TOKEN} HTTP/1.1" 302') == (
+        f'"GET /portal/customer/session/{SHOWN} HTTP/1.1" 302')
+    assert redact(f"/portal/delivery/welcome/MQ/{TOKEN}?next=/") == f"/portal/delivery/welcome/MQ/{SHOWN}?next=/"
 
 
 def test_the_access_log_of_runserver_shows_only_a_prefix_of_the_token(transactional_db, captured):
