@@ -29,8 +29,8 @@ from services.models import PoolMember, Task, Window
 from services.people import step_done, task_extend, task_release, task_take, window_close, window_open
 from timers.models import Membership, TestClock, Timer, brand_domain, is_live, live_domain
 from timers.services import domain_now
-from timers.timeutil import iso_z
 
+from .. import words
 from ..acting import act
 
 LOGIN = reverse_lazy("delivery:login")
@@ -98,12 +98,14 @@ def _my_tasks(user, brands: list[str]):
     return mine, open_
 
 
-def _task_row(task: Task, now_of) -> dict:
+def _task_row(task: Task, now_of, zone) -> dict:
     now = now_of(task.domain)
     late = task.due_at is not None and task.due_at <= now
     return {"id": task.id, "step": task.step, "job": f"{task.job.service} {task.job.period}",
-            "subject": task.job.subject.name, "status": task.status, "due_at": iso_z(task.due_at) if task.due_at else "",
-            "hold_until": iso_z(task.hold_until) if task.hold_until else "", "extended": task.extended,
+            "subject": task.job.subject.name, "status": task.status,
+            "due_at": words.local(task.due_at, zone), "due_in": words.until(task.due_at, now),
+            "hold_until": words.local(task.hold_until, zone), "hold_left": words.until(task.hold_until, now, left=True),
+            "extended": task.extended,
             "may_extend": task.status == Task.Status.TAKEN and not (task.extended or task.extensions),
             "late": late, "test_clock": None if is_live(task.domain) else task.domain,
             "sort": (not late, task.due_at or task.hold_until or now)}
@@ -120,9 +122,10 @@ def home(request: HttpRequest) -> HttpResponse:
             clocks_now[domain] = domain_now(domain=domain)
         return clocks_now[domain]
 
+    zone = words.member_zone(brands)
     mine, open_ = _my_tasks(user, brands)
-    tasks = sorted((_task_row(t, now_of) for t in mine), key=lambda r: r["sort"])
-    pool = sorted((_task_row(t, now_of) for t in open_), key=lambda r: r["sort"])
+    tasks = sorted((_task_row(t, now_of, zone) for t in mine), key=lambda r: r["sort"])
+    pool = sorted((_task_row(t, now_of, zone) for t in open_), key=lambda r: r["sort"])
     names = member_names(user)
     items = list(ClockItem.objects.filter(clock__brand_id__in=brands, clock__answers_for__in=names,
                                           status__in=[ClockItem.Status.OPEN, ClockItem.Status.DUE,
@@ -140,7 +143,8 @@ def home(request: HttpRequest) -> HttpResponse:
         clocks.append({"clock": clock.id, "item": item.item or "-", "subject": clock.subject.name,
                        "subject_id": clock.subject_id,
                        "what": (clock.title or clock.name).replace("{period}", clock.period)
-                       + (f" · {item.item}" if item.item else ""), "due": iso_z(item.due_at), "status": item.status,
+                       + (f" · {item.item}" if item.item else ""), "due": words.day(item.due_date),
+                       "due_in": words.until(item.due_at, now), "status": item.status,
                        "late": late, "hard": clock.hard, "cost": costs[clock.id].says,
                        "acks": item.owner_key in asking,
                        "options": list(spec.options) if item.status in ("due", "passed") else [],
@@ -152,8 +156,9 @@ def home(request: HttpRequest) -> HttpResponse:
     windows = list(Window.objects.filter(member=user, status=Window.Status.OPEN))
     return render(request, "portals/delivery/home.html", {
         "tasks": tasks, "pool": pool, "clocks": clocks, "subjects": subjects, "successors": successors,
-        "windows": [{"id": w.id, "closes_at": iso_z(w.closes_at), "test_clock": None if is_live(w.domain) else w.domain}
-                    for w in windows],
+        "windows": [{"id": w.id, "closes_at": words.local(w.closes_at, zone),
+                     "test_clock": None if is_live(w.domain) else w.domain} for w in windows],
+        "zone": zone.key,
         "domains": sorted({t["test_clock"] for t in tasks + pool if t["test_clock"]}),
     })
 
