@@ -10,6 +10,7 @@ from django.db import transaction
 from django.http import HttpRequest, HttpResponse
 
 from calendars.services import DirectArmer
+from keeping_time.glossary import refusal
 from timers.errors import KeepingTimeError, Refused
 
 
@@ -25,12 +26,12 @@ def private(response: HttpResponse, *, referrer: str = "same-origin") -> HttpRes
 
 def act(request: HttpRequest, *, brand_id: str, domain: str, fn: Callable[[DirectArmer], object], done: str) -> None:
     """Run ``fn`` with a DirectArmer on the object's clock domain in one transaction; say ``done``, or the
-    refusal's code and reason (nothing it proposed is kept)."""
+    refusal as a sentence (nothing it proposed is kept)."""
     try:
         with transaction.atomic():
             fn(DirectArmer(brand=brand_id, domain=domain))
         messages.success(request, done)
-    except Refused as exc:
-        messages.error(request, f"Refused ({exc.code}): {exc.message}")
+    except Refused as exc:  # a sentence for the person; the code and the reason are on the record
+        messages.error(request, refusal(exc.code, exc.message))
     except KeepingTimeError as exc:
-        messages.error(request, f"Not done ({exc.code}): {exc}")
+        messages.error(request, refusal(exc.code, str(exc)))

@@ -35,7 +35,11 @@ def _span(seconds: float) -> str:
     if hours < 48:
         return f"{hours} h"
     days = hours // 24
-    return f"{days} days"
+    if days < 61:
+        return f"{days} days"
+    if days < 730:
+        return f"{round(days / 30.44)} months"
+    return f"{round(days / 365.25)} years"
 
 
 def until(when: datetime | None, now: datetime, *, left: bool = False) -> str:

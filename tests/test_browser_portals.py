@@ -6,6 +6,7 @@ refused the second time, with the reason on the page."""
 
 from __future__ import annotations
 
+import re
 from datetime import UTC, datetime
 from io import StringIO
 
@@ -52,21 +53,29 @@ def test_the_customer_acknowledges_sees_an_allowance_drop_and_cancels(live_serve
     _, path = portal_session_create(brand=subject.brand, subject=subject)
     page.goto(live_server.url + path)
     expect(page.get_by_role("heading", level=1)).to_have_text("Your dates · Acme Robotics")
-    expect(page.get_by_role("heading", name="Needs you now (8)")).to_be_visible()
+    # What the customer can do now comes first: the 2027 return's dates a week ahead, with their buttons.
+    first = page.locator("main section").first
+    expect(first.get_by_role("heading")).to_have_text(re.compile(r"To do now \(\d+\)"))
+    expect(first).to_contain_text("file · the 2027 return · US")
+    expect(first).to_contain_text("in 7 days")
+    expect(first.get_by_role("button", name="Mark done: file · the 2027 return · US", exact=True)).to_be_visible()
+    expect(page.get_by_role("heading", name="Missed (8)")).to_be_visible()
+    expect(page.get_by_role("link", name="Get my calendar link")).to_have_count(0)
+    expect(page.get_by_role("button", name="Get my calendar link")).to_be_visible()
     assert_accessible(page)
     no_wider_than_the_screen(page)
 
-    page.get_by_role("button", name="Acknowledge file · the 2027 return · US", exact=True).click()
+    page.get_by_role("button", name="I've seen it: file · the 2027 return · US", exact=True).click()
     expect(page.get_by_role("status")).to_have_text("Acknowledged.")
-    expect(page.get_by_role("button", name="Acknowledge file · the 2027 return · US", exact=True)).to_have_count(0)
+    expect(page.get_by_role("button", name="I've seen it: file · the 2027 return · US", exact=True)).to_have_count(0)
 
-    allowance = page.locator("[data-allowance='notice-response']")
-    expect(allowance).to_have_text("notice-response: 0 of 2 used")
+    allowance = page.locator(".allowances li").filter(has_text="of 2 used")
+    expect(allowance).to_have_text(re.compile(r"^[a-z][a-z ]+: 0 of 2 used$"))
     # The brand records a notice on Acme: the plan's allowance covers its reply.
     subject_event(armer=DirectArmer(brand=subject.brand_id, domain=tc), subject=subject, type="notice.received",
                   key="CP2000-1", data={"reply_by": "2028-05-20"})
     page.reload()
-    expect(allowance).to_have_text("notice-response: 1 of 2 used")
+    expect(allowance).to_have_text(re.compile(r"^[a-z][a-z ]+: 1 of 2 used$"))
     expect(page.get_by_text("the reply to notice CP2000-1", exact=False).first).to_be_visible()
 
     page.get_by_role("button", name="Cancel at the cycle's end").click()

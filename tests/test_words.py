@@ -24,3 +24,9 @@ def test_how_far_a_time_is_from_now():
     assert until(NOW + timedelta(minutes=20), NOW) == "in 20 min"
     assert until(NOW - timedelta(hours=5), NOW) == "5 h ago"
     assert until(NOW + timedelta(seconds=30), NOW) == "now" and until(None, NOW) == ""
+
+
+def test_far_times_are_said_in_months_and_years():
+    assert until(NOW + timedelta(days=60), NOW) == "in 60 days"
+    assert until(NOW + timedelta(days=89), NOW) == "in 3 months"
+    assert until(NOW + timedelta(days=6920), NOW) == "in 19 years"

@@ -7,7 +7,9 @@ the same service function as the API, through the gate; a refusal shows as a mes
 
 from __future__ import annotations
 
-from datetime import datetime
+import calendar as pycal
+from datetime import date, datetime, timedelta
+from urllib.parse import quote
 from zoneinfo import ZoneInfo
 
 from django.http import HttpRequest, HttpResponse
@@ -15,11 +17,12 @@ from django.shortcuts import redirect, render
 from django.urls import reverse
 from django.views.decorators.http import require_POST
 
-from calendars import specs
+from calendars import feed, specs
 from calendars.acts import STEWARD, clock_acknowledge, clock_reassign
 from calendars.entries import subject_calendar
 from calendars.models import ClockItem, Subject
-from calendars.services import business_calendar, clock_choose, clock_satisfy
+from calendars.services import clock_choose, clock_satisfy, subject_feed_rotate
+from keeping_time import glossary
 from services import registry
 from services.costs import clock_costs, usd
 from services.members import brand_people
@@ -28,9 +31,12 @@ from services.portal_sessions import portal_session_open
 from services.services import subscription_cancel, subscription_uncancel
 from timers.models import Timer, brand_domain
 
+from .. import words
 from ..acting import act, private
 
 SESSION_KEY = "customer_portal"
+UNDO_KEY = "customer_portal_undo"  # the last act that can be undone: a date handed to the brand
+LINK_KEY = "customer_portal_link"  # a calendar link just made, shown once
 
 
 def session_open(request: HttpRequest, token: str) -> HttpResponse:
@@ -63,9 +69,46 @@ def _signed_in(view):
     return wrapped
 
 
-def _local(at: datetime, zone: ZoneInfo) -> dict:
+NOW_WINDOW = timedelta(days=45)  # a date of the customer's this close is "to do now"; further off, it is in the year
+
+
+def _when(at: datetime, d: date, zone: ZoneInfo, now: datetime) -> dict:
+    """How a row says its time: the date in words, the time in the calendar's zone, and how far it is."""
     local = at.astimezone(zone)
-    return {"date": local.date(), "weekday": f"{local:%A}", "time": f"{local:%H:%M}"}
+    return {"date": d, "day": words.day(d), "time": f"{local:%H:%M} {local.tzname()}",
+            "until": words.until(at, now), "anchor": "", "sort": at}
+
+
+def _miss_text(says: str, hard: bool, brand: str) -> str:
+    """What a miss costs, from the customer's side (services.costs says it for the owner)."""
+    out = []
+    for part in [p.strip() for p in says.split(";") if p.strip()]:
+        if part.startswith("$") and " off the price" in part:
+            out.append(f"you pay {part.split(' off', 1)[0]} less if it's late")
+        elif part.startswith("the plan includes this work"):
+            out.append("included in your plan")
+        elif part.startswith("penalties credited"):
+            cap = part.rsplit("up to ", 1)[-1]
+            out.append(f"{brand} pays any penalty, up to {cap}")
+    if hard:
+        out.append(glossary.kind("hard"))
+    return "; ".join(out) or "a reminder only"
+
+
+def _status(item: ClockItem, today: date) -> str:
+    if item.status != "open":
+        return item.status
+    return "due" if item.due_date < today else "due today" if item.due_date == today else "ahead"
+
+
+def _missed_next(item: ClockItem, brand: str, own: bool) -> str:
+    """What happens now that a date was missed."""
+    if item.clock.hard:
+        return (f"It was a fixed date, so it can no longer be done on time. {brand} will tell you what "
+                "happens next.")
+    if own:
+        return f"It is still open: mark it done once it is, or let {brand} handle it."
+    return f"{brand} is on it."
 
 
 @_signed_in
@@ -73,69 +116,126 @@ def home(request: HttpRequest, subject: Subject) -> HttpResponse:
     domain = brand_domain(subject.domain, subject.brand_id)
     sc = subject_calendar(subject)
     zone = ZoneInfo(sc.zone)
-    cal = business_calendar(subject)
+    now, today = sc.now, sc.today
+    brand = subject.brand.name
     staff = brand_people(subject.brand_id)
     items = list(ClockItem.objects.filter(clock__subject=subject, clock__domain=domain)
                  .exclude(status=ClockItem.Status.VOIDED).select_related("clock").order_by("due_at", "id"))
     costs = clock_costs({i.clock for i in items})
     by_owner = {i.owner_key: i for i in items}
     asking = _asking(domain, by_owner)
+    open_count: dict[str, list[str]] = {}
+    for i in items:
+        if i.status in ("open", "due"):
+            open_count.setdefault(i.clock_id, []).append(i.item or "")
 
-    def item_row(item: ClockItem, status: str) -> dict:
+    def item_row(item: ClockItem) -> dict:
         clock = item.clock
         spec = specs.get(clock.spec)
         own = clock.answers_for not in staff
-        title = (clock.title or clock.name).replace("{period}", clock.period)
-        return {**_local(item.due_at, zone), "what": f"{title}{' · ' + item.item if item.item else ''}",
-                "kind": "hard date" if clock.hard else "date", "who": clock.answers_for or "the brand",
-                "status": status, "cost": costs[clock.id].says, "own": own, "clock": clock.id,
-                "item": item.item or "-", "options": list(spec.options) if item.status in ("due", "passed") else [],
-                "acks": own and item.owner_key in asking,
-                "done": own and item.status in ("open", "due"), "steward": own and item.status in ("open", "due"),
-                "sort": item.due_at}
+        title = glossary.plain((clock.title or clock.name).replace("{period}", clock.period))
+        what = f"{title}{' · ' + item.item if item.item else ''}"
+        mine = open_count.get(clock.id, [])
+        return {**_when(item.due_at, item.due_date, zone, now), "what": what,
+                "kind": glossary.kind("hard" if clock.hard else "clock"),
+                "who": f"you ({clock.answers_for})" if own else glossary.who(clock.answers_for, brand=brand),
+                "status": glossary.status(_status(item, today)),
+                "miss": _miss_text(costs[clock.id].says, clock.hard, brand), "own": own,
+                "clock": clock.id, "item": item.item or "-", "hard": clock.hard,
+                "options": list(spec.options) if own and item.status in ("due", "passed") else [],
+                "acks": own and item.owner_key in asking, "done": own and item.status in ("open", "due"),
+                "steward": own and item.status in ("open", "due"),
+                "steward_label": (f"Let {brand} handle it" if len(mine) <= 1 else
+                                  f"Let {brand} handle {title} ({len(mine)} dates)"),
+                "next": _missed_next(item, brand, own)}
 
-    # Overdue and unsatisfied first: a date that came and was not kept is what needs the customer now.
-    overdue = [item_row(i, {"due": "came unsatisfied", "passed": "passed unsatisfied"}.get(i.status, "overdue"))
-               for i in items if i.status in ("due", "passed") or (i.status == "open" and i.due_date < sc.today)]
-    ahead: list[dict] = []
+    todo, missed, year = [], [], []
+    for item in items:
+        row = item_row(item)
+        if item.status in ("due", "passed") or (item.status == "open" and item.due_date < today):
+            if row["own"] or item.status != "passed":
+                missed.append(row)
+        elif item.status == "open" and row["own"] and (item.due_at <= now + NOW_WINDOW or row["acks"]):
+            todo.append(row)
+        elif item.status == "open":
+            year.append(row)
+    kinds_listed = {e.kind for e in sc.entries}
     for e in sc.entries:
-        if e.kind in ("hard", "clock"):
-            item = by_owner.get(e.on)
-            if item is None or item.status != "open" or item.due_date < sc.today:
-                continue
-            ahead.append(item_row(item, "due today" if item.due_date == sc.today else "ahead"))
-        elif e.kind in ("schedule", "cycle") and e.status in ("ahead", "ends"):
-            what = e.what.replace(" is minted", ": the work starts")
-            ahead.append({**_local(e.at, zone), "what": what, "kind": "renewal" if e.kind == "cycle" else "starts",
-                          "who": "the brand" if e.kind == "schedule" else "you", "status":
-                          "ends instead (canceled)" if e.status == "ends" else "ahead",
-                          "cost": "", "own": False, "sort": e.at})
+        if e.kind in ("hard", "clock", "at_risk", "rung"):  # at risk: the brand's own early warning
+            continue
+        if e.kind in ("schedule", "cycle") and e.status not in ("ahead", "ends"):
+            continue
+        year.append({**_when(e.at, e.date, zone, now), "what": glossary.plain(e.what), "kind": glossary.kind(e.kind),
+                     "who": "you" if e.answers_for == "the customer" else glossary.who(e.answers_for, brand=brand),
+                     "status": glossary.status(e.status), "miss": "", "own": False})
     jobs = {j.id: j for j in Job.objects.filter(subject=subject, domain=domain, status=Job.Status.OPEN)}
-    for ask in Ask.objects.filter(job_id__in=jobs, status=Ask.Status.OPEN).exclude(expires_at=None):
-        job = jobs[ask.job_id]
-        ahead.append({**_local(ask.expires_at, zone), "what": f"your link for {ask.step or ask.scope} "
-                      f"({job.service} {job.period}) expires" + (" — its last chance" if ask.link == 2 else ""),
-                      "kind": "link", "who": ask.party, "status": "open", "cost":
-                      "the second expiry ends the work, and the hold returns" if ask.link == 2 else
-                      "it opens once more, then the work lapses", "own": False, "sort": ask.expires_at})
-    for grant in Grant.objects.filter(job_id__in=jobs, status=Grant.Status.ACTIVE):
-        ahead.append({**_local(grant.ends_at, zone), "what": f"your {grant.scope} grant ends", "kind": "grant",
-                      "who": grant.party, "status": "active", "cost": "a step that needs it waits until you grant "
-                      "it again", "own": False, "sort": grant.ends_at})
-    ahead.sort(key=lambda r: r["sort"])
+    if "link" not in kinds_listed:  # until a calendar provider lists links and grants itself
+        for ask in Ask.objects.filter(job_id__in=jobs, status=Ask.Status.OPEN).exclude(expires_at=None):
+            job = jobs[ask.job_id]
+            year.append({**_when(ask.expires_at, ask.expires_at.astimezone(zone).date(), zone, now),
+                         "what": f"your link for {ask.step or ask.scope} ({job.period}) expires"
+                         + (" — its last chance" if ask.link == 2 else ""),
+                         "kind": glossary.kind("link"), "who": ask.party, "status": "open", "own": False,
+                         "miss": ("the work ends, and the amount held is returned" if ask.link == 2 else
+                                  "it opens once more; if that expires too, the work ends")})
+    if "grant" not in kinds_listed:
+        for grant in Grant.objects.filter(job_id__in=jobs, status=Grant.Status.ACTIVE):
+            year.append({**_when(grant.ends_at, grant.ends_at.astimezone(zone).date(), zone, now),
+                         "what": f"your {grant.scope} access ends", "kind": glossary.kind("grant"),
+                         "who": grant.party, "status": "open", "own": False,
+                         "miss": "a step that needs it waits until you grant it again"})
+    todo.sort(key=lambda r: r["sort"])
+    missed.sort(key=lambda r: r["sort"], reverse=True)
+    year.sort(key=lambda r: r["sort"])
+    horizon = today + timedelta(days=366)
+    later = [r for r in year if r["date"] >= horizon]
+    year = [r for r in year if r["date"] < horizon]
+    seen: set[date] = set()
+    for r in year:  # the month grid links each day to its first row
+        if r["date"] not in seen:
+            seen.add(r["date"])
+            r["anchor"] = f"d-{r['date'].isoformat()}"
     subs = []
     for sub in Subscription.objects.filter(subject=subject, domain=domain).order_by("opened_at"):
         svc = registry.get(sub.service, sub.version)
         subs.append({"id": sub.id, "service": svc.title or sub.service, "status": sub.status,
                      "price": usd(svc.price.cents), "every": svc.price.every or "",
                      "cancel_at_period_end": sub.cancel_at_period_end,
-                     "allowances": [{"service": name, "used": int(sub.usage.get(name, 0)), "of": n}
+                     "allowances": [{"service": _service_title(name), "used": int(sub.usage.get(name, 0)), "of": n}
                                     for name, n in svc.price.includes.items()]})
+    nxt = next((r for r in year if r.get("own")), None) or (later[0] if later else None)
     return private(render(request, "portals/customer/home.html", {
-        "subject": subject, "zone": sc.zone, "today": sc.today, "test_clock": sc.test_clock,
-        "now_local": f"{sc.now.astimezone(zone):%Y-%m-%d %H:%M}", "overdue": overdue, "ahead": ahead,
-        "subscriptions": subs, "closes": f"{cal.closes:%H:%M}" if getattr(cal, "closes", None) else "",
+        "subject": subject, "brand": brand, "zone": sc.zone, "zone_name": now.astimezone(zone).tzname(),
+        "today": words.day(today), "test_clock": sc.test_clock,
+        "now_local": words.local(now, zone), "todo": todo, "missed": missed, "year": year, "later": later,
+        "next": nxt, "months": month_grid(today, year), "subscriptions": subs,
+        "calendar_link": request.session.pop(LINK_KEY, None), "undo": request.session.get(UNDO_KEY),
     }))
+
+
+def _service_title(name: str) -> str:
+    try:
+        svc = registry.get(name)
+    except Exception:  # an allowance for a Service no longer registered: its name is all there is
+        return name.replace("-", " ")
+    return name.replace("-", " ") if not svc.title or "{" in svc.title else svc.title
+
+
+def month_grid(today: date, rows: list[dict]) -> list[dict]:
+    """The year ahead as months of weeks (Monday first), each day with the dates on it."""
+    on: dict[date, list[str]] = {}
+    for r in rows:
+        on.setdefault(r["date"], []).append(r["what"])
+    months, (y, m) = [], (today.year, today.month)
+    for _ in range(12):
+        weeks = []
+        for week in pycal.Calendar(firstweekday=0).monthdatescalendar(y, m):
+            weeks.append([{"day": d.day if d.month == m else "", "date": d, "dates": on.get(d, []) if d.month == m
+                           else [], "today": d == today, "past": d < today} for d in week])
+        months.append({"name": f"{date(y, m, 1):%B %Y}", "weeks": weeks,
+                       "count": sum(len(v) for d, v in on.items() if (d.year, d.month) == (y, m))})
+        y, m = (y + 1, 1) if m == 12 else (y, m + 1)
+    return months
 
 
 def _asking(domain: str, owners) -> set[str]:
@@ -169,12 +269,42 @@ def clock_act(request: HttpRequest, subject: Subject, clock_id: str, item: str, 
     if act == "done":
         return _act(request, subject, lambda a: clock_satisfy(armer=a, item=it, by=who), "Marked done.")
     if act == "steward":
-        return _act(request, subject, lambda a: clock_reassign(armer=a, clock=it.clock, to=STEWARD, by=who,
-                                                              why="kept with the steward"),
-                    "The brand's steward keeps this date now.")
+        clock = it.clock
+        title = glossary.plain((clock.title or clock.name).replace("{period}", clock.period))
+        n = ClockItem.objects.filter(clock=clock, status__in=["open", "due"]).count()
+        brand = subject.brand.name
+        request.session[UNDO_KEY] = {"clock": clock.id, "to": who, "what": title}
+        return _act(request, subject, lambda a: clock_reassign(armer=a, clock=clock, to=STEWARD, by=who,
+                                                              why="the customer handed it to the brand"),
+                    f"{brand} handles {title} now" + (f" ({n} dates)." if n > 1 else "."))
     option = request.POST.get("option", "")
     return _act(request, subject, lambda a: clock_choose(armer=a, item=it, option=option, by=who),
                 f"Chose {option}.")
+
+
+@require_POST
+@_signed_in
+def undo(request: HttpRequest, subject: Subject) -> HttpResponse:
+    """Take back the dates last handed to the brand, while the brand still holds them."""
+    held = request.session.pop(UNDO_KEY, None) or {}
+    clock = subject.clocks.filter(pk=held.get("clock", ""), answers_for=STEWARD).first()
+    if clock is None or not held.get("to") or held["to"] in brand_people(subject.brand_id):
+        return _act(request, subject, lambda a: None, "There is nothing to undo.")
+    return _act(request, subject, lambda a: clock_reassign(armer=a, clock=clock, to=held["to"], by=held["to"],
+                                                          why="the customer took it back"),
+                f"{held.get('what') or 'It'} is yours again.")
+
+
+@require_POST
+@_signed_in
+def calendar_link(request: HttpRequest, subject: Subject) -> HttpResponse:
+    """A new calendar subscription link, shown once (only its digest is kept); any earlier link stops."""
+    token = subject_feed_rotate(subject=subject)
+    host = request.get_host()
+    path = f"{feed.feed_path(subject)}?token={quote(token, safe='')}"
+    request.session[LINK_KEY] = {"webcal": f"webcal://{host}{path}",
+                                 "https": f"{'https' if request.is_secure() else 'http'}://{host}{path}"}
+    return redirect(reverse("customer:home") + "#calendar")
 
 
 @require_POST

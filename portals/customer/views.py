@@ -12,17 +12,25 @@ from django.shortcuts import render
 from calendars import feed
 from calendars.entries import Entry, subject_calendar
 from calendars.services import subject_by_feed_token
+from keeping_time import glossary
 from timers.api.errors import read_only
 
+from .. import words
 from ..acting import private
 
+HIDDEN_KINDS = ("rung", "at_risk")  # reminders (in the feed, as alarms) and the brand's own early warnings
 
-def _rows(entries, zone: ZoneInfo) -> list[dict]:
+
+def _rows(entries, zone: ZoneInfo, brand: str) -> list[dict]:
     rows = []
     for e in entries:
+        if e.kind in HIDDEN_KINDS:
+            continue
         local = e.at.astimezone(zone)
-        rows.append({"date": e.date, "weekday": f"{local:%a}", "time": f"{local:%H:%M}", "what": e.what,
-                     "kind": e.kind, "answers_for": e.answers_for, "status": e.status})
+        rows.append({"day": words.day(e.date), "time": f"{local:%H:%M} {local.tzname()}",
+                     "what": glossary.plain(e.what), "kind": glossary.kind(e.kind), "hard": e.kind == "hard",
+                     "who": "you" if e.answers_for == "the customer" else glossary.who(e.answers_for, brand=brand),
+                     "status": glossary.status(e.status)})
     return rows
 
 
@@ -34,18 +42,19 @@ def subject_calendar_page(request, subject_id: str):
         return private(render(request, "portals/customer/not_found.html", status=404), referrer="no-referrer")
     sc = subject_calendar(subject, everything=True)
     zone = ZoneInfo(sc.zone)
-    # The page is a timeline: each date, and each of its reminders and steps on its own day.
-    timeline = sorted([x for e in sc.entries for x in (e, *e.rungs)], key=Entry.sort_key)
+    timeline = sorted(sc.entries, key=Entry.sort_key)
     ahead = [e for e in timeline if e.date >= sc.today]
     earlier = [e for e in timeline if e.date < sc.today]
+    brand = subject.brand.name
     context = {
         "subject": subject,
         "zone": sc.zone,
-        "today": sc.today,
-        "now_local": f"{sc.now.astimezone(zone):%Y-%m-%d %H:%M}",
+        "zone_name": sc.now.astimezone(zone).tzname(),
+        "today": words.day(sc.today),
+        "now_local": words.local(sc.now, zone),
         "test_clock": sc.test_clock,
-        "ahead": _rows(ahead, zone),
-        "earlier": _rows(reversed(earlier), zone),
+        "ahead": _rows(ahead, zone, brand),
+        "earlier": _rows(reversed(earlier), zone, brand),
         "webcal": feed.webcal_url(subject, token),
         "download": f"{feed.feed_path(subject)}?token={quote(token, safe='')}",
     }

@@ -10,7 +10,6 @@ from __future__ import annotations
 from datetime import timedelta
 
 from django.contrib import messages
-from django.contrib.auth import get_user_model
 from django.contrib.auth.decorators import login_required
 from django.contrib.auth.views import LoginView, LogoutView, PasswordResetConfirmView
 from django.db.models import Exists, OuterRef
@@ -23,6 +22,7 @@ from calendars import specs
 from calendars.acts import clock_acknowledge, clock_reassign
 from calendars.models import ClockItem, Subject
 from calendars.services import clock_choose, clock_satisfy
+from keeping_time import glossary
 from services.costs import clock_costs
 from services.members import member_names
 from services.models import PoolMember, Task, Window
@@ -141,25 +141,38 @@ def home(request: HttpRequest) -> HttpResponse:
         now = now_of(clock.domain)
         late = item.status in ("due", "passed") or item.due_at <= now
         clocks.append({"clock": clock.id, "item": item.item or "-", "subject": clock.subject.name,
+                       "brand_id": clock.brand_id,
                        "subject_id": clock.subject_id,
                        "what": (clock.title or clock.name).replace("{period}", clock.period)
                        + (f" · {item.item}" if item.item else ""), "due": words.day(item.due_date),
                        "due_in": words.until(item.due_at, now), "status": item.status,
+                       "status_text": glossary.status("due" if item.status == "open" and item.due_at <= now
+                                                      else "ahead" if item.status == "open" else item.status),
                        "late": late, "hard": clock.hard, "cost": costs[clock.id].says,
                        "acks": item.owner_key in asking,
                        "options": list(spec.options) if item.status in ("due", "passed") else [],
                        "sort": (not late, item.due_at)})
     clocks.sort(key=lambda r: r["sort"])
-    subjects = sorted({(c["subject_id"], c["subject"]) for c in clocks}, key=lambda s: s[1])
-    successors = sorted(set(get_user_model().objects.filter(memberships__brand_id__in=brands)
-                            .exclude(pk=user.pk).values_list("username", flat=True)))
+    # Who can take over a subject's dates: the subject's own brand's people (a successor of another brand
+    # would be refused), named as the brand knows them.
+    team: dict[str, list[tuple[str, str]]] = {}
+    for brand_id, username, name in (Membership.objects.filter(brand_id__in=brands).exclude(user=user)
+                                     .order_by("name", "user__username")
+                                     .values_list("brand_id", "user__username", "name")):
+        team.setdefault(brand_id, []).append((username, name or username))
+    subjects = sorted({(c["subject_id"], c["subject"], c["brand_id"]) for c in clocks}, key=lambda s: s[1])
+    subjects = [{"id": sid, "name": name, "successors": team.get(brand_id, [])} for sid, name, brand_id in subjects]
     windows = list(Window.objects.filter(member=user, status=Window.Status.OPEN))
+    domains = sorted({t["test_clock"] for t in tasks + pool if t["test_clock"]} | {w.domain for w in windows})
+    clock_names = dict(TestClock.objects.filter(pk__in=domains).values_list("id", "name"))
     return render(request, "portals/delivery/home.html", {
-        "tasks": tasks, "pool": pool, "clocks": clocks, "subjects": subjects, "successors": successors,
-        "windows": [{"id": w.id, "closes_at": words.local(w.closes_at, zone),
-                     "test_clock": None if is_live(w.domain) else w.domain} for w in windows],
-        "zone": zone.key,
-        "domains": sorted({t["test_clock"] for t in tasks + pool if t["test_clock"]}),
+        "tasks": tasks, "pool": pool, "clocks": clocks, "subjects": subjects,
+        "windows": [{"id": w.id, "closes_at": words.local(w.closes_at, zone), "closes_in":
+                     words.until(w.closes_at, now_of(w.domain), left=True),
+                     "test_clock": None if is_live(w.domain) else clock_names.get(w.domain) or "a test run"}
+                    for w in windows],
+        "zone": zone.key, "zone_name": now_of(live_domain(brands[0])).astimezone(zone).tzname() if brands else "",
+        "domains": [{"id": d, "name": clock_names.get(d) or "a test run"} for d in domains if not is_live(d)],
     })
 
 
@@ -232,10 +245,10 @@ def withdraw(request: HttpRequest, subject_id: str) -> HttpResponse:
     if subject is None or not clocks:
         return _not_yours(request)
     if successor is None:
-        messages.error(request, "Not done (invalid_input): name a successor from the brand's members")
+        messages.error(request, "Choose who takes over your dates: someone on your team.")
         return redirect(reverse("delivery:home"))
     to = successor.name or successor.user.get_username()
-    done = f"{len(clocks)} clock{'s' if len(clocks) != 1 else ''} of {subject.name} moved to {to}."
+    done = f"{to} answers for {subject.name}'s dates now."
 
     def move(armer) -> None:  # the subject's clocks are on its own clock domain, the act's
         for clock in clocks:
@@ -260,7 +273,7 @@ def window_act(request: HttpRequest, act: str) -> HttpResponse:
             return _not_yours(request)
         domain = chosen or live_domain(brand_id or "")
         if brand_id is None or not 1 <= hours <= 24 * 14:
-            messages.error(request, "Not done (invalid_input): a standby window lasts 1 hour to 14 days")
+            messages.error(request, "A standby window lasts from 1 hour to 14 days.")
             return redirect(reverse("delivery:home"))
         return _act(request, brand_id, domain,
                     lambda a: window_open(armer=a, member=user.get_username(), span=timedelta(hours=hours),

@@ -1,17 +1,28 @@
 """demousers: the demo's sign-ins: an owner of each example brand (the owner console) and its members (the
-delivery portal), each with a fresh password printed once. Run after the examples are loaded."""
+delivery portal), each with a fresh password printed once, and what each has to do. Run after the examples
+are loaded and ticked.
+
+apis.tax's preparers, hedy and katherine, come with a story told through the same acts as the apps: Acme
+hands its late 2026 returns to apis.tax ("let apis.tax handle it"), and the owner gives them to Hedy, so
+she has dates to mark done and someone of her own brand to hand them to."""
 
 from __future__ import annotations
 
 import secrets
 
 from django.contrib.auth import get_user_model
+from django.db import transaction
 
 from timers.management.base import KTCommand
 from timers.models import Brand, Membership
 
 OWNERS = {"owner": "Olive Owner"}
-MEMBERS = {"api.forsale": ("grace", "linus")}
+MEMBERS = {"api.forsale": ("grace", "linus"), "apis.tax": ("hedy", "katherine")}
+NAMES = {"hedy": "Hedy Lamarr", "katherine": "Katherine Johnson"}
+DOES = {"grace": "holds a Task: mark it done, extend her hold once",
+        "linus": "takes open work from his pool",
+        "hedy": "answers for Acme's late 2026 returns: mark done, or hand them over",
+        "katherine": "takes over Hedy's dates when she hands them over"}
 
 
 class Command(KTCommand):
@@ -33,6 +44,8 @@ class Command(KTCommand):
         for brand in brands:
             for username in MEMBERS.get(brand.name, ()):
                 user = users.objects.filter(username=username).first()
+                if user is None and username in NAMES:
+                    user = users.objects.create(username=username, first_name=NAMES[username])
                 if user is None:
                     continue
                 password = secrets.token_urlsafe(9)
@@ -40,4 +53,22 @@ class Command(KTCommand):
                 user.save()
                 Membership.objects.get_or_create(user=user, brand=brand,
                                                  defaults={"role": Membership.Role.MEMBER, "name": user.first_name})
-                self.stdout.write(f"delivery portal {username} / {password}  ({brand.name})")
+                self.stdout.write(f"delivery portal {username} / {password}  ({brand.name}: {DOES.get(username, '')})")
+        self._hand_to_hedy()
+
+    def _hand_to_hedy(self) -> None:
+        """Acme's 2026 return dates that came unsatisfied go to apis.tax, and from the owner to Hedy."""
+        from calendars.acts import STEWARD, clock_reassign
+        from calendars.models import Clock
+        from calendars.services import DirectArmer
+
+        clock = (Clock.objects.filter(brand__name="apis.tax", subject__name="Acme Robotics", name="file",
+                                      period="2026", items__status="due").exclude(answers_for="Hedy Lamarr")
+                 .order_by("-opened_at").first())
+        if clock is None:
+            return
+        armer = DirectArmer(brand=clock.brand_id, domain=clock.domain)
+        with transaction.atomic():
+            clock_reassign(armer=armer, clock=clock, to=STEWARD, by=clock.answers_for,
+                           why="the customer handed it to the brand")
+            clock_reassign(armer=armer, clock=clock, to="Hedy Lamarr", by="owner", why="the owner assigned it")
