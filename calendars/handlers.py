@@ -7,7 +7,7 @@ from datetime import timedelta
 from timers import batch as batches
 from timers import handlers
 from timers.engine import Firing
-from timers.timeutil import iso_z
+from timers.timeutil import day_text, iso_z
 
 from . import specs
 from .models import ClockItem
@@ -109,12 +109,13 @@ def fire_due(f: Firing) -> None:
     title = f"{clock.name} {clock.period} {item.item}".strip()
     if clock.hard:
         item.status, kind = ClockItem.Status.PASSED, "clock.passed"
-        message = (f"{title}: the hard date {item.due_date} passed unsatisfied; the gate now refuses what it "
-                   f"bars (date_passed)")
+        message = (f"{title}: the fixed date {day_text(item.due_date)} passed without being done; it can no "
+                   "longer be done on time")
         f.what = f"{label} · hard date passed unsatisfied · the gate now refuses what it bars (date_passed)"
     else:
         item.status, kind = ClockItem.Status.DUE, "clock.due"
-        message = f"{title}: {item.due_date} came unsatisfied; it waits on {clock.answers_for or 'the owner'}'s choice"
+        message = (f"{title}: {day_text(item.due_date)} passed without being done; it stays open for "
+                   f"{clock.answers_for or 'its owner'} to mark done or choose what happens next")
         f.what = f"{label} · came unsatisfied · waits on {clock.answers_for}'s choice"
     f.record(kind, subject=item.owner_key, data=base)
     item.changed_at = f.now

@@ -10,20 +10,19 @@ from __future__ import annotations
 from datetime import date, datetime
 from zoneinfo import ZoneInfo
 
+from timers.timeutil import day_text, local_text
+
 UTC_ZONE = ZoneInfo("UTC")
 
 
 def local(when: datetime | None, zone: ZoneInfo) -> str:
-    """'Fri 22 Oct 2027, 07:30 PDT': the instant in ``zone``, its abbreviation named."""
-    if when is None:
-        return ""
-    at = when.astimezone(zone)
-    return f"{at:%a} {at.day} {at:%b %Y, %H:%M} {at.tzname()}"
+    """'Fri 22 Oct 2027, 07:30 PDT': the instant in ``zone``, its abbreviation named (as notices say it)."""
+    return local_text(when, zone)
 
 
 def day(d: date | None) -> str:
     """'Tue 18 Apr 2028': a civil date (a due date is its calendar's day, wherever the reader is)."""
-    return f"{d:%a} {d.day} {d:%b %Y}" if d else ""
+    return day_text(d)
 
 
 def _span(seconds: float) -> str:

@@ -7,6 +7,7 @@ from timers import batch as batches
 from timers import handlers
 from timers.engine import Firing
 from timers.rows import read
+from timers.timeutil import iso_z
 
 from . import registry, schedules
 from .models import Job, MoneyLine, Subscription
@@ -157,7 +158,7 @@ def fire_deadline(f: Firing) -> None:
         f.what = f"skipped · job {job.status}"
         return
     if point == "at_risk":
-        f.record("job.at_risk", subject=job.id, data={"late_at": f.timer.data.get("late_at") or str(job.late_at)})
+        f.record("job.at_risk", subject=job.id, data={"late_at": f.timer.data.get("late_at") or iso_z(job.late_at)})
         f.what = f"{job.id} · at risk · late at {job.late_at:%Y-%m-%d %H:%MZ}"
         return
     job.late = True

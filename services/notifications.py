@@ -9,6 +9,7 @@ twice: one INSERT … ON CONFLICT DO NOTHING skips a duplicate, and only rows cr
 from __future__ import annotations
 
 from typing import Any
+from zoneinfo import ZoneInfo
 
 from django.conf import settings
 from django.db import transaction
@@ -20,10 +21,34 @@ from timers.engine import Firing
 from timers.ids import new_id
 from timers.models import Brand, Outbox
 from timers.rows import insert_new
+from timers.timeutil import local_text
 
 from .models import Notification
 
 EMAIL_TRANSPORT = "email"  # KEEPING_TIME["TRANSPORTS"]["email"]
+
+
+def brand_zone(brand_id: str) -> ZoneInfo:
+    """The zone a brand's notices say times in: its default calendar's (read once a batch), else UTC."""
+    from calendars.models import Calendar
+
+    b = batches.current()
+    cache = None if b is None else b.cache("services.brand_zones", tables=("calendars_calendar",))
+    if cache is not None and brand_id in cache:
+        return cache[brand_id]
+    name = Calendar.objects.filter(brand_id=brand_id, is_default=True).values_list("zone", flat=True).first()
+    try:
+        zone = ZoneInfo(name) if name else ZoneInfo("UTC")
+    except (KeyError, ValueError):
+        zone = ZoneInfo("UTC")
+    if cache is not None:
+        cache[brand_id] = zone
+    return zone
+
+
+def when(value, brand_id: str) -> str:
+    """An instant as a notice says it: in the brand's zone, named ('Fri 22 Oct 2027, 07:30 PDT')."""
+    return local_text(value, brand_zone(brand_id))
 
 
 def notify(armer: Any, *, kind: str, subject: str, recipients: list[str], message: str,

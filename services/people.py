@@ -37,7 +37,7 @@ from . import registry
 from .declare import Service, Step
 from .members import in_pool
 from .models import Ask, Grant, Job, PolicyValue, Task, Window
-from .notifications import notify
+from .notifications import notify, when
 
 TASK = "services.task"
 ASK = "services.ask"
@@ -311,7 +311,7 @@ def fire_task(f: Firing) -> None:
                                                                   "hold_until": iso_z(task.hold_until)})
         notify(f, kind="task.hold_ending", subject=task.id, recipients=[member],
                message=f"Your hold on {task.step} ({task.job.service} {task.job.period}) ends "
-                       f"{iso_z(task.hold_until)}; extend it once, or it opens again for the pool")
+                       f"{when(task.hold_until, task.brand_id)}; extend it once, or it opens again for the pool")
         f.what = f"{task.id} · {member}'s hold ends {iso_z(task.hold_until)}"
         return
     _reopen_task(armer, task, why="hold_ended")
@@ -376,7 +376,8 @@ def fire_ask(f: Firing) -> None:
         f.record("ask.reminded", subject=job.id, data={"ask": ask.id, "party": ask.party, "link": link,
                                                       "expires": iso_z(ask.expires_at)})
         notify(f, kind="ask.expiring", subject=ask.id, recipients=[ask.party],
-               message=f"The link for {what} ({job.service} {job.period}) expires {iso_z(ask.expires_at)}")
+               message=f"The link for {what} ({job.service} {job.period}) expires "
+                       f"{when(ask.expires_at, job.brand_id)}")
         f.what = f"{ask.id} · reminded {ask.party} · expires {iso_z(ask.expires_at)}"
         return
     armer = FiringArmer(f)
@@ -392,7 +393,8 @@ def fire_ask(f: Firing) -> None:
     f.record("ask.expired", subject=job.id, data={"ask": ask.id, "party": ask.party, "link": link})
     job_end(armer=armer, job=job, status=Job.Status.LAPSED, reason=f"the link for {what} expired twice")
     notify(f, kind="job.lapsed", subject=job.id, recipients=[ask.party, "owner"],
-           message=f"{job.service} {job.period} lapsed: {ask.party}'s link for {what} expired twice; the hold returns")
+           message=f"{job.service} {job.period} ended: {ask.party}'s link for {what} expired twice; "
+                   "the amount held is returned")
     f.what = f"{ask.id} · expired twice · {job.id} lapsed"
 
 

@@ -105,7 +105,9 @@ def test_a_task_hold_warns_at_three_quarters_and_reopens_at_its_end(forsale):
     hold = Timer.objects.get(domain=tc, key=f"{b.id}:task:hold appraise:#1 take 1")
     assert hold.status == "fired" and hold.owed_at == at(10, 23, 9)  # the extension never moved it
     assert Timer.objects.get(domain=tc, key=f"{b.id}:task:hold appraise:#1 take 1@1").owed_at == at(10, 25, 9)
-    assert Notification.objects.filter(domain=tc, kind="task.hold_ending", recipient="linus").count() == 1
+    notice = Notification.objects.get(domain=tc, kind="task.hold_ending", recipient="linus")
+    # In the brand's zone (api.forsale keeps Los Angeles time), named: not UTC.
+    assert "ends Mon 25 Oct 2027, 02:00 PDT;" in notice.message and "Z;" not in notice.message
 
 
 def test_a_hold_extends_once_and_the_second_extend_changes_nothing(forsale):

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import functools
 import re
-from datetime import UTC, datetime, timedelta
+from datetime import UTC, date, datetime, timedelta
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError, available_timezones
 
 from dateutil.relativedelta import relativedelta
@@ -96,6 +96,19 @@ def iso_z(value: datetime | None) -> str | None:
     if value.microsecond:
         text += f".{value.microsecond // 1000:03d}"
     return text + "Z"
+
+
+def local_text(value: datetime | None, zone) -> str:
+    """People's form (notices, pages): 'Fri 22 Oct 2027, 07:30 PDT', in ``zone`` with its abbreviation."""
+    if value is None:
+        return ""
+    at = value.astimezone(zone)
+    return f"{at:%a} {at.day} {at:%b %Y, %H:%M} {at.tzname()}"
+
+
+def day_text(value: date | None) -> str:
+    """A civil date in people's form: 'Tue 18 Apr 2028'."""
+    return f"{value:%a} {value.day} {value:%b %Y}" if value else ""
 
 
 def trace_z(value: datetime | None, *, seconds: bool | None = None) -> str:
