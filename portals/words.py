@@ -53,12 +53,16 @@ def until(when: datetime | None, now: datetime, *, left: bool = False) -> str:
     return f"{_span(seconds)} ago"
 
 
-def member_zone(brand_ids: list[str]) -> ZoneInfo:
-    """A member's zone: their brand's calendar (its default; the first brand's when they are in several)."""
+def member_zone(brand_ids: list[str], *, user=None) -> ZoneInfo:
+    """A member's zone: the one they chose (their profile, ``Membership.zone``), else their brand's calendar
+    (its default; the first brand's when they are in several), else UTC."""
     from calendars.models import Calendar
+    from timers.models import Membership
 
-    zone = (Calendar.objects.filter(brand_id__in=brand_ids, is_default=True).order_by("brand__name")
-            .values_list("zone", flat=True).first())
+    chosen = (Membership.objects.filter(user=user).exclude(zone="").values_list("zone", flat=True).first()
+              if user is not None else None)
+    zone = chosen or (Calendar.objects.filter(brand_id__in=brand_ids, is_default=True).order_by("brand__name")
+                      .values_list("zone", flat=True).first())
     try:
         return ZoneInfo(zone) if zone else UTC_ZONE
     except (KeyError, ValueError):

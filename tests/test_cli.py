@@ -163,6 +163,13 @@ def test_timers_list_after_each_kind_of_act_outside_the_tick(brand):
     job_resume_work(armer=armer, job=job)
     calendar_postpone(calendar=cal, items=[next(i for i in items if i.clock.name == "file")],
                       to=date(2027, 5, 17), notice="IR-2027-01")
+    # A portal's acknowledge (its ack asks end) and a hand-over to the brand, outside the tick too.
+    from calendars.acts import STEWARD, clock_acknowledge, clock_reassign
+
+    file_item = next(i for i in items if i.clock.name == "file")
+    file_item.refresh_from_db()
+    clock_acknowledge(armer=armer, item=file_item, by="Ada")
+    clock_reassign(armer=armer, clock=file_item.clock, to=STEWARD, by="Ada", why="handed to the brand")
     out = StringIO()
     call_command("timers", "list", "--on", job.id, "--test-clock", tc.id, stdout=out)
     text = out.getvalue()

@@ -346,3 +346,18 @@ def test_timers_list_says_which_test_clocks_hold_an_owners_timers(db):
     call_command("timers", "list", "--on", sub.id, stdout=out)
     assert out.getvalue().splitlines()[-1] == (f"none on the live clock; test clocks hold some: {ids['tc']} (5) "
                                                "(--test-clock tc_…)")
+
+
+def test_a_member_chooses_their_zone_and_the_portal_says_times_in_it(forsale):
+    client = _member("grace")
+    assert "times in America/Los_Angeles" in _text(client.get("/portal/delivery/"))
+    r = client.post("/portal/delivery/zone", {"zone": "Europe/Berlin"}, follow=True)
+    assert _messages(r) == ["Times show in Europe/Berlin now."]
+    text = _text(r)
+    assert "times in Europe/Berlin" in text and " CEST " in text and " PDT " not in text
+    assert Membership.objects.get(user__username="grace").zone == "Europe/Berlin"
+    r = client.post("/portal/delivery/zone", {"zone": "Mars/Olympus"}, follow=True)
+    assert _messages(r) == ["Choose a time zone from the list."]
+    assert Membership.objects.get(user__username="grace").zone == "Europe/Berlin"  # nothing lost
+    client.post("/portal/delivery/zone", {"zone": ""})
+    assert "times in America/Los_Angeles" in _text(client.get("/portal/delivery/"))

@@ -103,6 +103,9 @@ class Membership(models.Model):
     role = models.CharField(max_length=8, choices=Role.choices)
     name = models.CharField(max_length=200, blank=True,
                             help_text="The name clocks and notifications use for this person (answers_for)")
+    zone = models.CharField(max_length=64, blank=True,
+                            help_text="The zone the delivery portal says this person's times in (an IANA name); "
+                                      "blank: the brand calendar's")
 
     class Meta:
         verbose_name = "member"

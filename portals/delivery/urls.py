@@ -16,4 +16,5 @@ urlpatterns = [
     path("clocks/<str:clock_id>/<str:item>/<str:act>", views.clock_act, name="clock-act"),
     path("subjects/<str:subject_id>/withdraw", views.withdraw, name="withdraw"),
     path("window/<str:act>", views.window_act, name="window-act"),
+    path("zone", views.set_zone, name="zone"),
 ]

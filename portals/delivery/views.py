@@ -8,6 +8,7 @@ member arrives by the invite's one-time link, chooses a password and is signed i
 from __future__ import annotations
 
 from datetime import timedelta
+from zoneinfo import available_timezones
 
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
@@ -122,7 +123,7 @@ def home(request: HttpRequest) -> HttpResponse:
             clocks_now[domain] = domain_now(domain=domain)
         return clocks_now[domain]
 
-    zone = words.member_zone(brands)
+    zone = words.member_zone(brands, user=user)
     mine, open_ = _my_tasks(user, brands)
     tasks = sorted((_task_row(t, now_of, zone) for t in mine), key=lambda r: r["sort"])
     pool = sorted((_task_row(t, now_of, zone) for t in open_), key=lambda r: r["sort"])
@@ -171,7 +172,8 @@ def home(request: HttpRequest) -> HttpResponse:
                      words.until(w.closes_at, now_of(w.domain), left=True),
                      "test_clock": None if is_live(w.domain) else clock_names.get(w.domain) or "a test run"}
                     for w in windows],
-        "zone": zone.key, "zone_name": now_of(live_domain(brands[0])).astimezone(zone).tzname() if brands else "",
+        "zone": zone.key, "zones": ZONES,
+        "chosen_zone": Membership.objects.filter(user=user).exclude(zone="").values_list("zone", flat=True).first(), "zone_name": now_of(live_domain(brands[0])).astimezone(zone).tzname() if brands else "",
         "domains": [{"id": d, "name": clock_names.get(d) or "a test run"} for d in domains if not is_live(d)],
     })
 
@@ -255,6 +257,22 @@ def withdraw(request: HttpRequest, subject_id: str) -> HttpResponse:
             clock_reassign(armer=armer, clock=clock, to=to, by=user.get_username(), why="withdrew")
 
     return _act(request, subject.brand_id, brand_domain(subject.domain, subject.brand_id), move, done)
+
+
+ZONES = sorted(z for z in available_timezones() if "/" in z and not z.startswith(("Etc/", "SystemV/")))
+
+
+@require_POST
+@login_required(login_url=LOGIN)
+def set_zone(request: HttpRequest) -> HttpResponse:
+    """The member's own zone for this portal's times (blank: their brand calendar's)."""
+    zone = request.POST.get("zone", "")
+    if zone and zone not in ZONES:
+        messages.error(request, "Choose a time zone from the list.")
+    else:
+        Membership.objects.filter(user=request.user).update(zone=zone)
+        messages.success(request, f"Times show in {zone} now." if zone else "Times show in your team's zone now.")
+    return redirect(reverse("delivery:home"))
 
 
 @require_POST
