@@ -112,6 +112,9 @@ def test_the_member_takes_a_task_extends_once_and_is_refused_the_second_time(liv
     expect(page.get_by_role("status")).to_have_text("You hold appraise now.")
     held = page.locator("section[aria-labelledby='tasks-h'] tbody tr")
     expect(held).to_have_count(1)
+    # What the member holds comes first on the page, its times labelled (on a phone too).
+    expect(page.locator("main section").first).to_have_attribute("aria-labelledby", "tasks-h")
+    expect(held.locator("td[data-label='Your hold ends']")).to_be_visible()
     # In the member's zone (api.forsale's calendar: Los Angeles), with how long is left.
     expect(held).to_contain_text("Fri 22 Oct 2027, 07:30 PDT (2 days left)")
 
