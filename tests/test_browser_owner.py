@@ -1,6 +1,10 @@
 """The owner console in a real browser (Debian's chromium, Playwright's sync API), desktop and a 390px phone:
-the owner signs in, sees the dates at risk costliest first, and settles the top one with its button. Each
-page is checked with axe-core (tests/axe.py): no serious or critical violation.
+the owner signs in on the demo's moment (apis.tax on 2028-04-12, five dates due on the 18th) and the page
+puts first what to act on today: the dates still ahead, soonest first (nothing here costs money, said
+once), under the 90-day chart; what passed is collapsed below. The dates are Ada Lovelace's, the customer's:
+the owner may remind her or assign a date to one of the brand's people, never mark it done for her; once
+assigned to the owner, Mark done settles it. Each page is checked with axe-core (tests/axe.py): no serious
+or critical violation. The phone's dashboard is saved to /tmp/owner_390.png.
 
 Skips (with its reason) when chromium, the playwright package or axe-core (``npm ci --prefix tests/axe``) is
 missing, or on SQLite (the live server's thread and the test share PostgreSQL here, as tests/test_browser.py).
@@ -9,27 +13,21 @@ missing, or on SQLite (the live server's thread and the test share PostgreSQL he
 from __future__ import annotations
 
 import os
-from datetime import UTC, datetime
-from io import StringIO
 
 import pytest
-from django.contrib.auth import get_user_model
-from django.core.management import call_command
 from django.db import connection
 
 from calendars.models import ClockItem
+from services.models import Notification
 from tests.axe import assert_accessible
 from tests.browser import VIEWPORTS, browser, expect  # noqa: F401  (browser is a fixture)
-from timers import outbox
-from timers.models import Brand, Event, Membership
-from timers.worker import advance
+from tests.test_owner_dashboard import demo_moment
+from timers.models import Event
 
-CAME_DUE = datetime(2027, 10, 17, tzinfo=UTC)
-NY = "America/New_York"
+NY = "America/New_York"  # the demo's moment (tests.test_owner_dashboard.NOW): 08:00 there, 2028-04-12
 SCREENSHOTS = os.environ.get("OWNER_SCREENSHOTS", "/tmp")
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
-
 
 
 @pytest.fixture(params=list(VIEWPORTS))
@@ -49,68 +47,84 @@ def page(request, browser):  # noqa: F811  (the fixture tests.browser provides)
 def acme(transactional_db):
     if connection.vendor != "postgresql":
         pytest.skip("the browser tests run on PostgreSQL")
-    outbox.register("notices", outbox.RecordingTransport())
-    out = StringIO()
-    call_command("loadexample", "apis_tax", stdout=out)
-    tc = out.getvalue().split("test clock ")[1].split()[0]
-    advance(tc, CAME_DUE)
-    brand = Brand.objects.get(name="apis.tax")
-    user = get_user_model().objects.create_user(username="ada", password="correct horse battery", is_staff=True)
-    Membership.objects.create(user=user, brand=brand, role=Membership.Role.OWNER, name="Ada Lovelace")
-    return tc, brand
+    world = demo_moment("correct horse battery")
+    return world["tc"], world["brand"]
 
 
 def sign_in(page, live_server):
     page.goto(f"{live_server.url}/admin/")
     expect(page).to_have_url(f"{live_server.url}/admin/login/?next=/admin/")
     assert_accessible(page, what="the login page")
-    page.get_by_label("Username").fill("ada")
+    page.get_by_label("Username").fill("olive")
     page.get_by_label("Password").fill("correct horse battery")
     page.get_by_role("button", name="Log in").click()
     expect(page).to_have_url(f"{live_server.url}/admin/")
 
 
-def test_the_owner_settles_the_top_date_at_risk(live_server, page, acme):
+def test_the_owner_sees_what_to_act_on_today_first(live_server, page, acme):
     tc, brand = acme
     sign_in(page, live_server)
-    shot = f"{SCREENSHOTS}/owner-{page.viewport_name}.png"
-    page.screenshot(path=shot, full_page=True)
+    page.screenshot(path=f"{SCREENSHOTS}/owner-{page.viewport_name}.png", full_page=True)
+    if page.viewport_name == "phone":
+        page.screenshot(path=f"{SCREENSHOTS}/owner_390.png", full_page=False)
 
     # The brand's console, as of the example's test clock, in the brand's zone, named.
     expect(page.locator("#site-name")).to_have_text("apis.tax · owner console")
     expect(page.get_by_label("As of")).to_have_value(tc)
-    expect(page.get_by_test_id("as-of-now")).to_have_text(f"now 2027-10-16 20:00 · {NY}")
-    expect(page.get_by_role("heading", name="Dates at risk", exact=False).first).to_be_visible()
+    expect(page.get_by_test_id("as-of-now")).to_have_text(f"now 2028-04-12 08:00 · {NY}")
+    # First: the dates ahead at risk, what they cost said once, the chart above the list.
+    first = page.locator("#content-main h2").first
+    expect(first).to_contain_text("Act on these: dates ahead at risk")
+    expect(page.get_by_test_id("no-money")).to_have_text("No date here costs money if missed; soonest first.")
+    chart = page.get_by_role("img", name="Dates in the next 90 days, by week")
+    expect(chart).to_be_visible()
+    assert chart.bounding_box()["y"] < page.locator("#dates-at-risk tr.risk").first.bounding_box()["y"]
+    rows = page.locator("#dates-at-risk tr.risk")
+    expect(rows).to_have_count(5)
+    top = rows.first
+    expect(top).to_contain_text("Tue 18 Apr 2028, 23:59 EDT")
+    expect(top).to_contain_text("in 6 days")
+    expect(top).to_contain_text("for Acme Robotics")
+    expect(top).to_contain_text("Ada Lovelace (the customer)")
+    # What passed is below, collapsed, with its count.
+    past = page.locator("#already-past details")
+    expect(past.locator("summary")).to_contain_text("Already past · 13")
+    expect(past.locator("tr.risk").first).to_be_hidden()
     assert_accessible(page, what=f"the dashboard ({page.viewport_name})")
 
-    rows = page.locator("#dates-at-risk tr.risk")
-    assert rows.count() == 9  # 2 file dates came unsatisfied, 3 pay dates passed, 4 jobs late
-    top = rows.first
+    # Her dates offer no Mark done; the owner reminds her.
+    expect(page.locator("#dates-at-risk").get_by_role("button", name="Mark done")).to_have_count(0)
     ref = top.get_attribute("data-ref")
-    # Acme's plan includes its jobs: no miss takes money off a charge, so the earliest date the world sets leads.
-    expect(top.locator("td.cost")).to_contain_text("a hard date")
-    expect(top).to_contain_text("passed unsatisfied on 2027-04-15")
-    what = top.locator("td").nth(2).locator("a").inner_text()
-    button = top.get_by_role("button", name=f"Mark done: {what}")
-    expect(button).to_be_visible()
-    button.click()
+    what = top.locator("td").nth(1).locator("a").inner_text()
+    top.get_by_role("button", name=f"Remind Ada Lovelace: {what}, Acme Robotics").click()
+    expect(page.locator("ul.messagelist li.success")).to_contain_text(f"Reminded Ada Lovelace of {what}")
+    assert Notification.objects.filter(kind="clock.reminder", recipient="Ada Lovelace", subject=ref).exists()
 
-    # Settled: the message says so, the row is gone, the record has it.
+    # Assigned to the owner, the date is the brand's: Mark done settles it.
+    row = page.locator(f'#dates-at-risk tr.risk[data-ref="{ref}"]')
+    row.get_by_label(f"Who for {what}").select_option("olive")
+    row.get_by_role("button", name=f"Assign: {what}, Acme Robotics").click()
+    expect(page.locator("ul.messagelist li.success")).to_contain_text(f"Olive Owner now answers for {what}")
+    row.get_by_role("button", name=f"Mark done: {what}, Acme Robotics").click()
     expect(page.locator("ul.messagelist li.success")).to_contain_text("marked done")
     expect(page.locator(f'#dates-at-risk tr.risk[data-ref="{ref}"]')).to_have_count(0)
     clock_id, _, item = ref.partition("#")
     assert ClockItem.objects.get(clock_id=clock_id, item=item).status == "satisfied"
-    kept = Event.objects.get(domain=tc, type="clock.satisfied", subject=ref)
-    assert kept.data["by"] == "Ada Lovelace"
+    assert Event.objects.get(domain=tc, type="clock.satisfied", subject=ref).data["by"] == "Olive Owner"
     assert_accessible(page, what=f"the dashboard after settling ({page.viewport_name})")
 
-    # The job list, filtered late, and a job's page with its clocks and timers.
-    page.goto(f"{live_server.url}/admin/services/job/?late__exact=1")
-    expect(page.locator("#result_list tbody tr")).to_have_count(4)
-    assert_accessible(page, what=f"the late jobs ({page.viewport_name})")
-    page.locator("#result_list tbody tr th a").first.click()
-    expect(page.locator("body")).to_contain_text(":deadline:")
-    assert_accessible(page, what=f"a job's page ({page.viewport_name})")
+    # Opened, what passed says what happens next.
+    past.locator("summary").click()
+    expect(past.locator("tr.risk").first).to_be_visible()
+    expect(past.locator("tr.risk").first).to_contain_text("Wed 15 Dec 2027, 23:59 EST")
+    assert_accessible(page, what=f"the dashboard, what passed open ({page.viewport_name})")
+
+    # A date's page: the date in words, in the zone, with its controls.
+    page.locator("#dates-at-risk tr.risk").first.locator("td").nth(1).locator("a").click()
+    expect(page.locator("#date-settle")).to_contain_text("EDT")
+    expect(page.locator("#date-settle").get_by_role("button", name="Mark done")).to_have_count(0)
+    expect(page.locator("body")).not_to_contain_text("UTC")
+    assert_accessible(page, what=f"a date's page ({page.viewport_name})")
     assert not page.errors, page.errors
     if page.viewport_name == "phone":  # no sideways scrolling on the dashboard
         page.goto(f"{live_server.url}/admin/")

@@ -24,7 +24,7 @@ from django.core.management import call_command
 from django.urls import reverse
 
 from calendars.models import Calendar, Clock, ClockItem, Subject
-from portals.owner.dashboard import dates_at_risk, next_30_days
+from portals.owner.dashboard import _admin, dates_at_risk, next_30_days
 from portals.owner.scope import AsOf, brand_zone
 from portals.owner.site import site
 from services.models import Job, MoneyLine, Notification, Subscription, Task
@@ -194,7 +194,7 @@ def test_an_owner_of_brand_b_cannot_act_on_brand_a(world, client):
     r = client.post("/admin/settle/", {"kind": "item", "id": item.pk, "act": "satisfy"}, follow=True)
     assert "That date was not found." in r.content.decode()
     r = client.post("/admin/settle/", {"kind": "job", "id": job.pk, "act": "deliver"}, follow=True)
-    assert "That job was not found." in r.content.decode()
+    assert "That work was not found." in r.content.decode()
     # The as-of selector: A's test clock is refused.
     r = client.post("/admin/as-of/", {"as_of": world["tc_a"]}, follow=True)
     assert "No such clock." in r.content.decode()
@@ -214,21 +214,25 @@ def _as_of(world, key="a") -> AsOf:
 
 def test_dates_at_risk_are_sorted_by_what_a_miss_costs_each_with_why_and_a_control(world):
     risks = dates_at_risk(_as_of(world))
+    # On 2027-10-17 nothing open is due within a week: every row is past (the dates ahead would lead).
+    assert risks and all(r.past for r in risks)
     assert [r.cost.cents for r in risks] == sorted((r.cost.cents for r in risks), reverse=True)
     refs = [r.ref for r in risks]
     # Acme's plan includes every job it mints, so no miss here takes money off a charge (the late price
-    # comes off a charge of nothing, as the deadline's firing credits it): at one cost, dates the world sets
-    # lead, earliest first; the file dates say why they cost nothing.
+    # comes off a charge of nothing, as the deadline's firing credits it): at one cost, the latest first,
+    # a date the world sets before the job it costs; the file dates say why they cost nothing.
     top = risks[0]
-    assert top.cost.cents == 0 and "passed unsatisfied on 2027-04-15" in top.why
-    assert {c.act for c in top.controls} == {"satisfy", "reassign"}
-    came = [r for r in risks if "came unsatisfied on 2027-10-15" in r.why]
+    assert top.cost.cents == 0 and "missed on Fri 15 Oct 2027" in top.why
+    assert [r.at for r in risks] == sorted((r.at for r in risks), reverse=True)
+    assert {"satisfy", "reassign"} <= {c.act for c in top.controls}  # Ada Lovelace is the brand's owner here
+    came = [r for r in risks if "A due date, missed on Fri 15 Oct 2027" in r.why]
     assert came and all("the plan includes this work" in r.cost.says for r in came)
-    # The late jobs and the passed hard dates are there, each with a why and a control.
+    # The late jobs and the passed fixed dates are there, each with a why, what happens next and a control.
     late_jobs = set(Job.objects.filter(brand=world["a"], late=True, status="open").values_list("id", flat=True))
     assert late_jobs and late_jobs <= set(refs)
-    passed = [r for r in risks if "passed unsatisfied" in r.why]
+    passed = [r for r in risks if r.why.startswith("A fixed date (it can't be extended), missed on")]
     assert len(passed) == 3
+    assert all(r.next for r in risks)
     assert all(r.controls for r in risks)
 
 
@@ -248,7 +252,10 @@ def test_the_dashboard_page_lists_risks_late_timers_the_next_30_days_and_notific
     risk_rows = re.findall(r'<tr class="risk" data-ref="([^"]+)"', html)
     assert risk_rows[0].startswith("clk_")  # the costliest first
     late = html.split('id="late-timers"')[1].split("</section>")[0]
-    assert "job_x:deadline:late:2027" in late and "12m" in late
+    # Named in words (what it was for), linked to its page; never its key.
+    timer = Timer.objects.get(key="job_x:deadline:late:2027")
+    assert "The late point of a piece of work" in late and "12m" in late and _admin(timer) in late
+    assert "job_x" not in late
     assert "job_y:deadline:late:2027" not in html
     # The next 30 days from 2027-10-17 hold nothing (CA's and NJ's file dates close 2027-11-16 04:59Z, just
     # after); from 2027-10-20 they are there, soonest first, and nothing past the 30th day.
@@ -269,7 +276,7 @@ def test_a_runaway_alarm_shows_on_the_dashboard(world, client):
     Event.objects.create(domain=world["tc_a"], brand=world["a"], type="tick.runaway", subject="job_loop",
                          owed_at=CAME_DUE, fired_at=CAME_DUE, data={})
     html = as_user(client, world["ada"]).get("/admin/").content.decode()
-    assert "tick.runaway" in html and "job_loop" in html
+    assert "Stopped a runaway chain" in html and "job_loop" not in html
 
 
 # -- the controls call the service functions ---------------------------------------------------------------------
@@ -304,16 +311,17 @@ def passed_pay(brand, client):
 
 def test_a_refusal_is_a_clear_message_and_nothing_is_kept(passed_pay, client):
     tc, item, user = passed_pay
+    Clock.objects.filter(pk=item.clock_id).update(answers_for="Owner")  # the brand's own: it may choose
     as_user(client, user)
     before = Event.objects.filter(domain=tc.id).count()
     r = client.post("/admin/settle/", {"kind": "item", "id": item.pk, "act": "choose", "option": "pay late"},
                     follow=True)
     assert r.status_code == 200
-    assert "Refused (date_passed)" in r.content.decode() and "Nothing was changed." in r.content.decode()
+    assert "Not done. Its date has passed" in r.content.decode() and "Nothing was changed." in r.content.decode()
     # The same refusal through the admin action's intermediate form.
     r = client.post("/admin/calendars/clockitem/", {"action": "choose", "_selected_action": [item.pk],
                                                     "apply": "1", "option": "pay late"}, follow=True)
-    assert r.status_code == 200 and "Refused (date_passed)" in r.content.decode()
+    assert r.status_code == 200 and "Not done. Its date has passed" in r.content.decode()
     item.refresh_from_db()
     assert item.status == "passed"
     assert Event.objects.filter(domain=tc.id).count() == before  # clock.chosen was rolled back with it
@@ -324,6 +332,11 @@ def test_a_refusal_is_a_clear_message_and_nothing_is_kept(passed_pay, client):
 
 def test_the_dashboard_offers_each_option_of_a_clock_that_declares_them(passed_pay):
     tc, item, user = passed_pay
+    row = next(r for r in dates_at_risk(AsOf(domain=tc.id, clock=tc, now=domain_now(domain=tc.id), zone=NY,
+                                             brand_ids=frozenset({tc.brand_id}), chosen=True))
+               if r.ref == item.owner_key)
+    assert row.customers and not [c for c in row.controls if c.act in ("choose", "satisfy")]  # Ada's, not ours
+    Clock.objects.filter(pk=item.clock_id).update(answers_for="Owner")
     at = AsOf(domain=tc.id, clock=tc, now=domain_now(domain=tc.id), zone=NY, brand_ids=frozenset({tc.brand_id}),
               chosen=True)
     row = next(r for r in dates_at_risk(at) if r.ref == item.owner_key)
@@ -344,7 +357,7 @@ def test_job_actions_deliver_and_cancel_call_the_service_functions(world, client
     assert late[1].status == "canceled"
     # A second deliver of a delivered job is refused with its code, not a 500.
     r = client.post("/admin/services/job/", {"action": "deliver", "_selected_action": [late[0].pk]}, follow=True)
-    assert r.status_code == 200 and "Refused (job_not_open)" in r.content.decode()
+    assert r.status_code == 200 and "Not done. That work is already closed." in r.content.decode()
 
 
 def test_the_job_page_shows_its_clocks_and_timers_and_the_list_filters_late(world, client):
@@ -400,7 +413,7 @@ def test_postpone_a_date_and_mark_notifications_read(world, client):
     r = client.post("/admin/calendars/clockitem/", {"action": "postpone", "_selected_action": [item.pk],
                                                     "apply": "1", "to": "2027-12-15", "notice": "CA-2027-07"},
                     follow=True)
-    assert "postponed" in r.content.decode()
+    assert "1 date moved to Wed 15 Dec 2027 (notice CA-2027-07)." in r.content.decode()
     item.refresh_from_db()
     assert item.civil.isoformat() == "2027-12-15" and item.moves == moves + 1
     assert Event.objects.filter(domain=world["tc_a"], type="clock.moved", subject=item.owner_key).exists()
@@ -431,7 +444,7 @@ def test_the_console_is_viewed_as_of_a_test_clock_or_the_live_clock(world, clien
     jobs = client.get("/admin/services/job/").content.decode()
     assert not any(j in jobs for j in Job.objects.filter(brand=world["a"]).values_list("id", flat=True))
     board = client.get("/admin/").content.decode()
-    assert "Nothing at risk on the live clock." in board
+    assert "Nothing ahead is at risk on the live clock." in board
     client.post("/admin/as-of/", {"as_of": world["tc_a"], "next": "https://evil.example/"})
     board = client.get("/admin/").content.decode()
     assert 'data-ref="clk_' in board
@@ -475,7 +488,7 @@ def test_the_owner_assigns_a_date_to_a_member_of_the_brand(world, client):
     as_user(client, world["ada"])
     r = client.post("/admin/settle/", {"kind": "item", "id": item.pk, "act": "reassign", "member": "bob"},
                     follow=True)
-    assert "Choose a member of the brand to assign." in r.content.decode()  # bob is api.forsale's
+    assert "Choose one of the brand&#x27;s people" in r.content.decode()  # bob is api.forsale's
     client.post("/admin/settle/", {"kind": "item", "id": item.pk, "act": "reassign", "member": "carol"})
     item.clock.refresh_from_db()
     assert item.clock.answers_for == "Carol Shaw"

@@ -1,7 +1,12 @@
 """What the console's buttons and admin actions do: each calls the same service function the API calls, in
-one transaction with a DirectArmer on the object's own clock domain, and answers with a message. A refusal
-(the gate's ``Refused``, or a KeepingTimeError such as job_not_open) rolls everything back and is shown with
-its code, as the API's 409 is; it is never a 500.
+one transaction with a DirectArmer on the object's own clock domain, and answers with a message in the
+owner's words: what it did, to what, for whom (never an id, nor the runtime's words). A refusal (``Refused``
+inside the tick's rules, or a KeepingTimeError such as job_not_open) rolls everything back and is said as a
+sentence (its code stays on the Outcome, for tests); it is never a 500.
+
+A date the customer answers for (its clock's ``answers_for`` is not one of the brand's people:
+``services.members.brand_people``) is theirs to keep or choose on: the console may remind them or assign it
+to one of the brand's people, and refuses marking it done or choosing for them, whatever a form posts.
 
 Every lookup is within the request's brands (``portals.owner.scope``): another brand's id is "not found".
 """
@@ -15,9 +20,13 @@ from datetime import date
 from django.db import transaction
 
 from calendars.acts import clock_reassign
+from calendars.entries import clock_what
 from calendars.models import ClockItem
 from calendars.services import DirectArmer, calendar_postpone, clock_choose, clock_satisfy
+from portals.words import day
+from services.members import brand_people
 from services.models import Job, Notification, Subscription, Task
+from services.notifications import notify
 from services.people import ask_answer, step_done, task_take
 from services.services import (
     job_deliver,
@@ -40,15 +49,67 @@ class Outcome:
     code: str = ""
 
 
+# A refusal, said: what the code means to the owner (the code itself stays on the Outcome).
+REFUSED = {
+    "date_passed": "Its date has passed, and a fixed date can't be extended",
+    "needs_grant": "It needs the customer's access first",
+    "job_not_open": "That work is already closed",
+    "job_waiting": "That work is waiting on someone else",
+    "clock_item_voided": "That date is no longer needed",
+    "clock_not_open": "That date is no longer open",
+    "clock_not_due": "That date has not been missed, so there is nothing to choose yet",
+    "unknown_option": "That choice isn't one the date offers",
+    "step_not_current": "The work is not at that step now",
+    "unknown_step": "The work has no such step",
+    "task_not_open": "Someone already holds that work",
+    "task_not_taken": "Nobody holds that work",
+    "not_in_pool": "That person isn't in the pool for this work",
+    "unknown_member": "That person isn't one of the brand's people",
+    "ask_not_open": "That link is no longer open",
+    "not_an_ask": "That step isn't waiting on an answer",
+    "no_calendar": "The customer has no calendar to move it on",
+    "subscription_not_active": "That plan is no longer running",
+    "subscription_not_running": "That plan is not running",
+    "subscription_not_paused": "That plan is not paused",
+    "no_one_to_remind": "Nobody outside the brand answers for that date, so there is nobody to remind",
+}
+
+
+def refused(code: str) -> str:
+    return f"Not done. {REFUSED.get(code) or 'That cannot be done now'}. Nothing was changed."
+
+
 def attempt(fn: Callable[[], str]) -> Outcome:
-    """Run ``fn`` in one transaction: its message, or the refusal's code and message (nothing kept)."""
+    """Run ``fn`` in one transaction: its message, or the refusal said as a sentence (nothing kept)."""
     try:
         with transaction.atomic():
             return Outcome(True, fn())
-    except Refused as exc:
-        return Outcome(False, f"Refused ({exc.code}): {exc.message or exc.code}. Nothing was changed.", exc.code)
-    except KeepingTimeError as exc:
-        return Outcome(False, f"Refused ({exc.code}): {exc}. Nothing was changed.", exc.code)
+    except (Refused, KeepingTimeError) as exc:
+        return Outcome(False, refused(exc.code), exc.code)
+
+
+def _what(item: ClockItem) -> str:
+    """'pay · the 2027 return · US for Acme Robotics (Tue 18 Apr 2028)'."""
+    return f"{clock_what(item)} for {item.clock.subject.name} ({day(item.due_date)})"
+
+
+def _job(job: Job) -> str:
+    from .dashboard import job_title
+
+    return f"{job_title(job)} for {job.subject.name}"
+
+
+def customers_date(item: ClockItem) -> bool:
+    """Whether the customer answers for the date (not one of the brand's people): theirs to keep or choose."""
+    clock = item.clock
+    return bool(clock.answers_for) and clock.answers_for not in brand_people(clock.brand_id)
+
+
+def not_yours(item: ClockItem) -> Outcome:
+    who = item.clock.answers_for
+    return Outcome(False, f"Not done. {who} answers for {_what(item)}, not the brand, so only they can mark it "
+                          f"done or choose what happens. Remind them, or assign it to one of your people. "
+                          f"Nothing was changed.", "customers_date")
 
 
 def who(user, brand_id: str | None = None) -> str:
@@ -70,7 +131,7 @@ def _armer(obj) -> DirectArmer:
 def item_reassign(item: ClockItem, *, to: str, by: str) -> str:
     """Assign who answers for the date's clock (a member of the brand): its rungs and lapses go to them."""
     clock_reassign(armer=_armer(item.clock), clock=item.clock, to=to, by=by, why="assigned in the owner console")
-    return f"{item.clock.name} {item.clock.period} now answered for by {to}."
+    return f"{to} now answers for {_what(item)}."
 
 
 def item_satisfy(item: ClockItem, *, by: str) -> str:
@@ -78,14 +139,35 @@ def item_satisfy(item: ClockItem, *, by: str) -> str:
     if item.status == ClockItem.Status.VOIDED:
         raise KeepingTimeError(f"{item.owner_key} is voided; its job ended", code="clock_item_voided", status=409)
     if item.status == ClockItem.Status.SATISFIED:
-        return f"{item.owner_key} was already kept."
+        return f"{_cap(_what(item))} was already done."
     clock_satisfy(armer=_armer(clock), item=item, by=by)
-    return f"{item.owner_key} ({clock.name} {clock.period} {item.item}) marked done."
+    return f"{_cap(_what(item))} marked done."
 
 
 def item_choose(item: ClockItem, *, option: str, by: str) -> str:
-    result = clock_choose(armer=_armer(item.clock), item=item, option=option, by=by)
-    return f"{item.owner_key}: chose {option} ({result})."
+    clock_choose(armer=_armer(item.clock), item=item, option=option, by=by)
+    return f"Chose “{option}” on {_what(item)}."
+
+
+def item_remind(item: ClockItem, *, by: str) -> str:
+    """Remind who answers for the date: a notification to them (and its email, where the brand has their
+    address), through the same ``notify`` a lapse uses. One a minute of domain time at most."""
+    armer = _armer(item.clock)
+    who = item.clock.answers_for
+    if item.status in (ClockItem.Status.SATISFIED, ClockItem.Status.VOIDED):
+        raise KeepingTimeError(f"{item.owner_key} is {item.status}", code="clock_not_open", status=409)
+    if not customers_date(item):
+        raise KeepingTimeError(f"{item.owner_key} is the brand's", code="no_one_to_remind", status=409)
+    sent = notify(armer, kind="clock.reminder", subject=item.owner_key, recipients=[who],
+                  message=f"A reminder from {by}: {_what(item)} is waiting on you.",
+                  key=f"{item.owner_key}|remind:{armer.now:%Y-%m-%dT%H:%M}")
+    if not sent:
+        return f"{who} was already reminded of {_what(item)} just now."
+    return f"Reminded {who} of {_what(item)}."
+
+
+def _cap(text: str) -> str:
+    return text[:1].upper() + text[1:]
 
 
 def items_postpone(items: list[ClockItem], *, to: date, notice: str) -> str:
@@ -99,39 +181,46 @@ def items_postpone(items: list[ClockItem], *, to: date, notice: str) -> str:
         by_calendar.setdefault(cal.id, []).append(item)
     for group in by_calendar.values():
         moved += calendar_postpone(calendar=group[0].clock.subject.calendar, items=group, to=to, notice=notice)
-    return f"{moved} date(s) postponed to {to} ({notice})."
+    return f"{moved} date{'' if moved == 1 else 's'} moved to {day(to)} (notice {notice})."
 
 
 # -- jobs ------------------------------------------------------------------------------------------------------
 def job_deliver_now(job: Job) -> str:
     job_deliver(armer=_armer(job), job=job, keeps={})
-    return f"{job.id} ({job.service} {job.period}) delivered."
+    return f"{_cap(_job(job))} delivered."
 
 
 def job_cancel_now(job: Job, *, reason: str) -> str:
     job_end(armer=_armer(job), job=job, status=Job.Status.CANCELED, reason=reason)
-    return f"{job.id} ({job.service} {job.period}) canceled."
+    return f"{_cap(_job(job))} canceled."
 
 
 def job_step_done(job: Job, *, step: str, by: str) -> str:
     job = Job.objects.select_for_update().get(pk=job.pk)  # one move of a job's steps at a time (as the API)
     step_done(armer=_armer(job), job=job, step=step, by=by)
-    return f"{job.id}: {step} done."
+    return f"{_cap(step)} done on {_job(job)}."
 
 
 def job_answer(job: Job, *, step: str) -> str:
     job = Job.objects.select_for_update().get(pk=job.pk)
     ask_answer(armer=_armer(job), job=job, step=step)
-    return f"{job.id}: the party's answer to {step} recorded."
+    return f"The answer to {step} on {_job(job)} is recorded."
 
 
 def task_assign(task: Task, *, member: str) -> str:
     Job.objects.select_for_update().get(pk=task.job_id)
     task_take(armer=_armer(task), task=task, member=member)
-    return f"{task.step} on {task.job_id} assigned to {member}."
+    return f"{_cap(task.step)} on {_job(task.job)} assigned to {member}."
 
 
 # -- subscriptions -----------------------------------------------------------------------------------------------
+def _plan(sub: Subscription) -> str:
+    from .dashboard import _service
+
+    svc = _service(sub.service, sub.version)
+    return f"{sub.subject.name}’s {svc.title if svc is not None and svc.title else sub.service}"
+
+
 def _active(sub: Subscription) -> None:
     if sub.status != Subscription.Status.ACTIVE:
         raise KeepingTimeError(f"{sub.id} is {sub.status}; only an active subscription changes",
@@ -140,18 +229,18 @@ def _active(sub: Subscription) -> None:
 
 def sub_pause(sub: Subscription, *, note: str) -> str:
     subscription_pause(armer=_armer(sub), sub=sub, note=note)
-    return f"{sub.id} paused: its schedules mint nothing until it resumes."
+    return f"{_cap(_plan(sub))} paused: no new work starts until it resumes."
 
 
 def sub_resume(sub: Subscription) -> str:
     subscription_resume(armer=_armer(sub), sub=sub)
-    return f"{sub.id} resumed."
+    return f"{_cap(_plan(sub))} resumed."
 
 
 def sub_cancel(sub: Subscription) -> str:
     _active(sub)
     subscription_cancel(armer=_armer(sub), sub=sub)
-    return f"{sub.id} cancels at the end of cycle {sub.cycle}."
+    return f"{_cap(_plan(sub))} ends when this term ends (term {sub.cycle})."
 
 
 # -- notifications ---------------------------------------------------------------------------------------------
@@ -160,13 +249,13 @@ def notifications_read(qs) -> str:
     n = 0
     for domain in set(qs.filter(read_at__isnull=True).values_list("domain", flat=True)):
         n += qs.filter(domain=domain, read_at__isnull=True).update(read_at=domain_now(domain=domain))
-    return f"{n} notification(s) marked read."
+    return f"{n} notification{'' if n == 1 else 's'} marked read."
 
 
 # -- the dashboard's settle form -------------------------------------------------------------------------------------
 SETTLE = {
-    ("item", "satisfy"), ("item", "choose"), ("item", "reassign"), ("job", "deliver"), ("job", "done"), ("job", "answer"),
-    ("task", "assign"), ("notification", "read"),
+    ("item", "satisfy"), ("item", "choose"), ("item", "reassign"), ("item", "remind"), ("job", "deliver"),
+    ("job", "done"), ("job", "answer"), ("task", "assign"), ("notification", "read"),
 }
 
 
@@ -174,37 +263,42 @@ def settle(*, request, brands, kind: str, id: str, act: str, option: str = "", m
            step: str = "") -> Outcome:
     """One row's control, by what it names; another brand's object (or none) is not found."""
     if (kind, act) not in SETTLE:
-        return Outcome(False, f"Unknown control {kind}/{act}.", "unknown_act")
+        return Outcome(False, "That button does nothing here. Nothing was changed.", "unknown_act")
     if kind == "item":
         item = (scope(ClockItem.objects.select_related("clock__subject__calendar"), brands)
                 .filter(pk=int(id) if id.isdigit() else -1).first())
         if item is None:
             return Outcome(False, "That date was not found.", "resource_missing")
         by = who(request.user, item.clock.brand_id)
+        if act in ("satisfy", "choose") and customers_date(item):
+            return not_yours(item)  # the customer's to keep or choose on, whatever the form posted
+        if act == "remind":
+            return attempt(lambda: item_remind(item, by=by))
         if act == "satisfy":
             return attempt(lambda: item_satisfy(item, by=by))
         if act == "reassign":
             name = (Membership.objects.filter(brand_id=item.clock.brand_id, user__username=member)
                     .values_list("name", "user__username").first())
             if name is None:
-                return Outcome(False, "Choose a member of the brand to assign.", "invalid_input")
+                return Outcome(False, "Choose one of the brand's people to assign it to. Nothing was changed.",
+                               "invalid_input")
             return attempt(lambda: item_reassign(item, to=name[0] or name[1], by=by))
         return attempt(lambda: item_choose(item, option=option, by=by))
     if kind == "job":
         job = scope(Job.objects.select_related("subscription", "subject"), brands).filter(pk=id).first()
         if job is None:
-            return Outcome(False, "That job was not found.", "resource_missing")
+            return Outcome(False, "That work was not found.", "resource_missing")
         if act == "deliver":
             return attempt(lambda: job_deliver_now(job))
         if act == "answer":
             return attempt(lambda: job_answer(job, step=step or job.step))
         return attempt(lambda: job_step_done(job, step=step or job.step, by=who(request.user, job.brand_id)))
     if kind == "task":
-        task = scope(Task.objects.select_related("job"), brands).filter(pk=id).first()
+        task = scope(Task.objects.select_related("job__subject"), brands).filter(pk=id).first()
         if task is None:
-            return Outcome(False, "That Task was not found.", "resource_missing")
+            return Outcome(False, "That work was not found.", "resource_missing")
         if not member:
-            return Outcome(False, "Choose a member to assign.", "invalid_input")
+            return Outcome(False, "Choose someone to assign it to. Nothing was changed.", "invalid_input")
         return attempt(lambda: task_assign(task, member=member))
     qs = scope(Notification.objects.filter(pk=id), brands)
     if not qs.exists():

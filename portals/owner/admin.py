@@ -365,7 +365,7 @@ class PolicyValueAdmin(ReadOnlyAdmin):
 
 # -- clock dates: mark done, choose, postpone -------------------------------------------------------------------
 class PostponeForm(forms.Form):
-    to = forms.DateField(help_text="The new civil date, YYYY-MM-DD")
+    to = forms.DateField(help_text="The new date, YYYY-MM-DD (a day on the customer's calendar)")
     notice = forms.CharField(max_length=200, help_text="The notice that postpones it: IR-2028-41 …")
 
 
@@ -378,20 +378,95 @@ class ChooseForm(forms.Form):
 
 
 class ClockItemAdmin(SettleMixin, CalendarsClockItemAdmin):
+    """The date page says the date in words, in the brand's zone with the zone named, and carries the same
+    controls as its dashboard row (a date the customer answers for: remind them, or assign it)."""
+
     list_display = ("clock", "item", "due_date", "status", "moves", "hard", "answers_for")
     actions = ["mark_done", "choose", "postpone"]
+    fields = ("what", "customer", "due", "kind", "state", "answered_by", "rolled", "moves", "done_at", "changed")
+    readonly_fields = fields
+    change_form_template = "portals/owner/clockitem_change_form.html"
 
     @admin.display(description="answers for", ordering="clock__answers_for")
     def answers_for(self, obj: ClockItem) -> str:
         return obj.clock.answers_for
 
+    # -- the date page, in words --------------------------------------------------------------------------------
+    @admin.display(description="date")
+    def what(self, obj: ClockItem) -> str:
+        return clock_what(obj)
+
+    @admin.display(description="customer")
+    def customer(self, obj: ClockItem) -> str:
+        return obj.clock.subject.name
+
+    @admin.display(description="due")
+    def due(self, obj: ClockItem) -> str:
+        from django.utils import timezone
+
+        from portals.words import local
+
+        return local(obj.due_at, timezone.get_current_timezone())
+
+    @admin.display(description="kind")
+    def kind(self, obj: ClockItem) -> str:
+        return "a fixed date: it can't be extended" if obj.clock.hard else "a due date"
+
+    @admin.display(description="status")
+    def state(self, obj: ClockItem) -> str:
+        return {ClockItem.Status.OPEN: "open: not yet done", ClockItem.Status.SATISFIED: "done",
+                ClockItem.Status.DUE: "missed: waits on a choice", ClockItem.Status.PASSED: "missed (a fixed date)",
+                ClockItem.Status.VOIDED: "no longer needed: its work ended"}.get(obj.status, obj.status)
+
+    @admin.display(description="answers for it")
+    def answered_by(self, obj: ClockItem) -> str:
+        who = obj.clock.answers_for
+        return f"{who} (the customer)" if actions.customers_date(obj) else (who or "the brand")
+
+    @admin.display(description="moved from")
+    def rolled(self, obj: ClockItem) -> str:
+        from calendars.entries import rolled_text
+
+        return rolled_text(obj.civil, obj.rolled_why) if obj.civil != obj.due_date else "—"
+
+    @admin.display(description="done at")
+    def done_at(self, obj: ClockItem) -> str:
+        from django.utils import timezone
+
+        from portals.words import local
+
+        return local(obj.satisfied_at, timezone.get_current_timezone()) or "—"
+
+    @admin.display(description="last changed")
+    def changed(self, obj: ClockItem) -> str:
+        from django.utils import timezone
+
+        from portals.words import local
+
+        return local(obj.changed_at, timezone.get_current_timezone())
+
+    def change_view(self, request, object_id, form_url="", extra_context=None):
+        from .dashboard import date_row
+        from .scope import as_of
+
+        item = self.get_object(request, object_id)
+        extra = dict(extra_context or {})
+        if item is not None:
+            extra["subtitle"] = f"{clock_what(item)} for {item.clock.subject.name}"
+            extra["date_row"] = date_row(item, as_of(request))
+            extra["date_rows"] = [extra["date_row"]]
+        return super().change_view(request, object_id, form_url, extra)
+
     @admin.action(description="Mark the selected dates done", permissions=["settle"])
     def mark_done(self, request, queryset):
         by = actions.who(request.user)
         for item in queryset.select_related("clock__subject").order_by("due_at", "pk"):
+            if actions.customers_date(item):  # the customer's to keep: refused, as the dashboard's button
+                _report(self, request, actions.not_yours(item))
+                continue
             _report(self, request, actions.attempt(lambda item=item: actions.item_satisfy(item, by=by)))
 
-    @admin.action(description="Choose on the selected dates that came unsatisfied…", permissions=["settle"])
+    @admin.action(description="Choose what happens on the selected missed dates…", permissions=["settle"])
     def choose(self, request, queryset):
         from calendars import specs
 
@@ -406,16 +481,18 @@ class ClockItemAdmin(SettleMixin, CalendarsClockItemAdmin):
             if form.is_valid():
                 by = actions.who(request.user)
                 for item in items:
+                    if actions.customers_date(item):
+                        _report(self, request, actions.not_yours(item))
+                        continue
                     _report(self, request, actions.attempt(
                         lambda item=item: actions.item_choose(item, option=form.cleaned_data["option"], by=by)))
                 return None
         else:
             form = ChooseForm(options=options)
         return _intermediate(self, request, queryset, title="Choose", form=form, action="choose",
-                             note="An option that names a step runs it through the gate (a hard date past refuses "
-                                  "it: date_passed).")
+                             note="A choice that starts a step is refused once a fixed date has passed.")
 
-    @admin.action(description="Postpone the selected dates (calendar.postpone)…", permissions=["settle"])
+    @admin.action(description="Move the selected dates by a postponement notice…", permissions=["settle"])
     def postpone(self, request, queryset):
         if "apply" in request.POST:
             form = PostponeForm(request.POST)
@@ -427,7 +504,8 @@ class ClockItemAdmin(SettleMixin, CalendarsClockItemAdmin):
         else:
             form = PostponeForm()
         return _intermediate(self, request, queryset, title="Postpone dates", form=form, action="postpone",
-                             note="A postponement notice moves each date (hard dates too), re-armed as clock.moved.")
+                             note="A postponement notice moves each date (fixed dates too); their reminders move "
+                                  "with them.")
 
 
 site.register(ClockItem, ClockItemAdmin)
