@@ -29,7 +29,25 @@ if not SECRET_KEY:
             "SECRET_KEY is not set: export SECRET_KEY (or put it in .env), or set DEBUG=1 for a development run")
     # Django's own prefix for a development key: `manage.py check --deploy` flags it.
     SECRET_KEY = "django-insecure-keeping-time-debug-only"
+elif not DEBUG and (len(SECRET_KEY) < 50 or len(set(SECRET_KEY)) < 5 or SECRET_KEY.startswith("django-insecure-")):
+    # What `check --deploy` calls a weak key (security.W009), refused at the start rather than warned of.
+    raise ImproperlyConfigured(
+        "SECRET_KEY is too weak: it needs at least 50 characters, 5 of them different, and no 'django-insecure-' "
+        "prefix (python -c 'import secrets; print(secrets.token_urlsafe(50))' makes one)")
 ALLOWED_HOSTS = env("ALLOWED_HOSTS")
+
+# Behind HTTPS (production): each from the environment, off by default so the demo serves plain http on
+# 127.0.0.1. The README's production settings turn them all on; `manage.py check --deploy` is clean then.
+SECURE_SSL_REDIRECT = env.bool("SECURE_SSL_REDIRECT", default=False)
+# "HTTP_X_FORWARDED_PROTO,https" behind a proxy that sets the header (and strips a client's own).
+_proxy_header = env.list("SECURE_PROXY_SSL_HEADER", default=[])
+SECURE_PROXY_SSL_HEADER = tuple(_proxy_header) if len(_proxy_header) == 2 else None
+SESSION_COOKIE_SECURE = env.bool("SESSION_COOKIE_SECURE", default=False)
+CSRF_COOKIE_SECURE = env.bool("CSRF_COOKIE_SECURE", default=False)
+SECURE_HSTS_SECONDS = env.int("SECURE_HSTS_SECONDS", default=0)
+SECURE_HSTS_INCLUDE_SUBDOMAINS = env.bool("SECURE_HSTS_INCLUDE_SUBDOMAINS", default=False)
+SECURE_HSTS_PRELOAD = env.bool("SECURE_HSTS_PRELOAD", default=False)
+CSRF_TRUSTED_ORIGINS = env.list("CSRF_TRUSTED_ORIGINS", default=[])
 
 INSTALLED_APPS = [
     "django.contrib.admin",
@@ -85,6 +103,14 @@ if DATABASES["default"]["ENGINE"] == "django.db.backends.sqlite3":
     DATABASES["default"].setdefault("OPTIONS", {})["timeout"] = 30
 
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
+
+# A member's password (the welcome page, a reset) meets Django's validators; so does an owner's.
+AUTH_PASSWORD_VALIDATORS = [
+    {"NAME": "django.contrib.auth.password_validation.UserAttributeSimilarityValidator"},
+    {"NAME": "django.contrib.auth.password_validation.MinimumLengthValidator"},
+    {"NAME": "django.contrib.auth.password_validation.CommonPasswordValidator"},
+    {"NAME": "django.contrib.auth.password_validation.NumericPasswordValidator"},
+]
 
 # The built .ics feeds, per change stamp (KEEPING_TIME["FEED_CACHE"]): each process's memory by default;
 # CACHE_URL names a shared one (redis://…, pymemcache://…, dbcache://table) when processes should share.

@@ -6,7 +6,7 @@ os.environ.setdefault("DATABASE_URL", "postgres://postgres@127.0.0.1:5432/keepin
 # The settings refuse to load without a key (DEBUG is off here, as in production). This one is put in the
 # environment, so the processes the tests start with keeping_time.settings (tests/test_concurrency.py) have
 # it too; it signs nothing outside a test run.
-os.environ.setdefault("SECRET_KEY", "keeping-time-tests-only-not-a-secret")
+os.environ.setdefault("SECRET_KEY", "keeping-time-tests-only-not-a-secret-0123456789-abcdefghij")
 
 from .settings import *  # noqa: E402,F403
 

@@ -68,11 +68,52 @@ def test_with_debug_on_it_starts_without_a_key(tmp_path, extra):
 
 
 def test_with_a_key_in_the_environment_or_the_env_file_it_starts(tmp_path):
-    p = _run(_env(tmp_path, SECRET_KEY="k" * 50), "-c", START)
+    p = _run(_env(tmp_path, SECRET_KEY="k7Qz9" * 11), "-c", START)
     assert p.returncode == 0 and p.stdout.strip() == "started False", p.stderr
     # scripts/demo's way: a key written once to .env.
-    p = _run(_env(tmp_path, env_file="SECRET_KEY=" + "e" * 50 + "\n"), "manage.py", "check")
+    p = _run(_env(tmp_path, env_file="SECRET_KEY=" + "e5Wx2" * 11 + "\n"), "manage.py", "check")
     assert p.returncode == 0, p.stderr
+
+
+@pytest.mark.parametrize("key", ["short-but-varied-key-0123456789", "ab" * 30, "django-insecure-" + "x1y2z3" * 9])
+def test_a_weak_secret_key_stops_the_start_unless_debug(tmp_path, key):
+    p = _run(_env(tmp_path, SECRET_KEY=key), "manage.py", "check")
+    assert p.returncode != 0
+    last = p.stderr.strip().splitlines()[-1]
+    assert last.startswith("django.core.exceptions.ImproperlyConfigured: SECRET_KEY is too weak"), p.stderr
+    assert _run(_env(tmp_path, SECRET_KEY=key, DEBUG="1"), "-c", START).returncode == 0
+
+
+# The production settings the README documents (README.md, "Production"): check --deploy has nothing to say.
+PRODUCTION = {"SECRET_KEY": "pr0d-Keeping-Time_" * 3, "ALLOWED_HOSTS": "time.example.com",
+              "SECURE_SSL_REDIRECT": "1", "SECURE_PROXY_SSL_HEADER": "HTTP_X_FORWARDED_PROTO,https",
+              "SESSION_COOKIE_SECURE": "1", "CSRF_COOKIE_SECURE": "1", "SECURE_HSTS_SECONDS": "31536000",
+              "SECURE_HSTS_INCLUDE_SUBDOMAINS": "1", "SECURE_HSTS_PRELOAD": "1",
+              "CSRF_TRUSTED_ORIGINS": "https://time.example.com"}
+
+
+def test_check_deploy_is_clean_under_the_documented_production_settings(tmp_path):
+    readme = (ROOT / "README.md").read_text()
+    for name in PRODUCTION:
+        assert name in readme, f"README's production settings leave out {name}"
+    p = _run(_env(tmp_path, **PRODUCTION), "manage.py", "check", "--deploy", "--fail-level", "WARNING")
+    assert p.returncode == 0, p.stdout + p.stderr
+    assert "no issues" in p.stdout
+    # Without them, check --deploy says what is missing (the test can fail).
+    bare = _run(_env(tmp_path, SECRET_KEY=PRODUCTION["SECRET_KEY"]), "manage.py", "check", "--deploy",
+                "--fail-level", "WARNING")
+    assert bare.returncode != 0 and "security.W004" in bare.stderr + bare.stdout
+
+
+def test_passwords_meet_djangos_validators():
+    from django.contrib.auth.password_validation import validate_password
+    from django.core.exceptions import ValidationError
+
+    with pytest.raises(ValidationError):
+        validate_password("password")
+    with pytest.raises(ValidationError):
+        validate_password("12345678901")
+    validate_password("correct horse battery staple")
 
 
 # -- feed tokens in logs -----------------------------------------------------------------------------------
@@ -181,7 +222,7 @@ def test_manage_py_runserver_prints_no_whole_token(transactional_db, tmp_path):
     subject = acme_subject(brand_tc.brand, brand_tc.id)
     token = subject_feed_rotate(subject=subject)
     s = connection.settings_dict
-    env = _env(tmp_path, SECRET_KEY="r" * 50,
+    env = _env(tmp_path, SECRET_KEY="r9Tb4" * 11,
                DATABASE_URL=f"postgres://{s['USER']}@{s['HOST'] or '127.0.0.1'}:{s['PORT'] or 5432}/{s['NAME']}")
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))
