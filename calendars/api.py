@@ -123,9 +123,12 @@ def calendar_json(sc: SubjectCalendar) -> dict:
 class _CalendarEntryFields(serializers.Serializer):
     date = serializers.DateField(help_text="The local date, in the calendar's zone.")
     what = serializers.CharField()
-    kind = serializers.CharField(help_text="hard, clock, rung, schedule …")
+    kind = serializers.CharField(help_text="hard, clock, rung, schedule, cycle, link (a party's link expires), grant "
+                                           "(a grant ends), task (a Task is due), hold (a taken Task's hold ends), "
+                                           "deadline (the job is late after it), at_risk (the job turns at risk)")
     answers_for = serializers.CharField()
-    status = serializers.CharField(help_text="ahead, due today, came unsatisfied, passed, kept …, armed, sent …")
+    status = serializers.CharField(help_text="ahead, due today, open, came unsatisfied, passed, kept …, armed, sent …, "
+                                             "expired, ended")
     at = serializers.CharField(help_text="The instant, UTC with Z.")
     local = serializers.CharField(help_text="The instant in the calendar's zone, with its offset.")
     uid = serializers.CharField(help_text="Stable: what the date is, never when. The feed's UID.")
@@ -170,7 +173,8 @@ class SubjectCalendarView(BrandAPIView):
         operation_id="subjects_calendar", tags=["subjects"], summary="A subject's calendar",
         description="Every date the subject keeps, on or after `from` (default: today in the calendar's "
                     "zone), sorted by instant: clock dates (hard or clock), each with its rungs under it, "
-                    "and what domain apps add. Dates are local to the calendar's zone; `at` is UTC with Z.",
+                    "and what domain apps add: work starting, renewals, links, grants, Tasks' due dates and holds, "
+                    "jobs' deadlines. Dates are local to the calendar's zone; `at` is UTC with Z.",
         parameters=[
             OpenApiParameter("from", OpenApiTypes.DATE, description="YYYY-MM-DD, in the calendar's zone"),
             OpenApiParameter("test_clock", OpenApiTypes.STR, description="tc_…: the test clock's dates"),

@@ -18,17 +18,21 @@ keeps its uid and counts the move in ``sequence``.
 
 from __future__ import annotations
 
+import hashlib
+import inspect
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field, replace
 from datetime import date, datetime
+from functools import cache
 from urllib.parse import quote
 
 from django.db.models import Case, CharField, F, QuerySet, TextField, Value, When
 from django.db.models.functions import Cast, Concat
 
+from keeping_time import glossary
 from timers.keys import format_key
 from timers.keys import parse as parse_key
-from timers.models import Event, Timer, brand_domain, is_live
+from timers.models import Event, TestClock, Timer, brand_domain, is_live
 from timers.services import domain_now
 
 from .models import ClockItem, Subject
@@ -52,6 +56,11 @@ class Entry:
     step: str = ""  # a rung's kind: notice | escalate | ack | run
     current: bool = True  # False: a rung that fired before its date moved, kept as history
     rungs: tuple[Entry, ...] = ()  # a date's reminders and steps, in ring order (shown with --rungs)
+    rung: str = ""  # a rung's text: notice 90d, ack daily 7d, run tentative 3d
+    day: int = 0  # an ack chain's day, of ``days`` (0: not an ack)
+    days: int = 0
+    plain: str = ""  # what the customer reads (the feed's summary), where ``what`` is the runtime's; "": what
+    plain_status: str = ""  # its status as the customer reads it; "": glossary.status(status)
 
     def sort_key(self) -> tuple:
         return (self.at, self.kind, self.what, self.uid)  # the uid last: the order never depends on the database
@@ -298,7 +307,8 @@ def _rung_entries(domain: str, by_owner: dict[str, ClockItem], whats: dict[str, 
             out.append(Entry(
                 date=cal.today(at), at=at, what=f"{what} · {whats[t.owner]}", kind="rung",
                 answers_for=item.clock.answers_for, status=status, uid=uid, sequence=sequence, stamp=stamp,
-                on=t.owner, step=_rung_kind(k.name), current=newest,
+                on=t.owner, step=_rung_kind(k.name), current=newest, rung=k.name,
+                day=int(t.data.get("day") or 0), days=int(t.data.get("days") or 0),
             ))
     return out
 
@@ -315,7 +325,8 @@ def item_owner_keys(subject: Subject, domain: str) -> QuerySet:
 def clock_inputs(subject: Subject, domain: str) -> list[QuerySet]:
     """What ``clock_entries`` reads, as a superset: every item (voided too) with its clock's columns, every
     timer of every item (any kind, any status), and the record's rows under those timers' keys and the
-    items' clock.satisfied rows (how a kept date was kept)."""
+    items' clock.satisfied rows (how a kept date was kept); and what the feed names besides (calendars/feed.py
+    ``feed_names``): the brand's name and the test clock's."""
     owners = item_owner_keys(subject, domain)
     timers = Timer.objects.filter(domain=domain, owner__in=owners).order_by()
     return [
@@ -330,7 +341,17 @@ def clock_inputs(subject: Subject, domain: str) -> list[QuerySet]:
         .values_list("seq", "type", Cast("data", output_field=TextField())),
         Event.objects.filter(domain=domain, type="clock.satisfied", subject__in=owners).order_by()
         .values_list("seq", Cast("data", output_field=TextField())),
+        # By the subject's id, not its brand's: the stamp's statement is compiled once per shape (feed_stamp).
+        Subject.objects.filter(pk=subject.pk).order_by().values_list("brand__name"),
+        TestClock.objects.filter(pk=domain).order_by().values_list("name"),
+        words_digest(),
     ]
+
+
+@cache
+def words_digest() -> str:
+    """The glossary's source: the feed says its words, so new words change the feed's stamp."""
+    return "glossary " + hashlib.sha256(inspect.getsource(glossary).encode()).hexdigest()
 
 
 register(clock_entries, inputs=clock_inputs)

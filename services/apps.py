@@ -32,6 +32,7 @@ class ServicesConfig(AppConfig):
         on_clock_moved(deadline_follows_clock)
         on_clock_lapsed(clock_lapsed)  # who hears a lapse: Notification rows and their emails
         entries.register(calendar.schedule_and_cycle_dates, inputs=calendar.schedule_and_cycle_inputs)
+        entries.register(calendar.people_dates, inputs=calendar.people_inputs)  # links, grants, tasks, deadlines
         owners.register(related=timer_owners.related, describe=timer_owners.describe)
         test_clock_deleted.connect(void_on_test_clock_delete, dispatch_uid="services.void")
         worker_starting.connect(_record_working_tree, dispatch_uid="services.versions.startup")

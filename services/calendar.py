@@ -15,7 +15,10 @@ from timers.models import Timer
 
 from . import registry
 from .models import Job, Subscription
+from .people_dates import people_dates, people_inputs  # the people's dates: links, grants, tasks, deadlines
 from .services import usd
+
+__all__ = ["people_dates", "people_inputs", "schedule_and_cycle_dates", "schedule_and_cycle_inputs"]
 
 
 def schedule_and_cycle_dates(subject: Subject, domain: str, from_date: date | None) -> Iterable[Entry]:
@@ -43,8 +46,10 @@ def schedule_and_cycle_dates(subject: Subject, domain: str, from_date: date | No
             title = (order.title or "{period}").format(period=t.data["period"], service=sch.order)
             job = minted.get((sub.id, t.data["schedule"], t.data["period"]))
             status = f"the brand minted {job.id}" if job else ("skipped" if t.status == "fired" else "ahead")
+            plain_status = "started" if job else ("skipped" if t.status == "fired" else "")
             yield Entry(date=local, at=when, what=f"{title} is minted", kind="schedule", answers_for="the brand",
-                        status=status, uid=uid_for(base), on=sub.id, stamp=when)
+                        status=status, uid=uid_for(base), on=sub.id, stamp=when, plain=f"{title}: work starts",
+                        plain_status=plain_status)
         else:
             status = "renewed" if t.status == "fired" else ("ends" if sub.cancel_at_period_end else "ahead")
             yield Entry(date=local, at=when, what=f"{svc.title or svc.name} renews · {usd(svc.price.cents)}",

@@ -9,8 +9,11 @@ from __future__ import annotations
 
 from datetime import timedelta
 from email.utils import format_datetime, parsedate_to_datetime
+from io import StringIO
 
 import pytest
+from django.contrib.auth import get_user_model
+from django.core.management import call_command
 from django.db import connection
 from django.test.utils import CaptureQueriesContext
 
@@ -19,13 +22,13 @@ from calendars import feed_stamp as stamps
 from calendars.entries import subject_calendar
 from calendars.models import Calendar, Clock, ClockItem, ClosedDay, FeedStamp, Subject
 from calendars.services import DirectArmer, clock_move, clock_satisfy, subject_feed_rotate
-from services.models import Subscription
+from services.models import Ask, Grant, Job, Subscription, Task
 from services.services import subscription_create
 from tests.acme import acme_subject, open_return
 from tests.conftest import at
 from timers import outbox
 from timers.clock import wall_now
-from timers.models import Event, TestClock, Timer
+from timers.models import Brand, Event, TestClock, Timer
 from timers.services import test_clock_create
 from timers.worker import advance
 
@@ -248,3 +251,53 @@ def test_the_stamp_and_the_cache_can_be_turned_off(client, acme, settings, monke
     assert get(client, subject, token).content == stamped.content
     assert get(client, subject, token).content == stamped.content
     assert len(built) == 2  # no cache: each 200 builds
+
+
+@pytest.fixture
+def deal(db):
+    """api.forsale's deal B on 4 November 2027: a registrar grant running, the transfer Task due, the deal's
+    deadline and its at-risk time ahead (services/people_dates.py lists them)."""
+    outbox.register("notices", outbox.RecordingTransport())
+    call_command("loadexample", "api_forsale", "--reset", stdout=StringIO())
+    tc = TestClock.objects.get(seed="api_forsale")
+    advance(tc.id, at("2027-11-04T00:00Z"))
+    subject = Subject.objects.select_related("calendar").get(domain=tc.id, key="beta.example")
+    return tc, subject, subject_feed_rotate(subject=subject)
+
+
+def test_the_people_dates_change_the_feeds_etag(client, deal):
+    """Whatever people_dates reads (links, grants, Tasks, jobs' deadlines and their at-risk timers) and the
+    names the feed says (the brand's, the test clock's) change the stamp when they change the feed."""
+    tc, subject, token = deal
+    w = Watch(client, subject, token)
+    job = Job.objects.get(subject=subject)
+    grant = Grant.objects.get(job=job)
+    Grant.objects.filter(pk=grant.pk).update(ends_at=grant.ends_at + timedelta(days=1))
+    w.step("a grant's end")
+    Grant.objects.filter(pk=grant.pk).update(status="ended")
+    w.step("a grant ended")
+    task = Task.objects.get(job=job, step="transfer")
+    Task.objects.filter(pk=task.pk).update(due_at=task.due_at + timedelta(hours=3))
+    w.step("a Task's due date")
+    member = get_user_model().objects.get(username="grace")
+    Task.objects.filter(pk=task.pk).update(status="taken", member=member, takes=1, taken_at=tc.frozen_time,
+                                           hold_until=tc.frozen_time + timedelta(days=2))
+    w.step("a Task taken: its hold's end")
+    Task.objects.filter(pk=task.pk).update(hold_until=tc.frozen_time + timedelta(days=3), extensions=1)
+    w.step("a hold extended")
+    ask = Ask.objects.filter(job=job).first()
+    Ask.objects.filter(pk=ask.pk).update(status="open", link=2, expires_at=tc.frozen_time + timedelta(days=2))
+    w.step("a link open again")
+    Ask.objects.filter(pk=ask.pk).update(status="expired")
+    w.step("a link expired")
+    Job.objects.filter(pk=job.pk).update(late_at=job.late_at + timedelta(days=1))
+    w.step("a job's deadline")
+    Job.objects.filter(pk=job.pk).update(late=True)
+    w.step("a job late")
+    risk = Timer.objects.get(domain=tc.id, owner=job.id, key__contains=":deadline:at_risk:")
+    raw("UPDATE timers_timer SET owed_at = %s WHERE id = %s", [risk.owed_at + timedelta(hours=5), risk.id])
+    w.step("the at-risk time, retimed by a raw statement")
+    Brand.objects.filter(pk=subject.brand_id).update(name="api.forsale, Inc.")
+    w.step("the brand's name (the calendar's name, who answers)")
+    TestClock.objects.filter(pk=tc.pk).update(name="the deals")
+    w.step("the test clock's name")
