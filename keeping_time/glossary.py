@@ -31,6 +31,8 @@ KIND = {
     "grant": "access ends",
     "task": "work due",
     "deadline": "delivery due",
+    "hold": "hold ends",
+    "at_risk": "at risk",
 }
 
 # A date's status (calendars.entries / ClockItem.Status), as the customer reads it.

@@ -3,9 +3,7 @@
 from __future__ import annotations
 
 import re
-import subprocess
-import sys
-from datetime import date
+from datetime import date, timedelta
 from io import StringIO
 from pathlib import Path
 
@@ -19,6 +17,7 @@ from calendars.services import DirectArmer, clock_open, clock_step, subject_feed
 from calendars.specs import ClockSpec, DueInput
 from tests.acme import acme_subject, open_return
 from tests.conftest import at
+from tests.test_feed_words import khal_calendar
 from timers import outbox
 from timers.compare import compare
 from timers.models import Commit, Event, TestClock, Timer
@@ -101,30 +100,10 @@ def test_after_a_gap_earlier_rungs_are_superseded_and_the_four_ways_agree(brand)
 
 
 # -- the feed in a real calendar client ------------------------------------------------------------------------
-KHAL = Path(sys.executable).with_name("khal")
-
-
 def khal_list(tmp_path: Path, body: bytes, zone: str, start: str, end: str) -> list[str]:
-    """Import the feed into khal (from PyPI, in .venv/bin) whose local zone is ``zone`` and list the days."""
-    assert KHAL.exists(), "khal is a test dependency: pip install -e '.[dev]'"
-    vdir = tmp_path / "cal"
-    vdir.mkdir()
-    config = tmp_path / "khal.conf"
-    config.write_text(
-        f"[calendars]\n[[acme]]\npath = {vdir}\ntype = calendar\n"
-        f"[locale]\nlocal_timezone = {zone}\ndefault_timezone = {zone}\ntimeformat = %H:%M\n"
-        "dateformat = %Y-%m-%d\nlongdateformat = %Y-%m-%d\ndatetimeformat = %Y-%m-%d %H:%M\n"
-        "longdatetimeformat = %Y-%m-%d %H:%M\nfirstweekday = 0\n"
-        "[default]\ndefault_calendar = acme\n"
-    )
-    feed = tmp_path / "acme.ics"
-    feed.write_bytes(body)
-    env = {"XDG_DATA_HOME": str(tmp_path / "data"), "XDG_CONFIG_HOME": str(tmp_path / "config"),
-           "HOME": str(tmp_path), "PATH": "/usr/bin:/bin", "TZ": zone, "LANG": "C.UTF-8"}
-    run = dict(env=env, capture_output=True, text=True, timeout=60, check=True)
-    subprocess.run([str(KHAL), "-c", str(config), "import", "--batch", "-a", "acme", str(feed)], **run)
-    out = subprocess.run([str(KHAL), "-c", str(config), "list", "--format", "{start-end-time-style} {title}",
-                          "--day-format", "{name} {date}", start, end], **run).stdout
+    """Import the feed into khal whose local zone is ``zone`` and list the days (tests/test_feed_words.py)."""
+    out = khal_calendar(tmp_path, body, zone)("list", "--format", "{start-end-time-style} {title}",
+                                              "--day-format", "{name} {date}", start, end)
     return [line.strip() for line in out.splitlines() if line.strip()]
 
 
@@ -141,28 +120,54 @@ def test_the_feed_reads_right_in_khal_in_berlin(client, brand, tmp_path):
     cal = Calendar.from_ical(body)
     us = next(ev for ev in cal.walk("VEVENT") if str(ev["SUMMARY"]) == "file the 2027 return · US")
     assert us.decoded("DTSTART") == date(2028, 4, 18) and us.decoded("DTEND") == date(2028, 4, 19)
-    assert "Closes: Tuesday 2028-04-18 23:59 America/New_York (2028-04-19 03:59Z)" in str(us["DESCRIPTION"])
+    assert "Due by: Tuesday 2028-04-18 at 23:59 (America/New_York)" in str(us["DESCRIPTION"])
+    # Relative to the date's start (its days nominal): each rings at 09:00 New York.
     alarms = [(str(a["DESCRIPTION"]), a.decoded("TRIGGER")) for a in us.walk("VALARM")]
-    assert alarms == [("notice 90d · file the 2027 return · US", at("2028-01-19T14:00Z")),
-                      ("notice 30d · file the 2027 return · US", at("2028-03-19T13:00Z")),
-                      ("escalate 7d · file the 2027 return · US", at("2028-04-11T13:00Z"))]
+    assert alarms == [("Reminder: file the 2027 return · US is due Tuesday 2028-04-18 (in 90 days)",
+                       -timedelta(days=89, hours=15)),
+                      ("Reminder: file the 2027 return · US is due Tuesday 2028-04-18 (in 30 days)",
+                       -timedelta(days=29, hours=15)),
+                      ("Urgent: file the 2027 return · US is due Tuesday 2028-04-18 (in 7 days)",
+                       -timedelta(days=6, hours=15))]
     # Every timed event has an end: no reader invents a length.
     timed = [ev for ev in cal.walk("VEVENT") if not isinstance(ev.decoded("DTSTART"), date)
              or hasattr(ev.decoded("DTSTART"), "hour")]
     assert timed and all("DTEND" in ev for ev in timed)
-    assert {str(ev["SUMMARY"]).split(" · ")[0].split(",")[0] for ev in timed} == {
-        "run tentative 3d", "ack daily 7d"}
+    assert {str(ev["SUMMARY"]).split(" · ")[0] for ev in timed} == {"apis.test steps in if it's still open"}
 
     lines = khal_list(tmp_path, body, "Europe/Berlin", "2028-04-11", "2028-04-20")
     assert lines == [
         "Tuesday 2028-04-11",
-        "15:00-15:30 ack daily 7d, day 1 of 7 · file the 2027 return · US",
-        "15:00-15:30 ack daily 7d, day 1 of 7 · file the 2027 return · US-CA",
-        "15:00-15:30 ack daily 7d, day 1 of 7 · file the 2027 return · US-NY",
+        "|-> Daily check-in · file the 2027 return · US",
+        "|-> Daily check-in · file the 2027 return · US-CA",
+        "|-> Daily check-in · file the 2027 return · US-NY",
+        "Wednesday 2028-04-12",
+        "<-> Daily check-in · file the 2027 return · US",
+        "<-> Daily check-in · file the 2027 return · US-CA",
+        "<-> Daily check-in · file the 2027 return · US-NY",
+        "Thursday 2028-04-13",
+        "<-> Daily check-in · file the 2027 return · US",
+        "<-> Daily check-in · file the 2027 return · US-CA",
+        "<-> Daily check-in · file the 2027 return · US-NY",
+        "Friday 2028-04-14",
+        "<-> Daily check-in · file the 2027 return · US",
+        "<-> Daily check-in · file the 2027 return · US-CA",
+        "<-> Daily check-in · file the 2027 return · US-NY",
         "Saturday 2028-04-15",
-        "15:00-15:30 run tentative 3d · file the 2027 return · US",
-        "15:00-15:30 run tentative 3d · file the 2027 return · US-CA",
-        "15:00-15:30 run tentative 3d · file the 2027 return · US-NY",
+        "<-> Daily check-in · file the 2027 return · US",
+        "<-> Daily check-in · file the 2027 return · US-CA",
+        "<-> Daily check-in · file the 2027 return · US-NY",
+        "15:00-15:30 apis.test steps in if it's still open · file the 2027 return · US",
+        "15:00-15:30 apis.test steps in if it's still open · file the 2027 return · US-CA",
+        "15:00-15:30 apis.test steps in if it's still open · file the 2027 return · US-NY",
+        "Sunday 2028-04-16",
+        "<-> Daily check-in · file the 2027 return · US",
+        "<-> Daily check-in · file the 2027 return · US-CA",
+        "<-> Daily check-in · file the 2027 return · US-NY",
+        "Monday 2028-04-17",
+        "->| Daily check-in · file the 2027 return · US",
+        "->| Daily check-in · file the 2027 return · US-CA",
+        "->| Daily check-in · file the 2027 return · US-NY",
         "Tuesday 2028-04-18",
         "file the 2027 return · US",
         "file the 2027 return · US-CA",
@@ -203,8 +208,10 @@ def test_acmes_calendar_lists_its_dates_out_to_the_carryforward(example):
     text = run("subjects", "calendar", subject.id, "--from", "2027-02-01", "--test-clock", tc.id)
     rows = cells(text)
     assert text.splitlines()[0] == (f"{subject.id} · taxpayer 12-3456789 · Acme Robotics · America/New_York · "
-                                    f"26 dates · webcal at /subjects/{subject.id}/calendar.ics")
-    assert len(rows) == 26 and not any(r[2] == "rung" for r in rows)
+                                    f"37 dates · webcal at /subjects/{subject.id}/calendar.ics")
+    assert len(rows) == 37 and not any(r[2] == "rung" for r in rows)
+    # The jobs' deadlines are dates too (services/people_dates.py): each return's and estimate's.
+    assert ["2028-04-14", "deliver the 2027 return", "deadline", "the brand", "ahead"] in rows
     assert rows[-1] == ["2046-12-31", "carryforward · the 2026 return · US", "hard", "Ada Lovelace", "ahead"]
     assert ["2028-04-18", "file · the 2027 return · US", "clock", "Ada Lovelace", f"ahead, {ROLLED}"] in rows
     # The carryforward lives on the subject: the 2026 return's clock repinned when the 2027 return joined.
@@ -214,7 +221,7 @@ def test_acmes_calendar_lists_its_dates_out_to_the_carryforward(example):
                                 owed_at=at("2028-02-01T14:00Z")).exists()
     # --rungs: each date's rungs under it.
     more = cells(run("subjects", "calendar", subject.id, "--from", "2027-02-01", "--test-clock", tc.id, "--rungs"))
-    assert len(more) > 26 and [r for r in more if r[2] != "rung"] == rows
+    assert len(more) > 37 and [r for r in more if r[2] != "rung"] == rows
     assert more[-1] == ["2046-10-02", "notice 90d · carryforward · the 2026 return · US", "rung", "Ada Lovelace",
                         "armed"]
 
@@ -271,9 +278,9 @@ def test_a_rolled_date_says_why_in_the_feed_and_the_portal(client, example):
     token = subject_feed_rotate(subject=subject)
     cal = Calendar.from_ical(client.get(f"/subjects/{subject.id}/calendar.ics", {"token": token}).content)
     us = next(ev for ev in cal.walk("VEVENT") if str(ev["SUMMARY"]) == "file · the 2027 return · US")
-    assert f"Status: ahead, {ROLLED}" in str(us["DESCRIPTION"]).replace("\n", " ")
+    assert f"Status: coming up, {ROLLED}" in str(us["DESCRIPTION"]).replace("\n", " ")
     page = client.get(f"/portal/subjects/{subject.id}/calendar", {"token": token}).content.decode()
-    assert f"ahead, {ROLLED}" in page
+    assert f"coming up, {ROLLED}" in page
 
 
 # -- the runtime's wording and rules --------------------------------------------------------------------------
