@@ -1,8 +1,9 @@
 """Logging filters: secrets that travel in URLs never reach a log whole.
 
-The webcal feed opens with ``?token=…``, the customer portal's link and a member's welcome link carry theirs in
-the path (each a bearer secret: whoever has it reads the calendar, or signs in). runserver's access log (``django.server``) prints the request line and ``django.request`` may
-print a URL, so a token in either would sit in every log file and terminal scrollback.
+The webcal feed and the customer portal's one-time link open with ``?token=…``; a member's welcome link
+carries its token in the path (each a bearer secret: whoever has it reads the calendar, or signs in).
+runserver's access log (``django.server``), gunicorn's (gunicorn.conf.py) and ``django.request`` print the
+request line or a URL, so a token in any would sit in every log file and terminal scrollback.
 """
 
 from __future__ import annotations
@@ -36,7 +37,11 @@ def redact(text: str) -> str:
 
 
 def _redact_arg(value: object) -> object:
-    return redact(value) if isinstance(value, str) else value
+    if not isinstance(value, str):
+        return value
+    if "token=" in value.lower() and value[:1] not in "?&;/" and "://" not in value and " " not in value:
+        return redact("?" + value)[1:]  # a bare query string (gunicorn's %(q)s atom): token=…&x=1
+    return redact(value)
 
 
 class RedactURLTokens(logging.Filter):

@@ -367,6 +367,7 @@ class PortalSession(models.Model):
     digest = models.CharField(max_length=64, unique=True)
     created_at = models.DateTimeField()
     expires_at = models.DateTimeField()
+    used_at = models.DateTimeField(null=True, blank=True, help_text="When the link signed someone in: it works once")
 
     class Meta:
         constraints = [models.CheckConstraint(name="portal_session_expires_after_creation",

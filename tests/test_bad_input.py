@@ -449,3 +449,32 @@ def test_the_subscription_and_order_commands_check_their_json(tax):
     one_line(["jobs", "create", "--subject", tax.subject.id, "--service", "estimate", "--input", "[1]"],
              "invalid_json")
     assert new_counts() == before
+
+
+def test_every_write_on_a_deleted_test_clocks_objects_is_409_and_writes_nothing(tax):
+    """Issue 25: after DELETE /test_clocks/<id>, its subject's events, a date's postpone and satisfy, a penalty,
+    a clock's inputs and a portal link are each 409 test_clock_deleted, and nothing lands after the delete."""
+    from timers.worker import advance
+
+    advance(tax.clock.id, datetime(2027, 3, 1, 14, tzinfo=UTC))
+    item = ClockItem.objects.select_related("clock").filter(clock__domain=tax.clock.id, status="open").first()
+    assert item is not None
+    clock_id, it = item.clock_id, item.item or "-"
+    assert tax.call("DELETE", f"/test_clocks/{tax.clock.id}").status_code == 200
+    last = Event.objects.filter(domain=tax.clock.id).order_by("-seq").values_list("type", flat=True).first()
+    assert last == "test_clock.deleted"
+    before = counts()
+    writes = [
+        ("POST", f"/subjects/{tax.subject.id}/events", {"type": "notice.received", "key": "CP2000-9",
+                                                         "data": {"reply_by": "2027-05-20"}}),
+        ("POST", f"/clocks/{clock_id}/items/{it}/postpone", {"to": "2027-12-01", "notice": "IR-2027-99"}),
+        ("POST", f"/clocks/{clock_id}/items/{it}/satisfy", {"by": "Ada Lovelace"}),
+        ("POST", f"/clocks/{clock_id}/penalties", {"amount": 100, "notice": "CP14-1"}),
+        ("POST", f"/clocks/{clock_id}/inputs", {"inputs": {"extension": True}}),
+        ("POST", "/portal_sessions", {"subject": tax.subject.id}),
+    ]
+    for method, path, body in writes:
+        error(tax.call(method, path, body), 409, "test_clock_deleted")
+    assert counts() == before
+    assert Event.objects.filter(domain=tax.clock.id).order_by("-seq").values_list("type", flat=True).first() == \
+        "test_clock.deleted"

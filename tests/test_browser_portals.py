@@ -86,7 +86,7 @@ def test_the_customer_acknowledges_sees_an_allowance_drop_and_cancels(live_serve
 
 
 def test_an_unknown_or_expired_link_says_so(live_server, page):
-    page.goto(f"{live_server.url}/portal/customer/session/not-a-real-token")
+    page.goto(f"{live_server.url}/portal/customer/session?token=not-a-real-token")
     expect(page.get_by_role("heading", level=1)).to_have_text("This link has expired")
     assert_accessible(page)
 

@@ -112,3 +112,52 @@ def test_tick_forever_fires_live_timers_and_stops_on_sigterm(brand):
         out, err = proc.communicate(timeout=30)
     assert proc.returncode == 0, err
     assert "stopped after" in out
+
+
+def test_a_write_racing_a_test_clock_delete_lands_before_it_or_not_at_all(brand):
+    """Issue 25: a write that read the clock as ready holds its row FOR SHARE until it commits, so a delete
+    racing it waits, and voids what it wrote: nothing lands after test_clock.deleted. Without the lock the
+    delete runs between the write's check and its record, and the write's event lands after it."""
+    import threading
+
+    from django.db import close_old_connections, transaction
+
+    from calendars.services import DirectArmer
+
+    clock = services.test_clock_create(brand=brand, frozen_time=T0, name="racing a delete")
+    checked, go = threading.Event(), threading.Event()
+    errors: list[BaseException] = []
+
+    def write() -> None:
+        try:
+            with transaction.atomic():
+                armer = DirectArmer(brand=brand.id, domain=clock.id)  # checks the clock, ready
+                checked.set()
+                go.wait(5)  # the delete has started meanwhile (or is blocked)
+                armer.record("subject.note", subject="sbj_race", data={"late": True})
+        except BaseException as exc:  # noqa: BLE001 - reported below
+            errors.append(exc)
+        finally:
+            close_old_connections()
+
+    def delete() -> None:
+        try:
+            checked.wait(5)
+            services.test_clock_delete(clock=TestClock.objects.get(pk=clock.id))
+        except BaseException as exc:  # noqa: BLE001
+            errors.append(exc)
+        finally:
+            close_old_connections()
+
+    writer, deleter = threading.Thread(target=write), threading.Thread(target=delete)
+    writer.start()
+    deleter.start()
+    checked.wait(5)
+    deleter.join(1.5)  # with the lock, the delete is still waiting on the writer's row lock here
+    go.set()
+    writer.join(30)
+    deleter.join(30)
+    assert not errors, errors
+    types = list(Event.objects.filter(domain=clock.id).order_by("seq").values_list("type", flat=True))
+    assert types[-1] == "test_clock.deleted", types
+    assert "subject.note" in types

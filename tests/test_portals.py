@@ -79,6 +79,10 @@ def test_a_portal_link_signs_the_customer_in_for_an_hour_and_then_not(acme):
     assert old.get(stale).status_code == 403
     assert old.get("/portal/customer/").status_code == 403  # never signed in
     assert Client().get(path.replace(path[-6:], "xxxxxx")).status_code == 403  # a wrong token: the same page
+    # A link works once: opened again (a forwarded email, a browser's history), it is the same page.
+    again = Client()
+    assert again.get(path).status_code == 403 and again.get("/portal/customer/").status_code == 403
+    assert client.get("/portal/customer/").status_code == 200  # the first browser stays signed in
 
 
 def test_the_customer_sees_what_to_do_now_first_then_what_was_missed_then_the_year(acme):
@@ -323,7 +327,7 @@ def test_portal_sessions_over_http_and_a_json_body_without_its_type_is_415(live_
     _, secret = services.api_key_create(brand=ids["brand"])
     api = API(live_server.url, secret)
     r = api.post("/portal_sessions", {"subject": ids["subjects"][0]})
-    assert r.status == 200 and r.body["url"].startswith(f"{live_server.url}/portal/customer/session/")
+    assert r.status == 200 and r.body["url"].startswith(f"{live_server.url}/portal/customer/session?token=")
     browser = Client()
     assert browser.get(r.body["url"].removeprefix(live_server.url)).status_code == 302
     assert api.post("/portal_sessions", {"subject": "sbj_nope"}).status == 404

@@ -254,3 +254,52 @@ def test_manage_py_runserver_prints_no_whole_token(transactional_db, tmp_path):
 
 def _brand():
     return brand_get_or_create(name="apis.logs")
+
+
+@pytest.mark.skipif(os.environ.get("DATABASE_URL", "").startswith("sqlite"),
+                    reason="the process reads the test database: PostgreSQL only")
+def test_gunicorn_prints_no_whole_token(transactional_db, tmp_path):
+    """The production server, as the README starts it (gunicorn.conf.py read from the project's folder): its
+    access log cuts the feed's token and the portal link's, in the request line and the query atom alike."""
+    from services.portal_sessions import portal_session_create
+
+    brand_tc = test_clock_create(brand=_brand(), frozen_time=at("2027-06-01T12:00Z"))
+    subject = acme_subject(brand_tc.brand, brand_tc.id)
+    token = subject_feed_rotate(subject=subject)
+    _, portal_path = portal_session_create(brand=subject.brand, subject=subject)
+    portal_token = portal_path.split("token=", 1)[1]
+    s = connection.settings_dict
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port = sock.getsockname()[1]
+    env = _env(tmp_path, SECRET_KEY="r9Tb4" * 11, GUNICORN_BIND=f"127.0.0.1:{port}", WEB_CONCURRENCY="1",
+               DATABASE_URL=f"postgres://{s['USER']}@{s['HOST'] or '127.0.0.1'}:{s['PORT'] or 5432}/{s['NAME']}")
+    # %(q)s prints the bare query string: the format names it, so the test sees that atom cut too.
+    proc = subprocess.Popen([str(Path(sys.executable).with_name("gunicorn")),
+                             "--access-logformat", '%(h)s "%(r)s" %(s)s q=%(q)s'], cwd=ROOT, env=env,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    opener = urllib.request.build_opener(type("NoRedirect", (urllib.request.HTTPRedirectHandler,),
+                                              {"redirect_request": lambda *a, **k: None}))
+    try:
+        url = f"http://127.0.0.1:{port}/subjects/{subject.id}/calendar.ics?token={token}"
+        deadline = time.monotonic() + 60
+        while True:
+            try:
+                with urllib.request.urlopen(url, timeout=10) as r:
+                    assert r.status == 200
+                break
+            except (urllib.error.URLError, ConnectionError):
+                assert time.monotonic() < deadline and proc.poll() is None, "gunicorn did not start"
+                time.sleep(0.2)
+        try:
+            opener.open(f"http://127.0.0.1:{port}{portal_path}", timeout=10)
+        except urllib.error.HTTPError as e:
+            assert e.code == 302  # signed in, and off to the clean URL
+        time.sleep(0.5)  # the access line is written after the response
+    finally:
+        proc.terminate()
+        out, err = proc.communicate(timeout=30)
+    log = out + err
+    assert f"calendar.ics?token={token[:6]}… HTTP/1.1\" 200 q=token={token[:6]}…" in log, log
+    assert f"/portal/customer/session?token={portal_token[:6]}… HTTP/1.1\" 302" in log, log
+    assert token not in log and portal_token not in log

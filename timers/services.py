@@ -10,12 +10,12 @@ import hashlib
 import secrets
 from datetime import datetime, timedelta
 
-from django.db import IntegrityError, transaction
+from django.db import IntegrityError, connections, transaction
 from django.dispatch import Signal
 
 from . import gate, outbox
 from .clock import wall_now
-from .errors import KeepingTimeError, NotFound, TestClockAdvancing, TestClockBackward
+from .errors import KeepingTimeError, NotFound, TestClockAdvancing, TestClockBackward, TestClockDeleted
 from .handlers import get as get_handler
 from .ids import SEED_PATTERN, SEED_RE, brand_domain, domain_seed, new_id
 from .keys import parse
@@ -214,6 +214,27 @@ def _notify_worker(domain: str) -> None:
 
 
 # -- timers outside a firing -------------------------------------------------------------------------
+def domain_writable(*, domain: str) -> datetime:
+    """The domain's now for a write outside the tick, refused on a deleted (or deleting) test clock
+    (``409 test_clock_deleted``): its objects take no writes, so nothing lands after ``test_clock.deleted``.
+
+    On PostgreSQL inside a transaction the clock's row is read FOR SHARE: a delete that marks the clock after
+    this read waits until the write commits (and then voids what it wrote), and a write after the mark sees
+    it. An advance's batch, which holds the row, is waited for the same way."""
+    if is_live(domain):
+        return wall_now()
+    conn = connections[TestClock.objects.db]
+    if conn.vendor == "postgresql" and conn.in_atomic_block:
+        with conn.cursor() as cur:
+            cur.execute(f'SELECT 1 FROM "{TestClock._meta.db_table}" WHERE id = %s FOR SHARE', [domain])
+    row = TestClock.objects.filter(pk=domain).values_list("status", "frozen_time").first()
+    if row is None:
+        raise NotFound(f"no test clock {domain!r}")
+    if row[0] in TestClock.GONE:
+        raise TestClockDeleted(f"test clock {domain} was deleted: its objects take no writes")
+    return row[1]
+
+
 def domain_now(*, domain: str) -> datetime:
     """The clock domain's "now": a test clock's frozen time, or the wall's for a brand's live clock."""
     if is_live(domain):

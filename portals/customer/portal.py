@@ -39,10 +39,11 @@ UNDO_KEY = "customer_portal_undo"  # the last act that can be undone: a date han
 LINK_KEY = "customer_portal_link"  # a calendar link just made, shown once
 
 
-def session_open(request: HttpRequest, token: str) -> HttpResponse:
-    """The link itself: a valid one signs the customer in for its subject until it expires, then redirects
-    to the portal (so the token leaves the address bar); an expired or unknown one is the same page."""
-    found = portal_session_open(token=token)
+def session_open(request: HttpRequest) -> HttpResponse:
+    """The link itself (``?token=``), once: a valid one signs the customer in for its subject until it
+    expires, then redirects to the portal (so the token leaves the address bar); an expired, used or unknown
+    one is the same page."""
+    found = portal_session_open(token=request.GET.get("token", ""))
     if found is None:
         return private(render(request, "portals/customer/link_expired.html", status=403), referrer="no-referrer")
     request.session.cycle_key()

@@ -8,7 +8,7 @@ app_name = "customer"
 
 urlpatterns = [
     path("subjects/<str:subject_id>/calendar", views.subject_calendar_page, name="subject-calendar"),
-    path("customer/session/<str:token>", portal.session_open, name="session"),
+    path("customer/session", portal.session_open, name="session"),
     path("customer/", portal.home, name="home"),
     path("customer/clocks/<str:clock_id>/<str:item>/<str:act>", portal.clock_act, name="clock-act"),
     path("customer/undo", portal.undo, name="undo"),
