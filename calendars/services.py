@@ -737,8 +737,29 @@ def clock_choose(*, armer: Armer, item: ClockItem, option: str, by: str = "") ->
     return clock_step(armer=armer, item=item, step=step)
 
 
+def _nul_at(value, path: str = "inputs") -> str | None:
+    """Where a NUL is in a JSON value (a key or a string), which no database column stores; None if nowhere."""
+    if isinstance(value, str):
+        return path if "\x00" in value else None
+    if isinstance(value, dict):
+        for k, v in value.items():
+            found = (f"{path} (a key)" if "\x00" in str(k) else None) or _nul_at(v, f"{path}.{k}")
+            if found:
+                return found
+    elif isinstance(value, list):
+        for i, v in enumerate(value):
+            found = _nul_at(v, f"{path}[{i}]")
+            if found:
+                return found
+    return None
+
+
 def clock_inputs_changed(*, armer: Armer, clock: Clock, inputs: dict) -> list[ClockItem]:
     """A commit changed what the due function reads: run it again; a new answer is clock.moved {by: 'due'}."""
+    where = _nul_at(inputs)
+    if where:
+        raise KeepingTimeError(f"{where.replace(chr(0), '?')} holds a NUL character, which nothing stores",
+                               code="invalid_input")
     clock.inputs = {**clock.inputs, **inputs}
     clock.save(update_fields=["inputs"])
     spec = specs.get(clock.spec)
@@ -794,9 +815,20 @@ def calendar_open_day(*, calendar: Calendar, day: date) -> int:
     return _reroll(calendar, f"opened {day.isoformat()}")
 
 
+POSTPONE_LAST = date(9000, 12, 31)  # the calendar's range: a date and its year of rolling stay far from 9999
+
+
 @transaction.atomic
 def calendar_postpone(*, calendar: Calendar, items: list[ClockItem], to: date, notice: str) -> int:
-    """A postponement (a disaster-relief notice): moves each clock it names, hard dates included."""
+    """A postponement (a disaster-relief notice): moves each clock it names, hard dates included. It moves a
+    date later, within the calendar's range: anything else is ``400 invalid_postpone`` and moves nothing."""
+    if to > POSTPONE_LAST:
+        raise KeepingTimeError(f"a postponement moves a date to {POSTPONE_LAST} at the latest, not {to}",
+                               code="invalid_postpone")
+    earlier = [i for i in items if i.status != ClockItem.Status.SATISFIED and to <= i.due_date]
+    if earlier:
+        raise KeepingTimeError(f"a postponement moves a date later: {earlier[0].owner_key} is due "
+                               f"{earlier[0].due_date}, not after {to}", code="invalid_postpone")
     moved = 0
     for item in items:
         if item.clock.subject.calendar_id != calendar.id or item.status == ClockItem.Status.SATISFIED:

@@ -109,6 +109,7 @@ REFUSAL = {
     "window_open": "You already have a standby window open.",
     "window_closed": "That standby window has closed.",
     "invalid_input": "That isn't something this can take.",
+    "test_clock_deleted": "That test run was deleted: nothing on it changes any more.",
 }
 
 

@@ -211,10 +211,12 @@ def step_goto(*, armer: Armer, job: Job, step: str, by: str) -> bool:
 
 
 # -- Tasks and holds ---------------------------------------------------------------------------------------
-def _member(username: str):
-    user = get_user_model().objects.filter(username=username, is_active=True).first()
+def _member(username: str, brand_id: str):
+    """The brand's member of that username. Anyone else, of another brand or of none, is the same answer,
+    so a key can't tell another brand's usernames from names nobody has."""
+    user = get_user_model().objects.filter(username=username, is_active=True, memberships__brand_id=brand_id).first()
     if user is None:
-        raise KeepingTimeError(f"no member {username!r}", code="unknown_member", status=404)
+        raise KeepingTimeError(f"no member {username!r} in this brand", code="unknown_member", status=404)
     return user
 
 
@@ -230,7 +232,7 @@ def task_take(*, armer: Armer, task: Task, member: str) -> Task:
     if task.status != Task.Status.OPEN:
         raise KeepingTimeError(f"{task.id} is {task.status}; only an open Task is taken", code="task_not_open",
                                status=409)
-    user = _member(member)
+    user = _member(member, job.brand_id)
     now = armer.now
     task.status, task.member, task.takes, task.taken_at, task.extended = Task.Status.TAKEN, user, task.takes + 1, now, False
     task.hold_until = now + svc.pool_hold[task.pool]
@@ -436,7 +438,7 @@ def fire_step_deadline(f: Firing) -> None:
 # -- windows -----------------------------------------------------------------------------------------------
 def window_open(*, armer: Armer, member: str, span: timedelta | relativedelta, brand_id: str) -> Window:
     """A member's standby window, open from now for ``span``; its end is a timer (place 7)."""
-    user = _member(member)
+    user = _member(member, brand_id)
     now = armer.now
     closes = now + span
     if closes <= now:

@@ -478,3 +478,60 @@ def test_every_write_on_a_deleted_test_clocks_objects_is_409_and_writes_nothing(
     assert counts() == before
     assert Event.objects.filter(domain=tax.clock.id).order_by("-seq").values_list("type", flat=True).first() == \
         "test_clock.deleted"
+
+
+def test_a_window_opens_only_for_the_keys_brands_members_with_one_answer_for_any_other_name(tax, brand):
+    """Issue 25: POST /windows took any username. Another brand's member and a name nobody has get the same
+    404, word for word, so a key can't tell them apart; nothing is written; the brand's own member opens."""
+    from django.contrib.auth import get_user_model
+
+    from services.models import Window
+    from timers.models import Membership
+    from timers.services import brand_get_or_create
+
+    users = get_user_model().objects
+    Membership.objects.create(user=users.create_user("ada"), brand=brand, role="member", name="Ada")
+    Membership.objects.create(user=users.create_user("grace"), brand=brand_get_or_create(name="other.brand"),
+                              role="member", name="Grace")
+    before = counts()
+    answers = []
+    for name in ("grace", "nobody-at-all"):
+        r = tax.call("POST", "/windows", {"member": name, "hours": 8, "test_clock": tax.clock.id})
+        err = error(r, 404, "unknown_member")
+        answers.append(err["message"].replace(name, "NAME"))
+    assert answers[0] == answers[1]
+    assert counts() == before and not Window.objects.exists()
+    r = tax.call("POST", "/windows", {"member": "ada", "hours": 8, "test_clock": tax.clock.id})
+    assert r.status_code == 200 and r.json()["member"] == "ada"
+
+
+@pytest.mark.parametrize("to", ["1900-01-01", "2027-03-01", "9999-12-31", "9001-01-01"])
+def test_a_postpone_moves_a_date_later_within_the_calendars_range(tax, to):
+    """Issue 25: a postpone into the past re-armed rungs in 1899, and 9999-12-31 was a 500 (a date overflow).
+    Earlier than the date, on it, or past the calendar's range: 400 invalid_postpone, nothing written."""
+    from timers.worker import advance
+
+    advance(tax.clock.id, datetime(2027, 3, 1, 14, tzinfo=UTC))
+    item = ClockItem.objects.filter(clock__domain=tax.clock.id, status="open").order_by("due_at").first()
+    before = counts()
+    r = tax.call("POST", f"/clocks/{item.clock_id}/items/{item.item or '-'}/postpone",
+                 {"to": to if to != "2027-03-01" else item.due_date.isoformat(), "notice": "IR-1"})
+    error(r, 400, "invalid_postpone")
+    assert counts() == before
+    later = item.due_date.replace(year=item.due_date.year + 1).isoformat()
+    r = tax.call("POST", f"/clocks/{item.clock_id}/items/{item.item or '-'}/postpone", {"to": later, "notice": "IR-1"})
+    assert r.status_code == 200, r.content
+
+
+@pytest.mark.parametrize("inputs", [{"extension": "yes\x00"}, {"a\x00b": 1}, {"deep": [{"x": ["ok", "\x00"]}]}])
+def test_a_nul_anywhere_in_a_clocks_inputs_is_400_not_a_database_error(tax, inputs):
+    from timers.worker import advance
+
+    advance(tax.clock.id, datetime(2027, 3, 1, 14, tzinfo=UTC))
+    clock = Clock.objects.filter(domain=tax.clock.id).first()
+    stored = dict(clock.inputs)
+    before = counts()
+    error(tax.call("POST", f"/clocks/{clock.id}/inputs", {"inputs": inputs}), 400, "invalid_input")
+    assert counts() == before
+    clock.refresh_from_db()
+    assert clock.inputs == stored

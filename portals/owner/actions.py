@@ -68,6 +68,8 @@ REFUSED = {
     "ask_not_open": "That link is no longer open",
     "not_an_ask": "That step isn't waiting on an answer",
     "no_calendar": "The customer has no calendar to move it on",
+    "invalid_postpone": "A postponement moves a date later, and no later than the year 9000",
+    "test_clock_deleted": "That test run was deleted: nothing on it changes any more",
     "subscription_not_active": "That plan is no longer running",
     "subscription_not_running": "That plan is not running",
     "subscription_not_paused": "That plan is not paused",
