@@ -7,7 +7,7 @@ from timers import batch as batches
 from timers import handlers
 from timers.engine import Firing
 from timers.rows import read
-from timers.timeutil import iso_z
+from timers.timeutil import iso_z, trace_z
 
 from . import registry, schedules
 from .models import Job, MoneyLine, Subscription
@@ -194,11 +194,11 @@ def fire_signal(f: Firing) -> None:
         f.arm(f"{signal_key(job, name)}@{move}", owed_at=nxt, handler=SIGNAL, opened_at=job.opened_at,
               data={"job": job.id, "signal": name, "since": last.isoformat()}, version=job.version,
               what=f"{name} · the next check, from the last activity")
-        f.what = f"{job.id} · {name} · activity at {last.isoformat()} · next check {nxt.isoformat()}"
+        f.what = f"{job.id} · {name} · activity at {trace_z(last)} · next check {trace_z(nxt)}"
         return
     sig = svc.signals[name]
     f.record("signal.raised", subject=job.id, data={"signal": name, "goto": sig.goto, "silent": sig.silent,
-                                                    "last_activity": last.isoformat() if last else None})
+                                                    "last_activity": iso_z(last) if last else None})
     f.what = f"{job.id} · {name} · silent {sig.silent}" + (f" → {sig.goto}" if sig.goto else "")
     if sig.goto and not step_goto(armer=FiringArmer(f), job=job, step=sig.goto, by=f"signal {name}"):
         f.what += " (already there)" if job.step == sig.goto else ""

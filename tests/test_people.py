@@ -189,7 +189,9 @@ def test_policy_set_brings_gone_dark_to_the_10th_from_the_last_reply_on_the_3rd(
     b = deal(tc, "B")
     raised = events(tc, "signal.raised", b.id)
     assert [e.owed_at for e in raised] == [datetime(2027, 11, 10, 10, tzinfo=UTC)]
-    assert raised[0].data["last_activity"].startswith("2027-11-03T10:00")
+    assert raised[0].data["last_activity"] == "2027-11-03T10:00:00Z"
+    # Every instant the record holds is UTC written with Z, never +00:00 (the seed's form for events).
+    assert not Event.objects.filter(domain=tc, data__icontains="+00:00").exists()
     chain = {t.key.rsplit(":", 1)[1]: t for t in Timer.objects.filter(domain=tc, owner=b.id,
                                                                          key__contains=":gone_dark:")}
     assert chain["B-2001"].status == "fired"  # 11-03 14:00 read the reply at 10:00: next check 14d on
