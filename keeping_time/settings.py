@@ -236,6 +236,29 @@ KEEPING_TIME = {
     "WEBHOOK_PRIVATE_HOSTS": env.bool("KT_WEBHOOK_PRIVATE_HOSTS", default=True),
 }
 
+# Where outside calls may go (timers/targets.py): schedules' HTTP targets, webhook endpoints and the outbox's
+# http(s) transports are refused at loopback, link-local, private, unspecified and other non-public addresses,
+# and at the database's own host:port, unless KT_ALLOW_TARGETS names them: comma-separated host names
+# (hooks.internal, *.corp.example), addresses and CIDRs (127.0.0.1, ::1, 10.0.0.0/8). The database's port stays
+# refused. DEBUG (a trial on this machine: the quickstart's listener) allows loopback unless it is set.
+# KT_WEBHOOK_PRIVATE_HOSTS (above) is no longer read.
+def _allow_targets(entries: list[str]) -> list[str]:
+    import ipaddress
+    import re
+
+    entries = [e.strip() for e in entries if e.strip()]
+    for entry in entries:
+        try:
+            ipaddress.ip_network(entry.strip("[]"), strict=False)
+        except ValueError:
+            if not re.fullmatch(r"(\*\.)?[A-Za-z0-9_][A-Za-z0-9_.-]{0,252}", entry):
+                raise ImproperlyConfigured(f"KT_ALLOW_TARGETS: {entry!r} is neither a host name (*.example.com "
+                                           "for a suffix) nor an address or CIDR") from None
+    return entries
+
+
+KEEPING_TIME["ALLOW_TARGETS"] = _allow_targets(env.list("KT_ALLOW_TARGETS", default=["127.0.0.1", "::1"] if DEBUG else []))
+
 # /metrics (timers/metrics.py) answers a scraper sending "Authorization: Bearer <METRICS_TOKEN>", or a
 # superuser's session; with no token set, only a superuser's session.
 METRICS_TOKEN = env("METRICS_TOKEN", default="")

@@ -7,6 +7,7 @@ os.environ.setdefault("DATABASE_URL", "postgres://postgres@127.0.0.1:5432/keepin
 # environment, so the processes the tests start with keeping_time.settings (tests/test_concurrency.py) have
 # it too; it signs nothing outside a test run.
 os.environ.setdefault("SECRET_KEY", "keeping-time-tests-only-not-a-secret-0123456789-abcdefghij")
+os.environ.setdefault("KT_ALLOW_TARGETS", "127.0.0.1,::1")  # the tests' far ends and receivers, their processes' too
 
 from .settings import *  # noqa: E402,F403
 

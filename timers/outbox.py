@@ -37,6 +37,7 @@ from django.conf import settings
 from django.db import connection, transaction
 from django.db.models import Q
 
+from . import targets
 from .clock import wall_now
 from .models import Outbox
 
@@ -78,7 +79,9 @@ class RecordingTransport:
 
 class HttpTransport:
     """A submissions endpoint: ``POST {url}/submissions`` with the submission id (also as Idempotency-Key),
-    and ``GET {url}/submissions/{id}`` to ask whether one arrived (200 with its receipt, 404 if not)."""
+    and ``GET {url}/submissions/{id}`` to ask whether one arrived (200 with its receipt, 404 if not). Its host
+    is held to timers/targets.py's rule (KT_ALLOW_TARGETS names a private one) on the address connected to:
+    a refused one (TargetRefused) is a failed try, retried and then failed as any other."""
 
     def __init__(self, url: str, *, timeout: float = 10.0):
         self.url = url.rstrip("/")
@@ -89,7 +92,7 @@ class HttpTransport:
         req = urllib.request.Request(f"{self.url}/submissions", data=body, method="POST", headers={
             "Content-Type": "application/json", "Idempotency-Key": submission_id})
         try:
-            with urllib.request.urlopen(req, timeout=self.timeout) as resp:
+            with targets.urlopen(req, timeout=self.timeout) as resp:
                 return json.loads(resp.read() or b"{}")
         except urllib.error.HTTPError as exc:
             if 400 <= exc.code < 500 and exc.code not in (408, 409, 429):
@@ -98,7 +101,7 @@ class HttpTransport:
 
     def lookup(self, submission_id: str) -> dict | None:
         try:
-            with urllib.request.urlopen(f"{self.url}/submissions/{submission_id}", timeout=self.timeout) as resp:
+            with targets.urlopen(f"{self.url}/submissions/{submission_id}", timeout=self.timeout) as resp:
                 return json.loads(resp.read() or b"{}")
         except urllib.error.HTTPError as exc:
             if exc.code == 404:

@@ -41,7 +41,7 @@ from django.db import IntegrityError, connection, transaction
 from django.db.models import F, QuerySet
 from django.db.models.signals import pre_delete
 
-from . import handlers, outbox
+from . import handlers, outbox, targets
 from . import schedule_spec as specs
 from .clock import wall_now
 from .errors import KeepingTimeError
@@ -167,6 +167,11 @@ def _clean_http(target: dict, brand: Brand, domain: str) -> dict:
                             code="invalid_target")
     if isinstance(retries, bool) or not isinstance(retries, int) or not 0 <= retries <= MAX_RETRIES:
         raise ScheduleError(f"target.retries is a whole number from 0 to {MAX_RETRIES}", code="invalid_target")
+    why = targets.why_refused(url)  # checked again at every send, on the address the POST connects to
+    if why:
+        err = ScheduleError(f"target.url {url[:100]!r}: {why}", code="invalid_target")
+        err.param = "target.url"
+        raise err
     return {"url": url, "timeout": timeout, "retries": retries}
 
 
@@ -197,7 +202,8 @@ class HttpTargetTransport:
     t=<unix>,v1=<hex HMAC-SHA256 of "<t>.<body>">``, Stripe's scheme), with the submission id as
     ``Idempotency-Key``. 2xx: sent; 4xx: refused for good; 5xx, a timeout, no answer: retried after a
     backoff, ``retries`` times, then refused. Nobody can be asked whether a call arrived, so a call in doubt
-    is sent again with the same Idempotency-Key."""
+    is sent again with the same Idempotency-Key. The connection goes to the address the URL's host resolved to
+    and was checked at (timers/targets.py); a refused address is refused for good, nothing sent."""
 
     def __init__(self) -> None:
         self._secrets: dict[str, str] = {}  # a schedule's secret never changes
@@ -219,8 +225,10 @@ class HttpTargetTransport:
             "Content-Type": "application/json", "Idempotency-Key": submission_id,
             SIGNATURE_HEADER: sign(secret, body, at=int(wall_now().timestamp()))})
         try:
-            with urllib.request.urlopen(req, timeout=float(payload.get("timeout", 10))) as resp:
+            with targets.urlopen(req, timeout=float(payload.get("timeout", 10))) as resp:
                 return {"status": resp.status, "body": resp.read(2000).decode("utf-8", "replace")}
+        except targets.TargetRefused as exc:  # nothing was connected: the Run is dead-lettered with the reason
+            raise outbox.PermanentFailure(f"refused target: {exc.reason}") from None
         except urllib.error.HTTPError as exc:
             text = exc.read(2000).decode("utf-8", "replace") if exc.fp else ""
             message = f"HTTP {exc.code}: {text[:500]}"

@@ -21,25 +21,22 @@ the same Idempotency-Key.
 from __future__ import annotations
 
 import http.client
-import ipaddress
 import json
 import re
 import secrets
-import socket
 import time
 import urllib.error
 import urllib.request
 from collections.abc import Iterable, Mapping, Sequence
 from datetime import datetime, timedelta
 from typing import Any
-from urllib.parse import urlsplit
 
 from django.conf import settings
 from django.db import IntegrityError, transaction
 from django.db.models import Max
 from django.db.models.signals import post_save
 
-from . import outbox
+from . import outbox, targets
 from .clock import wall_now
 from .errors import KeepingTimeError, NotFound
 from .ids import is_live, new_id
@@ -125,7 +122,9 @@ def event_pattern_regex() -> str:
 
 def check_url(url: Any, *, param: str = "url") -> str:
     """An http(s) URL with a host (URL_PATTERN): invalid_url otherwise. Credentials in it are refused (the
-    signature is how a receiver knows the sender). Where its host points is checked at each send."""
+    signature is how a receiver knows the sender). A host that resolves to an address this server does not call
+    (timers/targets.py: loopback, private, link-local …, unless KT_ALLOW_TARGETS names it) is invalid_target;
+    where it points is checked again at each send, on the address the POST connects to."""
     if not isinstance(url, str) or not url or len(url) > MAX_URL:
         raise _bad(f"a URL of at most {MAX_URL} characters", code="invalid_url", param=param)
     if not url.startswith(("http://", "https://")):
@@ -133,33 +132,10 @@ def check_url(url: Any, *, param: str = "url") -> str:
     if _URL.fullmatch(url) is None:
         raise _bad(f"{url[:100]!r} is not a URL this server sends to: http(s)://host[:port][/path], with no user "
                    "or password, spaces or control characters", code="invalid_url", param=param)
+    why = targets.why_refused(url)
+    if why:
+        raise _bad(f"{url[:100]!r}: {why}", code="invalid_target", param=param)
     return url
-
-
-def _ip_refused(ip: ipaddress.IPv4Address | ipaddress.IPv6Address) -> str:
-    """Why a delivery may not reach ``ip``, or "". Link-local (a cloud's metadata service answers there),
-    multicast and unspecified addresses never; private and loopback ones only with WEBHOOK_PRIVATE_HOSTS:
-    the attempt log shows the answer to the owner, so a reachable internal service would be readable."""
-    if ip.is_link_local or ip.is_multicast or ip.is_unspecified or ip.is_reserved:
-        return "not one a delivery may reach (link-local, multicast or reserved)"
-    if (ip.is_private or ip.is_loopback) and not settings.KEEPING_TIME.get("WEBHOOK_PRIVATE_HOSTS", True):
-        return "private, and this server sends to public addresses only (KT_WEBHOOK_PRIVATE_HOSTS=0)"
-    return ""
-
-
-def _address_refused(url: str) -> str:
-    """At send time, what the URL's host resolves to: a name may point anywhere, whenever it likes."""
-    parts = urlsplit(url)
-    try:
-        infos = socket.getaddrinfo(parts.hostname, parts.port or (443 if parts.scheme == "https" else 80),
-                                   proto=socket.IPPROTO_TCP)
-    except OSError as exc:
-        return f"the host does not resolve: {exc}"
-    for info in infos:
-        why = _ip_refused(ipaddress.ip_address(info[4][0].split("%", 1)[0]))
-        if why:
-            return f"the host resolves to {info[4][0]}, {why}"
-    return ""
 
 
 # -- the endpoints: made, read, changed and ended by the API, the CLI and the console ----------------------
@@ -341,13 +317,9 @@ def _test_clock_deleted(sender, clock: TestClock, **kwargs) -> None:
 
 
 # -- sending ----------------------------------------------------------------------------------------------
-class _NoRedirects(urllib.request.HTTPRedirectHandler):
-    # A 3xx is a failed delivery, as Stripe counts it: the event is not followed to another URL.
-    def redirect_request(self, req, fp, code, msg, headers, newurl):
-        return None
-
-
-_OPENER = urllib.request.build_opener(_NoRedirects)
+# A 3xx is a failed delivery, as Stripe counts it: the event is not followed to another URL. Every connection is
+# made to the address its host resolved to and was checked at (timers/targets.py).
+_OPENER = targets.opener(redirects=False)
 
 
 class DeliveryFailed(Exception):
@@ -392,20 +364,18 @@ class WebhookTransport:
         attempt = WebhookAttempt.objects.filter(endpoint=endpoint, event_id=event.id).count() + 1
         at, started = wall_now(), time.monotonic()
         status, answer, error = None, "", ""
-        refused = _address_refused(endpoint.url)
-        if refused:
-            error = refused
-        else:
-            req = urllib.request.Request(endpoint.url, data=body, method="POST", headers={
-                "Content-Type": "application/json", "User-Agent": USER_AGENT, "Idempotency-Key": event.id,
-                SIGNATURE_HEADER: sign(endpoint.secret, body, at=int(wall_now().timestamp()))})
-            try:
-                with _OPENER.open(req, timeout=_cfg("WEBHOOK_TIMEOUT_SECONDS", 10)) as resp:
-                    status, answer = resp.status, _text(resp.read(ANSWER_KEPT * 4))
-            except urllib.error.HTTPError as exc:
-                status, answer = exc.code, _text(exc.read(ANSWER_KEPT * 4) if exc.fp else b"")
-            except (urllib.error.URLError, OSError, ValueError, http.client.HTTPException) as exc:
-                error = f"{type(exc).__name__}: {getattr(exc, 'reason', exc)}"
+        req = urllib.request.Request(endpoint.url, data=body, method="POST", headers={
+            "Content-Type": "application/json", "User-Agent": USER_AGENT, "Idempotency-Key": event.id,
+            SIGNATURE_HEADER: sign(endpoint.secret, body, at=int(wall_now().timestamp()))})
+        try:
+            with _OPENER.open(req, timeout=_cfg("WEBHOOK_TIMEOUT_SECONDS", 10)) as resp:
+                status, answer = resp.status, _text(resp.read(ANSWER_KEPT * 4))
+        except targets.TargetRefused as exc:  # nothing was connected
+            error = f"refused: {exc.reason}"
+        except urllib.error.HTTPError as exc:
+            status, answer = exc.code, _text(exc.read(ANSWER_KEPT * 4) if exc.fp else b"")
+        except (urllib.error.URLError, OSError, ValueError, http.client.HTTPException) as exc:
+            error = f"{type(exc).__name__}: {getattr(exc, 'reason', exc)}"
         _log(endpoint, event, submission_id, attempt, at, status, answer, error,
              round((time.monotonic() - started) * 1000))
         if status is not None and 200 <= status < 300:
