@@ -110,12 +110,13 @@ class FiringArmer:
 class DirectArmer:
     """Outside the tick (an API call, the console, a command): writes the timers and the record directly."""
 
-    def __init__(self, *, brand: Brand | str, domain: str, now: datetime | None = None):
+    def __init__(self, *, brand: Brand | str, domain: str, now: datetime | None = None, runtime: bool = False):
         self.brand_id = brand if isinstance(brand, str) else brand.id
         self.domain = domain
-        # A write on a deleted test clock's objects is refused here, whoever makes it (the API, a portal,
-        # the console, a command): 409 test_clock_deleted, nothing written.
-        writable_now = domain_writable(domain=domain)
+        # A write on a deleted or advancing test clock's objects is refused here, whoever makes it (the API, a
+        # portal, the console, a command): 409 test_clock_deleted / test_clock_advancing, nothing written.
+        # ``runtime``: the runtime's own write during an advance (a receipt), which an advance may take.
+        writable_now = domain_writable(domain=domain, runtime=runtime)
         self.now = now or writable_now
 
     def arm(self, key, *, owed_at, handler, data, opened_at, version=""):
@@ -655,7 +656,7 @@ def submissions_settled(results: list[tuple[str, bool, object]]) -> None:
         if item is None or item.status in (ClockItem.Status.SATISFIED, ClockItem.Status.VOIDED):
             continue
         try:
-            armer = DirectArmer(brand=row.brand_id, domain=row.domain)
+            armer = DirectArmer(brand=row.brand_id, domain=row.domain, runtime=True)
         except TestClockDeleted:
             continue  # its clock was deleted since the send: the receipt changes nothing
         clock_receipt(armer=armer, item=item, step=row.payload.get("step", ""),

@@ -535,3 +535,23 @@ def test_a_nul_anywhere_in_a_clocks_inputs_is_400_not_a_database_error(tax, inpu
     assert counts() == before
     clock.refresh_from_db()
     assert clock.inputs == stored
+
+
+def test_a_test_clock_takes_no_outside_write_while_it_advances(tax):
+    """Issue 26 (Stripe's rule): once an advance is asked for, the clock's objects are 409
+    test_clock_advancing, nothing written, until it is ready; then the same write lands."""
+    from timers.worker import advance, run_requested_advances
+
+    advance(tax.clock.id, datetime(2027, 3, 1, 14, tzinfo=UTC))
+    item = ClockItem.objects.filter(clock__domain=tax.clock.id, status="open").order_by("due_at").first()
+    r = tax.call("POST", f"/test_clocks/{tax.clock.id}/advance", {"to": "2027-03-02T14:00:00Z"})
+    assert r.status_code == 202 and r.json()["status"] == "advancing", r.content
+    before = counts()
+    event = {"type": "notice.received", "key": "CP2000-7", "data": {"reply_by": "2027-05-20"}}
+    err = error(tax.call("POST", f"/subjects/{tax.subject.id}/events", event), 409, "test_clock_advancing")
+    assert "ready" in err["message"]
+    error(tax.call("POST", f"/clocks/{item.clock_id}/items/{item.item or '-'}/satisfy", {"by": "Ada"}), 409,
+          "test_clock_advancing")
+    assert counts() == before
+    assert run_requested_advances() == 1
+    assert tax.call("POST", f"/subjects/{tax.subject.id}/events", event).status_code == 200

@@ -214,9 +214,12 @@ def _notify_worker(domain: str) -> None:
 
 
 # -- timers outside a firing -------------------------------------------------------------------------
-def domain_writable(*, domain: str) -> datetime:
+def domain_writable(*, domain: str, runtime: bool = False) -> datetime:
     """The domain's now for a write outside the tick, refused on a deleted (or deleting) test clock
     (``409 test_clock_deleted``): its objects take no writes, so nothing lands after ``test_clock.deleted``.
+    While a test clock advances its objects take no outside writes either (``409 test_clock_advancing``, as
+    Stripe's test clocks): what an advance fires never interleaves with an outside act. ``runtime`` is the
+    runtime's own write during an advance (a send's receipt heard after the batch that sent it).
 
     On PostgreSQL inside a transaction the clock's row is read FOR SHARE: a delete that marks the clock after
     this read waits until the write commits (and then voids what it wrote), and a write after the mark sees
@@ -232,6 +235,9 @@ def domain_writable(*, domain: str) -> datetime:
         raise NotFound(f"no test clock {domain!r}")
     if row[0] in TestClock.GONE:
         raise TestClockDeleted(f"test clock {domain} was deleted: its objects take no writes")
+    if row[0] == TestClock.Status.ADVANCING and not runtime:
+        raise TestClockAdvancing(f"test clock {domain} is advancing: its objects take writes again once it is "
+                                 "ready (test_clock.ready)")
     return row[1]
 
 
