@@ -17,6 +17,7 @@ from timers.api.schedules import ZoneField
 from timers.api.serializers import (
     ListQuerySerializer,
     MetadataField,
+    NameField,
     StrictBooleanField,
     StrictCharField,
     StrictRegexField,
@@ -113,7 +114,7 @@ class ClosedDaySerializer(serializers.Serializer):
 
 
 class CalendarCreateSerializer(serializers.Serializer):
-    name = StrictCharField(max_length=200, help_text="What the console calls it: apis.tax, New York office")
+    name = NameField(max_length=200, help_text="What the console calls it: apis.tax, New York office")
     zone = ZoneField(max_length=64, help_text="An IANA zone: America/New_York")
     weekends = serializers.ListField(child=WeekdayField(),
                                      required=False, max_length=6,
@@ -129,7 +130,7 @@ class CalendarCreateSerializer(serializers.Serializer):
 
 
 class CalendarUpdateSerializer(serializers.Serializer):
-    name = StrictCharField(required=False, max_length=200)
+    name = NameField(required=False, max_length=200)
     zone = ZoneField(required=False, max_length=64,
                      help_text="Only while no open date falls on the calendar (calendar_in_use)")
     weekends = serializers.ListField(child=WeekdayField(),

@@ -142,6 +142,24 @@ REST_FRAMEWORK = {
     "UNAUTHENTICATED_USER": None,
 }
 
+# Rate limits (timers/api/throttles.py): per secret key for the API, per client address for sign-ins (the
+# customer portal's link, the delivery portal's and the owner console's logins); over one, 429 with
+# Retry-After. "<n>/s", "<n>/min", "<n>/h", "<n>/day", or "off". KT_NUM_PROXIES: how many proxies in front
+# append to X-Forwarded-For (0: the connection's address is the client's).
+def _rate(name: str, default: str) -> str | None:
+    value = env(name, default=default).strip()
+    if value.lower() in ("off", "none", "0", ""):
+        return None
+    num, _, period = value.partition("/")
+    if not (num.isdigit() and int(num) > 0 and period[:1] in ("s", "m", "h", "d")):
+        raise ImproperlyConfigured(f"{name}={value!r}: a rate is <count>/s, /min, /h or /day (e.g. 100/s), or off")
+    return value
+
+
+REST_FRAMEWORK["DEFAULT_THROTTLE_RATES"] = {"api_key": _rate("KT_RATE_LIMIT", "100/s"),
+                                            "sign_in": _rate("KT_SIGN_IN_RATE_LIMIT", "10/min")}
+REST_FRAMEWORK["NUM_PROXIES"] = env.int("KT_NUM_PROXIES", default=0)
+
 SPECTACULAR_SETTINGS = {
     "TITLE": "Keeping Time API",
     "DESCRIPTION": (
@@ -158,6 +176,7 @@ SPECTACULAR_SETTINGS = {
         "timers.api.idempotency.openapi_header",
     ],
 }
+SPECTACULAR_SETTINGS["POSTPROCESSING_HOOKS"].append("timers.api.throttles.openapi_rate_limited")  # the 429s
 
 # Services, by module path: each module declares one or more services.declare.Service.
 KEEPING_TIME_SERVICES = env.list("KT_SERVICES", default=[

@@ -31,7 +31,10 @@ from calendars.services import DirectArmer, clock_choose, clock_satisfy
 from timers.api.serializers import (
     Choice,
     ListQuerySerializer,
+    QueryBooleanField,
+    StrictBooleanField,
     StrictCharField,
+    StrictDecimalField,
     StrictRegexField,
     _plain_json,
     const,
@@ -763,9 +766,9 @@ class ClockSatisfyView(BrandAPIView):
 
 
 class ClockPenaltySerializer(serializers.Serializer):
-    notice = serializers.CharField(max_length=64, help_text="The notice that assessed it, e.g. CP14")
-    amount = serializers.DecimalField(max_digits=12, decimal_places=2, min_value=Decimal("0.01"),
-                                      help_text="The penalty assessed, in USD")
+    notice = StrictCharField(max_length=64, help_text="The notice that assessed it, e.g. CP14")
+    amount = StrictDecimalField(max_digits=12, decimal_places=2, min_value=Decimal("0.01"),
+                                help_text="The penalty assessed, in USD")
 
 
 class PenaltySerializer(serializers.Serializer):
@@ -807,8 +810,8 @@ class ClockPenaltyView(BrandAPIView):
 
 # -- versions -----------------------------------------------------------------------------------------
 class VersionListQuerySerializer(serializers.Serializer):
-    pinned = serializers.BooleanField(required=False, default=False,
-                                      help_text="Only versions still running a timer of the caller's")
+    pinned = QueryBooleanField(required=False, default=False,
+                               help_text="Only versions still running a timer of the caller's")
     test_clock = query_field("Count what is on this test clock; the live clock's when absent")
 
 
@@ -851,7 +854,7 @@ class VersionListView(BrandAPIView):
 class JobRepinSerializer(serializers.Serializer):
     to = StrictRegexField(r"^(sha256:[0-9a-f]{8,64}|[A-Za-z0-9][A-Za-z0-9._-]{0,63})$", max_length=71,
                           help_text="A version's name (2027-06) or a sha256 prefix")
-    dry_run = serializers.BooleanField(required=False, default=False, help_text="Print the diff, change nothing")
+    dry_run = StrictBooleanField(required=False, default=False, help_text="Print the diff, change nothing")
 
 
 class RepinChangeSerializer(serializers.Serializer):

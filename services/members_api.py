@@ -20,6 +20,7 @@ from timers.api.auth import livemode
 from timers.api.serializers import (
     Choice,
     ListQuerySerializer,
+    NameField,
     StrictCharField,
     const,
     list_serializer,
@@ -90,14 +91,14 @@ def handover_json(done: Handover, *, successor: Membership | None) -> dict:
 # -- what the API takes and answers (the answers only describe the JSON above, for the schema) -------------------
 class InviteSerializer(serializers.Serializer):
     email = StrictCharField(max_length=254, help_text="Where the invite goes; the member signs in with it")
-    name = StrictCharField(required=False, allow_blank=True, max_length=200, default="",
-                           help_text="What clocks, Tasks and messages call them: Grace Hopper")
+    name = NameField(required=False, allow_blank=True, max_length=200, default="",
+                     help_text="What clocks, Tasks and messages call them: Grace Hopper")
     role = Choice(choices=list(ROLES), component="MemberRole", required=False, default=Membership.Role.MEMBER,
                   help_text="owner (the owner console too) or member (the delivery portal)")
 
 
 class MemberUpdateSerializer(serializers.Serializer):
-    name = StrictCharField(required=False, allow_blank=True, max_length=200)
+    name = NameField(required=False, allow_blank=True, max_length=200)
     role = Choice(choices=list(ROLES), component="MemberRole", required=False)
 
 

@@ -14,6 +14,7 @@ from rest_framework import serializers
 from rest_framework.response import Response
 
 from calendars.services import DirectArmer, calendar_postpone, clock_inputs_changed
+from timers.api.serializers import StrictIntegerField
 from timers.api.views import (
     ERRORS,
     NOT_FOUND,
@@ -136,7 +137,7 @@ class JobGrantView(BrandAPIView):
 class PolicySerializer(serializers.Serializer):
     service = StrictCharField(max_length=64)
     name = StrictCharField(max_length=40, help_text="A policy value the Service declares: stall_days")
-    value = serializers.IntegerField(min_value=1, max_value=3650, help_text="Days")
+    value = StrictIntegerField(min_value=1, max_value=3650, help_text="Days")
     test_clock = StrictCharField(required=False, allow_blank=True, max_length=32, default="")
 
 
@@ -170,7 +171,7 @@ class PolicySetView(BrandAPIView):
 
 class WindowSerializer(serializers.Serializer):
     member = StrictCharField(max_length=150)
-    hours = serializers.IntegerField(min_value=1, max_value=24 * 14)
+    hours = StrictIntegerField(min_value=1, max_value=24 * 14)
     test_clock = StrictCharField(required=False, allow_blank=True, max_length=32, default="")
 
 

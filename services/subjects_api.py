@@ -17,6 +17,7 @@ from calendars.models import Subject
 from timers.api.serializers import (
     ListQuerySerializer,
     MetadataField,
+    NameField,
     StrictCharField,
     _plain_json,
     const,
@@ -116,7 +117,7 @@ class SubjectCreateSerializer(serializers.Serializer):
     kind = KindField(max_length=64, help_text="A kind a Service takes: taxpayer, account")
     key = SubjectKeyField(max_length=128, trim_whitespace=False,
                           help_text="Its key, in the grammar the kind's Service declares: an EIN is NN-NNNNNNN")
-    name = StrictCharField(max_length=200, help_text="Acme Robotics")
+    name = NameField(max_length=200, help_text="Acme Robotics")
     calendar = StrictCharField(required=False, max_length=32,
                                help_text="cal_…: its own; else its Service's, else the brand's default")
     metadata = MetadataField(required=False)
@@ -125,7 +126,7 @@ class SubjectCreateSerializer(serializers.Serializer):
 
 
 class SubjectUpdateSerializer(serializers.Serializer):
-    name = StrictCharField(required=False, max_length=200)
+    name = NameField(required=False, max_length=200)
     calendar = StrictCharField(required=False, max_length=32, help_text="Only while it has no open date")
     metadata = MetadataField(required=False, help_text='Merged; a key set to "" is removed')
 

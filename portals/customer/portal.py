@@ -42,7 +42,13 @@ LINK_KEY = "customer_portal_link"  # a calendar link just made, shown once
 def session_open(request: HttpRequest) -> HttpResponse:
     """The link itself (``?token=``), once: a valid one signs the customer in for its subject until it
     expires, then redirects to the portal (so the token leaves the address bar); an expired, used or unknown
-    one is the same page."""
+    one is the same page. Tries are counted per client address (KT_SIGN_IN_RATE_LIMIT): over the rate, a 429
+    page with Retry-After, and the token is not read."""
+    from timers.api.throttles import sign_in_limited
+
+    limited = sign_in_limited(request)
+    if limited is not None:
+        return private(limited, referrer="no-referrer")
     found = portal_session_open(token=request.GET.get("token", ""))
     if found is None:
         return private(render(request, "portals/customer/link_expired.html", status=403), referrer="no-referrer")

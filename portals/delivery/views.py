@@ -41,6 +41,13 @@ class SignIn(LoginView):
     template_name = "portals/delivery/login.html"
     redirect_authenticated_user = True
 
+    def post(self, request, *args, **kwargs):
+        # Each try counts against the client address's sign-in rate (KT_SIGN_IN_RATE_LIMIT): over it, a 429
+        # page with Retry-After, and the password is not checked.
+        from timers.api.throttles import sign_in_limited
+
+        return sign_in_limited(request) or super().post(request, *args, **kwargs)
+
     def get_success_url(self) -> str:
         return self.get_redirect_url() or reverse("delivery:home")
 

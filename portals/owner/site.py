@@ -17,6 +17,7 @@ from django.template.response import TemplateResponse
 from django.urls import path
 from django.utils import timezone
 
+from timers.api.throttles import sign_in_limited
 from timers.models import Brand, in_domain
 
 from .scope import as_of, is_owner, request_brands, scope, test_clocks
@@ -81,6 +82,15 @@ class OwnerSite(admin.AdminSite):
     def has_permission(self, request):
         user = request.user
         return bool(user.is_active and user.is_staff and (user.is_superuser or is_owner(user)))
+
+    def login(self, request, extra_context=None):
+        """Each try counts against the client address's sign-in rate (KT_SIGN_IN_RATE_LIMIT): over it, a 429
+        page with Retry-After, and the password is not checked."""
+        if request.method == "POST":
+            limited = sign_in_limited(request)
+            if limited is not None:
+                return limited
+        return super().login(request, extra_context)
 
     # -- registration: every admin is brand-scoped -------------------------------------------------------------
     def register(self, model_or_iterable, admin_class=None, **options):

@@ -85,8 +85,10 @@ class SecretKeyAuthentication(BaseAuthentication):
         if key is None:
             raise AuthenticationFailed(INVALID_KEY)
         brand = key.brand
-        # A fresh instance per request: the mode is this key's, never another request's.
+        # A fresh instance per request: the mode is this key's, never another request's; and the key's id,
+        # which its rate limit counts by (timers.api.throttles.ApiKeyRateThrottle).
         brand.livemode = key.prefix.startswith(LIVE_PREFIX)
+        brand.api_key_id = key.id
         return BrandUser(brand), brand
 
     def authenticate_header(self, request) -> str:

@@ -18,6 +18,7 @@ from rest_framework.response import Response
 from rest_framework.views import set_rollback
 
 from ..errors import KeepingTimeError, Refused
+from .throttles import retry_after
 
 log = logging.getLogger(__name__)
 
@@ -47,14 +48,21 @@ def _first_error(detail, path: str = "") -> tuple[str | None, str]:
                 return _first_error(sub, f"{path}[{i}]")
             return _first_error(sub, path)
         return (path or None), "invalid request"
-    return (path or None), str(detail)
+    return (path or None), detail
+
+
+# Codes a field's ValidationError may carry to the answer (timers.api.serializers.NameField); any other is
+# DRF's own (invalid, required, max_length …), answered as invalid_request.
+FIELD_CODES = frozenset({"invalid_name"})
 
 
 def _validation(exc: drf.ValidationError) -> tuple[str, str, str | None]:
-    param, message = _first_error(exc.detail)
+    param, detail = _first_error(exc.detail)
+    code = getattr(detail, "code", None)
+    message = str(detail)
     if param:
         message = f"{param}: {message}"
-    return "invalid_request", message, param
+    return (code if code in FIELD_CODES else "invalid_request"), message, param
 
 
 def too_large(exc: Exception) -> tuple[int, str, str] | None:
@@ -101,10 +109,13 @@ def exception_handler(exc, context):
             headers["Allow"] = ", ".join(view.allowed_methods)
     elif isinstance(exc, DjangoPermissionDenied | drf.PermissionDenied):
         status, code, message = 403, "permission_denied", str(getattr(exc, "detail", "") or "permission denied")
+    elif isinstance(exc, drf.Throttled):  # timers.api.throttles: Stripe's 429, with the seconds to wait
+        status, code = 429, "rate_limited"
+        seconds = retry_after(exc.wait)
+        message = f"too many requests with this API key; retry after {seconds} second{'s' if seconds != 1 else ''}"
+        headers["Retry-After"] = str(seconds)
     elif isinstance(exc, drf.APIException):
         status, code, message = exc.status_code, exc.default_code, str(exc.detail)
-        if isinstance(exc, drf.Throttled) and exc.wait is not None:
-            headers["Retry-After"] = str(int(exc.wait))
     else:
         # A bug, never bad input: log it and answer in the same shape (DEBUG re-raises for the page).
         from django.conf import settings

@@ -21,6 +21,7 @@ from ..timeutil import zone_names
 from .serializers import (
     Choice,
     ListQuerySerializer,
+    NameField,
     StrictBooleanField,
     StrictCharField,
     StrictIntegerField,
@@ -120,7 +121,7 @@ class ZoneSchema(_Schema):
 class ScheduleCreateSerializer(serializers.Serializer):
     test_clock = StrictCharField(required=False, allow_null=True, allow_blank=True, max_length=64,
                                  help_text="Create on this test clock; the live clock (a live key) when absent")
-    name = StrictCharField(required=False, allow_blank=True, max_length=200)
+    name = NameField(required=False, allow_blank=True, max_length=200)
     spec = SpecField(help_text='{"cron": "30 2 * * *"}, {"every": "30m", "phase": "5m"} or '
                                       '{"each": "month", "at": "1mo after end", "time": "06:30"}')
     zone = ZoneField(required=False, max_length=64, help_text="An IANA zone; UTC when absent")

@@ -6,6 +6,7 @@ import json
 import math
 import re
 from datetime import UTC, datetime
+from decimal import Decimal
 
 from django.db.models import Q
 from django.http import QueryDict
@@ -171,28 +172,142 @@ class StrictCharSchema(OpenApiSerializerFieldExtension):
         return {"type": "string", "pattern": NO_NUL}
 
 
+def _not_a(kind: str, data) -> str:
+    """What a strict field says of a value of another JSON type: '"7"' is text, not the number 7."""
+    if isinstance(data, str):
+        return f"expected {kind}, not a string ({json.dumps(data)[:40]}): send it without quotes"
+    return f"expected {kind}, not {type(data).__name__ if data is not None else 'null'}"
+
+
 class StrictBooleanField(serializers.BooleanField):
-    """true or false; a form field (all strings) writes them as "true" and "false"."""
+    """true or false, a JSON boolean; a form field (all strings) writes them as "true" and "false"."""
 
     def to_internal_value(self, data):
         if isinstance(data, bool):
             return data
         if isinstance(data, str) and from_form(self) and data in ("true", "false"):
             return data == "true"
-        self.fail("invalid", input=data)
+        raise serializers.ValidationError(_not_a("true or false", data), code="invalid")
 
 
 _INTEGER = re.compile(r"-?[0-9]{1,18}")
 
 
 class StrictIntegerField(serializers.IntegerField):
-    """A whole number; in a query string, digits only (DRF also takes 1.0 and " 1 ")."""
+    """A whole JSON number (7, or 7.0, which JSON Schema calls the same integer), never "7" or true; a form
+    field (all strings) writes it as digits. DRF's own takes "7", " 7 " and 7.0 alike."""
+
+    def to_internal_value(self, data):
+        if isinstance(data, str) and from_form(self) and _INTEGER.fullmatch(data):
+            return super().to_internal_value(data)
+        if isinstance(data, bool) or not isinstance(data, int | float):
+            raise serializers.ValidationError(_not_a("a whole number", data), code="invalid")
+        if isinstance(data, float) and not (math.isfinite(data) and data.is_integer()):
+            self.fail("invalid")
+        return super().to_internal_value(int(data))
+
+
+class StrictFloatField(serializers.FloatField):
+    """A JSON number, never "7.5" or true; a form field writes it as text."""
+
+    def to_internal_value(self, data):
+        if isinstance(data, str) and from_form(self):
+            return super().to_internal_value(data)
+        if isinstance(data, bool) or not isinstance(data, int | float):
+            raise serializers.ValidationError(_not_a("a number", data), code="invalid")
+        return super().to_internal_value(data)
+
+
+class StrictDecimalField(serializers.DecimalField):
+    """An amount as a JSON number (12.5), never "12.50" or true, with at most ``decimal_places`` decimals; a
+    form field writes it as text. The schema says number, with multipleOf for the places."""
+
+    def __init__(self, **kwargs):
+        kwargs.setdefault("coerce_to_string", False)
+        super().__init__(**kwargs)
+
+    def to_internal_value(self, data):
+        if isinstance(data, str) and from_form(self):
+            return super().to_internal_value(data)
+        if isinstance(data, bool) or not isinstance(data, int | float):
+            raise serializers.ValidationError(_not_a("a number", data), code="invalid")
+        # A float's repr is the shortest text that reads back as it: 0.35, as the client wrote it.
+        return super().to_internal_value(repr(data) if isinstance(data, float) else data)
+
+
+class StrictDecimalSchema(OpenApiSerializerFieldExtension):
+    target_class = StrictDecimalField
+
+    def map_serializer_field(self, auto_schema, direction):
+        # min_value and max_value come from the field's validators, added after this (_insert_field_validators);
+        # max_digits is no validator of DRF's, so its bound is said here.
+        field = self.target
+        schema = {"type": "number", "format": "decimal"}
+        if field.decimal_places is not None:
+            schema["multipleOf"] = float(Decimal(1).scaleb(-field.decimal_places))
+        if field.max_whole_digits is not None:
+            bound = 10 ** field.max_whole_digits
+            schema.update(maximum=bound, exclusiveMaximum=True, minimum=-bound, exclusiveMinimum=True)
+        return schema
+
+
+class QueryIntegerField(serializers.IntegerField):
+    """A whole number in a query string: digits only (DRF also takes 1.0 and " 1 ")."""
 
     def to_internal_value(self, data):
         if isinstance(data, bool) or not isinstance(data, int | str) or (
                 isinstance(data, str) and not _INTEGER.fullmatch(data)):
             self.fail("invalid")
         return super().to_internal_value(data)
+
+
+class QueryBooleanField(serializers.BooleanField):
+    """true or false in a query string, as OpenAPI writes a boolean there (DRF also takes 1, yes and on)."""
+
+    def to_internal_value(self, data):
+        if isinstance(data, bool):
+            return data
+        if data in ("true", "false"):
+            return data == "true"
+        self.fail("invalid", input=data)
+
+
+# C0 and C1 controls and DEL: a name is one line of text, printed in pages, headers and commands' output.
+CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f]")
+NAME_PATTERN = "^[^\\u0000-\\u001f\\u007f-\\u009f]+$"
+
+
+def control_problem(name: str) -> str | None:
+    found = CONTROL.search(name)
+    if found:
+        return f"holds a control character ({found.group()!r} at {found.start()}): a name is one line of text"
+    return None
+
+
+def name_problem(name: str, *, max_length: int = 200) -> str | None:
+    """What is wrong with a name a person gives (a brand's, a key's), or None; the API's NameField says the same."""
+    if len(name) > max_length:
+        return f"at most {max_length} characters (this one has {len(name)})"
+    return control_problem(name)
+
+
+class NameField(StrictCharField):
+    """A name: text with no control characters (400 invalid_name), read before DRF trims whitespace: "Acme\n" is
+    refused, as the schema says, not taken as "Acme"."""
+
+    def run_validation(self, data=serializers.empty):
+        # A NUL is refused as in any text field (invalid_request, DRF's validator).
+        problem = control_problem(data) if isinstance(data, str) and "\x00" not in data else None
+        if problem:
+            raise serializers.ValidationError(problem, code="invalid_name")
+        return super().run_validation(data)
+
+
+class NameSchema(OpenApiSerializerFieldExtension):
+    target_class = NameField
+
+    def map_serializer_field(self, auto_schema, direction):
+        return {"type": "string", "pattern": NAME_PATTERN}
 
 
 def query_field(help_text: str, *, max_length: int = 64) -> StrictCharField:
@@ -377,7 +492,7 @@ class TimerCreateSchema(OpenApiSerializerExtension):
 
 class TestClockCreateSerializer(serializers.Serializer):
     frozen_time = InstantField()
-    name = StrictCharField(required=False, allow_null=True, allow_blank=True, max_length=200, default="")
+    name = NameField(required=False, allow_null=True, allow_blank=True, max_length=200, default="")
     seed = StrictRegexField(SEED_PATTERN, required=False, allow_null=True, allow_blank=True, default="",
                             help_text="Ids minted on the clock derive from the seed and what they name, so the same "
                                       "scenario on a clock of the same seed makes the same record; one clock per seed")
@@ -390,7 +505,7 @@ class TestClockAdvanceSerializer(serializers.Serializer):
 
 
 class ListQuerySerializer(serializers.Serializer):
-    limit = StrictIntegerField(required=False, default=10, min_value=1, max_value=100)
+    limit = QueryIntegerField(required=False, default=10, min_value=1, max_value=100)
     starting_after = query_field("An object id: the page starts after it")
 
 

@@ -48,6 +48,7 @@ from .serializers import (
     timer_json,
     timers_json,
 )
+from .throttles import ApiKeyRateThrottle
 
 _ID = re.compile(r"^[A-Za-z0-9_]{1,32}$")
 
@@ -88,6 +89,8 @@ class SafeJSONParser(JSONParser):
 class BrandAPIView(APIView):
     # JSON, and form fields as Stripe's clients send them (flat fields only).
     parser_classes = [SafeJSONParser, FormParser]
+    # Per secret key (KT_RATE_LIMIT): 429 rate_limited with Retry-After over it.
+    throttle_classes = [ApiKeyRateThrottle]
 
     def dispatch(self, request, *args, **kwargs):
         key = request.META.get(idempotency.HEADER)

@@ -6,6 +6,9 @@ live clock's. Neither sees the other's (timers.api.views.owned).
 
 from __future__ import annotations
 
+from django.core.management.base import CommandError
+
+from timers.api.serializers import name_problem
 from timers.services import api_key_create, brand_get_or_create
 
 from ..base import KTCommand
@@ -20,6 +23,10 @@ class Command(KTCommand):
         parser.add_argument("--live", action="store_true", help="a live key (sk_live_…) for the live clock")
 
     def handle(self, *args, **o):
+        for option in ("brand", "name"):
+            problem = name_problem(o[option]) or ("is empty" if option == "brand" and not o[option].strip() else None)
+            if problem:
+                raise CommandError(f"invalid_name: --{option} {problem}")
         brand = brand_get_or_create(name=o["brand"])
         row, secret = api_key_create(brand=brand, name=o["name"], live=o["live"])
         self.stdout.write(f"{brand.id} · {brand.name} · {row.id}")
