@@ -552,6 +552,11 @@ def _send_claimed_rows(rows: list[Claimed], me: str, stats: DeliverStats, stop: 
     half = _lease().total_seconds() / 2
     fresh_until = claimed_at + half
     taken: set[str] = set()
+    # A transport may read what its sends need for the whole set at once (webhooks: events, endpoints, log).
+    for name in sorted({r.transport for r in rows}):
+        prepare = getattr(transport(name), "prepare", None)
+        if prepare is not None:
+            prepare([(r.id, r.payload) for r in rows if r.transport == name])
     last = time.monotonic()
     for n, row in enumerate(rows):
         if stop is not None and stop.is_set():

@@ -24,6 +24,7 @@ import http.client
 import json
 import re
 import secrets
+import threading
 import time
 import urllib.error
 import urllib.request
@@ -33,7 +34,7 @@ from typing import Any
 
 from django.conf import settings
 from django.db import IntegrityError, transaction
-from django.db.models import Max
+from django.db.models import Count, Max
 from django.db.models.signals import post_save
 
 from . import outbox, targets
@@ -344,24 +345,78 @@ def body_of(event: Event) -> bytes:
     return json.dumps(event_json(event), separators=(",", ":"), ensure_ascii=False, default=str).encode()
 
 
+class _Prepared(threading.local):
+    """What a claimed set's sends read, loaded for the whole set (outbox.deliver calls ``prepare``): the 2xx
+    already logged, the endpoints, the events and each (endpoint, event)'s tries so far. Per thread: a sender
+    is one thread, and another thread's set is its own."""
+
+    def __init__(self) -> None:
+        self.clear()
+
+    def clear(self) -> None:
+        self.sids: set[str] = set()
+        self.logged: dict[str, dict] = {}
+        self.endpoints: dict[str, WebhookEndpoint] = {}
+        self.events: dict[str, Event] = {}
+        self.tries: dict[tuple[str, str], int] = {}
+
+
 class WebhookTransport:
     """POST an event to its endpoint: signed (``Keeping-Time-Signature``, timers.schedules.sign), with the event
-    id as ``Idempotency-Key``; each try logged right after it, before the outbox records the receipt."""
+    id as ``Idempotency-Key``; each try logged right after it, before the outbox records the receipt.
+
+    A claimed set is read in four queries before its first send (``prepare``), not four a send: what a set
+    sends is this sender's alone while it holds the claim, so nothing read ahead changes under it but the
+    log it writes itself (kept up to date here)."""
+
+    def __init__(self) -> None:
+        self._set = _Prepared()
+
+    def prepare(self, sends: Sequence[tuple[str, dict]]) -> None:
+        p = self._set
+        p.clear()
+        p.sids = {sid for sid, _ in sends}
+        endpoint_ids = {payload["endpoint"] for _, payload in sends}
+        event_ids = {payload["event"] for _, payload in sends}
+        for sid, status, attempt in (WebhookAttempt.objects.filter(submission__in=p.sids, status__gte=200,
+                                                                   status__lt=300)
+                                     .values_list("submission", "status", "attempt")):
+            p.logged[sid] = {"status": status, "attempt": attempt, "logged": True}
+        p.endpoints = WebhookEndpoint.objects.in_bulk(endpoint_ids)
+        p.events = {e.id: e for e in Event.objects.filter(id__in=event_ids)}
+        for ep_id, ev_id, n in (WebhookAttempt.objects.filter(endpoint_id__in=endpoint_ids, event_id__in=event_ids)
+                                .values("endpoint_id", "event_id").annotate(n=Count("id"))
+                                .values_list("endpoint_id", "event_id", "n")):
+            p.tries[(ep_id, ev_id)] = n
+
+    def _read(self, submission_id: str, payload: dict) -> tuple[dict | None, WebhookEndpoint | None,
+                                                                Event | None, int]:
+        p = self._set
+        if submission_id in p.sids:
+            key = (payload["endpoint"], payload["event"])
+            return (p.logged.get(submission_id), p.endpoints.get(payload["endpoint"]),
+                    p.events.get(payload["event"]), p.tries.get(key, 0))
+        # A send outside a prepared set (a caller of its own): read it here.
+        endpoint = WebhookEndpoint.objects.filter(pk=payload["endpoint"]).first()
+        event = Event.objects.filter(id=payload["event"]).first()
+        tries = (WebhookAttempt.objects.filter(endpoint=endpoint, event_id=event.id).count()
+                 if endpoint is not None and event is not None else 0)
+        return _logged(submission_id), endpoint, event, tries
 
     def send(self, submission_id: str, payload: dict) -> dict:
         from .schedules import SIGNATURE_HEADER, sign
 
-        logged = _logged(submission_id)
+        logged, endpoint, event, tries = self._read(submission_id, payload)
         if logged is not None:  # it arrived before this sender's predecessor could record so
             return logged
-        endpoint = WebhookEndpoint.objects.filter(pk=payload["endpoint"]).first()
         if endpoint is None:
             raise outbox.PermanentFailure("the endpoint was deleted")
-        event = Event.objects.filter(id=payload["event"]).first()
         if event is None:
             raise outbox.PermanentFailure("the event is no longer on the record")
         body = body_of(event)
-        attempt = WebhookAttempt.objects.filter(endpoint=endpoint, event_id=event.id).count() + 1
+        attempt = tries + 1
+        if submission_id in self._set.sids:
+            self._set.tries[(endpoint.id, event.id)] = attempt  # this try, logged below
         at, started = wall_now(), time.monotonic()
         status, answer, error = None, "", ""
         req = urllib.request.Request(endpoint.url, data=body, method="POST", headers={
