@@ -31,6 +31,7 @@ import signal
 import socket
 import subprocess
 import sys
+import tempfile
 import threading
 import time
 from collections import Counter
@@ -180,7 +181,7 @@ def main() -> int:
     from django.db import connection
     from django.utils import timezone
 
-    from timers.models import ApiKey, Brand, Event, Outbox, Timer, WebhookEndpoint, live_domain
+    from timers.models import ApiKey, Brand, Commit, Event, Outbox, Timer, WebhookEndpoint, live_domain
     from timers.services import api_key_create, brand_get_or_create
     from timers.webhooks import endpoint_create
 
@@ -192,7 +193,7 @@ def main() -> int:
     old = Brand.objects.filter(name=BRAND).first()
     if old is not None:  # a previous soak's rows
         domain = live_domain(old.id)
-        for model in (Timer, Event, Outbox):
+        for model in (Timer, Commit, Event, Outbox):
             model.objects.filter(domain=domain).delete()
         Outbox.objects.filter(domain__in=WebhookEndpoint.objects.filter(brand=old).values("id")).delete()
         WebhookEndpoint.objects.filter(brand=old).delete()
@@ -202,13 +203,17 @@ def main() -> int:
     _, key = api_key_create(brand=brand, name="soak", live=True)
     endpoint_create(brand=brand, livemode=True, url=far.url, enabled_events=["timer.fired"])
 
-    env = dict(os.environ, PYTHONUNBUFFERED="1")
+    # The runtime is measured, not the API's rate limit (KT_RATE_LIMIT, 100/s a key by default).
+    env = dict(os.environ, PYTHONUNBUFFERED="1", KT_RATE_LIMIT="off")
     port = free_port()
+    # Each process's stderr to a file (a pipe nobody reads for 20 minutes would fill and stop the process).
+    logs = {name: tempfile.NamedTemporaryFile(prefix=f"soak-{name}-", suffix=".log", delete=False)
+            for name in ("api", "worker")}
     api = subprocess.Popen([str(Path(sys.executable).with_name("gunicorn"))], cwd=ROOT,
                            env=dict(env, GUNICORN_BIND=f"127.0.0.1:{port}", GUNICORN_ACCESSLOG="/dev/null",
-                                    WEB_CONCURRENCY="2"), stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+                                    WEB_CONCURRENCY="2"), stdout=subprocess.DEVNULL, stderr=logs["api"])
     worker = subprocess.Popen([sys.executable, "manage.py", "tick", "--forever"], cwd=ROOT, env=env,
-                              stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+                              stdout=subprocess.DEVNULL, stderr=logs["worker"])
     deadline = time.monotonic() + 60
     while True:
         try:
@@ -216,7 +221,7 @@ def main() -> int:
             break
         except OSError:
             if time.monotonic() > deadline or api.poll() is not None:
-                print(f"soak: gunicorn did not start: {api.stderr.read().decode()[-2000:]}", file=sys.stderr)
+                print(f"soak: gunicorn did not start: {Path(logs['api'].name).read_text()[-2000:]}", file=sys.stderr)
                 return 3
 
     print(f"soak · {args.minutes:g} min · {args.rate:g} timers/s over {args.clients} clients · owed "
@@ -242,7 +247,8 @@ def main() -> int:
                   f"{r['api_rss'] / 1024:>6.0f} MB {r['conns']:>6} {r['outbox']:>7} {ms(r['p50']):>9} "
                   f"{ms(r['p99']):>9} {r['errors'] or ''}", flush=True)
             if worker.poll() is not None or api.poll() is not None:
-                print("soak: a process died", file=sys.stderr)
+                dead = "worker" if worker.poll() is not None else "api"
+                print(f"soak: the {dead} died: {Path(logs[dead].name).read_text()[-1500:]}", file=sys.stderr)
                 break
     finally:
         stream.stop.set()
