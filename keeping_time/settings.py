@@ -249,10 +249,6 @@ KEEPING_TIME = {
     "WEBHOOK_RETRY_WINDOW_SECONDS": env.float("KT_WEBHOOK_RETRY_WINDOW_SECONDS", default=3 * 86400.0),
     # How long one delivery waits for its answer.
     "WEBHOOK_TIMEOUT_SECONDS": env.float("KT_WEBHOOK_TIMEOUT_SECONDS", default=10.0),
-    # Whether a delivery may go to a private or loopback address (a receiver on this machine or network).
-    # Hosting brands you do not run yourself, set 0: the console shows each answer, so an internal service
-    # would be readable. Link-local addresses (a cloud's metadata service) are refused either way.
-    "WEBHOOK_PRIVATE_HOSTS": env.bool("KT_WEBHOOK_PRIVATE_HOSTS", default=True),
 }
 
 # Where outside calls may go (timers/targets.py): schedules' HTTP targets, webhook endpoints and the outbox's
@@ -260,7 +256,7 @@ KEEPING_TIME = {
 # and at the database's own host:port, unless KT_ALLOW_TARGETS names them: comma-separated host names
 # (hooks.internal, *.corp.example), addresses and CIDRs (127.0.0.1, ::1, 10.0.0.0/8). The database's port stays
 # refused. DEBUG (a trial on this machine: the quickstart's listener) allows loopback unless it is set.
-# KT_WEBHOOK_PRIVATE_HOSTS (above) is no longer read.
+# KT_WEBHOOK_PRIVATE_HOSTS is no longer read.
 def _allow_targets(entries: list[str]) -> list[str]:
     import ipaddress
     import re

@@ -764,7 +764,7 @@ def _drill_env() -> dict:
     env = _env(batch=40)
     # The backoff, compressed as the outage is: 0.25 s doubling to 1 s, within ten minutes.
     env.update(KT_WEBHOOK_RETRY_BASE_SECONDS="0.25", KT_WEBHOOK_RETRY_CAP_SECONDS="1",
-               KT_WEBHOOK_RETRY_WINDOW_SECONDS="600", KT_WEBHOOK_PRIVATE_HOSTS="1", LOG_LEVEL="ERROR")
+               KT_WEBHOOK_RETRY_WINDOW_SECONDS="600", LOG_LEVEL="ERROR")
     return env
 
 
