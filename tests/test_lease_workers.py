@@ -198,6 +198,29 @@ def test_arming_live_wakes_the_worker_with_its_domain_after_the_commit(db):
     assert [n.payload for n in notes] == [live_domain(brand.id)]
 
 
+
+def test_a_busy_worker_takes_every_wake_that_waited_and_then_sleeps(db):
+    """Every live arming notifies; what arrives while the worker is busy waits in its connection. A sleep takes
+    all of it (each domain once), and the next sleep sleeps: taking one a sleep let the backlog grow with the
+    arming rate (the soak's worker grew 2.5 MB a minute and never slept)."""
+    from timers.clock import WallClock
+    from timers.worker import Worker
+
+    worker = Worker(WallClock(max_sleep=0.3), test_clocks=False)
+    worker._sleep(None)  # it listens from here
+    with psycopg.connect(_dsn(), autocommit=True) as sender:
+        for i in range(200):
+            sender.execute("SELECT pg_notify('keeping_time_wake', %s)", [f"live_{i % 3}"])
+    with connection.cursor() as cur:  # busy: the notifications arrive during a statement
+        cur.execute("SELECT pg_sleep(0.2)")
+    worker._sleep(None)
+    assert sorted(worker.woken) == ["live_0", "live_1", "live_2"]
+    worker.woken.clear()
+    started = time.monotonic()
+    worker._sleep(None)  # nothing waited: it sleeps its while
+    assert time.monotonic() - started >= 0.25 and worker.woken == []
+
+
 HOLD = """
 import os, sys, time
 sys.path.insert(0, os.getcwd())

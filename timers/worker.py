@@ -425,9 +425,18 @@ class Worker:
         if not self._listening:
             conn.execute("LISTEN keeping_time_wake")
             self._listening = True
-        for note in conn.notifies(timeout=delay, stop_after=1):
+        # What arrived while this worker was busy waits in the connection's backlog (every live arming
+        # notifies): take all of it now, each domain once, and sleep only when none came. Taking one a sleep
+        # let the backlog grow with the arming rate (memory, and a worker that never slept).
+        woken: dict[str, None] = {}
+        for note in conn.notifies(timeout=0):
             if note.payload:
-                self.woken.append(note.payload)
+                woken[note.payload] = None
+        if not woken:
+            for note in conn.notifies(timeout=delay, stop_after=1):
+                if note.payload:
+                    woken[note.payload] = None
+        self.woken.extend(d for d in woken if d not in self.woken)
 
 
 # -- the record's hash -------------------------------------------------------------------------------
