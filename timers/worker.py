@@ -329,6 +329,7 @@ def _next_live() -> datetime | None:
 
 
 HELD_ELSEWHERE_POLL = timedelta(milliseconds=100)
+SEND_POLL = 1.0  # seconds: how often the sender thread looks for sends no step nudged it about
 
 
 class Worker:
@@ -355,6 +356,9 @@ class Worker:
         self.lost: list[str] = []  # domains whose lease was taken over mid-turn (the fence stopped this worker)
         self._held_elsewhere = False
         self._listening = False
+        self._sender: threading.Thread | None = None  # run()'s sends, beside the firing (see _send_loop)
+        self._send_now = threading.Event()
+        self._sender_stop = threading.Event()
 
     def step(self) -> bool:
         if self.domain is not None:
@@ -367,8 +371,31 @@ class Worker:
         if self.test_clocks:
             found = run_requested_advances() > 0 or found
             found = finish_deletes() > 0 or found
+        if self._sender is not None and self._sender.is_alive():
+            if found:
+                self._send_now.set()  # what this step fired may have sends: the sender takes them now
+            return found
         sends = outbox.deliver(None if self.test_clocks else self.domain, stop=self.stop)
         return found or sends.done > 0
+
+    def _send_loop(self) -> None:
+        """run()'s sender: the outbox delivered from a thread of its own (its own database session, so its
+        own claims), so a slow far end or a long line of sends never holds up a firing. Nudged by each step
+        that fired; else it looks every SEND_POLL. A send that raises is the outbox's to retry; an error
+        of the loop itself is logged and the loop goes on after a pause, never silently gone."""
+        try:
+            while not (self.stop.is_set() or self._sender_stop.is_set()):
+                try:
+                    done = outbox.deliver(None if self.test_clocks else self.domain, stop=self._sender_stop).done
+                except Exception:
+                    log.exception("the sender failed; trying again in %ss", SEND_POLL)
+                    connection.close()
+                    done = 0
+                if not done:
+                    self._send_now.wait(SEND_POLL)
+                    self._send_now.clear()
+        finally:
+            connection.close()
 
     def _live_turns(self) -> bool:
         owed = [d for d, _ in owed_domains(self.clock.now())]
@@ -398,7 +425,23 @@ class Worker:
         return found
 
     def run(self) -> None:
-        """Step until nothing is found, then sleep until the next owed timer (or a wake-up)."""
+        """Step until nothing is found, then sleep until the next owed timer (or a wake-up). Sends go from a
+        thread beside it (``_send_loop``), on PostgreSQL: each thread has its own session there."""
+        if connection.vendor == "postgresql" and self._sender is None:
+            self._sender = threading.Thread(target=self._send_loop, name="kt-sender", daemon=True)
+            self._sender.start()
+        try:
+            self._run()
+        finally:
+            if self._sender is not None:
+                self._sender_stop.set()
+                self._send_now.set()
+                self._sender.join(timeout=60)
+                self._sender = None
+                if not self.stop.is_set():  # it ran to ``until``: what its last steps owe leaves now, as before
+                    outbox.deliver(None if self.test_clocks else self.domain, stop=self.stop)
+
+    def _run(self) -> None:
         while not self.stop.is_set():
             if self.step():
                 continue
