@@ -52,7 +52,7 @@ def fill(n: int) -> str:
     from django.db import connection
 
     from timers.clock import wall_now
-    from timers.models import Brand, LiveClock, TestClock
+    from timers.models import LATE_BUCKETS, Brand, LiveClock, TestClock
 
     now = wall_now()
     brand, _ = Brand.objects.get_or_create(name=BRAND, defaults={"created_at": now})
@@ -94,8 +94,8 @@ def fill(n: int) -> str:
             """
         )
         # What the batches would have added as they fired these (the migration's own count from the timers).
-        importlib.import_module("timers.migrations.0014_fire_tally").tally_fired_timers(connection,
-                                                                                        "t.id LIKE 'tmr_bm%%'")
+        importlib.import_module("timers.migrations.0014_fire_tally").tally_fired_timers(
+            connection, "t.id LIKE 'tmr_bm%%'", buckets=LATE_BUCKETS)
         cur.execute(
             """
             INSERT INTO timers_outbox (id, domain, brand_id, key, attempt, seq, transport, payload, status,

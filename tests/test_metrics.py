@@ -22,7 +22,7 @@ from timers.clock import wall_now
 from timers.errors import Refused
 from timers.ids import live_domain
 from timers.lease import lease
-from timers.models import LIVE, Commit, FireTally, Outbox, Timer
+from timers.models import LATE_BUCKETS, LIVE, Commit, FireTally, Outbox, Timer
 from timers.worker import advance
 
 TOKEN = "metrics-test-token"
@@ -132,11 +132,27 @@ def test_late_by_and_lag_on_the_live_clock(brand):
     assert 1259 < value(m, late, late + "_sum", clock="live") <= 1260  # 11m (less the arming's instant) + 10m
     assert value(m, late, late + "_bucket", clock="live", le="300") == 0
     assert value(m, late, late + "_bucket", clock="live", le="900") == 2
+    assert value(m, late, late + "_bucket", clock="live", le="0.001") == 0  # the buckets start at 1 ms
     assert value(m, late, late + "_count", clock="test") == 0
     # The live tick was an hour behind (the overdue timer), and is not once it fired.
     # Lag is per brand's live clock (its own domain).
     assert 3600 <= value(behind, "kt_tick_lag_seconds", domain=live_domain(brand.id)) < 3600 + 60
     assert value(m, "kt_tick_lag_seconds", domain=live_domain(brand.id)) is None  # nothing armed: not behind
+
+
+def test_late_by_buckets_show_tens_of_milliseconds(brand):
+    """A live fire tens of milliseconds late lands in a bucket that says so (the soak's p99 is ~80 ms)."""
+    from timers.clock import FrozenClock
+    from timers.worker import live_step
+
+    now = wall_now()
+    services.timer_arm(brand=brand, key="job_3:ask:quick:1", owed_at=now + timedelta(seconds=1), domain=LIVE,
+                       handler="noop")
+    live_step(FrozenClock(now + timedelta(seconds=1, milliseconds=20)))
+    m = scrape()
+    late = "kt_timer_late_by_seconds"
+    assert value(m, late, late + "_bucket", clock="live", le="0.01") == 0
+    assert value(m, late, late + "_bucket", clock="live", le="0.025") == 1
 
 
 def test_tick_lag_of_a_requested_advance(clock, arm):
@@ -257,14 +273,33 @@ def test_the_fire_tally_each_batch_writes_agrees_with_the_fired_timers_and_their
         assert sum(t[3] for t in tally if t[1] == "refused") == \
             Commit.objects.filter(domain=domain, outcome="refused").count()
     assert sum(t[3] for t in _tally(clock.id) if t[1] == "refused") == 4
-    assert [t[2] for t in _tally(live)] == [0, 1, 4, 5, 7, 9]  # <=1, <=5, <=300, <=900, <=21600, +Inf
+    # <=1 ms, <=5 s, <=300 s, <=900 s, <=21600 s, +Inf
+    assert [t[2] for t in _tally(live)] == [0, 9, 12, 13, 15, 17]
     assert sum(t[4] for t in _tally(live)) == pytest.approx(sum(lates), abs=0.01)
 
-    # The migration that brought the tally in counts the same rows from the fired timers and their commits.
+    # Counted again from the fired timers and their commits, with today's buckets: the same rows.
     written = {d: _tally(d) for d in (clock.id, live)}
+    fire_tally = importlib.import_module("timers.migrations.0014_fire_tally")
     FireTally.objects.all().delete()
-    importlib.import_module("timers.migrations.0014_fire_tally").backfill(None, SimpleNamespace(connection=connection))
+    fire_tally.tally_fired_timers(connection, buckets=LATE_BUCKETS)
     assert {d: _tally(d) for d in (clock.id, live)} == written
+    # The migrations' way: the backfill with the buckets of its day, then 0020 moving them up eight: the same
+    # rows, but for the finer buckets below a second, which fold into "within 1 s".
+    FireTally.objects.all().delete()
+    fire_tally.backfill(None, SimpleNamespace(connection=connection))
+    with connection.cursor() as cur:
+        for sql in importlib.import_module("timers.migrations.0020_late_buckets_from_1ms").FORWARD:
+            cur.execute(sql)
+
+    def folded(rows: list[tuple]) -> list[tuple]:
+        out: dict[tuple, list] = {}
+        for k, o, b, n, s in rows:
+            row = out.setdefault((k, o, max(b, 8)), [0, 0.0])
+            row[0] += n
+            row[1] = round(row[1] + s, 3)
+        return sorted((*key, n, s) for key, (n, s) in out.items())
+
+    assert {d: _tally(d) for d in (clock.id, live)} == {d: folded(rows) for d, rows in written.items()}
 
 
 def test_a_scrape_sums_the_tally_and_never_reads_the_fired_timers(db):

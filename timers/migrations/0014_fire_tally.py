@@ -14,15 +14,16 @@ def backfill(apps, schema_editor):
     tally_fired_timers(schema_editor.connection)
 
 
-def tally_fired_timers(conn, where: str = "true") -> None:
-    """Add the fired timers matching ``where`` (SQL on ``t``) to the tally (bench/metrics_scrape.py too)."""
+def tally_fired_timers(conn, where: str = "true", buckets: tuple[float, ...] = BUCKETS) -> None:
+    """Add the fired timers matching ``where`` (SQL on ``t``) to the tally (bench/metrics_scrape.py too, with
+    today's ``buckets``; the migration itself counts with the buckets of its day)."""
     if conn.vendor == "postgresql":
-        bounds: list = [timedelta(seconds=b) for b in BUCKETS]
+        bounds: list = [timedelta(seconds=b) for b in buckets]
         late = "COALESCE(extract(epoch FROM t.late_by), 0)"
     else:
-        bounds = [int(b * 1_000_000) for b in BUCKETS]  # SQLite keeps a duration as whole microseconds
+        bounds = [int(b * 1_000_000) for b in buckets]  # SQLite keeps a duration as whole microseconds
         late = "COALESCE(t.late_by, 0) / 1000000.0"
-    bucket = " ".join(f"WHEN COALESCE(t.late_by, %s) <= %s THEN {i}" for i in range(len(BUCKETS)))
+    bucket = " ".join(f"WHEN COALESCE(t.late_by, %s) <= %s THEN {i}" for i in range(len(buckets)))
     zero = timedelta(0) if conn.vendor == "postgresql" else 0
     params = []
     for b in bounds:
@@ -30,7 +31,7 @@ def tally_fired_timers(conn, where: str = "true") -> None:
     with conn.cursor() as cur:
         cur.execute(
             "INSERT INTO timers_firetally (domain, kind, outcome, bucket, fires, late_seconds) "
-            f"SELECT t.domain, t.kind, COALESCE(c.outcome, 'committed'), CASE {bucket} ELSE {len(BUCKETS)} END, "
+            f"SELECT t.domain, t.kind, COALESCE(c.outcome, 'committed'), CASE {bucket} ELSE {len(buckets)} END, "
             f"count(*), sum({late}) FROM timers_timer t "
             "LEFT JOIN timers_commit c ON c.domain = t.domain AND c.key = t.key "
             f"WHERE t.status = 'fired' AND ({where}) GROUP BY 1, 2, 3, 4",
