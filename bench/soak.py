@@ -209,8 +209,12 @@ def main() -> int:
     # Each process's stderr to a file (a pipe nobody reads for 20 minutes would fill and stop the process).
     logs = {name: tempfile.NamedTemporaryFile(prefix=f"soak-{name}-", suffix=".log", delete=False)
             for name in ("api", "worker")}
+    # As the README serves it: persistent connections (?conn_max_age=600), not one opened per request.
+    url = env.get("DATABASE_URL", "")
+    if url and "conn_max_age" not in url:
+        url += ("&" if "?" in url else "?") + "conn_max_age=600"
     api = subprocess.Popen([str(Path(sys.executable).with_name("gunicorn"))], cwd=ROOT,
-                           env=dict(env, GUNICORN_BIND=f"127.0.0.1:{port}", GUNICORN_ACCESSLOG="/dev/null",
+                           env=dict(env, DATABASE_URL=url, GUNICORN_BIND=f"127.0.0.1:{port}", GUNICORN_ACCESSLOG="/dev/null",
                                     WEB_CONCURRENCY="2"), stdout=subprocess.DEVNULL, stderr=logs["api"])
     worker = subprocess.Popen([sys.executable, "manage.py", "tick", "--forever"], cwd=ROOT, env=env,
                               stdout=subprocess.DEVNULL, stderr=logs["worker"])
