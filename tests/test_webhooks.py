@@ -865,3 +865,36 @@ def test_a_set_of_deliveries_reads_its_events_endpoints_and_log_once_not_once_a_
     # UPDATE. Read a send at a time, it was 8.
     assert per_send <= 4, f"{per_send:.1f} statements a send"
     assert len(receiver.posts) == 26
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_webhook_receipt_commits_without_waiting_for_its_flush_and_an_outside_systems_does_not(brand, receiver):
+    """Webhooks are at least once, with the event id as Idempotency-Key: their log and receipt commit with
+    synchronous_commit off (the server's crash alone could lose the last few, sent again once). Any other
+    transport's receipt waits for its flush, as before."""
+    from django.db import connection
+
+    if connection.vendor != "postgresql":
+        pytest.skip("synchronous_commit: PostgreSQL")
+    clock = test_clock_create(brand=brand, frozen_time=T0, name="relaxed")
+    endpoint = webhooks.endpoint_create(brand=brand, livemode=False, url=receiver.url, enabled_events=["timer.fired"])
+    advance(clock.id, noop_fires(brand, clock, 3))
+    seen: list[str] = []
+
+    def watch(execute, sql, params, many, context):
+        seen.append(sql)
+        return execute(sql, params, many, context)
+
+    with connection.execute_wrapper(watch):
+        assert deliver(endpoint).sent == 3
+    receipts = [i for i, q in enumerate(seen) if q.startswith("UPDATE timers_outbox o SET status = 'sent'")]
+    assert len(receipts) == 3 and all(seen[i - 1] == "SET LOCAL synchronous_commit TO OFF" for i in receipts)
+    # An outside system's receipt (the recording transport here, e-file in production) keeps its flush.
+    Outbox.objects.create(id="sub_relaxed_1", domain=clock.id, brand=brand, key="job_9:ask:x:1", attempt=1,
+                          transport="recording", created_at=T0)
+    seen.clear()
+    with connection.execute_wrapper(watch), outbox.capture(outbox.RecordingTransport()) as far:
+        outbox.deliver(clock.id)
+    assert far.received["sub_relaxed_1"] == 1
+    assert any(q.startswith("UPDATE timers_outbox o SET status = 'sent'") for q in seen)
+    assert "SET LOCAL synchronous_commit TO OFF" not in seen
