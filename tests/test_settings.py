@@ -234,15 +234,7 @@ def test_manage_py_runserver_prints_no_whole_token(transactional_db, tmp_path):
                             env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     try:
         url = f"http://127.0.0.1:{port}/subjects/{subject.id}/calendar.ics?token={token}"
-        deadline = time.monotonic() + 60
-        while True:
-            try:
-                with urllib.request.urlopen(url, timeout=10) as r:
-                    assert r.status == 200
-                break
-            except (urllib.error.URLError, ConnectionError):
-                assert time.monotonic() < deadline and proc.poll() is None, "runserver did not start"
-                time.sleep(0.2)
+        _first_200(url, proc, "runserver")
         with urllib.request.urlopen(f"http://127.0.0.1:{port}/static/admin/css/base.css", timeout=10) as r:
             assert r.status == 200  # served by WhiteNoise with DEBUG off
     finally:
@@ -250,6 +242,19 @@ def test_manage_py_runserver_prints_no_whole_token(transactional_db, tmp_path):
         out, err = proc.communicate(timeout=30)
     assert f"GET /subjects/{subject.id}/calendar.ics?token={token[:6]}… HTTP/1.1\" 200" in err, err
     assert token not in err and token not in out
+
+
+def _first_200(url: str, proc: subprocess.Popen, server: str) -> None:
+    """Wait (a minute at most) until the server just started answers ``url`` with a 200."""
+    deadline = time.monotonic() + 60
+    while True:
+        try:
+            with urllib.request.urlopen(url, timeout=10) as r:
+                assert r.status == 200
+            return
+        except (urllib.error.URLError, ConnectionError):
+            assert time.monotonic() < deadline and proc.poll() is None, f"{server} did not start"
+            time.sleep(0.2)
 
 
 def _brand():
@@ -282,15 +287,7 @@ def test_gunicorn_prints_no_whole_token(transactional_db, tmp_path):
                                               {"redirect_request": lambda *a, **k: None}))
     try:
         url = f"http://127.0.0.1:{port}/subjects/{subject.id}/calendar.ics?token={token}"
-        deadline = time.monotonic() + 60
-        while True:
-            try:
-                with urllib.request.urlopen(url, timeout=10) as r:
-                    assert r.status == 200
-                break
-            except (urllib.error.URLError, ConnectionError):
-                assert time.monotonic() < deadline and proc.poll() is None, "gunicorn did not start"
-                time.sleep(0.2)
+        _first_200(url, proc, "gunicorn")
         try:
             opener.open(f"http://127.0.0.1:{port}{portal_path}", timeout=10)
         except urllib.error.HTTPError as e:

@@ -26,7 +26,7 @@ from keeping_time import glossary
 from services import registry
 from services.costs import clock_costs, usd
 from services.members import brand_people
-from services.models import Ask, Grant, Job, Subscription
+from services.models import Subscription
 from services.portal_sessions import portal_session_open
 from services.services import subscription_cancel, subscription_uncancel
 from timers.models import Timer, brand_domain
@@ -166,7 +166,6 @@ def home(request: HttpRequest, subject: Subject) -> HttpResponse:
             todo.append(row)
         elif item.status == "open":
             year.append(row)
-    kinds_listed = {e.kind for e in sc.entries}
     for e in sc.entries:
         if e.kind in ("hard", "clock", "at_risk", "rung"):  # at risk: the brand's own early warning
             continue
@@ -175,22 +174,6 @@ def home(request: HttpRequest, subject: Subject) -> HttpResponse:
         year.append({**_when(e.at, e.date, zone, now), "what": glossary.plain(e.what), "kind": glossary.kind(e.kind),
                      "who": "you" if e.answers_for == "the customer" else glossary.who(e.answers_for, brand=brand),
                      "status": glossary.status(e.status), "miss": "", "own": False})
-    jobs = {j.id: j for j in Job.objects.filter(subject=subject, domain=domain, status=Job.Status.OPEN)}
-    if "link" not in kinds_listed:  # until a calendar provider lists links and grants itself
-        for ask in Ask.objects.filter(job_id__in=jobs, status=Ask.Status.OPEN).exclude(expires_at=None):
-            job = jobs[ask.job_id]
-            year.append({**_when(ask.expires_at, ask.expires_at.astimezone(zone).date(), zone, now),
-                         "what": f"your link for {ask.step or ask.scope} ({job.period}) expires"
-                         + (" — its last chance" if ask.link == 2 else ""),
-                         "kind": glossary.kind("link"), "who": ask.party, "status": "open", "own": False,
-                         "miss": ("the work ends, and the amount held is returned" if ask.link == 2 else
-                                  "it opens once more; if that expires too, the work ends")})
-    if "grant" not in kinds_listed:
-        for grant in Grant.objects.filter(job_id__in=jobs, status=Grant.Status.ACTIVE):
-            year.append({**_when(grant.ends_at, grant.ends_at.astimezone(zone).date(), zone, now),
-                         "what": f"your {grant.scope} access ends", "kind": glossary.kind("grant"),
-                         "who": grant.party, "status": "open", "own": False,
-                         "miss": "a step that needs it waits until you grant it again"})
     todo.sort(key=lambda r: r["sort"])
     missed.sort(key=lambda r: r["sort"], reverse=True)
     year.sort(key=lambda r: r["sort"])
