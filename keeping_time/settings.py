@@ -63,6 +63,7 @@ INSTALLED_APPS = [
     "calendars",
     "services",
     "portals",
+    "agents",  # `manage.py mcp`: the agent tools over MCP
 ]
 
 MIDDLEWARE = [

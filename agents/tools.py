@@ -1,0 +1,144 @@
+"""What an agent may read and do with a brand's key, each a thin call of the functions the API's views call.
+
+Every tool takes the Brand a secret key authenticated as (``keyed_brand``), with its mode: a test key reads
+and acts on test clocks only, a live key on the live clock only, and another brand's or mode's id is the
+same ``resource_missing`` the API answers. Input is checked by the API's own serializers, so a bad value is
+refused with the code the API would give (``invalid_request`` with its ``param`` …). Errors are raised as
+the API raises them; ``agents.server`` turns them into the API's error shape.
+"""
+
+from __future__ import annotations
+
+from types import SimpleNamespace
+from typing import Any
+
+from calendars.acts import clock_acknowledge
+from calendars.api import calendar_domain, calendar_json, get_subject, parse_from
+from calendars.entries import subject_calendar as build_subject_calendar
+from calendars.services import DirectArmer
+from services import registry
+from services.api import get_clock, get_item, through_the_gate
+from services.declare import ServiceError
+from services.people import policy_set
+from services.people_api import PolicySerializer
+from timers import services as timer_services
+from timers.api.auth import SecretKeyAuthentication
+from timers.api.serializers import (
+    EventListQuerySerializer,
+    TestClockAdvanceSerializer,
+    TimerListQuerySerializer,
+    event_json,
+    test_clock_json,
+    timer_json,
+    timers_json,
+)
+from timers.api.views import TIMER_ORDER, arm_domain_of, domain_of, get_test_clock, get_timer, owned, page
+from timers.errors import KeepingTimeError
+from timers.models import Brand, Event, Timer
+from timers.owners import owner_filter
+
+
+def keyed_brand(secret: str) -> Brand:
+    """The brand a secret key opens, carrying the key's mode, as the API's authentication makes it (a revoked
+    or unknown key raises the API's AuthenticationFailed: 401 invalid_api_key)."""
+    header = f"Bearer {secret}"
+    found = SecretKeyAuthentication().authenticate(
+        SimpleNamespace(headers={"authorization": header}, META={"HTTP_AUTHORIZATION": header}))
+    if found is None:
+        raise KeepingTimeError("no API key: pass --key sk_test_… or set KT_API_KEY", code="invalid_api_key",
+                               status=401)
+    return found[1]
+
+
+def _valid(serializer_class, data: dict[str, Any]) -> dict[str, Any]:
+    s = serializer_class(data=data)
+    s.is_valid(raise_exception=True)
+    return s.validated_data
+
+
+def _query(**params: Any) -> dict[str, str]:
+    # The list serializers read a query string: the values as a URL would carry them, absent ones left out.
+    return {k: str(v) for k, v in params.items() if v is not None}
+
+
+# -- reads -----------------------------------------------------------------------------------------------
+def list_timers(brand: Brand, *, on: str | None = None, status: str | None = None, test_clock: str | None = None,
+                limit: int = 10, starting_after: str | None = None) -> dict[str, Any]:
+    """GET /timers: the live clock's timers (a live key) or a test clock's (a test key), oldest armed first."""
+    params = _valid(TimerListQuerySerializer, _query(on=on, status=status, test_clock=test_clock, limit=limit,
+                                                     starting_after=starting_after))
+    scope = owned(Timer.objects.all(), brand)
+    domain = domain_of(brand, params.get("test_clock"))
+    qs = scope.filter(domain=domain)
+    if params.get("on"):
+        qs = qs.filter(owner_filter(domain, params["on"]))
+    if params.get("status"):
+        qs = qs.filter(status=params["status"])
+    return page(qs, scope=scope, order=TIMER_ORDER, lookup="pk", params=params, url="/timers", render=timers_json,
+                what="timer")
+
+
+def get_timer_json(brand: Brand, *, timer_id: str) -> dict[str, Any]:
+    """GET /timers/<id>."""
+    return timer_json(get_timer(brand, timer_id))
+
+
+def subject_calendar(brand: Brand, *, subject_id: str, from_date: str | None = None,
+                     test_clock: str | None = None) -> dict[str, Any]:
+    """GET /subjects/<id>/calendar: every date the subject keeps from ``from_date`` (today in its zone)."""
+    subject = get_subject(brand, subject_id)
+    domain = calendar_domain(brand, subject, test_clock)
+    start = parse_from(from_date, param="from_date")
+    return calendar_json(build_subject_calendar(subject, domain=domain, from_date=start))
+
+
+def list_events(brand: Brand, *, type: str | None = None, test_clock: str | None = None, limit: int = 10,
+                starting_after: str | None = None) -> dict[str, Any]:
+    """GET /events: the brand's record in its key's mode, oldest first; ``type`` exact or a prefix with *."""
+    params = _valid(EventListQuerySerializer, _query(type=type, test_clock=test_clock, limit=limit,
+                                                     starting_after=starting_after))
+    scope = owned(Event.objects.all(), brand)
+    qs = scope
+    if params.get("test_clock"):
+        qs = qs.filter(domain=domain_of(brand, params["test_clock"]))
+    kind = params.get("type")
+    if kind:
+        qs = qs.filter(type__startswith=kind[:-1]) if kind.endswith("*") else qs.filter(type=kind)
+    return page(qs, scope=scope, order=("seq",), lookup="id", params=params, url="/events",
+                render=lambda rows: [event_json(e) for e in rows], what="event")
+
+
+# -- acts ------------------------------------------------------------------------------------------------
+def set_policy(brand: Brand, *, service: str, name: str, value: int, test_clock: str | None = None) -> dict[str, Any]:
+    """POST /policies: policy.set, re-arming each open job's silent timer that reads the value."""
+    body = _valid(PolicySerializer, {"service": service, "name": name, "value": value,
+                                     **({"test_clock": test_clock} if test_clock else {})})
+    domain = arm_domain_of(brand, body["test_clock"] or None)
+    try:
+        registry.get(body["service"])
+    except ServiceError as exc:
+        raise KeepingTimeError(str(exc), code="unknown_service", status=404) from None
+    with through_the_gate():
+        armed = policy_set(armer=DirectArmer(brand=brand, domain=domain), service=body["service"], name=body["name"],
+                           value=body["value"])
+    return {"object": "policy", "service": body["service"], "name": body["name"], "value": body["value"],
+            "rearmed": armed}
+
+
+def advance_test_clock(brand: Brand, *, test_clock: str, to: str, redeliver: bool = False) -> dict[str, Any]:
+    """POST /test_clocks/<id>/advance: 'advancing' now; the worker fires what is owed, then test_clock.ready."""
+    clock = get_test_clock(brand, test_clock, param="test_clock")
+    body = _valid(TestClockAdvanceSerializer, {"to": to, "redeliver": redeliver})
+    clock = timer_services.test_clock_request_advance(clock=clock, to=body["to"], redeliver=body["redeliver"])
+    return test_clock_json(clock)
+
+
+def acknowledge(brand: Brand, *, clock_id: str, item: str = "-", by: str = "") -> dict[str, Any]:
+    """Acknowledge a clock date's ack rung (ack daily 7d): the days still to ask end, clock.acknowledged is
+    recorded. ``item`` names the date (US-NY …), ``-`` a clock's single unnamed one."""
+    clock = get_clock(brand, clock_id)
+    it = get_item(clock, item)
+    with through_the_gate():
+        ended = clock_acknowledge(armer=DirectArmer(brand=brand, domain=clock.domain), item=it,
+                                  by=by or clock.answers_for)
+    return {"object": "acknowledgement", "clock": clock.id, "item": item, "asks_ended": ended}

@@ -1,0 +1,1579 @@
+"""The Keeping Time API, one method per operation: generated from /openapi.json (Keeping Time API 1.0.0).
+
+Do not edit: change the API, then run `python -m keeping_time_client.generate` (scripts/gen_client).
+"""
+
+# ruff: noqa: E501
+from __future__ import annotations
+
+import builtins
+from datetime import date, datetime
+from decimal import Decimal
+from typing import Any, Literal, NotRequired, TypedDict
+from urllib.parse import quote
+
+from ._base import OMIT, KeepingTimeBase, Omit, Resource
+
+__all__ = ["KeepingTime", "OPERATIONS"]
+
+
+def _seg(value: str) -> str:
+    # An id goes into the path as one segment, whatever it holds ('/', '#', '?').
+    return quote(str(value), safe="")
+
+
+_ = (builtins, date, datetime, Decimal, NotRequired)  # used by some generated signatures only
+
+
+# -- the API's objects --------------------------------------------------------------------------------
+CalendarObject = Literal['calendar']
+ClockItemStatus = Literal['open', 'satisfied', 'due', 'passed', 'voided']
+ClockLivesOn = Literal['job', 'subject']
+ClockObject = Literal['clock']
+CommitOutcome = Literal['committed', 'refused']
+DeadLetterObject = Literal['dead_letter']
+ErrorType = Literal['invalid_request_error', 'api_error']
+EventObject = Literal['event']
+HandlerEnum = Literal['calendars.due', 'calendars.rung', 'noop', 'repeat', 'services.act', 'services.ask', 'services.cycle', 'services.deadline', 'services.money', 'services.schedule', 'services.signal', 'services.step_deadline', 'services.subject_event', 'services.task', 'services.update', 'services.window', 'timers.schedule.fire', 'timers.schedule.start']
+HolidaysEnum = Literal['AD', 'AD-02', 'AD-03', 'AD-04', 'AD-05', 'AD-06', 'AD-07', 'AD-08', 'AE', 'AF', 'AG', 'AI', 'AL', 'AM', 'AM-AG', 'AM-AR', 'AM-AV', 'AM-ER', 'AM-GR', 'AM-KT', 'AM-LO', 'AM-SH', 'AM-SU', 'AM-TV', 'AM-VD', 'AO', 'AQ', 'AR', 'AR-A', 'AR-B', 'AR-C', 'AR-D', 'AR-E', 'AR-F', 'AR-G', 'AR-H', 'AR-J', 'AR-K', 'AR-L', 'AR-M', 'AR-N', 'AR-P', 'AR-Q', 'AR-R', 'AR-S', 'AR-T', 'AR-U', 'AR-V', 'AR-W', 'AR-X', 'AR-Y', 'AR-Z', 'AS', 'AT', 'AT-1', 'AT-2', 'AT-3', 'AT-4', 'AT-5', 'AT-6', 'AT-7', 'AT-8', 'AT-9', 'AU', 'AU-ACT', 'AU-NSW', 'AU-NT', 'AU-QLD', 'AU-SA', 'AU-TAS', 'AU-VIC', 'AU-WA', 'AU-NSW Western', 'AW', 'AX', 'AZ', 'BA', 'BA-BIH', 'BA-BRC', 'BA-SRP', 'BB', 'BD', 'BE', 'BE-Flemish', 'BE-French', 'BE-German', 'BF', 'BG', 'BH', 'BI', 'BJ', 'BL', 'BM', 'BN', 'BO', 'BO-B', 'BO-C', 'BO-H', 'BO-L', 'BO-N', 'BO-O', 'BO-P', 'BO-S', 'BO-T', 'BQ', 'BQ-BON', 'BQ-SAB', 'BQ-STA', 'BR', 'BR-AC', 'BR-AL', 'BR-AM', 'BR-AP', 'BR-BA', 'BR-CE', 'BR-DF', 'BR-ES', 'BR-GO', 'BR-MA', 'BR-MG', 'BR-MS', 'BR-MT', 'BR-PA', 'BR-PB', 'BR-PE', 'BR-PI', 'BR-PR', 'BR-RJ', 'BR-RN', 'BR-RO', 'BR-RR', 'BR-RS', 'BR-SC', 'BR-SE', 'BR-SP', 'BR-TO', 'BS', 'BT', 'BT-11', 'BT-12', 'BT-13', 'BT-14', 'BT-15', 'BT-21', 'BT-22', 'BT-23', 'BT-24', 'BT-31', 'BT-32', 'BT-33', 'BT-34', 'BT-41', 'BT-42', 'BT-43', 'BT-44', 'BT-45', 'BT-GA', 'BT-TY', 'BV', 'BW', 'BY', 'BZ', 'CA', 'CA-AB', 'CA-BC', 'CA-MB', 'CA-NB', 'CA-NL', 'CA-NS', 'CA-NT', 'CA-NU', 'CA-ON', 'CA-PE', 'CA-QC', 'CA-SK', 'CA-YT', 'CC', 'CD', 'CF', 'CG', 'CH', 'CH-AG', 'CH-AI', 'CH-AR', 'CH-BE', 'CH-BL', 'CH-BS', 'CH-FR', 'CH-GE', 'CH-GL', 'CH-GR', 'CH-JU', 'CH-LU', 'CH-NE', 'CH-NW', 'CH-OW', 'CH-SG', 'CH-SH', 'CH-SO', 'CH-SZ', 'CH-TG', 'CH-TI', 'CH-UR', 'CH-VD', 'CH-VS', 'CH-ZG', 'CH-ZH', 'CH-Stadt Zurich', 'CI', 'CK', 'CL', 'CL-AI', 'CL-AN', 'CL-AP', 'CL-AR', 'CL-AT', 'CL-BI', 'CL-CO', 'CL-LI', 'CL-LL', 'CL-LR', 'CL-MA', 'CL-ML', 'CL-NB', 'CL-RM', 'CL-TA', 'CL-VS', 'CM', 'CN', 'CO', 'CR', 'CU', 'CV', 'CV-BR', 'CV-BV', 'CV-CA', 'CV-CF', 'CV-CR', 'CV-MA', 'CV-MO', 'CV-PA', 'CV-PN', 'CV-PR', 'CV-RB', 'CV-RG', 'CV-RS', 'CV-SD', 'CV-SF', 'CV-SL', 'CV-SM', 'CV-SO', 'CV-SS', 'CV-SV', 'CV-TA', 'CV-TS', 'CW', 'CX', 'CY', 'CZ', 'DE', 'DE-BB', 'DE-BE', 'DE-BW', 'DE-BY', 'DE-HB', 'DE-HE', 'DE-HH', 'DE-MV', 'DE-NI', 'DE-NW', 'DE-RP', 'DE-SH', 'DE-SL', 'DE-SN', 'DE-ST', 'DE-TH', 'DE-Augsburg', 'DJ', 'DK', 'DM', 'DO', 'DZ', 'EC', 'EE', 'EG', 'EH', 'ER', 'ES', 'ES-AN', 'ES-AR', 'ES-AS', 'ES-CB', 'ES-CE', 'ES-CL', 'ES-CM', 'ES-CN', 'ES-CT', 'ES-EX', 'ES-GA', 'ES-IB', 'ES-MC', 'ES-MD', 'ES-ML', 'ES-NC', 'ES-PV', 'ES-RI', 'ES-VC', 'ES-Barcelona', 'ET', 'FI', 'FI-01', 'FI-02', 'FI-03', 'FI-04', 'FI-05', 'FI-06', 'FI-07', 'FI-08', 'FI-09', 'FI-10', 'FI-11', 'FI-12', 'FI-13', 'FI-14', 'FI-15', 'FI-16', 'FI-17', 'FI-18', 'FI-19', 'FJ', 'FK', 'FM', 'FM-KSA', 'FM-PNI', 'FM-TRK', 'FM-YAP', 'FO', 'FR', 'FR-57', 'FR-6AE', 'FR-971', 'FR-972', 'FR-973', 'FR-974', 'FR-976', 'FR-BL', 'FR-MF', 'FR-NC', 'FR-PF', 'FR-PM', 'FR-TF', 'FR-WF', 'FR-Zone A', 'FR-Zone B', 'FR-Zone C', 'GA', 'GB', 'GB-ENG', 'GB-NIR', 'GB-SCT', 'GB-WLS', 'GD', 'GE', 'GF', 'GG', 'GH', 'GI', 'GL', 'GM', 'GN', 'GP', 'GQ', 'GQ-AN', 'GQ-BN', 'GQ-BS', 'GQ-CS', 'GQ-DJ', 'GQ-KN', 'GQ-LI', 'GQ-WN', 'GR', 'GS', 'GT', 'GU', 'GW', 'GY', 'HK', 'HM', 'HN', 'HR', 'HT', 'HU', 'ID', 'IE', 'IL', 'IM', 'IN', 'IN-AN', 'IN-AP', 'IN-AR', 'IN-AS', 'IN-BR', 'IN-CG', 'IN-CH', 'IN-DH', 'IN-DL', 'IN-GA', 'IN-GJ', 'IN-HP', 'IN-HR', 'IN-JH', 'IN-JK', 'IN-KA', 'IN-KL', 'IN-LA', 'IN-LD', 'IN-MH', 'IN-ML', 'IN-MN', 'IN-MP', 'IN-MZ', 'IN-NL', 'IN-OD', 'IN-PB', 'IN-PY', 'IN-RJ', 'IN-SK', 'IN-TN', 'IN-TR', 'IN-TS', 'IN-UK', 'IN-UP', 'IN-WB', 'IO', 'IQ', 'IR', 'IS', 'IT', 'IT-AG', 'IT-AL', 'IT-AN', 'IT-AO', 'IT-AP', 'IT-AQ', 'IT-AR', 'IT-AT', 'IT-AV', 'IT-BA', 'IT-BG', 'IT-BI', 'IT-BL', 'IT-BN', 'IT-BO', 'IT-BR', 'IT-BS', 'IT-BT', 'IT-BZ', 'IT-CA', 'IT-CB', 'IT-CE', 'IT-CH', 'IT-CL', 'IT-CN', 'IT-CO', 'IT-CR', 'IT-CS', 'IT-CT', 'IT-CZ', 'IT-EN', 'IT-FC', 'IT-FE', 'IT-FG', 'IT-FI', 'IT-FM', 'IT-FR', 'IT-GE', 'IT-GO', 'IT-GR', 'IT-IM', 'IT-IS', 'IT-KR', 'IT-LC', 'IT-LE', 'IT-LI', 'IT-LO', 'IT-LT', 'IT-LU', 'IT-MB', 'IT-MC', 'IT-ME', 'IT-MI', 'IT-MN', 'IT-MO', 'IT-MS', 'IT-MT', 'IT-NA', 'IT-NO', 'IT-NU', 'IT-OR', 'IT-PA', 'IT-PC', 'IT-PD', 'IT-PE', 'IT-PG', 'IT-PI', 'IT-PN', 'IT-PO', 'IT-PR', 'IT-PT', 'IT-PU', 'IT-PV', 'IT-PZ', 'IT-RA', 'IT-RC', 'IT-RE', 'IT-RG', 'IT-RI', 'IT-RM', 'IT-RN', 'IT-RO', 'IT-SA', 'IT-SI', 'IT-SO', 'IT-SP', 'IT-SR', 'IT-SS', 'IT-SU', 'IT-SV', 'IT-TA', 'IT-TE', 'IT-TN', 'IT-TO', 'IT-TP', 'IT-TR', 'IT-TS', 'IT-TV', 'IT-UD', 'IT-VA', 'IT-VB', 'IT-VC', 'IT-VE', 'IT-VI', 'IT-VR', 'IT-VT', 'IT-VV', 'IT-Andria', 'IT-Barletta', 'IT-Cesena', 'IT-Forli', 'IT-Pesaro', 'IT-Trani', 'IT-Urbino', 'JE', 'JM', 'JO', 'JP', 'KE', 'KG', 'KH', 'KI', 'KM', 'KN', 'KP', 'KR', 'KW', 'KY', 'KZ', 'LA', 'LB', 'LC', 'LI', 'LK', 'LR', 'LS', 'LT', 'LU', 'LV', 'LY', 'MA', 'MC', 'MD', 'ME', 'MF', 'MG', 'MH', 'MK', 'ML', 'MM', 'MN', 'MO', 'MO-I', 'MO-M', 'MP', 'MQ', 'MR', 'MS', 'MT', 'MU', 'MV', 'MW', 'MX', 'MY', 'MY-01', 'MY-02', 'MY-03', 'MY-04', 'MY-05', 'MY-06', 'MY-07', 'MY-08', 'MY-09', 'MY-10', 'MY-11', 'MY-12', 'MY-13', 'MY-14', 'MY-15', 'MY-16', 'MZ', 'NA', 'NC', 'NE', 'NF', 'NG', 'NI', 'NI-AN', 'NI-AS', 'NI-BO', 'NI-CA', 'NI-CI', 'NI-CO', 'NI-ES', 'NI-GR', 'NI-JI', 'NI-LE', 'NI-MD', 'NI-MN', 'NI-MS', 'NI-MT', 'NI-NS', 'NI-RI', 'NI-SJ', 'NL', 'NL-Midden', 'NL-Noord', 'NL-Zuid', 'NO', 'NO-03', 'NO-11', 'NO-15', 'NO-18', 'NO-21', 'NO-22', 'NO-31', 'NO-32', 'NO-33', 'NO-34', 'NO-39', 'NO-40', 'NO-42', 'NO-46', 'NO-50', 'NO-55', 'NO-56', 'NP', 'NR', 'NU', 'NZ', 'NZ-AUK', 'NZ-BOP', 'NZ-CAN', 'NZ-CIT', 'NZ-GIS', 'NZ-HKB', 'NZ-MBH', 'NZ-MWT', 'NZ-NSN', 'NZ-NTL', 'NZ-OTA', 'NZ-STL', 'NZ-TAS', 'NZ-TKI', 'NZ-WGN', 'NZ-WKO', 'NZ-WTC', 'NZ-South Canterbury', 'OM', 'PA', 'PE', 'PF', 'PG', 'PH', 'PK', 'PL', 'PL-02', 'PL-04', 'PL-06', 'PL-08', 'PL-10', 'PL-12', 'PL-14', 'PL-16', 'PL-18', 'PL-20', 'PL-22', 'PL-24', 'PL-26', 'PL-28', 'PL-30', 'PL-32', 'PM', 'PN', 'PR', 'PS', 'PT', 'PT-01', 'PT-02', 'PT-03', 'PT-04', 'PT-05', 'PT-06', 'PT-07', 'PT-08', 'PT-09', 'PT-10', 'PT-11', 'PT-12', 'PT-13', 'PT-14', 'PT-15', 'PT-16', 'PT-17', 'PT-18', 'PT-20', 'PT-30', 'PW', 'PY', 'QA', 'RE', 'RO', 'RS', 'RU', 'RW', 'SA', 'SB', 'SB-CE', 'SB-CH', 'SB-CT', 'SB-GU', 'SB-IS', 'SB-MK', 'SB-ML', 'SB-RB', 'SB-TE', 'SB-WE', 'SC', 'SD', 'SE', 'SG', 'SH', 'SH-AC', 'SH-HL', 'SH-TA', 'SI', 'SJ', 'SK', 'SL', 'SM', 'SN', 'SO', 'SR', 'SS', 'ST', 'ST-01', 'ST-02', 'ST-03', 'ST-04', 'ST-05', 'ST-06', 'ST-P', 'SV', 'SV-AH', 'SV-CA', 'SV-CH', 'SV-CU', 'SV-LI', 'SV-MO', 'SV-PA', 'SV-SA', 'SV-SM', 'SV-SO', 'SV-SS', 'SV-SV', 'SV-UN', 'SV-US', 'SX', 'SY', 'SZ', 'TC', 'TD', 'TF', 'TG', 'TH', 'TJ', 'TK', 'TL', 'TM', 'TN', 'TO', 'TR', 'TT', 'TV', 'TV-FUN', 'TV-NIT', 'TV-NKF', 'TV-NKL', 'TV-NMA', 'TV-NMG', 'TV-NUI', 'TV-VAI', 'TW', 'TZ', 'UA', 'UG', 'UM', 'US', 'US-AK', 'US-AL', 'US-AR', 'US-AS', 'US-AZ', 'US-CA', 'US-CO', 'US-CT', 'US-DC', 'US-DE', 'US-FL', 'US-GA', 'US-GU', 'US-HI', 'US-IA', 'US-ID', 'US-IL', 'US-IN', 'US-KS', 'US-KY', 'US-LA', 'US-MA', 'US-MD', 'US-ME', 'US-MI', 'US-MN', 'US-MO', 'US-MP', 'US-MS', 'US-MT', 'US-NC', 'US-ND', 'US-NE', 'US-NH', 'US-NJ', 'US-NM', 'US-NV', 'US-NY', 'US-OH', 'US-OK', 'US-OR', 'US-PA', 'US-PR', 'US-RI', 'US-SC', 'US-SD', 'US-TN', 'US-TX', 'US-UM', 'US-UT', 'US-VA', 'US-VI', 'US-VT', 'US-WA', 'US-WI', 'US-WV', 'US-WY', 'UY', 'UZ', 'VA', 'VC', 'VE', 'VG', 'VI', 'VN', 'VU', 'WF', 'WS', 'XK', 'YE', 'YT', 'ZA', 'ZM', 'ZW']
+JobObject = Literal['job']
+JobStatus = Literal['open', 'delivered', 'lapsed', 'canceled', 'voided']
+KindEnum = Literal['account', 'taxpayer']
+ListObject = Literal['list']
+MemberObject = Literal['member']
+MemberRole = Literal['owner', 'member']
+MemberStatus = Literal['invited', 'active']
+PenaltyObject = Literal['penalty']
+PoolObject = Literal['pool']
+RepinAction = Literal['arm', 'supersede', 'keep']
+RepinObject = Literal['repin']
+ScheduleObject = Literal['schedule']
+ScheduleOverlap = Literal['skip', 'buffer_one', 'buffer_all', 'cancel_other', 'allow']
+ScheduleRunObject = Literal['schedule_run']
+ScheduleRunState = Literal['buffered', 'open', 'closed']
+ScheduleTickObject = Literal['schedule_tick']
+ScheduleTickState = Literal['open', 'succeeded', 'dead_lettered']
+SubjectFeedStatus = Literal['active', 'none']
+SubjectObject = Literal['subject']
+SubscriptionObject = Literal['subscription']
+SubscriptionStatus = Literal['active', 'ended', 'voided']
+TestClockObject = Literal['test_clock']
+TestClockStatus = Literal['ready', 'advancing', 'internal_failure', 'deleting', 'deleted']
+TimerKind = Literal['cycle', 'schedule', 'ask', 'task', 'deadline', 'rung', 'due', 'window', 'money']
+TimerObject = Literal['timer']
+TimerStatus = Literal['armed', 'fired', 'superseded', 'held']
+VersionObject = Literal['version']
+WebhookEndpointObject = Literal['webhook_endpoint']
+WebhookEndpointStatus = Literal['enabled', 'disabled']
+ZoneEnum = Literal['Africa/Abidjan', 'Africa/Accra', 'Africa/Addis_Ababa', 'Africa/Algiers', 'Africa/Asmara', 'Africa/Asmera', 'Africa/Bamako', 'Africa/Bangui', 'Africa/Banjul', 'Africa/Bissau', 'Africa/Blantyre', 'Africa/Brazzaville', 'Africa/Bujumbura', 'Africa/Cairo', 'Africa/Casablanca', 'Africa/Ceuta', 'Africa/Conakry', 'Africa/Dakar', 'Africa/Dar_es_Salaam', 'Africa/Djibouti', 'Africa/Douala', 'Africa/El_Aaiun', 'Africa/Freetown', 'Africa/Gaborone', 'Africa/Harare', 'Africa/Johannesburg', 'Africa/Juba', 'Africa/Kampala', 'Africa/Khartoum', 'Africa/Kigali', 'Africa/Kinshasa', 'Africa/Lagos', 'Africa/Libreville', 'Africa/Lome', 'Africa/Luanda', 'Africa/Lubumbashi', 'Africa/Lusaka', 'Africa/Malabo', 'Africa/Maputo', 'Africa/Maseru', 'Africa/Mbabane', 'Africa/Mogadishu', 'Africa/Monrovia', 'Africa/Nairobi', 'Africa/Ndjamena', 'Africa/Niamey', 'Africa/Nouakchott', 'Africa/Ouagadougou', 'Africa/Porto-Novo', 'Africa/Sao_Tome', 'Africa/Timbuktu', 'Africa/Tripoli', 'Africa/Tunis', 'Africa/Windhoek', 'America/Adak', 'America/Anchorage', 'America/Anguilla', 'America/Antigua', 'America/Araguaina', 'America/Argentina/Buenos_Aires', 'America/Argentina/Catamarca', 'America/Argentina/ComodRivadavia', 'America/Argentina/Cordoba', 'America/Argentina/Jujuy', 'America/Argentina/La_Rioja', 'America/Argentina/Mendoza', 'America/Argentina/Rio_Gallegos', 'America/Argentina/Salta', 'America/Argentina/San_Juan', 'America/Argentina/San_Luis', 'America/Argentina/Tucuman', 'America/Argentina/Ushuaia', 'America/Aruba', 'America/Asuncion', 'America/Atikokan', 'America/Atka', 'America/Bahia', 'America/Bahia_Banderas', 'America/Barbados', 'America/Belem', 'America/Belize', 'America/Blanc-Sablon', 'America/Boa_Vista', 'America/Bogota', 'America/Boise', 'America/Buenos_Aires', 'America/Cambridge_Bay', 'America/Campo_Grande', 'America/Cancun', 'America/Caracas', 'America/Catamarca', 'America/Cayenne', 'America/Cayman', 'America/Chicago', 'America/Chihuahua', 'America/Ciudad_Juarez', 'America/Coral_Harbour', 'America/Cordoba', 'America/Costa_Rica', 'America/Coyhaique', 'America/Creston', 'America/Cuiaba', 'America/Curacao', 'America/Danmarkshavn', 'America/Dawson', 'America/Dawson_Creek', 'America/Denver', 'America/Detroit', 'America/Dominica', 'America/Edmonton', 'America/Eirunepe', 'America/El_Salvador', 'America/Ensenada', 'America/Fort_Nelson', 'America/Fort_Wayne', 'America/Fortaleza', 'America/Glace_Bay', 'America/Godthab', 'America/Goose_Bay', 'America/Grand_Turk', 'America/Grenada', 'America/Guadeloupe', 'America/Guatemala', 'America/Guayaquil', 'America/Guyana', 'America/Halifax', 'America/Havana', 'America/Hermosillo', 'America/Indiana/Indianapolis', 'America/Indiana/Knox', 'America/Indiana/Marengo', 'America/Indiana/Petersburg', 'America/Indiana/Tell_City', 'America/Indiana/Vevay', 'America/Indiana/Vincennes', 'America/Indiana/Winamac', 'America/Indianapolis', 'America/Inuvik', 'America/Iqaluit', 'America/Jamaica', 'America/Jujuy', 'America/Juneau', 'America/Kentucky/Louisville', 'America/Kentucky/Monticello', 'America/Knox_IN', 'America/Kralendijk', 'America/La_Paz', 'America/Lima', 'America/Los_Angeles', 'America/Louisville', 'America/Lower_Princes', 'America/Maceio', 'America/Managua', 'America/Manaus', 'America/Marigot', 'America/Martinique', 'America/Matamoros', 'America/Mazatlan', 'America/Mendoza', 'America/Menominee', 'America/Merida', 'America/Metlakatla', 'America/Mexico_City', 'America/Miquelon', 'America/Moncton', 'America/Monterrey', 'America/Montevideo', 'America/Montreal', 'America/Montserrat', 'America/Nassau', 'America/New_York', 'America/Nipigon', 'America/Nome', 'America/Noronha', 'America/North_Dakota/Beulah', 'America/North_Dakota/Center', 'America/North_Dakota/New_Salem', 'America/Nuuk', 'America/Ojinaga', 'America/Panama', 'America/Pangnirtung', 'America/Paramaribo', 'America/Phoenix', 'America/Port-au-Prince', 'America/Port_of_Spain', 'America/Porto_Acre', 'America/Porto_Velho', 'America/Puerto_Rico', 'America/Punta_Arenas', 'America/Rainy_River', 'America/Rankin_Inlet', 'America/Recife', 'America/Regina', 'America/Resolute', 'America/Rio_Branco', 'America/Rosario', 'America/Santa_Isabel', 'America/Santarem', 'America/Santiago', 'America/Santo_Domingo', 'America/Sao_Paulo', 'America/Scoresbysund', 'America/Shiprock', 'America/Sitka', 'America/St_Barthelemy', 'America/St_Johns', 'America/St_Kitts', 'America/St_Lucia', 'America/St_Thomas', 'America/St_Vincent', 'America/Swift_Current', 'America/Tegucigalpa', 'America/Thule', 'America/Thunder_Bay', 'America/Tijuana', 'America/Toronto', 'America/Tortola', 'America/Vancouver', 'America/Virgin', 'America/Whitehorse', 'America/Winnipeg', 'America/Yakutat', 'America/Yellowknife', 'Antarctica/Casey', 'Antarctica/Davis', 'Antarctica/DumontDUrville', 'Antarctica/Macquarie', 'Antarctica/Mawson', 'Antarctica/McMurdo', 'Antarctica/Palmer', 'Antarctica/Rothera', 'Antarctica/South_Pole', 'Antarctica/Syowa', 'Antarctica/Troll', 'Antarctica/Vostok', 'Arctic/Longyearbyen', 'Asia/Aden', 'Asia/Almaty', 'Asia/Amman', 'Asia/Anadyr', 'Asia/Aqtau', 'Asia/Aqtobe', 'Asia/Ashgabat', 'Asia/Ashkhabad', 'Asia/Atyrau', 'Asia/Baghdad', 'Asia/Bahrain', 'Asia/Baku', 'Asia/Bangkok', 'Asia/Barnaul', 'Asia/Beirut', 'Asia/Bishkek', 'Asia/Brunei', 'Asia/Calcutta', 'Asia/Chita', 'Asia/Choibalsan', 'Asia/Chongqing', 'Asia/Chungking', 'Asia/Colombo', 'Asia/Dacca', 'Asia/Damascus', 'Asia/Dhaka', 'Asia/Dili', 'Asia/Dubai', 'Asia/Dushanbe', 'Asia/Famagusta', 'Asia/Gaza', 'Asia/Harbin', 'Asia/Hebron', 'Asia/Ho_Chi_Minh', 'Asia/Hong_Kong', 'Asia/Hovd', 'Asia/Irkutsk', 'Asia/Istanbul', 'Asia/Jakarta', 'Asia/Jayapura', 'Asia/Jerusalem', 'Asia/Kabul', 'Asia/Kamchatka', 'Asia/Karachi', 'Asia/Kashgar', 'Asia/Kathmandu', 'Asia/Katmandu', 'Asia/Khandyga', 'Asia/Kolkata', 'Asia/Krasnoyarsk', 'Asia/Kuala_Lumpur', 'Asia/Kuching', 'Asia/Kuwait', 'Asia/Macao', 'Asia/Macau', 'Asia/Magadan', 'Asia/Makassar', 'Asia/Manila', 'Asia/Muscat', 'Asia/Nicosia', 'Asia/Novokuznetsk', 'Asia/Novosibirsk', 'Asia/Omsk', 'Asia/Oral', 'Asia/Phnom_Penh', 'Asia/Pontianak', 'Asia/Pyongyang', 'Asia/Qatar', 'Asia/Qostanay', 'Asia/Qyzylorda', 'Asia/Rangoon', 'Asia/Riyadh', 'Asia/Saigon', 'Asia/Sakhalin', 'Asia/Samarkand', 'Asia/Seoul', 'Asia/Shanghai', 'Asia/Singapore', 'Asia/Srednekolymsk', 'Asia/Taipei', 'Asia/Tashkent', 'Asia/Tbilisi', 'Asia/Tehran', 'Asia/Tel_Aviv', 'Asia/Thimbu', 'Asia/Thimphu', 'Asia/Tokyo', 'Asia/Tomsk', 'Asia/Ujung_Pandang', 'Asia/Ulaanbaatar', 'Asia/Ulan_Bator', 'Asia/Urumqi', 'Asia/Ust-Nera', 'Asia/Vientiane', 'Asia/Vladivostok', 'Asia/Yakutsk', 'Asia/Yangon', 'Asia/Yekaterinburg', 'Asia/Yerevan', 'Atlantic/Azores', 'Atlantic/Bermuda', 'Atlantic/Canary', 'Atlantic/Cape_Verde', 'Atlantic/Faeroe', 'Atlantic/Faroe', 'Atlantic/Jan_Mayen', 'Atlantic/Madeira', 'Atlantic/Reykjavik', 'Atlantic/South_Georgia', 'Atlantic/St_Helena', 'Atlantic/Stanley', 'Australia/ACT', 'Australia/Adelaide', 'Australia/Brisbane', 'Australia/Broken_Hill', 'Australia/Canberra', 'Australia/Currie', 'Australia/Darwin', 'Australia/Eucla', 'Australia/Hobart', 'Australia/LHI', 'Australia/Lindeman', 'Australia/Lord_Howe', 'Australia/Melbourne', 'Australia/NSW', 'Australia/North', 'Australia/Perth', 'Australia/Queensland', 'Australia/South', 'Australia/Sydney', 'Australia/Tasmania', 'Australia/Victoria', 'Australia/West', 'Australia/Yancowinna', 'Brazil/Acre', 'Brazil/DeNoronha', 'Brazil/East', 'Brazil/West', 'CET', 'CST6CDT', 'Canada/Atlantic', 'Canada/Central', 'Canada/Eastern', 'Canada/Mountain', 'Canada/Newfoundland', 'Canada/Pacific', 'Canada/Saskatchewan', 'Canada/Yukon', 'Chile/Continental', 'Chile/EasterIsland', 'Cuba', 'EET', 'EST', 'EST5EDT', 'Egypt', 'Eire', 'Etc/GMT', 'Etc/GMT+0', 'Etc/GMT+1', 'Etc/GMT+10', 'Etc/GMT+11', 'Etc/GMT+12', 'Etc/GMT+2', 'Etc/GMT+3', 'Etc/GMT+4', 'Etc/GMT+5', 'Etc/GMT+6', 'Etc/GMT+7', 'Etc/GMT+8', 'Etc/GMT+9', 'Etc/GMT-0', 'Etc/GMT-1', 'Etc/GMT-10', 'Etc/GMT-11', 'Etc/GMT-12', 'Etc/GMT-13', 'Etc/GMT-14', 'Etc/GMT-2', 'Etc/GMT-3', 'Etc/GMT-4', 'Etc/GMT-5', 'Etc/GMT-6', 'Etc/GMT-7', 'Etc/GMT-8', 'Etc/GMT-9', 'Etc/GMT0', 'Etc/Greenwich', 'Etc/UCT', 'Etc/UTC', 'Etc/Universal', 'Etc/Zulu', 'Europe/Amsterdam', 'Europe/Andorra', 'Europe/Astrakhan', 'Europe/Athens', 'Europe/Belfast', 'Europe/Belgrade', 'Europe/Berlin', 'Europe/Bratislava', 'Europe/Brussels', 'Europe/Bucharest', 'Europe/Budapest', 'Europe/Busingen', 'Europe/Chisinau', 'Europe/Copenhagen', 'Europe/Dublin', 'Europe/Gibraltar', 'Europe/Guernsey', 'Europe/Helsinki', 'Europe/Isle_of_Man', 'Europe/Istanbul', 'Europe/Jersey', 'Europe/Kaliningrad', 'Europe/Kiev', 'Europe/Kirov', 'Europe/Kyiv', 'Europe/Lisbon', 'Europe/Ljubljana', 'Europe/London', 'Europe/Luxembourg', 'Europe/Madrid', 'Europe/Malta', 'Europe/Mariehamn', 'Europe/Minsk', 'Europe/Monaco', 'Europe/Moscow', 'Europe/Nicosia', 'Europe/Oslo', 'Europe/Paris', 'Europe/Podgorica', 'Europe/Prague', 'Europe/Riga', 'Europe/Rome', 'Europe/Samara', 'Europe/San_Marino', 'Europe/Sarajevo', 'Europe/Saratov', 'Europe/Simferopol', 'Europe/Skopje', 'Europe/Sofia', 'Europe/Stockholm', 'Europe/Tallinn', 'Europe/Tirane', 'Europe/Tiraspol', 'Europe/Ulyanovsk', 'Europe/Uzhgorod', 'Europe/Vaduz', 'Europe/Vatican', 'Europe/Vienna', 'Europe/Vilnius', 'Europe/Volgograd', 'Europe/Warsaw', 'Europe/Zagreb', 'Europe/Zaporozhye', 'Europe/Zurich', 'Factory', 'GB', 'GB-Eire', 'GMT', 'GMT+0', 'GMT-0', 'GMT0', 'Greenwich', 'HST', 'Hongkong', 'Iceland', 'Indian/Antananarivo', 'Indian/Chagos', 'Indian/Christmas', 'Indian/Cocos', 'Indian/Comoro', 'Indian/Kerguelen', 'Indian/Mahe', 'Indian/Maldives', 'Indian/Mauritius', 'Indian/Mayotte', 'Indian/Reunion', 'Iran', 'Israel', 'Jamaica', 'Japan', 'Kwajalein', 'Libya', 'MET', 'MST', 'MST7MDT', 'Mexico/BajaNorte', 'Mexico/BajaSur', 'Mexico/General', 'NZ', 'NZ-CHAT', 'Navajo', 'PRC', 'PST8PDT', 'Pacific/Apia', 'Pacific/Auckland', 'Pacific/Bougainville', 'Pacific/Chatham', 'Pacific/Chuuk', 'Pacific/Easter', 'Pacific/Efate', 'Pacific/Enderbury', 'Pacific/Fakaofo', 'Pacific/Fiji', 'Pacific/Funafuti', 'Pacific/Galapagos', 'Pacific/Gambier', 'Pacific/Guadalcanal', 'Pacific/Guam', 'Pacific/Honolulu', 'Pacific/Johnston', 'Pacific/Kanton', 'Pacific/Kiritimati', 'Pacific/Kosrae', 'Pacific/Kwajalein', 'Pacific/Majuro', 'Pacific/Marquesas', 'Pacific/Midway', 'Pacific/Nauru', 'Pacific/Niue', 'Pacific/Norfolk', 'Pacific/Noumea', 'Pacific/Pago_Pago', 'Pacific/Palau', 'Pacific/Pitcairn', 'Pacific/Pohnpei', 'Pacific/Ponape', 'Pacific/Port_Moresby', 'Pacific/Rarotonga', 'Pacific/Saipan', 'Pacific/Samoa', 'Pacific/Tahiti', 'Pacific/Tarawa', 'Pacific/Tongatapu', 'Pacific/Truk', 'Pacific/Wake', 'Pacific/Wallis', 'Pacific/Yap', 'Poland', 'Portugal', 'ROC', 'ROK', 'Singapore', 'Turkey', 'UCT', 'US/Alaska', 'US/Aleutian', 'US/Arizona', 'US/Central', 'US/East-Indiana', 'US/Eastern', 'US/Hawaii', 'US/Indiana-Starke', 'US/Michigan', 'US/Mountain', 'US/Pacific', 'US/Samoa', 'UTC', 'Universal', 'W-SU', 'WET', 'Zulu', 'localtime']
+
+
+class Advancing(TypedDict):
+    target_frozen_time: str
+    redeliver: bool
+
+
+class Allowance(TypedDict):
+    used: int
+    of: int
+
+
+class Calendar(TypedDict):
+    id: str
+    object: CalendarObject
+    name: str
+    zone: str
+    weekends: list[int]
+    closes: str
+    holidays: str | None
+    closed_days: list[ClosedDayOut]
+    default: bool
+    metadata: dict[str, str]
+    created: str | None
+    observed: NotRequired[Observed]
+
+
+class CalendarCreate(TypedDict):
+    name: str
+    zone: ZoneEnum
+    weekends: NotRequired[list[int]]
+    closes: NotRequired[str]
+    holidays: NotRequired[HolidaysEnum | None]
+    closed_days: NotRequired[list[ClosedDay]]
+    default: NotRequired[bool]
+    metadata: NotRequired[dict[str, str]]
+
+
+class CalendarEntry(TypedDict):
+    date: str
+    what: str
+    kind: str
+    answers_for: str
+    status: str
+    at: str
+    local: str
+    uid: str
+    sequence: int
+    on: str | None
+    rungs: list[CalendarRung]
+
+
+class CalendarList(TypedDict):
+    object: ListObject
+    data: list[Calendar]
+    has_more: bool
+    url: str
+    note: NotRequired[str]
+
+
+class CalendarRung(TypedDict):
+    date: str
+    what: str
+    kind: str
+    answers_for: str
+    status: str
+    at: str
+    local: str
+    uid: str
+    sequence: int
+    on: str | None
+    step: str
+    current: bool
+
+
+class CalendarUpdate(TypedDict):
+    name: NotRequired[str]
+    zone: NotRequired[ZoneEnum]
+    weekends: NotRequired[list[int]]
+    closes: NotRequired[str]
+    holidays: NotRequired[HolidaysEnum | None]
+    closed_days: NotRequired[list[ClosedDay]]
+    default: NotRequired[bool]
+    metadata: NotRequired[dict[str, str]]
+
+
+class Clock(TypedDict):
+    id: str
+    object: ClockObject
+    name: str
+    title: str
+    spec: str
+    subject: str
+    period: str
+    hard: bool
+    lives_on: ClockLivesOn
+    owner_ref: str
+    answers_for: str | None
+    version: str | None
+    opened_at: str
+    zone: str
+    test_clock: str | None
+    items: list[ClockItem]
+    next_timer: TimerSummary | None
+
+
+class ClockChoose(TypedDict):
+    option: str
+    by: NotRequired[str]
+
+
+class ClockInputs(TypedDict):
+    inputs: dict[str, Any]
+
+
+class ClockItem(TypedDict):
+    item: str | None
+    civil: str
+    due_date: str
+    due_at: str
+    local: str
+    rolled_why: str | None
+    moves: int
+    status: ClockItemStatus
+    satisfied_at: str | None
+    next_timer: TimerSummary | None
+
+
+class ClockPenalty(TypedDict):
+    notice: str
+    amount: float
+
+
+class ClockSatisfy(TypedDict):
+    by: NotRequired[str]
+
+
+class ClosedDay(TypedDict):
+    date: str
+    why: str
+
+
+class ClosedDayOut(TypedDict):
+    date: str
+    why: str
+
+
+class Commit(TypedDict):
+    id: str
+    outcome: CommitOutcome
+    code: str | None
+    at: str
+    events: list[str]
+
+
+class DeadLetter(TypedDict):
+    id: str
+    object: DeadLetterObject
+    tick: str
+    at: str
+    status: int | None
+    error: str
+    payload: dict[str, Any]
+
+
+class DeletedMember(TypedDict):
+    id: str
+    object: MemberObject
+    deleted: bool
+    handed_over: Handover
+
+
+class DeletedTestClock(TypedDict):
+    id: str
+    object: TestClockObject
+    deleted: bool
+
+
+class DeletedWebhookEndpoint(TypedDict):
+    id: str
+    object: WebhookEndpointObject
+    deleted: bool
+
+
+class Error(TypedDict):
+    error: ErrorDetail
+
+
+class ErrorDetail(TypedDict):
+    type: ErrorType
+    code: str
+    message: str
+    param: NotRequired[str]
+
+
+class Event(TypedDict):
+    id: str
+    object: EventObject
+    type: str
+    subject: str
+    owed_at: str | None
+    fired_at: str | None
+    late_by: str | None
+    key: str | None
+    data: dict[str, Any]
+    test_clock: str | None
+
+
+class EventList(TypedDict):
+    object: ListObject
+    data: list[Event]
+    has_more: bool
+    url: str
+    note: NotRequired[str]
+
+
+class Grant(TypedDict):
+    scope: str
+
+
+class Handover(TypedDict):
+    successor: str | None
+    clocks: list[str]
+    tasks: list[str]
+    reopened: list[str]
+    windows: list[str]
+
+
+class Invite(TypedDict):
+    email: str
+    name: NotRequired[str]
+    role: NotRequired[MemberRole]
+
+
+class Job(TypedDict):
+    id: str
+    object: JobObject
+    service: str
+    period: str
+    subject: str
+    subscription: str | None
+    schedule: str | None
+    status: JobStatus
+    late: bool
+    late_at: str | None
+    waiting_on: str | None
+    step: str | None
+    opened_at: str
+    closed_at: str | None
+    price: Price
+    version: str | None
+    test_clock: str | None
+    metadata: dict[str, str]
+    clocks: list[str]
+    next_timer: TimerSummary | None
+
+
+class JobActivity(TypedDict):
+    what: NotRequired[str]
+
+
+class JobCancel(TypedDict):
+    reason: NotRequired[str]
+
+
+class JobCreate(TypedDict):
+    subject: str
+    service: str
+    input: NotRequired[dict[str, Any]]
+    period: NotRequired[str]
+    metadata: NotRequired[dict[str, str]]
+
+
+class JobDeliver(TypedDict):
+    keeps: NotRequired[dict[str, Any]]
+
+
+class JobList(TypedDict):
+    object: ListObject
+    data: list[Job]
+    has_more: bool
+    url: str
+    note: NotRequired[str]
+
+
+class JobRepin(TypedDict):
+    to: str
+    dry_run: NotRequired[bool]
+
+
+class JobRepinResult(TypedDict):
+    object: RepinObject
+    job: str
+    to: str
+    label: str
+    dry_run: bool
+    changes: list[RepinChange]
+
+
+class JobWait(TypedDict):
+    on: str
+
+
+class Member(TypedDict):
+    id: str
+    object: MemberObject
+    name: str
+    username: str
+    email: str | None
+    role: MemberRole
+    status: MemberStatus
+    pools: list[str]
+
+
+class MemberList(TypedDict):
+    object: ListObject
+    data: list[Member]
+    has_more: bool
+    url: str
+    note: NotRequired[str]
+
+
+class MemberRef(TypedDict):
+    id: str
+    name: str
+    username: str
+
+
+class MemberUpdate(TypedDict):
+    name: NotRequired[str]
+    role: NotRequired[MemberRole]
+
+
+class MintedJobList(TypedDict):
+    object: ListObject
+    data: list[Job]
+    has_more: bool
+    url: str
+    note: NotRequired[str]
+
+
+class Observed(TypedDict):
+    years: list[int]
+    days: list[ClosedDayOut]
+
+
+class Penalty(TypedDict):
+    object: PenaltyObject
+    clock: str
+    period: str
+    notice: str
+    amount_cents: int
+    guarantee_cap_cents: int
+    credited_cents: int
+    money_line: str | None
+
+
+class Policy(TypedDict):
+    service: str
+    name: str
+    value: int
+    test_clock: NotRequired[str]
+
+
+class Pool(TypedDict):
+    object: PoolObject
+    name: str
+    hold: str
+    services: list[PoolService]
+    members: list[MemberRef]
+
+
+class PoolList(TypedDict):
+    object: ListObject
+    data: list[Pool]
+    has_more: bool
+    url: str
+    note: NotRequired[str]
+
+
+class PoolMember(TypedDict):
+    member: str
+
+
+class PoolService(TypedDict):
+    service: str
+    hold: str
+
+
+class PortalSession(TypedDict):
+    subject: str
+
+
+class Postpone(TypedDict):
+    to: str
+    notice: str
+
+
+class Price(TypedDict):
+    cents: int
+    currency: str
+    display: str
+    every: str | None
+
+
+class Remove(TypedDict):
+    successor: NotRequired[str]
+
+
+class RepinChange(TypedDict):
+    action: RepinAction
+    key: str
+    owed_at: str | None
+
+
+class Schedule(TypedDict):
+    id: str
+    object: ScheduleObject
+    name: str
+    spec: dict[str, Any]
+    zone: str
+    target: dict[str, Any]
+    overlap: ScheduleOverlap
+    buffer_limit: int
+    catchup_window: int
+    paused: bool
+    pause_note: str | None
+    paused_at: str | None
+    revision: int
+    test_clock: str | None
+    next_fire_times: list[str]
+    last_tick: ScheduleTick | None
+    recent_ticks: list[ScheduleTick]
+    dead_letters: list[DeadLetter]
+    buffered: list[str]
+    counters: ScheduleCounters
+    created: str
+    secret: NotRequired[str]
+
+
+class ScheduleCounters(TypedDict):
+    fired: int
+    skipped: int
+    dropped: int
+    missed: int
+    dead_lettered: int
+    open_runs: int
+
+
+class ScheduleCreate(TypedDict):
+    test_clock: NotRequired[str | None]
+    name: NotRequired[str]
+    spec: dict[str, Any]
+    zone: NotRequired[ZoneEnum]
+    target: dict[str, Any]
+    overlap: NotRequired[ScheduleOverlap]
+    buffer_limit: NotRequired[int]
+    catchup_window: NotRequired[int | str]
+    paused: NotRequired[bool]
+    pause_note: NotRequired[str]
+
+
+class ScheduleList(TypedDict):
+    object: ListObject
+    data: list[Schedule]
+    has_more: bool
+    url: str
+    note: NotRequired[str]
+
+
+class SchedulePause(TypedDict):
+    pause_note: NotRequired[str]
+
+
+class ScheduleRun(TypedDict):
+    id: str
+    object: ScheduleRunObject
+    state: ScheduleRunState
+    scheduled_at: str
+    started_at: str | None
+    closed_at: str | None
+    ref: str | None
+    outcome: str | None
+
+
+class ScheduleTick(TypedDict):
+    id: str
+    object: ScheduleTickObject
+    state: ScheduleTickState
+    scheduled_at: str
+    fired_at: str
+    settled_at: str | None
+    run: ScheduleRun
+
+
+class StatusDetails(TypedDict):
+    advancing: NotRequired[Advancing]
+
+
+class StepAct(TypedDict):
+    member: NotRequired[str]
+    party: NotRequired[str]
+
+
+class Subject(TypedDict):
+    id: str
+    object: SubjectObject
+    kind: str
+    key_name: str
+    key: str
+    name: str
+    calendar: str | None
+    zone: str
+    metadata: dict[str, str]
+    livemode: bool
+    test_clock: str | None
+    created: str | None
+
+
+SubjectCalendar = TypedDict('SubjectCalendar', {
+    'object': str,
+    'subject': str,
+    'kind': str,
+    'key_name': str,
+    'key': str,
+    'name': str,
+    'zone': str,
+    'today': str,
+    'count': int,
+    'webcal': str,
+    'feed': SubjectFeedStatus,
+    'test_clock': str | None,
+    'data': list[CalendarEntry],
+    'from': str | None,
+})
+
+
+class SubjectCreate(TypedDict):
+    kind: KindEnum
+    key: str
+    name: str
+    calendar: NotRequired[str]
+    metadata: NotRequired[dict[str, str]]
+    test_clock: NotRequired[str]
+
+
+class SubjectEvent(TypedDict):
+    type: str
+    key: str
+    data: NotRequired[dict[str, Any]]
+
+
+class SubjectList(TypedDict):
+    object: ListObject
+    data: list[Subject]
+    has_more: bool
+    url: str
+    note: NotRequired[str]
+
+
+class SubjectUpdate(TypedDict):
+    name: NotRequired[str]
+    calendar: NotRequired[str]
+    metadata: NotRequired[dict[str, str]]
+
+
+class Subscription(TypedDict):
+    id: str
+    object: SubscriptionObject
+    service: str
+    subject: str
+    status: SubscriptionStatus
+    cancel_at_period_end: bool
+    paused_at: str | None
+    pause_note: str | None
+    cycle: int
+    cycle_started_at: str
+    opened_at: str
+    usage: dict[str, Allowance]
+    price: Price | None
+    input: dict[str, Any]
+    version: str | None
+    test_clock: str | None
+    metadata: dict[str, str]
+    next_timer: TimerSummary | None
+
+
+class SubscriptionCreate(TypedDict):
+    subject: str
+    plan: str
+    input: NotRequired[dict[str, Any]]
+    metadata: NotRequired[dict[str, str]]
+
+
+class SubscriptionList(TypedDict):
+    object: ListObject
+    data: list[Subscription]
+    has_more: bool
+    url: str
+    note: NotRequired[str]
+
+
+class SubscriptionPause(TypedDict):
+    note: NotRequired[str]
+
+
+class SubscriptionUpdate(TypedDict):
+    input: dict[str, Any]
+
+
+class TestClock(TypedDict):
+    id: str
+    object: TestClockObject
+    name: str
+    seed: str
+    frozen_time: str
+    status: TestClockStatus
+    status_details: StatusDetails
+    created: str
+
+
+class TestClockAdvance(TypedDict):
+    to: str | int
+    redeliver: NotRequired[bool]
+
+
+class TestClockCreate(TypedDict):
+    frozen_time: str | int
+    name: NotRequired[str | None]
+    seed: NotRequired[str | None]
+
+
+class TestClockList(TypedDict):
+    object: ListObject
+    data: list[TestClock]
+    has_more: bool
+    url: str
+    note: NotRequired[str]
+
+
+class Timer(TypedDict):
+    id: str
+    object: TimerObject
+    key: str
+    status: TimerStatus
+    place: int
+    kind: TimerKind
+    on: str
+    handler: str
+    owed_at: str | None
+    armed_at: str
+    fired_at: str | None
+    late_by: str | None
+    attempt: int
+    wakes: int
+    version: str | None
+    commit: Commit | None
+    superseded_by: str | None
+    by: str | None
+    held_since: str | None
+    held_by: str | None
+    remaining: str | None
+    opened_at: str
+    armed_by: str | None
+    test_clock: str | None
+    data: dict[str, Any]
+
+
+class TimerCreate(TypedDict):
+    key: str
+    owed_at: str | int
+    handler: HandlerEnum
+    data: NotRequired[dict[str, Any]]
+    test_clock: NotRequired[str | None]
+
+
+class TimerList(TypedDict):
+    object: ListObject
+    data: list[Timer]
+    has_more: bool
+    url: str
+    note: NotRequired[str]
+
+
+class TimerSummary(TypedDict):
+    id: str
+    key: str
+    owed_at: str
+    kind: TimerKind
+    on: str
+
+
+class Version(TypedDict):
+    id: str
+    object: VersionObject
+    name: str | None
+    label: str
+    services: list[str]
+    files: list[str]
+    live: bool
+    armed_timers: int
+    subjects: int
+    keeps_until: str | None
+    created_at: str
+
+
+class VersionList(TypedDict):
+    object: ListObject
+    data: list[Version]
+    has_more: bool
+    url: str
+    note: NotRequired[str]
+
+
+class Wake(TypedDict):
+    replayed: bool
+    status: TimerStatus
+    commit: Commit | None
+
+
+class WebhookEndpoint(TypedDict):
+    id: str
+    object: WebhookEndpointObject
+    url: str
+    enabled_events: list[str]
+    status: WebhookEndpointStatus
+    description: str | None
+    metadata: dict[str, str]
+    livemode: bool
+    created: str
+    secret: NotRequired[str]
+
+
+class WebhookEndpointCreate(TypedDict):
+    url: str
+    enabled_events: list[str]
+    description: NotRequired[str]
+    metadata: NotRequired[dict[str, str]]
+
+
+class WebhookEndpointList(TypedDict):
+    object: ListObject
+    data: list[WebhookEndpoint]
+    has_more: bool
+    url: str
+    note: NotRequired[str]
+
+
+class WebhookEndpointUpdate(TypedDict):
+    url: NotRequired[str]
+    enabled_events: NotRequired[list[str]]
+    description: NotRequired[str]
+    metadata: NotRequired[dict[str, str]]
+    disabled: NotRequired[bool]
+
+
+class Window(TypedDict):
+    member: str
+    hours: int
+    test_clock: NotRequired[str]
+
+
+# -- operations ---------------------------------------------------------------------------------------
+class Calendars(Resource):
+    """calendars: /calendars…"""
+
+    def create(
+        self,
+        *,
+        name: str,
+        zone: ZoneEnum,
+        weekends: builtins.list[int] | Omit = OMIT,
+        closes: str | Omit = OMIT,
+        holidays: HolidaysEnum | None | Omit = OMIT,
+        closed_days: builtins.list[ClosedDay] | Omit = OMIT,
+        default: bool | Omit = OMIT,
+        metadata: dict[str, str] | Omit = OMIT,
+        idempotency_key: str | Omit = OMIT,
+    ) -> Calendar:
+        """Create a calendar. POST /calendars"""
+        return self._client.request('POST', '/calendars', json={'name': name, 'zone': zone, 'weekends': weekends, 'closes': closes, 'holidays': holidays, 'closed_days': closed_days, 'default': default, 'metadata': metadata}, idempotency_key=idempotency_key)
+
+    def list(self, *, limit: int | Omit = OMIT, starting_after: str | Omit = OMIT) -> CalendarList:
+        """List calendars. GET /calendars"""
+        return self._client.request('GET', '/calendars', params={'limit': limit, 'starting_after': starting_after})
+
+    def retrieve(self, calendar_id: str) -> Calendar:
+        """Retrieve a calendar. GET /calendars/{calendar_id}"""
+        return self._client.request('GET', f"/calendars/{_seg(calendar_id)}")
+
+    def update(
+        self,
+        calendar_id: str,
+        *,
+        name: str | Omit = OMIT,
+        zone: ZoneEnum | Omit = OMIT,
+        weekends: builtins.list[int] | Omit = OMIT,
+        closes: str | Omit = OMIT,
+        holidays: HolidaysEnum | None | Omit = OMIT,
+        closed_days: builtins.list[ClosedDay] | Omit = OMIT,
+        default: bool | Omit = OMIT,
+        metadata: dict[str, str] | Omit = OMIT,
+        idempotency_key: str | Omit = OMIT,
+    ) -> Calendar:
+        """Update a calendar. POST /calendars/{calendar_id}"""
+        return self._client.request('POST', f"/calendars/{_seg(calendar_id)}", json={'name': name, 'zone': zone, 'weekends': weekends, 'closes': closes, 'holidays': holidays, 'closed_days': closed_days, 'default': default, 'metadata': metadata}, idempotency_key=idempotency_key)
+
+
+class Clocks(Resource):
+    """clocks: /clocks…"""
+
+    def inputs(
+        self,
+        clock_id: str,
+        *,
+        inputs: dict[str, Any],
+        idempotency_key: str | Omit = OMIT,
+    ) -> dict[str, Any]:
+        """A commit changed what a due reads. POST /clocks/{clock_id}/inputs"""
+        return self._client.request('POST', f"/clocks/{_seg(clock_id)}/inputs", json={'inputs': inputs}, idempotency_key=idempotency_key)
+
+    def items_choose(
+        self,
+        clock_id: str,
+        item: str,
+        *,
+        option: str,
+        by: str | Omit = OMIT,
+        idempotency_key: str | Omit = OMIT,
+    ) -> Clock:
+        """Choose on a date that came unsatisfied. POST /clocks/{clock_id}/items/{item}/choose"""
+        return self._client.request('POST', f"/clocks/{_seg(clock_id)}/items/{_seg(item)}/choose", json={'option': option, 'by': by}, idempotency_key=idempotency_key)
+
+    def items_postpone(
+        self,
+        clock_id: str,
+        item: str,
+        *,
+        to: str | date,
+        notice: str,
+        idempotency_key: str | Omit = OMIT,
+    ) -> dict[str, Any]:
+        """Postpone a date (calendar.postpone). POST /clocks/{clock_id}/items/{item}/postpone"""
+        return self._client.request('POST', f"/clocks/{_seg(clock_id)}/items/{_seg(item)}/postpone", json={'to': to, 'notice': notice}, idempotency_key=idempotency_key)
+
+    def items_satisfy(
+        self,
+        clock_id: str,
+        item: str,
+        *,
+        by: str | Omit = OMIT,
+        idempotency_key: str | Omit = OMIT,
+    ) -> Clock:
+        """Mark a date kept. POST /clocks/{clock_id}/items/{item}/satisfy"""
+        return self._client.request('POST', f"/clocks/{_seg(clock_id)}/items/{_seg(item)}/satisfy", json={'by': by}, idempotency_key=idempotency_key)
+
+    def penalties_create(
+        self,
+        clock_id: str,
+        *,
+        notice: str,
+        amount: float | Decimal,
+        idempotency_key: str | Omit = OMIT,
+    ) -> Penalty:
+        """Record a penalty notice for the clock's period. POST /clocks/{clock_id}/penalties"""
+        return self._client.request('POST', f"/clocks/{_seg(clock_id)}/penalties", json={'notice': notice, 'amount': amount}, idempotency_key=idempotency_key)
+
+    def retrieve(self, clock_id: str) -> Clock:
+        """Retrieve a clock. GET /clocks/{clock_id}"""
+        return self._client.request('GET', f"/clocks/{_seg(clock_id)}")
+
+
+class Events(Resource):
+    """events: /events…"""
+
+    def list(
+        self,
+        *,
+        limit: int | Omit = OMIT,
+        starting_after: str | Omit = OMIT,
+        test_clock: str | Omit = OMIT,
+        type: str | Omit = OMIT,
+    ) -> EventList:
+        """List events. GET /events"""
+        return self._client.request('GET', '/events', params={'limit': limit, 'starting_after': starting_after, 'test_clock': test_clock, 'type': type})
+
+    def retrieve(self, event_id: str) -> Event:
+        """Retrieve an event. GET /events/{event_id}"""
+        return self._client.request('GET', f"/events/{_seg(event_id)}")
+
+
+class Jobs(Resource):
+    """jobs: /jobs…"""
+
+    def activity(self, job_id: str, *, what: str | Omit = OMIT, idempotency_key: str | Omit = OMIT) -> Job:
+        """Record activity. POST /jobs/{job_id}/activity"""
+        return self._client.request('POST', f"/jobs/{_seg(job_id)}/activity", json={'what': what}, idempotency_key=idempotency_key)
+
+    def cancel(self, job_id: str, *, reason: str | Omit = OMIT, idempotency_key: str | Omit = OMIT) -> Job:
+        """Cancel a job. POST /jobs/{job_id}/cancel"""
+        return self._client.request('POST', f"/jobs/{_seg(job_id)}/cancel", json={'reason': reason}, idempotency_key=idempotency_key)
+
+    def create(
+        self,
+        *,
+        subject: str,
+        service: str,
+        input: dict[str, Any] | Omit = OMIT,
+        period: str | Omit = OMIT,
+        metadata: dict[str, str] | Omit = OMIT,
+        idempotency_key: str | Omit = OMIT,
+    ) -> Job:
+        """Order a job. POST /jobs"""
+        return self._client.request('POST', '/jobs', json={'subject': subject, 'service': service, 'input': input, 'period': period, 'metadata': metadata}, idempotency_key=idempotency_key)
+
+    def deliver(
+        self,
+        job_id: str,
+        *,
+        keeps: dict[str, Any] | Omit = OMIT,
+        idempotency_key: str | Omit = OMIT,
+    ) -> Job:
+        """Deliver a job. POST /jobs/{job_id}/deliver"""
+        return self._client.request('POST', f"/jobs/{_seg(job_id)}/deliver", json={'keeps': keeps}, idempotency_key=idempotency_key)
+
+    def grants_create(self, job_id: str, *, scope: str, idempotency_key: str | Omit = OMIT) -> dict[str, Any]:
+        """Grant a scope. POST /jobs/{job_id}/grants"""
+        return self._client.request('POST', f"/jobs/{_seg(job_id)}/grants", json={'scope': scope}, idempotency_key=idempotency_key)
+
+    def list(
+        self,
+        *,
+        limit: int | Omit = OMIT,
+        starting_after: str | Omit = OMIT,
+        status: JobStatus | Omit = OMIT,
+        subject: str | Omit = OMIT,
+        subscription: str | Omit = OMIT,
+        test_clock: str | Omit = OMIT,
+    ) -> JobList:
+        """List jobs. GET /jobs"""
+        return self._client.request('GET', '/jobs', params={'limit': limit, 'starting_after': starting_after, 'status': status, 'subject': subject, 'subscription': subscription, 'test_clock': test_clock})
+
+    def resume_work(self, job_id: str, *, idempotency_key: str | Omit = OMIT) -> Job:
+        """The party answered. POST /jobs/{job_id}/resume"""
+        return self._client.request('POST', f"/jobs/{_seg(job_id)}/resume", idempotency_key=idempotency_key)
+
+    def retrieve(self, job_id: str) -> Job:
+        """Retrieve a job. GET /jobs/{job_id}"""
+        return self._client.request('GET', f"/jobs/{_seg(job_id)}")
+
+    def steps_act(
+        self,
+        act: str,
+        job_id: str,
+        step: str,
+        *,
+        member: str | Omit = OMIT,
+        party: str | Omit = OMIT,
+        idempotency_key: str | Omit = OMIT,
+    ) -> dict[str, Any]:
+        """Act on a job's step. POST /jobs/{job_id}/steps/{step}/{act}"""
+        return self._client.request('POST', f"/jobs/{_seg(job_id)}/steps/{_seg(step)}/{_seg(act)}", json={'member': member, 'party': party}, idempotency_key=idempotency_key)
+
+    def wait(self, job_id: str, *, on: str, idempotency_key: str | Omit = OMIT) -> Job:
+        """Wait on a party. POST /jobs/{job_id}/wait"""
+        return self._client.request('POST', f"/jobs/{_seg(job_id)}/wait", json={'on': on}, idempotency_key=idempotency_key)
+
+
+class Members(Resource):
+    """members: /members…"""
+
+    def delete(self, member_id: str, *, successor: str | Omit = OMIT) -> DeletedMember:
+        """Remove a member, handing over to a successor. DELETE /members/{member_id}"""
+        return self._client.request('DELETE', f"/members/{_seg(member_id)}", params={'successor': successor})
+
+    def invite(
+        self,
+        *,
+        email: str,
+        name: str | Omit = OMIT,
+        role: MemberRole | Omit = OMIT,
+        idempotency_key: str | Omit = OMIT,
+    ) -> Member:
+        """Invite a member. POST /members"""
+        return self._client.request('POST', '/members', json={'email': email, 'name': name, 'role': role}, idempotency_key=idempotency_key)
+
+    def list(self, *, limit: int | Omit = OMIT, starting_after: str | Omit = OMIT) -> MemberList:
+        """List the brand's members. GET /members"""
+        return self._client.request('GET', '/members', params={'limit': limit, 'starting_after': starting_after})
+
+    def remove(
+        self,
+        member_id: str,
+        *,
+        successor: str | Omit = OMIT,
+        idempotency_key: str | Omit = OMIT,
+    ) -> DeletedMember:
+        """Remove a member, handing over to a successor. POST /members/{member_id}/remove"""
+        return self._client.request('POST', f"/members/{_seg(member_id)}/remove", json={'successor': successor}, idempotency_key=idempotency_key)
+
+    def retrieve(self, member_id: str) -> Member:
+        """Retrieve a member. GET /members/{member_id}"""
+        return self._client.request('GET', f"/members/{_seg(member_id)}")
+
+    def update(
+        self,
+        member_id: str,
+        *,
+        name: str | Omit = OMIT,
+        role: MemberRole | Omit = OMIT,
+        idempotency_key: str | Omit = OMIT,
+    ) -> Member:
+        """Change a member's name or role. POST /members/{member_id}"""
+        return self._client.request('POST', f"/members/{_seg(member_id)}", json={'name': name, 'role': role}, idempotency_key=idempotency_key)
+
+
+class Owner(Resource):
+    """owner: /owner…"""
+
+    def jobs_repin(
+        self,
+        job_id: str,
+        *,
+        to: str,
+        dry_run: bool | Omit = OMIT,
+        idempotency_key: str | Omit = OMIT,
+    ) -> JobRepinResult:
+        """Repin a job. POST /owner/jobs/{job_id}/repin"""
+        return self._client.request('POST', f"/owner/jobs/{_seg(job_id)}/repin", json={'to': to, 'dry_run': dry_run}, idempotency_key=idempotency_key)
+
+
+class Policies(Resource):
+    """policies: /policies…"""
+
+    def set(
+        self,
+        *,
+        service: str,
+        name: str,
+        value: int,
+        test_clock: str | Omit = OMIT,
+        idempotency_key: str | Omit = OMIT,
+    ) -> dict[str, Any]:
+        """Set a policy value. POST /policies"""
+        return self._client.request('POST', '/policies', json={'service': service, 'name': name, 'value': value, 'test_clock': test_clock}, idempotency_key=idempotency_key)
+
+
+class Pools(Resource):
+    """pools: /pools…"""
+
+    def list(self) -> PoolList:
+        """List the pools. GET /pools"""
+        return self._client.request('GET', '/pools')
+
+    def members_add(self, pool: str, *, member: str, idempotency_key: str | Omit = OMIT) -> Pool:
+        """Put a member in a pool. POST /pools/{pool}/members"""
+        return self._client.request('POST', f"/pools/{_seg(pool)}/members", json={'member': member}, idempotency_key=idempotency_key)
+
+    def members_remove(self, member: str, pool: str) -> Pool:
+        """Take a member out of a pool. DELETE /pools/{pool}/members/{member}"""
+        return self._client.request('DELETE', f"/pools/{_seg(pool)}/members/{_seg(member)}")
+
+
+class PortalSessions(Resource):
+    """portal_sessions: /portal_sessions…"""
+
+    def create(self, *, subject: str, idempotency_key: str | Omit = OMIT) -> dict[str, Any]:
+        """Make a customer portal link. POST /portal_sessions"""
+        return self._client.request('POST', '/portal_sessions', json={'subject': subject}, idempotency_key=idempotency_key)
+
+
+class Schedules(Resource):
+    """schedules: /schedules…"""
+
+    def create(
+        self,
+        *,
+        spec: dict[str, Any],
+        target: dict[str, Any],
+        test_clock: str | None | Omit = OMIT,
+        name: str | Omit = OMIT,
+        zone: ZoneEnum | Omit = OMIT,
+        overlap: ScheduleOverlap | Omit = OMIT,
+        buffer_limit: int | Omit = OMIT,
+        catchup_window: int | str | Omit = OMIT,
+        paused: bool | Omit = OMIT,
+        pause_note: str | Omit = OMIT,
+        idempotency_key: str | Omit = OMIT,
+    ) -> Schedule:
+        """Create a schedule. POST /schedules"""
+        return self._client.request('POST', '/schedules', json={'test_clock': test_clock, 'name': name, 'spec': spec, 'zone': zone, 'target': target, 'overlap': overlap, 'buffer_limit': buffer_limit, 'catchup_window': catchup_window, 'paused': paused, 'pause_note': pause_note}, idempotency_key=idempotency_key)
+
+    def list(
+        self,
+        *,
+        limit: int | Omit = OMIT,
+        starting_after: str | Omit = OMIT,
+        test_clock: str | Omit = OMIT,
+    ) -> ScheduleList:
+        """List schedules. GET /schedules"""
+        return self._client.request('GET', '/schedules', params={'limit': limit, 'starting_after': starting_after, 'test_clock': test_clock})
+
+    def pause(
+        self,
+        schedule_id: str,
+        *,
+        pause_note: str | Omit = OMIT,
+        idempotency_key: str | Omit = OMIT,
+    ) -> Schedule:
+        """Pause a schedule. POST /schedules/{schedule_id}/pause"""
+        return self._client.request('POST', f"/schedules/{_seg(schedule_id)}/pause", json={'pause_note': pause_note}, idempotency_key=idempotency_key)
+
+    def resume(self, schedule_id: str, *, idempotency_key: str | Omit = OMIT) -> Schedule:
+        """Resume a schedule. POST /schedules/{schedule_id}/resume"""
+        return self._client.request('POST', f"/schedules/{_seg(schedule_id)}/resume", idempotency_key=idempotency_key)
+
+    def retrieve(self, schedule_id: str) -> Schedule:
+        """Retrieve a schedule. GET /schedules/{schedule_id}"""
+        return self._client.request('GET', f"/schedules/{_seg(schedule_id)}")
+
+    def trigger(self, schedule_id: str, *, idempotency_key: str | Omit = OMIT) -> Schedule:
+        """Fire a schedule now. POST /schedules/{schedule_id}/trigger"""
+        return self._client.request('POST', f"/schedules/{_seg(schedule_id)}/trigger", idempotency_key=idempotency_key)
+
+
+class Subjects(Resource):
+    """subjects: /subjects…"""
+
+    def calendar(
+        self,
+        subject_id: str,
+        *,
+        from_: str | date | Omit = OMIT,
+        test_clock: str | Omit = OMIT,
+    ) -> SubjectCalendar:
+        """A subject's calendar. GET /subjects/{subject_id}/calendar"""
+        return self._client.request('GET', f"/subjects/{_seg(subject_id)}/calendar", params={'from': from_, 'test_clock': test_clock})
+
+    def create(
+        self,
+        *,
+        kind: KindEnum,
+        key: str,
+        name: str,
+        calendar: str | Omit = OMIT,
+        metadata: dict[str, str] | Omit = OMIT,
+        test_clock: str | Omit = OMIT,
+        idempotency_key: str | Omit = OMIT,
+    ) -> Subject:
+        """Create a subject. POST /subjects"""
+        return self._client.request('POST', '/subjects', json={'kind': kind, 'key': key, 'name': name, 'calendar': calendar, 'metadata': metadata, 'test_clock': test_clock}, idempotency_key=idempotency_key)
+
+    def events_create(
+        self,
+        subject_id: str,
+        *,
+        type: str,
+        key: str,
+        data: dict[str, Any] | Omit = OMIT,
+        idempotency_key: str | Omit = OMIT,
+    ) -> MintedJobList:
+        """Record an event on a subject. POST /subjects/{subject_id}/events"""
+        return self._client.request('POST', f"/subjects/{_seg(subject_id)}/events", json={'type': type, 'key': key, 'data': data}, idempotency_key=idempotency_key)
+
+    def list(
+        self,
+        *,
+        key: str | Omit = OMIT,
+        kind: str | Omit = OMIT,
+        limit: int | Omit = OMIT,
+        starting_after: str | Omit = OMIT,
+        test_clock: str | Omit = OMIT,
+    ) -> SubjectList:
+        """List subjects. GET /subjects"""
+        return self._client.request('GET', '/subjects', params={'key': key, 'kind': kind, 'limit': limit, 'starting_after': starting_after, 'test_clock': test_clock})
+
+    def retrieve(self, subject_id: str) -> Subject:
+        """Retrieve a subject. GET /subjects/{subject_id}"""
+        return self._client.request('GET', f"/subjects/{_seg(subject_id)}")
+
+    def update(
+        self,
+        subject_id: str,
+        *,
+        name: str | Omit = OMIT,
+        calendar: str | Omit = OMIT,
+        metadata: dict[str, str] | Omit = OMIT,
+        idempotency_key: str | Omit = OMIT,
+    ) -> Subject:
+        """Update a subject. POST /subjects/{subject_id}"""
+        return self._client.request('POST', f"/subjects/{_seg(subject_id)}", json={'name': name, 'calendar': calendar, 'metadata': metadata}, idempotency_key=idempotency_key)
+
+
+class Subscriptions(Resource):
+    """subscriptions: /subscriptions…"""
+
+    def cancel(self, subscription_id: str, *, idempotency_key: str | Omit = OMIT) -> Subscription:
+        """Cancel a subscription at the cycle's end. POST /subscriptions/{subscription_id}/cancel"""
+        return self._client.request('POST', f"/subscriptions/{_seg(subscription_id)}/cancel", idempotency_key=idempotency_key)
+
+    def create(
+        self,
+        *,
+        subject: str,
+        plan: str,
+        input: dict[str, Any] | Omit = OMIT,
+        metadata: dict[str, str] | Omit = OMIT,
+        idempotency_key: str | Omit = OMIT,
+    ) -> Subscription:
+        """Subscribe a subject to a plan. POST /subscriptions"""
+        return self._client.request('POST', '/subscriptions', json={'subject': subject, 'plan': plan, 'input': input, 'metadata': metadata}, idempotency_key=idempotency_key)
+
+    def list(
+        self,
+        *,
+        limit: int | Omit = OMIT,
+        starting_after: str | Omit = OMIT,
+        subject: str | Omit = OMIT,
+        test_clock: str | Omit = OMIT,
+    ) -> SubscriptionList:
+        """List subscriptions. GET /subscriptions"""
+        return self._client.request('GET', '/subscriptions', params={'limit': limit, 'starting_after': starting_after, 'subject': subject, 'test_clock': test_clock})
+
+    def pause(
+        self,
+        subscription_id: str,
+        *,
+        note: str | Omit = OMIT,
+        idempotency_key: str | Omit = OMIT,
+    ) -> Subscription:
+        """Pause a subscription's schedules. POST /subscriptions/{subscription_id}/pause"""
+        return self._client.request('POST', f"/subscriptions/{_seg(subscription_id)}/pause", json={'note': note}, idempotency_key=idempotency_key)
+
+    def resume(self, subscription_id: str, *, idempotency_key: str | Omit = OMIT) -> Subscription:
+        """Resume a subscription's schedules. POST /subscriptions/{subscription_id}/resume"""
+        return self._client.request('POST', f"/subscriptions/{_seg(subscription_id)}/resume", idempotency_key=idempotency_key)
+
+    def retrieve(self, subscription_id: str) -> Subscription:
+        """Retrieve a subscription. GET /subscriptions/{subscription_id}"""
+        return self._client.request('GET', f"/subscriptions/{_seg(subscription_id)}")
+
+    def update(
+        self,
+        subscription_id: str,
+        *,
+        input: dict[str, Any],
+        idempotency_key: str | Omit = OMIT,
+    ) -> Subscription:
+        """Update a subscription's input. POST /subscriptions/{subscription_id}/update"""
+        return self._client.request('POST', f"/subscriptions/{_seg(subscription_id)}/update", json={'input': input}, idempotency_key=idempotency_key)
+
+
+class TestClocks(Resource):
+    """test_clocks: /test_clocks…"""
+
+    def advance(
+        self,
+        clock_id: str,
+        *,
+        to: str | datetime | int,
+        redeliver: bool | Omit = OMIT,
+        idempotency_key: str | Omit = OMIT,
+    ) -> TestClock:
+        """Advance a test clock. POST /test_clocks/{clock_id}/advance"""
+        return self._client.request('POST', f"/test_clocks/{_seg(clock_id)}/advance", json={'to': to, 'redeliver': redeliver}, idempotency_key=idempotency_key)
+
+    def create(
+        self,
+        *,
+        frozen_time: str | datetime | int,
+        name: str | None | Omit = OMIT,
+        seed: str | None | Omit = OMIT,
+        idempotency_key: str | Omit = OMIT,
+    ) -> TestClock:
+        """Create a test clock. POST /test_clocks"""
+        return self._client.request('POST', '/test_clocks', json={'frozen_time': frozen_time, 'name': name, 'seed': seed}, idempotency_key=idempotency_key)
+
+    def delete(self, clock_id: str) -> DeletedTestClock:
+        """Delete a test clock. DELETE /test_clocks/{clock_id}"""
+        return self._client.request('DELETE', f"/test_clocks/{_seg(clock_id)}")
+
+    def list(self, *, limit: int | Omit = OMIT, starting_after: str | Omit = OMIT) -> TestClockList:
+        """List test clocks. GET /test_clocks"""
+        return self._client.request('GET', '/test_clocks', params={'limit': limit, 'starting_after': starting_after})
+
+    def retrieve(self, clock_id: str) -> TestClock:
+        """Retrieve a test clock. GET /test_clocks/{clock_id}"""
+        return self._client.request('GET', f"/test_clocks/{_seg(clock_id)}")
+
+
+class Timers(Resource):
+    """timers: /timers…"""
+
+    def arm(
+        self,
+        *,
+        key: str,
+        owed_at: str | datetime | int,
+        handler: HandlerEnum,
+        data: dict[str, Any] | Omit = OMIT,
+        test_clock: str | None | Omit = OMIT,
+        idempotency_key: str | Omit = OMIT,
+    ) -> Timer:
+        """Arm a timer. POST /timers"""
+        return self._client.request('POST', '/timers', json={'key': key, 'owed_at': owed_at, 'handler': handler, 'data': data, 'test_clock': test_clock}, idempotency_key=idempotency_key)
+
+    def list(
+        self,
+        *,
+        limit: int | Omit = OMIT,
+        on: str | Omit = OMIT,
+        starting_after: str | Omit = OMIT,
+        status: TimerStatus | Omit = OMIT,
+        test_clock: str | Omit = OMIT,
+    ) -> TimerList:
+        """List timers. GET /timers"""
+        return self._client.request('GET', '/timers', params={'limit': limit, 'on': on, 'starting_after': starting_after, 'status': status, 'test_clock': test_clock})
+
+    def retrieve(self, timer_id: str) -> Timer:
+        """Retrieve a timer. GET /timers/{timer_id}"""
+        return self._client.request('GET', f"/timers/{_seg(timer_id)}")
+
+    def wake(self, timer_id: str, *, idempotency_key: str | Omit = OMIT) -> Wake:
+        """Wake a timer. POST /timers/{timer_id}/wake"""
+        return self._client.request('POST', f"/timers/{_seg(timer_id)}/wake", idempotency_key=idempotency_key)
+
+
+class Versions(Resource):
+    """versions: /versions…"""
+
+    def list(self, *, pinned: bool | Omit = OMIT, test_clock: str | Omit = OMIT) -> VersionList:
+        """List versions. GET /versions"""
+        return self._client.request('GET', '/versions', params={'pinned': pinned, 'test_clock': test_clock})
+
+
+class WebhookEndpoints(Resource):
+    """webhook_endpoints: /webhook_endpoints…"""
+
+    def create(
+        self,
+        *,
+        url: str,
+        enabled_events: builtins.list[str],
+        description: str | Omit = OMIT,
+        metadata: dict[str, str] | Omit = OMIT,
+        idempotency_key: str | Omit = OMIT,
+    ) -> WebhookEndpoint:
+        """Create a webhook endpoint. POST /webhook_endpoints"""
+        return self._client.request('POST', '/webhook_endpoints', json={'url': url, 'enabled_events': enabled_events, 'description': description, 'metadata': metadata}, idempotency_key=idempotency_key)
+
+    def delete(self, endpoint_id: str) -> DeletedWebhookEndpoint:
+        """Delete a webhook endpoint. DELETE /webhook_endpoints/{endpoint_id}"""
+        return self._client.request('DELETE', f"/webhook_endpoints/{_seg(endpoint_id)}")
+
+    def list(self, *, limit: int | Omit = OMIT, starting_after: str | Omit = OMIT) -> WebhookEndpointList:
+        """List webhook endpoints. GET /webhook_endpoints"""
+        return self._client.request('GET', '/webhook_endpoints', params={'limit': limit, 'starting_after': starting_after})
+
+    def retrieve(self, endpoint_id: str) -> WebhookEndpoint:
+        """Retrieve a webhook endpoint. GET /webhook_endpoints/{endpoint_id}"""
+        return self._client.request('GET', f"/webhook_endpoints/{_seg(endpoint_id)}")
+
+    def update(
+        self,
+        endpoint_id: str,
+        *,
+        url: str | Omit = OMIT,
+        enabled_events: builtins.list[str] | Omit = OMIT,
+        description: str | Omit = OMIT,
+        metadata: dict[str, str] | Omit = OMIT,
+        disabled: bool | Omit = OMIT,
+        idempotency_key: str | Omit = OMIT,
+    ) -> WebhookEndpoint:
+        """Update a webhook endpoint. POST /webhook_endpoints/{endpoint_id}"""
+        return self._client.request('POST', f"/webhook_endpoints/{_seg(endpoint_id)}", json={'url': url, 'enabled_events': enabled_events, 'description': description, 'metadata': metadata, 'disabled': disabled}, idempotency_key=idempotency_key)
+
+
+class Windows(Resource):
+    """windows: /windows…"""
+
+    def close(self, window_id: str, *, idempotency_key: str | Omit = OMIT) -> dict[str, Any]:
+        """Close a standby window. POST /windows/{window_id}/close"""
+        return self._client.request('POST', f"/windows/{_seg(window_id)}/close", idempotency_key=idempotency_key)
+
+    def open(
+        self,
+        *,
+        member: str,
+        hours: int,
+        test_clock: str | Omit = OMIT,
+        idempotency_key: str | Omit = OMIT,
+    ) -> dict[str, Any]:
+        """Open a member's standby window. POST /windows"""
+        return self._client.request('POST', '/windows', json={'member': member, 'hours': hours, 'test_clock': test_clock}, idempotency_key=idempotency_key)
+
+
+class KeepingTime(KeepingTimeBase):
+    """The client: ``KeepingTime(api_key, base_url=…)``, one attribute per resource."""
+
+    calendars: Calendars
+    clocks: Clocks
+    events: Events
+    jobs: Jobs
+    members: Members
+    owner: Owner
+    policies: Policies
+    pools: Pools
+    portal_sessions: PortalSessions
+    schedules: Schedules
+    subjects: Subjects
+    subscriptions: Subscriptions
+    test_clocks: TestClocks
+    timers: Timers
+    versions: Versions
+    webhook_endpoints: WebhookEndpoints
+    windows: Windows
+
+    def __init__(self, api_key: str | None = None, **options: Any):
+        super().__init__(api_key, **options)
+        self.calendars = Calendars(self)
+        self.clocks = Clocks(self)
+        self.events = Events(self)
+        self.jobs = Jobs(self)
+        self.members = Members(self)
+        self.owner = Owner(self)
+        self.policies = Policies(self)
+        self.pools = Pools(self)
+        self.portal_sessions = PortalSessions(self)
+        self.schedules = Schedules(self)
+        self.subjects = Subjects(self)
+        self.subscriptions = Subscriptions(self)
+        self.test_clocks = TestClocks(self)
+        self.timers = Timers(self)
+        self.versions = Versions(self)
+        self.webhook_endpoints = WebhookEndpoints(self)
+        self.windows = Windows(self)
+
+
+# operationId: (method, path, resource, method name), for the test that compares it with /openapi.json.
+OPERATIONS: dict[str, tuple[str, str, str, str]] = {
+    'calendars_create': ('POST', '/calendars', 'calendars', 'create'),
+    'calendars_list': ('GET', '/calendars', 'calendars', 'list'),
+    'calendars_retrieve': ('GET', '/calendars/{calendar_id}', 'calendars', 'retrieve'),
+    'calendars_update': ('POST', '/calendars/{calendar_id}', 'calendars', 'update'),
+    'clocks_inputs': ('POST', '/clocks/{clock_id}/inputs', 'clocks', 'inputs'),
+    'clocks_items_choose': ('POST', '/clocks/{clock_id}/items/{item}/choose', 'clocks', 'items_choose'),
+    'clocks_items_postpone': ('POST', '/clocks/{clock_id}/items/{item}/postpone', 'clocks', 'items_postpone'),
+    'clocks_items_satisfy': ('POST', '/clocks/{clock_id}/items/{item}/satisfy', 'clocks', 'items_satisfy'),
+    'clocks_penalties_create': ('POST', '/clocks/{clock_id}/penalties', 'clocks', 'penalties_create'),
+    'clocks_retrieve': ('GET', '/clocks/{clock_id}', 'clocks', 'retrieve'),
+    'events_list': ('GET', '/events', 'events', 'list'),
+    'events_retrieve': ('GET', '/events/{event_id}', 'events', 'retrieve'),
+    'jobs_activity': ('POST', '/jobs/{job_id}/activity', 'jobs', 'activity'),
+    'jobs_cancel': ('POST', '/jobs/{job_id}/cancel', 'jobs', 'cancel'),
+    'jobs_create': ('POST', '/jobs', 'jobs', 'create'),
+    'jobs_deliver': ('POST', '/jobs/{job_id}/deliver', 'jobs', 'deliver'),
+    'jobs_grants_create': ('POST', '/jobs/{job_id}/grants', 'jobs', 'grants_create'),
+    'jobs_list': ('GET', '/jobs', 'jobs', 'list'),
+    'jobs_resume_work': ('POST', '/jobs/{job_id}/resume', 'jobs', 'resume_work'),
+    'jobs_retrieve': ('GET', '/jobs/{job_id}', 'jobs', 'retrieve'),
+    'jobs_steps_act': ('POST', '/jobs/{job_id}/steps/{step}/{act}', 'jobs', 'steps_act'),
+    'jobs_wait': ('POST', '/jobs/{job_id}/wait', 'jobs', 'wait'),
+    'members_delete': ('DELETE', '/members/{member_id}', 'members', 'delete'),
+    'members_invite': ('POST', '/members', 'members', 'invite'),
+    'members_list': ('GET', '/members', 'members', 'list'),
+    'members_remove': ('POST', '/members/{member_id}/remove', 'members', 'remove'),
+    'members_retrieve': ('GET', '/members/{member_id}', 'members', 'retrieve'),
+    'members_update': ('POST', '/members/{member_id}', 'members', 'update'),
+    'owner_jobs_repin': ('POST', '/owner/jobs/{job_id}/repin', 'owner', 'jobs_repin'),
+    'policies_set': ('POST', '/policies', 'policies', 'set'),
+    'pools_list': ('GET', '/pools', 'pools', 'list'),
+    'pools_members_add': ('POST', '/pools/{pool}/members', 'pools', 'members_add'),
+    'pools_members_remove': ('DELETE', '/pools/{pool}/members/{member}', 'pools', 'members_remove'),
+    'portal_sessions_create': ('POST', '/portal_sessions', 'portal_sessions', 'create'),
+    'schedules_create': ('POST', '/schedules', 'schedules', 'create'),
+    'schedules_list': ('GET', '/schedules', 'schedules', 'list'),
+    'schedules_pause': ('POST', '/schedules/{schedule_id}/pause', 'schedules', 'pause'),
+    'schedules_resume': ('POST', '/schedules/{schedule_id}/resume', 'schedules', 'resume'),
+    'schedules_retrieve': ('GET', '/schedules/{schedule_id}', 'schedules', 'retrieve'),
+    'schedules_trigger': ('POST', '/schedules/{schedule_id}/trigger', 'schedules', 'trigger'),
+    'subjects_calendar': ('GET', '/subjects/{subject_id}/calendar', 'subjects', 'calendar'),
+    'subjects_create': ('POST', '/subjects', 'subjects', 'create'),
+    'subjects_events_create': ('POST', '/subjects/{subject_id}/events', 'subjects', 'events_create'),
+    'subjects_list': ('GET', '/subjects', 'subjects', 'list'),
+    'subjects_retrieve': ('GET', '/subjects/{subject_id}', 'subjects', 'retrieve'),
+    'subjects_update': ('POST', '/subjects/{subject_id}', 'subjects', 'update'),
+    'subscriptions_cancel': ('POST', '/subscriptions/{subscription_id}/cancel', 'subscriptions', 'cancel'),
+    'subscriptions_create': ('POST', '/subscriptions', 'subscriptions', 'create'),
+    'subscriptions_list': ('GET', '/subscriptions', 'subscriptions', 'list'),
+    'subscriptions_pause': ('POST', '/subscriptions/{subscription_id}/pause', 'subscriptions', 'pause'),
+    'subscriptions_resume': ('POST', '/subscriptions/{subscription_id}/resume', 'subscriptions', 'resume'),
+    'subscriptions_retrieve': ('GET', '/subscriptions/{subscription_id}', 'subscriptions', 'retrieve'),
+    'subscriptions_update': ('POST', '/subscriptions/{subscription_id}/update', 'subscriptions', 'update'),
+    'test_clocks_advance': ('POST', '/test_clocks/{clock_id}/advance', 'test_clocks', 'advance'),
+    'test_clocks_create': ('POST', '/test_clocks', 'test_clocks', 'create'),
+    'test_clocks_delete': ('DELETE', '/test_clocks/{clock_id}', 'test_clocks', 'delete'),
+    'test_clocks_list': ('GET', '/test_clocks', 'test_clocks', 'list'),
+    'test_clocks_retrieve': ('GET', '/test_clocks/{clock_id}', 'test_clocks', 'retrieve'),
+    'timers_arm': ('POST', '/timers', 'timers', 'arm'),
+    'timers_list': ('GET', '/timers', 'timers', 'list'),
+    'timers_retrieve': ('GET', '/timers/{timer_id}', 'timers', 'retrieve'),
+    'timers_wake': ('POST', '/timers/{timer_id}/wake', 'timers', 'wake'),
+    'versions_list': ('GET', '/versions', 'versions', 'list'),
+    'webhook_endpoints_create': ('POST', '/webhook_endpoints', 'webhook_endpoints', 'create'),
+    'webhook_endpoints_delete': ('DELETE', '/webhook_endpoints/{endpoint_id}', 'webhook_endpoints', 'delete'),
+    'webhook_endpoints_list': ('GET', '/webhook_endpoints', 'webhook_endpoints', 'list'),
+    'webhook_endpoints_retrieve': ('GET', '/webhook_endpoints/{endpoint_id}', 'webhook_endpoints', 'retrieve'),
+    'webhook_endpoints_update': ('POST', '/webhook_endpoints/{endpoint_id}', 'webhook_endpoints', 'update'),
+    'windows_close': ('POST', '/windows/{window_id}/close', 'windows', 'close'),
+    'windows_open': ('POST', '/windows', 'windows', 'open'),
+}
