@@ -144,7 +144,8 @@ class KeepingTimeBase:
         headers = {"Authorization": f"Bearer {self.api_key}", "Accept": "application/json"}
         if isinstance(idempotency_key, str):
             headers["Idempotency-Key"] = idempotency_key
-        query = {k: _wire(v, query=True) for k, v in (params or {}).items() if v is not OMIT}
+        # A query has no null: None there is left out, as OMIT is.
+        query = {k: _wire(v, query=True) for k, v in (params or {}).items() if v is not OMIT and v is not None}
         body = None if json is None else {k: _wire(v) for k, v in json.items() if v is not OMIT}
         try:
             response = self._http.request(method, self.base_url + path, params=query, json=body, headers=headers)
