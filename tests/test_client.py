@@ -127,3 +127,30 @@ def test_a_server_that_is_not_there_is_a_connection_error():
     with pytest.raises(keeping_time_client.APIConnectionError) as exc:
         down.timers.list()
     assert exc.value.code == "connection_error"
+
+
+def test_the_generated_annotations_resolve():
+    """Every TypedDict and method annotation names something that exists (a generator bug would not)."""
+    import typing
+
+    from keeping_time_client import _generated
+
+    names = vars(_generated)
+    resolved = 0
+    for obj in list(names.values()):
+        if isinstance(obj, type) and typing.is_typeddict(obj):
+            typing.get_type_hints(obj)
+            resolved += 1
+        elif isinstance(obj, type) and issubclass(obj, _generated.Resource) and obj is not _generated.Resource:
+            for _, fn in inspect.getmembers(obj, inspect.isfunction):
+                typing.get_type_hints(fn, globalns=names)
+                resolved += 1
+    assert resolved >= len(OPERATIONS)
+
+
+def test_an_operation_named_off_its_path_is_refused_with_what_to_fix():
+    from keeping_time_client.generate import SchemaError
+
+    schema = {"paths": {"/timers": {"get": {"operationId": "list_all_timers", "responses": {}}}}}
+    with pytest.raises(SchemaError, match=r"operation_id='timers_<verb>'"):
+        generate(schema)
