@@ -26,6 +26,7 @@ OUTPUT = Path(__file__).with_name("_generated.py")
 COMMAND = "python -m keeping_time_client.generate"
 SUCCESS = ("200", "201", "202")
 HEADER_PARAMS = {"Idempotency-Key": "idempotency_key"}
+MAX_LITERAL = 40  # an enum with more values is typed by its base type (str), not as a Literal
 
 
 class SchemaError(Exception):
@@ -75,6 +76,10 @@ class Types:
                 return " | ".join(parts) if parts else "Any"
         if "enum" in schema:
             values = [v for v in schema["enum"] if v is not None]
+            if len(values) > MAX_LITERAL:
+                # Zones and holiday regions: lists the server's installed tzdata and holidays hold, which
+                # differ between machines and releases; naming them would make the client drift with neither.
+                return {"integer": "int", "number": "float", "boolean": "bool"}.get(schema.get("type"), "str")
             lit = f"Literal[{', '.join(repr(v) for v in values)}]" if values else "None"
             return f"{lit} | None" if None in schema["enum"] and values else lit
         kind = schema.get("type")
