@@ -22,8 +22,13 @@ class Clock(Protocol):
     def sleep_until(self, when: datetime | None, wake: threading.Event) -> None: ...
 
 
+# The live loop's longest sleep: arming a timer owed later than this (and a margin) from now notifies no worker,
+# since every sleeping worker wakes before it is owed and finds it (timers.services.WAKE_HORIZON).
+MAX_SLEEP = 5.0
+
+
 class WallClock:
-    def __init__(self, max_sleep: float = 5.0):
+    def __init__(self, max_sleep: float = MAX_SLEEP):
         self.max_sleep = max_sleep
 
     def now(self) -> datetime:

@@ -14,7 +14,7 @@ from django.db import IntegrityError, connections, transaction
 from django.dispatch import Signal
 
 from . import gate, outbox
-from .clock import wall_now
+from .clock import MAX_SLEEP, wall_now
 from .errors import KeepingTimeError, NotFound, TestClockAdvancing, TestClockBackward, TestClockDeleted
 from .handlers import get as get_handler
 from .ids import SEED_PATTERN, SEED_RE, brand_domain, domain_seed, new_id
@@ -203,14 +203,25 @@ def fire_tally_retire(*, domains: list[str]) -> None:
     FireTally.objects.filter(domain__in=domains).delete()
 
 
-def _notify_worker(domain: str) -> None:
-    """Wake the sleeping workers, after the commit, naming the domain that has work (an early timer, an
-    advance): a worker runs that domain first. A lost notification costs a poll's wait, never a firing."""
+# A live timer owed further ahead than a worker's longest sleep wakes nobody: every sleeping worker wakes before
+# it is owed and finds it. The second is slack for the arming's commit and a step under way when it lands.
+WAKE_HORIZON = timedelta(seconds=MAX_SLEEP + 1)
+
+
+def wake_payload(domain: str, owed_at: datetime | None = None) -> str:
+    """A wake's payload: the domain, and the instant its new timer is owed (none: wake whatever the time)."""
+    return domain if owed_at is None else f"{domain} {owed_at.timestamp():.6f}"
+
+
+def _notify_worker(domain: str, owed_at: datetime | None = None) -> None:
+    """Wake the sleeping workers, at the commit, naming the domain that has work (an early timer, an
+    advance): a worker runs that domain first. With ``owed_at``, only a worker whose sleep would end after it
+    wakes. A lost notification costs a poll's wait, never a firing."""
     from django.db import connection
 
     if connection.vendor == "postgresql":
         with connection.cursor() as cur:
-            cur.execute("SELECT pg_notify('keeping_time_wake', %s)", [domain])
+            cur.execute("SELECT pg_notify('keeping_time_wake', %s)", [wake_payload(domain, owed_at)])
 
 
 # -- timers outside a firing -------------------------------------------------------------------------
@@ -266,11 +277,13 @@ def timer_arm(*, brand: Brand, key: str, owed_at: datetime, domain: str | None =
             if is_live(domain):
                 # The live loop runs the domains LiveClock names: a brand's first live timer names its own.
                 LiveClock.objects.bulk_create([LiveClock(id=domain)], ignore_conflicts=True)
+                if owed_at < now + WAKE_HORIZON:
+                    # In the arming's own transaction: PostgreSQL delivers it at the commit, and a NOTIFY
+                    # of its own after the commit was a second commit (an XID, a WAL flush) per arming.
+                    _notify_worker(domain, owed_at)
     except IntegrityError:
         raise KeepingTimeError(f"timer {key!r} is already armed on {domain}", code="timer_exists",
                                status=409) from None
-    if is_live(domain):
-        transaction.on_commit(lambda: _notify_worker(domain))
     return timer
 
 

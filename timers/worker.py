@@ -460,7 +460,7 @@ class Worker:
             self.clock.sleep_until(nxt, self.stop)
             return
         # Live on PostgreSQL: sleep until the next owed timer, or until arming one earlier NOTIFYs us with
-        # its domain (sent after the arming commits; the sleep's cap is the poll fallback).
+        # its domain and owed time (delivered at the arming's commit; the sleep's cap is the poll fallback).
         delay = self.clock.max_sleep if nxt is None else (nxt - self.clock.now()).total_seconds()
         delay = max(0.0, min(delay, self.clock.max_sleep))
         connection.ensure_connection()
@@ -468,18 +468,36 @@ class Worker:
         if not self._listening:
             conn.execute("LISTEN keeping_time_wake")
             self._listening = True
-        # What arrived while this worker was busy waits in the connection's backlog (every live arming
-        # notifies): take all of it now, each domain once, and sleep only when none came. Taking one a sleep
-        # let the backlog grow with the arming rate (memory, and a worker that never slept).
+        # What arrived while this worker was busy waits in the connection's backlog (every near arming
+        # notifies): take all of it now, each domain once. Taking one a sleep let the backlog grow with the
+        # arming rate (memory, and a worker that never slept). A note for a timer owed after this sleep ends
+        # wakes nobody: the step after the sleep finds it. Waking on each let four idle workers each run a
+        # step per arming, their queries taking the cores the API arms with (issue 26).
+        wake_at = self.clock.now().timestamp() + delay
         woken: dict[str, None] = {}
         for note in conn.notifies(timeout=0):
-            if note.payload:
-                woken[note.payload] = None
-        if not woken:
-            for note in conn.notifies(timeout=delay, stop_after=1):
-                if note.payload:
-                    woken[note.payload] = None
+            _wakes(note.payload, wake_at, woken)
+        while not woken:
+            left = wake_at - self.clock.now().timestamp()
+            if left <= 0:
+                break
+            # One packet at a time (stop_after=1 yields all of a packet), so no note is read and dropped.
+            for note in conn.notifies(timeout=left, stop_after=1):
+                _wakes(note.payload, wake_at, woken)
         self.woken.extend(d for d in woken if d not in self.woken)
+
+
+def _wakes(payload: str, wake_at: float, woken: dict[str, None]) -> None:
+    """(A payload is services.wake_payload's.) Add the payload's domain to ``woken`` if it asks for a wake before ``wake_at`` (epoch seconds)."""
+    domain, _, owed = payload.partition(" ")
+    if not domain:
+        return
+    try:
+        if owed and float(owed) >= wake_at:
+            return  # the sleep ends before it is owed
+    except ValueError:
+        pass  # a payload of another shape wakes, as a bare domain does
+    woken[domain] = None
 
 
 # -- the record's hash -------------------------------------------------------------------------------
