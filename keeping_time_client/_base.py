@@ -7,10 +7,12 @@ names paths, parameters and types, and every call goes through ``KeepingTimeBase
 from __future__ import annotations
 
 import os
+import time
 from collections.abc import Callable, Iterator
 from datetime import UTC, date, datetime
 from decimal import Decimal
 from typing import Any, Final
+from urllib.parse import quote
 
 import httpx
 
@@ -161,6 +163,25 @@ class KeepingTimeBase:
         except ValueError as exc:
             raise APIError(f"{method} {path} answered {response.status_code} without JSON", code="invalid_response",
                            status=response.status_code, body=response.text) from exc
+
+    def wait_for_test_clock(self, clock_id: str, *, timeout: float = 60.0, poll: float = 0.25) -> dict[str, Any]:
+        """After ``test_clocks.advance``: poll the clock until the worker has fired everything owed by its
+        new time (status ``ready``), and answer it. A clock whose advance failed raises its failure
+        (``internal_failure``); one still advancing after ``timeout`` seconds raises ``test_clock_advancing``."""
+        deadline = time.monotonic() + timeout
+        path = f"/test_clocks/{quote(clock_id, safe='')}"
+        while True:
+            clock = self.request("GET", path)
+            if clock["status"] == "ready":
+                return clock
+            if clock["status"] != "advancing":
+                raise ConflictError(f"test clock {clock_id} is {clock['status']}: {clock.get('failure') or ''}".strip(),
+                                    code=clock["status"], status=0, body=clock)
+            if time.monotonic() >= deadline:
+                raise ConflictError(f"test clock {clock_id} is still advancing after {timeout:g}s; is a worker "
+                                    f"running (manage.py tick --forever)?", code="test_clock_advancing", status=0,
+                                    body=clock)
+            time.sleep(poll)
 
     def paginate(self, method: Callable[..., Any], /, **params: Any) -> Iterator[dict[str, Any]]:
         """Every object of a list method's pages, following ``starting_after`` while ``has_more``:

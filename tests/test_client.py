@@ -106,6 +106,34 @@ def test_test_clocks_advance_and_its_refusal_as_an_exception_with_the_apis_code(
     assert moved["status"] == "advancing" and moved["id"] == kt.test_clock_id
 
 
+def test_wait_for_test_clock_answers_once_the_worker_made_it_ready(kt):
+    import threading
+
+    from django.db import connection
+
+    from timers.worker import run_requested_advances
+
+    kt.test_clocks.advance(kt.test_clock_id, to=datetime(2026, 11, 27, 9, tzinfo=UTC))
+    with pytest.raises(ConflictError) as waiting:  # no worker yet: still advancing
+        kt.wait_for_test_clock(kt.test_clock_id, timeout=0.2, poll=0.05)
+    assert waiting.value.code == "test_clock_advancing"
+    def work():
+        try:
+            run_requested_advances()
+        finally:
+            connection.close()  # this thread's own connection, so the test database can be flushed
+
+    worker = threading.Thread(target=work)
+    worker.start()
+    try:
+        ready = kt.wait_for_test_clock(kt.test_clock_id, timeout=60, poll=0.05)
+    finally:
+        worker.join()
+    assert ready["status"] == "ready" and ready["frozen_time"] == "2026-11-27T09:00:00Z"
+    fired = kt.timers.list(test_clock=kt.test_clock_id, status="fired", limit=100)["data"]
+    assert sorted(t["key"] for t in fired) == ["job_c0:task:call:0", "job_c0:task:call:2", "job_c1:task:call:1"]
+
+
 def test_errors_carry_the_apis_code_status_and_param(kt, live_server):
     with pytest.raises(NotFoundError) as missing:
         kt.timers.retrieve("tmr_nope")
