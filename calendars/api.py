@@ -37,7 +37,7 @@ from timers.timeutil import iso_z
 from . import feed, feed_stamp
 from .entries import Entry, SubjectCalendar, subject_calendar
 from .models import Subject
-from .services import subject_by_feed_token
+from .services import feed_token_digest, subject_by_feed_token
 
 _DATE = re.compile(r"^\d{4}-\d{2}-\d{2}$")
 
@@ -219,7 +219,16 @@ def built_feed(subject: Subject) -> tuple[feed_stamp.Stamp | None, bytes]:
     return stamp, body
 
 
-def _feed_response(response: HttpResponse, subject: Subject, tag: str, last_modified: datetime | None):
+def _cache_key(subject_id: str, stamp: feed_stamp.Stamp) -> str:
+    return f"kt:feed:{subject_id}:{stamp.digest}"
+
+
+def _last_modified(seen: datetime, now: datetime) -> datetime | None:
+    """Never a Last-Modified later than the response (a stamp seen within the second after the last one)."""
+    return seen if int(seen.timestamp()) <= int(now.timestamp()) else None
+
+
+def _feed_response(response: HttpResponse, subject_id: str, tag: str, last_modified: datetime | None):
     response["ETag"] = tag
     if last_modified is not None:
         response["Last-Modified"] = http_date(last_modified.timestamp())
@@ -228,7 +237,7 @@ def _feed_response(response: HttpResponse, subject: Subject, tag: str, last_modi
     response["Referrer-Policy"] = "no-referrer"
     response["X-Robots-Tag"] = "noindex"
     if response.status_code == 200:
-        response["Content-Disposition"] = f'inline; filename="{subject.id}.ics"'
+        response["Content-Disposition"] = f'inline; filename="{subject_id}.ics"'
     return response
 
 
@@ -247,32 +256,58 @@ class SubjectFeedView(View):
         return method_not_allowed(request, ["GET", "HEAD"])
 
     def get(self, request, subject_id: str):
-        subject = subject_by_feed_token(subject_id=subject_id, token=request.GET.get("token"))
+        token = request.GET.get("token")
+        stamped = _feed_settings().get("FEED_STAMP", True)
+        if stamped:
+            quick = self.from_probe(request, subject_id, token)
+            if quick is not None:
+                return quick
+        subject = subject_by_feed_token(subject_id=subject_id, token=token)
         if subject is None:
             return feed_not_found()
-        stamp = feed_stamp.feed_stamp(subject) if _feed_settings().get("FEED_STAMP", True) else None
+        stamp = feed_stamp.feed_stamp(subject) if stamped else None
         if stamp is None:
             return self.built_every_time(request, subject)
         now = wall_now()
         seen = feed_stamp.stamp_seen(subject=subject, stamp=stamp, now=now)
-        # Never a Last-Modified later than the response (a stamp seen within the second after the last one).
-        last_modified = seen if int(seen.timestamp()) <= int(now.timestamp()) else None
+        last_modified = _last_modified(seen, now)
         conditional = get_conditional_response(
             request, etag=stamp.etag, last_modified=int(last_modified.timestamp()) if last_modified else None)
         if conditional is not None:
-            return _feed_response(conditional, subject, stamp.etag, last_modified)
+            return _feed_response(conditional, subject.id, stamp.etag, last_modified)
         cache = feed_cache()
-        key = f"kt:feed:{subject.id}:{stamp.digest}"
+        key = _cache_key(subject.id, stamp)
         body = cache.get(key) if cache is not None else None
         if body is None:
             built, body = built_feed(subject)
             if built is not None and built != stamp:
                 # Something changed between the stamp and the build: tag the body with its own stamp, and
                 # leave Last-Modified out (it is the older stamp's).
-                stamp, last_modified, key = built, None, f"kt:feed:{subject.id}:{built.digest}"
+                stamp, last_modified, key = built, None, _cache_key(subject.id, built)
             if cache is not None and built is not None:
                 cache.set(key, body, _feed_settings().get("FEED_CACHE_SECONDS", 24 * 3600))
-        return _feed_response(HttpResponse(body, content_type=feed.CONTENT_TYPE), subject, stamp.etag,
+        return _feed_response(HttpResponse(body, content_type=feed.CONTENT_TYPE), subject.id, stamp.etag,
+                              last_modified)
+
+    def from_probe(self, request, subject_id: str, token: str | None) -> HttpResponse | None:
+        """A 304, or a 200 from the cache, in one statement (feed_stamp.probe): the token's lookup and the
+        stamp together, nothing loaded or built. None when the probe cannot say, or the stamp is new (its
+        Last-Modified is written first), or its body is not in the cache: the ordinary path answers."""
+        digest = feed_token_digest(subject_id=subject_id, token=token)
+        found = feed_stamp.probe(subject_id=subject_id, digest=digest) if digest is not None else None
+        if found is None or found.seen_at is None:
+            return None
+        stamp, now = found.stamp, wall_now()
+        last_modified = _last_modified(found.seen_at, now)
+        conditional = get_conditional_response(
+            request, etag=stamp.etag, last_modified=int(last_modified.timestamp()) if last_modified else None)
+        if conditional is not None:
+            return _feed_response(conditional, subject_id, stamp.etag, last_modified)
+        cache = feed_cache()
+        body = cache.get(_cache_key(subject_id, stamp)) if cache is not None else None
+        if body is None:
+            return None
+        return _feed_response(HttpResponse(body, content_type=feed.CONTENT_TYPE), subject_id, stamp.etag,
                               last_modified)
 
     def built_every_time(self, request, subject: Subject):
@@ -281,5 +316,5 @@ class SubjectFeedView(View):
         body = feed.build_ics(subject_calendar(subject, everything=True))
         tag = feed.etag(body)
         if feed.etag_matches(request.headers.get("If-None-Match"), tag):
-            return _feed_response(HttpResponse(status=304), subject, tag, None)
-        return _feed_response(HttpResponse(body, content_type=feed.CONTENT_TYPE), subject, tag, None)
+            return _feed_response(HttpResponse(status=304), subject.id, tag, None)
+        return _feed_response(HttpResponse(body, content_type=feed.CONTENT_TYPE), subject.id, tag, None)

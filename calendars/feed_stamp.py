@@ -24,6 +24,8 @@ from __future__ import annotations
 
 import hashlib
 import inspect
+import json
+import re
 import sys
 from dataclasses import dataclass
 from datetime import date, datetime, timedelta
@@ -79,13 +81,23 @@ def code_fingerprint() -> str:
 def _row_parts(subject: Subject) -> list[str]:
     """The subject's and its calendar's columns: already in memory (the feed's token lookup read them)."""
     s = subject
-    parts = [f"subject {s.id} {s.domain} {s.kind} {s.key_name} {s.key} {s.name!r} {s.created_at.isoformat()}"]
     cal = s.calendar if s.calendar_id else None
-    if cal is None:
+    return _row_texts((s.id, s.domain, s.kind, s.key_name, s.key, s.name, s.created_at, s.calendar_id),
+                      None if cal is None else (cal.zone, cal.weekends, cal.closes, cal.holiday_country,
+                                                cal.holiday_subdiv))
+
+
+def _row_texts(subject: tuple, calendar: tuple | None) -> list[str]:
+    """The texts of the subject's row (id, domain, kind, key_name, key, name, created_at, calendar_id) and
+    its calendar's (zone, weekends, closes, holiday_country, holiday_subdiv): one function for a loaded
+    subject and for the probe's bare columns, so both give the same stamp."""
+    sid, domain, kind, key_name, key, name, created_at, calendar_id = subject
+    parts = [f"subject {sid} {domain} {kind} {key_name} {key} {name!r} {created_at.isoformat()}"]
+    if calendar is None:
         parts.append("calendar none")
     else:
-        parts.append(f"calendar {cal.id} {cal.zone} {list(cal.weekends)} {cal.closes.isoformat()} "
-                     f"{cal.holiday_country} {cal.holiday_subdiv}")
+        zone, weekends, closes, country, subdiv = calendar
+        parts.append(f"calendar {calendar_id} {zone} {list(weekends)} {closes.isoformat()} {country} {subdiv}")
     return parts
 
 
@@ -127,14 +139,18 @@ def feed_stamp(subject: Subject, *, domain: str | None = None) -> Stamp | None:
         digests = [_digest_rows(q) for q in queries]
         row = None if domain == LIVE else TestClock.objects.filter(pk=domain).values_list("frozen_time").first()
         frozen = row[0] if row else None
+    return _stamp(_row_parts(subject), _zone(subject), domain, texts, digests, frozen)
+
+
+def _stamp(rows: list[str], zone: ZoneInfo, domain: str, texts: list[str], digests: list[str],
+           frozen: datetime | None) -> Stamp:
     if domain == LIVE or frozen is None:
         now = domain_now(domain=domain)  # the wall's; or no such clock: as the feed would fail, so does this
     else:
         now = frozen
-    today = now.astimezone(_zone(subject)).date()
+    today = now.astimezone(zone).date()
     h = hashlib.sha256()
-    for text in (code_fingerprint(), *_row_parts(subject), *texts, f"domain {domain}", f"today {today.isoformat()}",
-                 *digests):
+    for text in (code_fingerprint(), *rows, *texts, f"domain {domain}", f"today {today.isoformat()}", *digests):
         h.update(text.encode() + b"\n")
     return Stamp(digest=h.hexdigest(), today=today)
 
@@ -223,6 +239,7 @@ def _postgresql(subject: Subject, domain: str) -> tuple[list[str], list[str], da
     if statement is _NOT_COMPILED:
         statement = _statements[shape] = _compile(subject, domain)
     if statement is not None:
+        _learn_shape(subject.pk, shape)
         values = {"subject": subject.pk, "domain": domain, "calendar": subject.calendar_id}
         sql = statement.sql
         params = [values[p.name] if isinstance(p, _Slot) else p for p in statement.params]
@@ -263,6 +280,92 @@ def _prepared_cursor():
         raw.prepare_threshold = _ONLY_WHEN_ASKED
     wrapper = CursorDebugWrapper if connection.queries_logged else CursorWrapper
     return wrapper(_PreparedCursor(raw), connection)
+
+
+# -- the probe: a conditional request in one statement, before any subject is loaded -----------------------
+# A calendar app polls every few minutes and almost always holds the current ETag: its answer should cost one
+# round trip. The probe is the token's lookup and the stamp's statement as one: the stamp's slots read the
+# subject's own columns (correlated), so nothing is loaded first. A statement is per shape (a live clock or
+# a test clock, a calendar or none), which is not known before the row is read: the probe guesses the shape
+# this process last saw for the subject (else the last it saw at all) and guards it in the WHERE clause; a
+# wrong guess finds no row and the request takes the ordinary path, which learns the shape.
+_SLOT_SQL = {"subject": 's."id"', "domain": 's."domain"', "calendar": 's."calendar_id"'}
+_PLACEHOLDER = re.compile(r"(%%|%s)")
+_SHAPES_KEPT = 100_000  # subjects whose shape a process remembers; past it, it starts again
+_shapes: dict[str, tuple] = {}
+_last_shape: list[tuple] = []
+_probes: dict[tuple, tuple[str, tuple] | None] = {}
+
+
+@dataclass(frozen=True)
+class Probe:
+    stamp: Stamp
+    seen_at: datetime | None  # when the feed first served this stamp; None when the stored stamp is another
+
+
+def _learn_shape(subject_id: str, shape: tuple) -> None:
+    if len(_shapes) >= _SHAPES_KEPT:
+        _shapes.clear()
+    _shapes[subject_id] = shape
+    _last_shape[:] = [shape]
+
+
+def _probe_statement(shape: tuple) -> tuple[str, tuple] | None:
+    """The probe's SQL and constant parameters for a shape whose stamp statement is compiled."""
+    statement = _statements.get(shape)
+    if not isinstance(statement, _Statement):
+        return None
+    pieces, params, slots = [], [], iter(statement.params)
+    for piece in _PLACEHOLDER.split(statement.sql):
+        if piece == "%s":
+            p = next(slots)
+            if isinstance(p, _Slot):
+                piece = _SLOT_SQL[p.name]
+            else:
+                params.append(p)
+        pieces.append(piece)
+    _, live, has_calendar = shape
+    guard = ["""s."domain" = 'live'""" if live else """s."domain" NOT IN ('live', '')""",
+             f's."calendar_id" IS {"NOT " if has_calendar else ""}NULL']
+    sql = ('SELECT s."id", s."domain", s."kind", s."key_name", s."key", s."name", s."created_at", s."calendar_id", '
+           'c."zone", c."weekends"::text, c."closes", c."holiday_country", c."holiday_subdiv", f."stamp", '
+           'f."seen_at", ' + "".join(pieces).removeprefix("SELECT ") +
+           " FROM calendars_subject s LEFT JOIN calendars_calendar c ON c.id = s.calendar_id"
+           " LEFT JOIN calendars_feedstamp f ON f.subject_id = s.id"
+           ' WHERE s."id" = %s AND s."feed_digest" = %s AND ' + " AND ".join(guard))
+    return sql, tuple(params)
+
+
+def probe(*, subject_id: str, digest: str) -> Probe | None:
+    """The feed's stamp and since when it was served, for the subject this token digest opens, in one
+    statement on PostgreSQL; None when it cannot say (another database, a shape not yet seen, a provider
+    compiled per request, no such subject or token): then the ordinary path answers."""
+    if connection.vendor != "postgresql":
+        return None
+    shape = _shapes.get(subject_id) or (_last_shape[0] if _last_shape else None)
+    if shape is None or shape[0] != entries.providers():
+        return None
+    found = _probes.get(shape, _NOT_COMPILED)
+    if found is _NOT_COMPILED:
+        found = _probes[shape] = _probe_statement(shape)
+    if found is None:
+        return None
+    sql, params = found
+    statement = _statements[shape]
+    with _prepared_cursor() as cursor:
+        cursor.execute(sql, [*params, subject_id, digest])
+        row = cursor.fetchone()
+    if row is None:
+        return None
+    subject, calendar, stored, seen_at = row[:8], row[8:13], row[13], row[14]
+    zone, weekends, closes, country, subdiv = calendar
+    rows = _row_texts(subject, (zone, json.loads(weekends), closes, country, subdiv) if subject[7] else None)
+    domain = subject[1] or LIVE
+    n = statement.digests
+    digests = list(row[15:15 + n])
+    frozen = row[15 + n] if not shape[1] else None
+    stamp = _stamp(rows, ZoneInfo(zone if subject[7] else "UTC"), domain, list(statement.texts), digests, frozen)
+    return Probe(stamp=stamp, seen_at=seen_at if stored == stamp.digest else None)
 
 
 # -- Last-Modified: when the feed first served its stamp ------------------------------------------------------

@@ -880,10 +880,18 @@ def subject_by_feed_token(*, subject_id: str, token: str | None) -> Subject | No
     """The subject whose feed this token opens, or None: an unknown subject, a wrong token and a revoked
     feed look the same (one query by id and digest, the digest never empty). Its calendar and the feed's
     last stamp (``subject.feed_stamp``, when it has one) come with it."""
-    if not subject_id or not token or len(token) > 256 or "\x00" in subject_id or len(subject_id) > 32:
+    digest = feed_token_digest(subject_id=subject_id, token=token)
+    if digest is None:
         return None
     return (Subject.objects.select_related("calendar", "brand", "feed_stamp")
-            .filter(pk=subject_id, feed_digest=subject_feed_digest(token)).first())
+            .filter(pk=subject_id, feed_digest=digest).first())
 
 
-__all__ += ["subject_by_feed_token", "subject_feed_revoke", "subject_feed_rotate"]
+def feed_token_digest(*, subject_id: str, token: str | None) -> str | None:
+    """The digest a feed token is stored under, or None when the id or the token cannot open any feed."""
+    if not subject_id or not token or len(token) > 256 or "\x00" in subject_id or len(subject_id) > 32:
+        return None
+    return subject_feed_digest(token)
+
+
+__all__ += ["feed_token_digest", "subject_by_feed_token", "subject_feed_revoke", "subject_feed_rotate"]

@@ -183,8 +183,8 @@ def test_an_unchanged_feed_is_a_304_without_building_it(client, acme, monkeypatc
         assert r["ETag"] == tag and r["Last-Modified"] == last_modified
         assert r["Cache-Control"] == "private, no-cache"
         if connection.vendor == "postgresql":
-            # The subject with its calendar and last stamp; the stamp, in one statement.
-            assert len(queries) == 2, [q["sql"][:120] for q in queries]
+            # The token's lookup and the stamp, in one statement (feed_stamp.probe): nothing loaded first.
+            assert len(queries) == 1, [q["sql"][:120] for q in queries]
     # A 200 at the same stamp comes from the cache, byte for byte.
     again = get(client, subject, token)
     assert again.status_code == 200 and again.content == first.content and again["ETag"] == tag
@@ -301,3 +301,36 @@ def test_the_people_dates_change_the_feeds_etag(client, deal):
     w.step("the brand's name (the calendar's name, who answers)")
     TestClock.objects.filter(pk=tc.pk).update(name="the deals")
     w.step("the test clock's name")
+
+
+@pytest.mark.skipif(connection.vendor != "postgresql", reason="the probe is PostgreSQL's one statement")
+def test_a_polling_calendar_app_costs_one_statement_and_loads_nothing(client, brand, acme, monkeypatch,
+                                                                       django_assert_max_num_queries):
+    """A 304, and a 200 whose body is in the cache, are the probe's one statement: the token's lookup and the
+    stamp together, before any subject is loaded or the feed built. Its stamp is the ordinary path's, on a
+    test clock with a calendar and on the live clock without one (a shape the probe guesses wrong once)."""
+    _, subject, _, _, _, token = acme
+    live = Subject.objects.create(brand=brand, kind="person", key_name="email", key="ada@example.com",
+                                  name="Ada", created_at=at("2026-01-01T00:00Z"))
+    live_token = subject_feed_rotate(subject=live)
+    tags, bodies = {}, {}
+    for s, t in ((subject, token), (live, live_token)):
+        first = get(client, s, t)
+        assert first.status_code == 200 and first.content == fresh(s.id)
+        tags[s.id], bodies[s.id] = first["ETag"], first.content
+        assert stamps.probe(subject_id=s.id, digest=s.feed_digest).stamp == stamps.feed_stamp(s)
+
+    def not_loaded(*args, **kwargs):
+        raise AssertionError("the subject was loaded")
+
+    monkeypatch.setattr("calendars.api.subject_by_feed_token", not_loaded)
+    monkeypatch.setattr("calendars.feed.build_ics", not_loaded)
+    for s, t in ((subject, token), (live, live_token), (subject, token)):
+        with django_assert_max_num_queries(1):
+            assert get(client, s, t, HTTP_IF_NONE_MATCH=tags[s.id]).status_code == 304
+        with django_assert_max_num_queries(1):
+            r = get(client, s, t)
+        assert r.status_code == 200 and r["ETag"] == tags[s.id] and r.content == bodies[s.id]
+    # A wrong token is no probe's answer: the ordinary path says 404.
+    monkeypatch.undo()
+    assert get(client, subject, "wrong", HTTP_IF_NONE_MATCH=tags[subject.id]).status_code == 404
