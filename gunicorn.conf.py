@@ -9,7 +9,10 @@ import os
 
 wsgi_app = "keeping_time.wsgi:application"
 bind = os.environ.get("GUNICORN_BIND", "127.0.0.1:8000")
-workers = int(os.environ.get("WEB_CONCURRENCY", "2"))
+# Sync workers wait on the database for much of a request (the feed's poll is one statement and little
+# else), so more of them than cores keeps the cores busy: gunicorn's own advice, 2 x cores + 1.
+_cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
+workers = int(os.environ.get("WEB_CONCURRENCY", str(2 * _cores + 1)))
 accesslog = os.environ.get("GUNICORN_ACCESSLOG", "-")
 
 logconfig_dict = {
