@@ -2,6 +2,11 @@
 
 Each way starts from the same state and is rolled back when its hash is taken, so the clock itself
 is left where it was. All ways must agree.
+
+The ways run in one transaction, each in a savepoint rolled back to, under one take of the clock's lease:
+every advance and every turn of the live loop inside re-enters it instead of taking and releasing it (on
+PostgreSQL each take is a handful of round trips, which made the compare twice as slow as on SQLite). Nothing
+of it is ever committed, so it asks for no synchronous commit either.
 """
 
 from __future__ import annotations
@@ -11,11 +16,12 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 
-from django.db import transaction
+from django.db import connection, transaction
 from django.db.models import Max
 
 from . import outbox
 from .clock import VirtualWallClock
+from .lease import lease
 from .models import Event, Outbox, TestClock
 from .outbox import RecordingTransport
 from .timeutil import duration_text
@@ -95,8 +101,17 @@ def compare(clock_id: str, to: datetime, *, redeliver: bool = False, span_label:
     if redeliver:
         plan.append(("one advance, every wake delivered twice", twice))
     ways = []
-    for index, (label, drive) in enumerate(plan):
-        if on_way is not None:
-            on_way(index, len(plan), label)
-        ways.append(_one_way(clock, label, drive))
+    try:
+        with transaction.atomic():
+            if connection.vendor == "postgresql":
+                with connection.cursor() as cursor:
+                    cursor.execute("SET LOCAL synchronous_commit TO OFF")
+            with lease(clock.id):
+                for index, (label, drive) in enumerate(plan):
+                    if on_way is not None:
+                        on_way(index, len(plan), label)
+                    ways.append(_one_way(clock, label, drive))
+            raise _Rollback  # the lease's take too: the compare leaves nothing behind
+    except _Rollback:
+        pass
     return ways
