@@ -274,7 +274,7 @@ def test_arm_errors(acme):
     r = arm(acme, "job_1:task:prep:2027", "2026-11-26T09:00:00Z", clock)
     assert r.status == 409 and r.code == "timer_exists", r.body
     r = arm(acme, "job_1:task:prep:2028", "2026-11-25T09:00:00", clock)
-    assert r.status == 400 and r.code == "invalid_request" and "owed_at" in r.message, r.body
+    assert r.status == 400 and r.code == "invalid_time" and "owed_at" in r.message, r.body
     r = acme.post("/timers", {"owed_at": T0})
     assert r.status == 400 and r.body["error"]["param"] == "key", r.body
     r = arm(acme, "job_1:task:prep:2029", T0, clock, data={"bad": "nul\u0000"})
@@ -296,7 +296,7 @@ def test_bad_bodies_and_params(acme):
     assert r.status == 400 and r.code == "invalid_request" and r.message.startswith("to:"), r.body
     for bad in ("tomorrow", "2026-13-01T00:00Z", True, 1.5, None, "0001-01-01T00:00:00+01:00", 10**20):
         r = acme.post(path, {"to": bad})
-        assert r.status == 400 and r.code == "invalid_request" and "to" in r.message, (bad, r.body)
+        assert r.status == 400 and r.code == "invalid_time" and "to" in r.message, (bad, r.body)
     r = acme.post("/test_clocks", {"frozen_time": "2026-12-01T09:00"})
     assert r.status == 400 and "zone" in r.message, r.body
 

@@ -8,6 +8,7 @@ from datetime import UTC, datetime
 from io import StringIO
 
 import pytest
+from dateutil.relativedelta import relativedelta
 from django.core.management import call_command
 from django.core.management.base import CommandError
 from django.test import Client
@@ -197,9 +198,36 @@ def test_a_tick_past_9999_is_one_line_not_a_traceback(tax):
                                 "+99999-01-01T00:00Z"])
 def test_an_advance_past_9999_over_the_api_is_400(tax, to):
     before = counts()
-    err = error(tax.call("POST", f"/test_clocks/{tax.clock.id}/advance", {"to": to}), 400, "invalid_request")
+    err = error(tax.call("POST", f"/test_clocks/{tax.clock.id}/advance", {"to": to}), 400, "invalid_time")
     assert err["param"] == "to"
     assert counts() == before and TestClock.objects.get(pk=tax.clock.id).status == TestClock.Status.READY
+
+
+@pytest.mark.parametrize("span", ["99999999999y", "8000y", "999999999d", "0d", "1x", "y", "-1d", 7, True])
+def test_an_advance_by_a_bad_span_is_invalid_span_as_the_cli_says(tax, span):
+    before = counts()
+    err = error(tax.call("POST", f"/test_clocks/{tax.clock.id}/advance", {"span": span}), 400, "invalid_span")
+    assert err["param"] == "span"
+    assert counts() == before and TestClock.objects.get(pk=tax.clock.id).frozen_time == T0
+
+
+@pytest.mark.parametrize("body", [{}, {"to": "2027-02-01T00:00Z", "span": "1d"}])
+def test_an_advance_names_to_or_span_one_of_them(tax, body):
+    err = error(tax.call("POST", f"/test_clocks/{tax.clock.id}/advance", body), 400, "invalid_request")
+    assert err["param"] == "to" and "span" in err["message"]
+
+
+def test_an_advance_by_a_span_moves_as_tick_does(tax):
+    r = tax.call("POST", f"/test_clocks/{tax.clock.id}/advance", {"span": "1mo"})
+    assert r.status_code == 202, r.content
+    clock = TestClock.objects.get(pk=tax.clock.id)
+    assert T0 + relativedelta(months=1) in (clock.frozen_time, clock.advance_to)
+
+
+@pytest.mark.parametrize("to", [True, None, ["2027-01-01T00:00Z"], {"at": 1}, 1.5, "soon"])
+def test_every_bad_instant_over_the_api_is_invalid_time(tax, to):
+    err = error(tax.call("POST", "/test_clocks", {"frozen_time": to}), 400, "invalid_time")
+    assert err["param"] == "frozen_time"
 
 
 # -- what an instant is ----------------------------------------------------------------------------------------
@@ -214,9 +242,9 @@ def test_week_dates_nuls_and_other_iso_forms_are_not_instants(tax, text):
         parse_instant(text)
     assert exc.value.code == "invalid_time"
     before = counts()
-    err = error(tax.call("POST", "/test_clocks", {"frozen_time": text}), 400, "invalid_request")
+    err = error(tax.call("POST", "/test_clocks", {"frozen_time": text}), 400, "invalid_time")
     assert err["param"] == "frozen_time"
-    err = error(tax.call("POST", f"/test_clocks/{tax.clock.id}/advance", {"to": text}), 400, "invalid_request")
+    err = error(tax.call("POST", f"/test_clocks/{tax.clock.id}/advance", {"to": text}), 400, "invalid_time")
     assert err["param"] == "to"
     assert counts() == before
     if "\x00" not in text:  # argv cannot carry a NUL

@@ -12,6 +12,8 @@ from dateutil.relativedelta import relativedelta
 from .errors import InvalidSpan, KeepingTimeError
 
 _SPAN_RE = re.compile(r"\s*([0-9]{1,9})\s*(s|m|min|h|d|w|mo|y)\s*")
+# What parse_span takes, for a schema: _SPAN_RE with a count of at least 1.
+SPAN_PATTERN = r"^\s*(?=[0-9]{1,9}\s*[a-z])0*[1-9][0-9]*\s*(s|m|min|h|d|w|mo|y)\s*$"
 # An instant as the API and the CLI document it (RFC 3339): a date, T, hours and minutes, optional seconds and
 # fraction, and Z or a numeric offset. fromisoformat alone also takes week dates (2027-W05-3), ordinal dates,
 # basic forms (20270101T0000Z) and, in 3.11, trailing garbage such as NUL; none of those is documented.

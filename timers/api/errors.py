@@ -51,9 +51,9 @@ def _first_error(detail, path: str = "") -> tuple[str | None, str]:
     return (path or None), detail
 
 
-# Codes a field's ValidationError may carry to the answer (timers.api.serializers.NameField); any other is
+# Codes a field's ValidationError may carry to the answer (NameField, InstantField, SpanField); any other is
 # DRF's own (invalid, required, max_length …), answered as invalid_request.
-FIELD_CODES = frozenset({"invalid_name"})
+FIELD_CODES = frozenset({"invalid_name", "invalid_time", "invalid_span"})
 
 
 def _validation(exc: drf.ValidationError) -> tuple[str, str, str | None]:

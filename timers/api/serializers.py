@@ -21,7 +21,7 @@ from ..ids import SEED_PATTERN
 from ..keys import KEY_PATTERN, KINDS, MAX_KEY_LENGTH
 from ..models import Commit, Event, TestClock, Timer, is_live
 from ..services import commit_json
-from ..timeutil import duration_text, iso_z, parse_instant
+from ..timeutil import SPAN_PATTERN, duration_text, iso_z, parse_instant, parse_span
 
 
 def timers_json(timers: list[Timer]) -> list[dict]:
@@ -343,6 +343,13 @@ class InstantField(serializers.Field):
         "range": "{value!r} is out of range",
     }
 
+    # Every way an instant is wrong answers invalid_time, the code the CLI and the README use for it.
+    def fail(self, key, **kwargs):
+        try:
+            super().fail(key, **kwargs)
+        except serializers.ValidationError as exc:
+            raise serializers.ValidationError(str(exc.detail[0]), code="invalid_time") from None
+
     def to_internal_value(self, data):
         if isinstance(data, bool):
             self.fail("invalid")
@@ -498,10 +505,43 @@ class TestClockCreateSerializer(serializers.Serializer):
                                       "scenario on a clock of the same seed makes the same record; one clock per seed")
 
 
+@extend_schema_field({"type": "string", "pattern": SPAN_PATTERN, "example": "1y"})
+class SpanField(StrictCharField):
+    """A span as the CLI's ``tick`` takes it (6h, 7d, 1mo, 1y); anything else is 400 invalid_span."""
+
+    def to_internal_value(self, data):
+        if not isinstance(data, str):
+            raise serializers.ValidationError(f"{data!r} is not a span: a number and a unit, e.g. 1y",
+                                              code="invalid_span")
+        try:
+            return parse_span(data)
+        except KeepingTimeError as exc:
+            raise serializers.ValidationError(exc.message, code=exc.code) from None
+
+
 class TestClockAdvanceSerializer(serializers.Serializer):
-    to = InstantField(help_text="The new frozen time; never before the current one")
+    to = InstantField(required=False, help_text="The new frozen time; never before the current one")
+    span = SpanField(required=False, help_text="Or how far to move from the frozen time, as `tick 1y` does: a "
+                                               "number and s, m, h, d, w, mo or y (`to` or `span`, not both)")
     redeliver = StrictBooleanField(required=False, default=False,
                                    help_text="Deliver every wake twice (each second one replays)")
+
+    def validate(self, attrs):
+        if ("to" in attrs) == ("span" in attrs):
+            raise serializers.ValidationError({"to": "give to (an instant) or span (1y), one of them"})
+        return attrs
+
+
+class TestClockAdvanceSchema(OpenApiSerializerExtension):
+    """Exactly one of to and span, as the serializer takes it."""
+
+    target_class = TestClockAdvanceSerializer
+
+    def map_serializer(self, auto_schema, direction):
+        schema = auto_schema._map_basic_serializer(self.target, direction)
+        if direction == "request":
+            schema["oneOf"] = [{"required": ["to"]}, {"required": ["span"]}]
+        return schema
 
 
 class ListQuerySerializer(serializers.Serializer):

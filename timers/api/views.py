@@ -26,6 +26,7 @@ from .. import services
 from ..errors import KeepingTimeError, NotFound
 from ..models import LIVE_PREFIX, Brand, Event, TestClock, Timer, is_live, live_domain
 from ..owners import owner_filter
+from ..timeutil import after_span
 from . import idempotency
 from .auth import SecretKeyAuthentication, livemode
 from .serializers import (
@@ -351,7 +352,14 @@ class TestClockAdvanceView(BrandAPIView):
     def post(self, request, clock_id: str):
         clock = get_test_clock(self.brand, clock_id)
         body = self.body(TestClockAdvanceSerializer)
-        clock = services.test_clock_request_advance(clock=clock, to=body["to"], redeliver=body["redeliver"])
+        to = body.get("to")
+        if to is None:  # a span, as `tick 1y` takes it; one that lands past 9999 is invalid_span, as there
+            try:
+                to = after_span(clock.frozen_time, body["span"], text=request.data["span"])
+            except KeepingTimeError as exc:
+                exc.param = "span"
+                raise
+        clock = services.test_clock_request_advance(clock=clock, to=to, redeliver=body["redeliver"])
         return Response(test_clock_json(clock), status=202)
 
 
