@@ -596,6 +596,9 @@ class Schedule(models.Model):
                                    condition=Q(paused=False) | Q(paused_at__isnull=False)),
             models.UniqueConstraint(fields=["domain", "owner_ref"], condition=~Q(owner_ref=""),
                                     name="schedule_one_per_service_schedule"),
+            # A user's schedule is named once per brand and clock (a Service's own are named by owner_ref).
+            models.UniqueConstraint(fields=["brand", "domain", "name"], condition=Q(owner_ref="") & ~Q(name=""),
+                                    name="schedule_name_unique_per_brand_clock"),
         ]
         indexes = [models.Index(fields=["brand", "domain", "created_at"], name="schedule_brand_list")]
 

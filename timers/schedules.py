@@ -79,6 +79,21 @@ class ScheduleError(KeepingTimeError):
     code = "invalid_schedule"
 
 
+# A user's schedule name, as the seed's Schedule resource writes it: a slug a URL or a log line can carry.
+NAME_PATTERN = r"^[a-z][a-z0-9-]{0,62}$"
+_NAME = re.compile(NAME_PATTERN)
+
+
+def check_schedule_name(name: object) -> str:
+    """The name, or ScheduleError invalid_name; "" is no name."""
+    if name == "":
+        return ""
+    if not isinstance(name, str) or not _NAME.fullmatch(name):
+        raise ScheduleError(f"name {str(name)[:70]!r} is a lowercase letter, then up to 62 lowercase letters, "
+                            "digits or hyphens (e.g. nightly-report)", code="invalid_name")
+    return name
+
+
 # -- names -------------------------------------------------------------------------------------------
 def compact(t: datetime) -> str:
     """An instant as a key's occurrence (no ':'): 20271107T0730Z, with seconds when it has them."""
@@ -592,6 +607,7 @@ def schedule_create(*, brand: Brand, domain: str, spec: dict, target: dict, zone
                     target_kind: str | None = None) -> Schedule:
     """A schedule on a clock domain; its first fire is the spec's first instant after the domain's now."""
     ev = _clean(spec, zone, overlap, buffer_limit)
+    name = name[:200] if owner_ref else check_schedule_name(name)
     window = parse_window(catchup_window)
     if not isinstance(target, dict):
         raise ScheduleError('target is an object: {"url": …} or {"service": …, "subject": …}', code="invalid_target")
@@ -602,11 +618,18 @@ def schedule_create(*, brand: Brand, domain: str, spec: dict, target: dict, zone
     cleaned = _targets[kind].clean(target, brand, domain)
     now = _domain_now(domain)
     n = Schedule.objects.filter(domain=domain).count()
-    sch = Schedule.objects.create(
-        id=_seeded("sch", domain, "schedule", owner_ref or name, now.isoformat(), str(n)), brand=brand, domain=domain,
-        name=name[:200], spec=spec, zone=zone, target_kind=kind, target=cleaned,
-        secret=f"whsec_{secrets.token_urlsafe(24)}" if kind == "http" else "", overlap=overlap,
-        buffer_limit=buffer_limit, catchup_window=window, owner_ref=owner_ref, created_at=now)
+    try:
+        with transaction.atomic():  # the name's uniqueness is the constraint's to keep, not a check before
+            sch = Schedule.objects.create(
+                id=_seeded("sch", domain, "schedule", owner_ref or name, now.isoformat(), str(n)), brand=brand,
+                domain=domain, name=name, spec=spec, zone=zone, target_kind=kind, target=cleaned,
+                secret=f"whsec_{secrets.token_urlsafe(24)}" if kind == "http" else "", overlap=overlap,
+                buffer_limit=buffer_limit, catchup_window=window, owner_ref=owner_ref, created_at=now)
+    except IntegrityError:
+        if not name or not Schedule.objects.filter(brand=brand, domain=domain, name=name, owner_ref="").exists():
+            raise
+        raise ScheduleError(f"a schedule named {name!r} is already on this clock; pick another name",
+                            code="schedule_name_taken", status=409) from None
     first = ev.after(now)
     if first is not None:
         _direct_arm(sch)(fire_key(sch.id, first), owed_at=first, handler=FIRE, data={"at": iso_z(first)},

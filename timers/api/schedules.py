@@ -21,7 +21,6 @@ from ..timeutil import zone_names
 from .serializers import (
     Choice,
     ListQuerySerializer,
-    NameField,
     StrictBooleanField,
     StrictCharField,
     StrictIntegerField,
@@ -85,6 +84,25 @@ class ZoneField(StrictCharField):
     pass
 
 
+class ScheduleNameField(StrictCharField):
+    """A schedule's name (schedules.NAME_PATTERN): anything else is 400 invalid_name."""
+
+    def to_internal_value(self, data):
+        try:
+            return schedules.check_schedule_name(data)
+        except schedules.ScheduleError as exc:
+            raise serializers.ValidationError(exc.message, code="invalid_name") from None
+
+
+class ScheduleNameSchema(OpenApiSerializerFieldExtension):
+    target_class = ScheduleNameField
+
+    def map_serializer_field(self, auto_schema, direction):
+        return {"type": "string", "pattern": f"^(?:{schedules.NAME_PATTERN[1:-1]})?$",
+                "description": "A lowercase letter, then up to 62 lowercase letters, digits or hyphens; one "
+                               "schedule per name on a clock", "example": "nightly-report"}
+
+
 class _Schema(OpenApiSerializerFieldExtension):
     def map_serializer_field(self, auto_schema, direction):
         return self.schema()
@@ -121,7 +139,7 @@ class ZoneSchema(_Schema):
 class ScheduleCreateSerializer(serializers.Serializer):
     test_clock = StrictCharField(required=False, allow_null=True, allow_blank=True, max_length=64,
                                  help_text="Create on this test clock; the live clock (a live key) when absent")
-    name = NameField(required=False, allow_blank=True, max_length=200)
+    name = ScheduleNameField(required=False, allow_blank=True)
     spec = SpecField(help_text='{"cron": "30 2 * * *"}, {"every": "30m", "phase": "5m"} or '
                                       '{"each": "month", "at": "1mo after end", "time": "06:30"}')
     zone = ZoneField(required=False, max_length=64, help_text="An IANA zone; UTC when absent")
@@ -233,9 +251,10 @@ class ScheduleListView(BrandAPIView):
         summary="Create a schedule",
         description="Fires on its spec in its zone (a skipped minute at the next that exists, a repeated hour once). "
                     "Errors: invalid_spec, invalid_zone, invalid_target, invalid_overlap, invalid_catchup_window "
-                    "(outside 10s to 365d), invalid_buffer_limit; live_mode_only (403: a test key without "
-                    "test_clock).",
-        responses={200: ScheduleSerializer, **ERRORS, **NOT_FOUND, **WRONG_MODE},
+                    "(outside 10s to 365d), invalid_buffer_limit, invalid_name; schedule_name_taken (409: a "
+                    "schedule of that name is on the clock); live_mode_only (403: a test key without test_clock).",
+        responses={200: ScheduleSerializer, **ERRORS, **NOT_FOUND, **WRONG_MODE,
+                   409: _error("schedule_name_taken: a schedule of that name is on the clock")},
     )
     def post(self, request):  # the body's shape (400), the clock (404, 403), then what the runtime reads (400)
         body = self.body(ScheduleCreateSerializer)
