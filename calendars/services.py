@@ -770,6 +770,10 @@ def clock_inputs_changed(*, armer: Armer, clock: Clock, inputs: dict) -> list[Cl
         if item.moves:
             continue  # a date a step moved keeps its move; the due function answered for @0 only
         civil = spec.due(_inputs(clock, item.item))
+        if civil != item.civil and clock.hard:
+            # Nothing is saved: the caller's transaction rolls the inputs back with the refusal.
+            raise KeepingTimeError(f"{clock.name} is a hard date ({item.due_date}): only a postponement moves it, "
+                                   f"not new inputs (its due now reads {civil})", code="hard_date", status=409)
         if civil != item.civil:
             moved.append(clock_move(armer=armer, item=item, civil=civil, by="due", rearm=Rearm.DUE_INPUT))
     return moved

@@ -411,6 +411,10 @@ class Service:
         for name, spec in self.clocks.items():
             if spec.name != name:
                 raise ServiceError(f"{w}clocks.{name}: the ClockSpec is named {spec.name!r}")
+            if spec.hard and spec.moves:
+                # The seed: a postponement is "the one thing that moves a hard date"; a step never does.
+                raise ServiceError(f"{w}clocks.{name}.moves: a hard date moves only by a postponement "
+                                   f"(calendar.postpone); drop moves ({', '.join(spec.moves)}) or hard=True")
         if self.price.within:
             try:
                 self.within = parse_offset(self.price.within, anchors=tuple(self.clocks))

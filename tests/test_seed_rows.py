@@ -3,11 +3,20 @@ near the close, versions as the seed prints them, and docs/kinds/. Each test fai
 
 from __future__ import annotations
 
+from datetime import date
+
 import pytest
 from django.db import IntegrityError, transaction
 from rest_framework.test import APIClient
 
-from timers.models import Schedule
+from calendars import specs
+from calendars.models import ClockItem
+from calendars.services import DirectArmer, clock_open
+from calendars.specs import ClockSpec
+from services.declare import Service, ServiceError, SubjectSpec
+from services.declare import clock as declared
+from tests.acme import acme_subject
+from timers.models import Event, Schedule, Timer
 from timers.schedules import ScheduleError, schedule_create
 from timers.services import api_key_create, brand_get_or_create, test_clock_create
 
@@ -66,3 +75,46 @@ def test_the_database_keeps_a_schedule_name_once_not_a_check_before(brand, clock
     with pytest.raises(IntegrityError), transaction.atomic():
         Schedule.objects.create(id="sch_twin", brand=brand, domain=clock.id, name="nightly", spec=sch.spec,
                                 target_kind=sch.target_kind, target=sch.target, created_at=sch.created_at)
+
+
+# -- a hard date moves only by a postponement ---------------------------------------------------------------
+def _statute(x) -> date:
+    return date.fromisoformat(x.get("statute_extended_to", "2030-04-15"))
+
+
+def test_a_hard_clock_that_declares_moves_stops_the_load_naming_file_and_field():
+    subject = SubjectSpec(kind="account", key="domain")
+    bad = Service(name="t-hard-moves", subject=subject, where="brand/annual_return.py",
+                  clocks={"pay": declared("pay", due=_statute, hard=True, moves={"extend": _statute})})
+    with pytest.raises(ServiceError, match=r"^brand/annual_return.py: clocks.pay.moves: a hard date moves only by "
+                                           r"a postponement"):
+        bad.check({})
+    Service(name="t-hard", subject=subject, where="brand/annual_return.py",
+            clocks={"pay": declared("pay", due=_statute, hard=True)}).check({})  # hard alone loads
+
+
+def test_new_inputs_never_move_a_hard_date_a_postponement_does(api, brand, clock):
+    specs.register("tests.seed_rows.statute", ClockSpec(name="assess", due=_statute, items=("US",), hard=True,
+                                                                lives_on="subject"))
+    subject = acme_subject(brand, clock.id)
+    armer = DirectArmer(brand=brand, domain=clock.id)
+    hard = clock_open(armer=armer, brand=brand, domain=clock.id, subject=subject, spec_name="tests.seed_rows.statute",
+                      owner_ref=subject.id, period="2026")
+    before = set(Timer.objects.filter(domain=clock.id).values_list("key", "status", "owed_at"))
+    r = api.post(f"/clocks/{hard.id}/inputs", {"inputs": {"statute_extended_to": "2031-12-31"}}, format="json")
+    assert r.status_code == 409 and r.json()["error"]["code"] == "hard_date", r.content
+    assert "postponement" in r.json()["error"]["message"]
+    item = ClockItem.objects.get(clock=hard)
+    assert item.due_date == date(2030, 4, 15) and item.moves == 0
+    hard.refresh_from_db()
+    assert "statute_extended_to" not in hard.inputs  # nothing kept
+    assert set(Timer.objects.filter(domain=clock.id).values_list("key", "status", "owed_at")) == before
+    assert not Event.objects.filter(domain=clock.id, type="clock.moved").exists()
+    # Inputs that leave the date where it is are taken; a postponement moves it.
+    r = api.post(f"/clocks/{hard.id}/inputs", {"inputs": {"statute_extended_to": "2030-04-15"}}, format="json")
+    assert r.status_code == 200, r.content
+    r = api.post(f"/clocks/{hard.id}/items/US/postpone", {"to": "2030-06-17", "notice": "IR-2030-1"}, format="json")
+    assert r.status_code == 200, r.content
+    item.refresh_from_db()
+    assert item.due_date == date(2030, 6, 17)
+    assert Event.objects.get(domain=clock.id, type="clock.moved", subject=f"{hard.id}#US").data["by"] == "calendar"
