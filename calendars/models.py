@@ -37,6 +37,10 @@ def seeded_subject_id(*, brand: Brand, domain: str, kind: str, key: str) -> str:
     return domain_id("sbj", domain, kind, key)
 
 
+def new_proposal_id() -> str:
+    return new_id("prp")
+
+
 def new_clock_id() -> str:
     return new_id("clk", length=8)
 
@@ -205,6 +209,42 @@ class ClockItem(models.Model):
         return f"{self.clock_id}#{self.item}" if self.item else self.clock_id
 
 
+
+
+class Proposal(models.Model):
+    """A step proposed on a clock's date, queued for the gate. Whose time decides near the close: one already in
+    the gate (``queued``) is judged by when it was proposed, however late the gate reaches it; one waiting on a
+    person (``waiting``) is judged by when it commits, once that person says yes (calendars/proposals.py)."""
+
+    class State(models.TextChoices):
+        QUEUED = "queued"  # in the gate: judged at proposed_at
+        WAITING = "waiting"  # on a person (waits_on): judged when it commits
+        COMMITTED = "committed"
+        REFUSED = "refused"
+
+    id = IdField(primary_key=True, max_length=32, default=new_proposal_id, editable=False)
+    domain = models.CharField(max_length=32)
+    item = models.ForeignKey(ClockItem, on_delete=models.CASCADE, related_name="proposals")
+    step = models.CharField(max_length=40)
+    waits_on = models.CharField(max_length=200, blank=True, help_text="The person it waits on; '' when none")
+    state = models.CharField(max_length=12, choices=State.choices)
+    proposed_at = models.DateTimeField()
+    committed_at = models.DateTimeField(null=True, blank=True)
+    judged_at = models.DateTimeField(null=True, blank=True, help_text="The instant on time was judged at")
+    on_time = models.BooleanField(null=True)
+    outcome = models.CharField(max_length=16, blank=True, help_text="committed, moved, submitted or the refusal's code")
+
+    class Meta:
+        constraints = [
+            models.CheckConstraint(name="proposal_state_known",
+                                   condition=Q(state__in=["queued", "waiting", "committed", "refused"])),
+            models.CheckConstraint(name="proposal_waiting_names_whom",
+                                   condition=~Q(state="waiting") | ~Q(waits_on="")),
+        ]
+        indexes = [models.Index(fields=["domain", "state", "proposed_at", "id"], name="proposal_queue")]
+
+    def __str__(self) -> str:
+        return f"{self.step} on {self.item_id} ({self.state})"
 
 
 class FeedStamp(models.Model):

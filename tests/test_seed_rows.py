@@ -11,11 +11,14 @@ from rest_framework.test import APIClient
 
 from calendars import specs
 from calendars.models import ClockItem
+from calendars.proposals import clock_propose, proposal_approve, proposals_commit
 from calendars.services import DirectArmer, clock_open
 from calendars.specs import ClockSpec
 from services.declare import Service, ServiceError, SubjectSpec
 from services.declare import clock as declared
-from tests.acme import acme_subject
+from tests.acme import acme_subject, open_return
+from tests.conftest import at
+from timers.errors import KeepingTimeError
 from timers.models import Event, Schedule, Timer
 from timers.schedules import ScheduleError, schedule_create
 from timers.services import api_key_create, brand_get_or_create, test_clock_create
@@ -118,3 +121,50 @@ def test_new_inputs_never_move_a_hard_date_a_postponement_does(api, brand, clock
     item.refresh_from_db()
     assert item.due_date == date(2030, 6, 17)
     assert Event.objects.get(domain=clock.id, type="clock.moved", subject=f"{hard.id}#US").data["by"] == "calendar"
+
+
+# -- a proposal near the close: whose time decides -------------------------------------------------------
+CLOSE_MINUS_2S = "2028-04-19T03:59:58Z"  # 23:59:58 in New York on 2028-04-18, the rolled pay date
+AFTER_CLOSE_3S = "2028-04-19T04:00:03Z"  # 00:00:03 the next day
+
+
+@pytest.fixture
+def pay_item(brand):
+    tc = test_clock_create(brand=brand, frozen_time=at("2028-04-18T12:00Z"), name="close")
+    subject = acme_subject(brand, tc.id)
+    _, pay = open_return(brand, tc, subject, now=at("2028-02-01T14:00Z"))
+    item = ClockItem.objects.select_related("clock__subject__calendar").get(clock=pay, item="US")
+    assert item.due_date == date(2028, 4, 18) and item.clock.hard
+    return tc, item
+
+
+def test_a_proposal_in_the_gate_at_235958_committed_at_000003_is_on_time(brand, pay_item):
+    tc, item = pay_item
+    p = clock_propose(armer=DirectArmer(brand=brand, domain=tc.id, now=at(CLOSE_MINUS_2S)), item=item, step="pay")
+    assert p.state == "queued"
+    [done] = proposals_commit(armer=DirectArmer(brand=brand, domain=tc.id, now=at(AFTER_CLOSE_3S)))
+    assert (done.id, done.state, done.outcome, done.on_time) == (p.id, "committed", "committed", True)
+    assert done.judged_at == at(CLOSE_MINUS_2S) and done.committed_at == at(AFTER_CLOSE_3S)
+    assert Event.objects.filter(domain=tc.id, type="clock.step", subject=item.owner_key).count() == 1
+    assert proposals_commit(armer=DirectArmer(brand=brand, domain=tc.id, now=at(AFTER_CLOSE_3S))) == []  # once
+
+
+def test_a_proposal_that_waited_on_a_person_is_judged_when_it_commits(brand, pay_item):
+    tc, item = pay_item
+    p = clock_propose(armer=DirectArmer(brand=brand, domain=tc.id, now=at(CLOSE_MINUS_2S)), item=item, step="pay",
+                      waits_on="Ada Lovelace")
+    assert p.state == "waiting"
+    assert proposals_commit(armer=DirectArmer(brand=brand, domain=tc.id, now=at(AFTER_CLOSE_3S))) == []
+    done = proposal_approve(armer=DirectArmer(brand=brand, domain=tc.id, now=at(AFTER_CLOSE_3S)), proposal=p)
+    assert (done.state, done.outcome, done.on_time) == ("refused", "date_passed", False)
+    assert done.judged_at == at(AFTER_CLOSE_3S)
+    assert not Event.objects.filter(domain=tc.id, type="clock.step", subject=item.owner_key).exists()
+    # Said yes a second before the close, the same proposal would have been on time.
+    early = clock_propose(armer=DirectArmer(brand=brand, domain=tc.id, now=at(CLOSE_MINUS_2S)), item=item,
+                          step="pay", waits_on="Ada Lovelace")
+    done = proposal_approve(armer=DirectArmer(brand=brand, domain=tc.id, now=at("2028-04-19T03:59:59Z")),
+                            proposal=early)
+    assert (done.state, done.on_time) == ("committed", True)
+    with pytest.raises(KeepingTimeError) as exc:
+        proposal_approve(armer=DirectArmer(brand=brand, domain=tc.id, now=at(AFTER_CLOSE_3S)), proposal=early)
+    assert exc.value.code == "proposal_not_waiting"
