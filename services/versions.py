@@ -6,6 +6,7 @@ rewrites nothing (tests/test_versions.py shows the armed timers unchanged across
 
 from __future__ import annotations
 
+import ast
 from dataclasses import dataclass
 from datetime import datetime
 
@@ -122,22 +123,83 @@ def _price(svc) -> dict:
     return {"usd": p.cents / 100, "every": p.every, "within": p.within, "late": p.late, "includes": p.includes}
 
 
+def _functions(source: str) -> dict[str, str]:
+    """Each top-level function and class of a module, by name, as its syntax tree (so a comment or a blank line
+    changes nothing); a module that does not parse is one entry, its whole text."""
+    try:
+        tree = ast.parse(source)
+    except SyntaxError:
+        return {"": source}
+    return {n.name: ast.dump(n) for n in tree.body
+            if isinstance(n, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef)}
+
+
+def _and(names: list[str]) -> str:
+    return names[0] if len(names) == 1 else f"{', '.join(names[:-1])} and {names[-1]}"
+
+
+def _lib_line(path: str, old: str, new: str) -> str:
+    """lib tax.py: late_filing changed · file_due, extended_due and pay_due unchanged (as the seed prints it)."""
+    before, after = _functions(old), _functions(new)
+    changed = [n for n in after if n in before and before[n] != after[n]]
+    parts = [f"{_and(changed)} changed"] if changed else []
+    added = [n for n in after if n not in before]
+    dropped = [n for n in before if n not in after]
+    same = [n for n in after if n in before and before[n] == after[n]]
+    if added:
+        parts.append(f"+ {_and(added)}")
+    if dropped:
+        parts.append(f"- {_and(dropped)}")
+    if same:
+        parts.append(f"{_and(same)} unchanged")
+    if old != new and not (changed or added or dropped):
+        parts.insert(0, "its text changed, no function in it")
+    return f"lib     {path}: " + (" · ".join(parts) or "unchanged")
+
+
+def _pinned_jobs(*, service: str, domain: str, but: str) -> list[tuple[Job, str, int]]:
+    """Each open job of ``service`` on another version than ``but``, with its version and the armed (and held)
+    timers it and its clocks run on it: three queries, whatever the count."""
+    jobs = list(Job.objects.filter(domain=domain, service=service, status="open").exclude(version="")
+                .exclude(version=but).order_by("opened_at", "id"))
+    owner_of = {j.id: j.id for j in jobs}
+    owner_of.update(Clock.objects.filter(domain=domain, owner_ref__in=list(owner_of)).values_list("id", "owner_ref"))
+    versions = {j.id: j.version for j in jobs}
+    counts: dict[str, int] = {}
+    for owner, version in (Timer.objects.filter(domain=domain, status__in=["armed", "held"],
+                                                version__in=set(versions.values()))
+                           .values_list("owner", "version")):
+        job = owner_of.get(owner.split("#", 1)[0])
+        if job is not None and version == versions[job]:
+            counts[job] = counts.get(job, 0) + 1
+    return [(j, j.version, counts.get(j.id, 0)) for j in jobs]
+
+
 def version_check(*, module: str, now: datetime, domain: str = LIVE) -> list[str]:
-    """What deploying ``module`` would change, against what is live: files, rungs, clocks, prices, and what
-    each pinned version still runs. Changes nothing."""
+    """What deploying ``module`` would change, against what is live, as the seed prints it: the bundle, rungs,
+    lib (function by function), price, the open jobs that keep their version (armed), what stays runnable
+    (pinned) and what runs the new one (next). Changes nothing."""
     b, found = registry.module_bundle(module)
+    new_row = Version.objects.filter(pk=b.digest).first()
+    new_label = new_row.name if new_row is not None and new_row.name else ""
+    deploys_as = f"{new_label} · {b.digest[:15]}…" if new_label else f"{b.digest[:15]}…"
     lines = []
     for svc in found:
         live_digest = registry.live_version(svc.name, domain=domain, now=now) if svc.name in registry._services \
             else None
         live = registry.get(svc.name, live_digest) if live_digest else None
         live_row = Version.objects.filter(pk=live_digest).first() if live_digest else None
-        live_label = (live_row.label if live_row else (live_digest or "")[:15]) or "nothing live"
-        lines.append(f"{svc.where} · {svc.name} · against live {live_label} · {(live_digest or '')[:15]}… · "
-                     f"deploys as {b.digest[:15]}…" + (" · no change" if live_digest == b.digest else ""))
-        lines.append("bundle  " + ", ".join(b.files))
+        if live_row is not None and live_row.name:
+            against = f"{live_row.name} · {live_row.digest[:15]}…"
+        else:
+            against = f"{live_digest[:15]}…" if live_digest else "nothing live"
+        lines.append(f"{svc.where} · against live {against} · deploys as {deploys_as}"
+                     + (" · no change" if live_digest == b.digest else ""))
+        imports = [src.path for src in b.sources if src.module != b.module]
+        lines.append("bundle  the Service file and every module it imports: " + (", ".join(imports) or "none"))
         if live is None:
             continue
+        kept = []
         for name in sorted(set(svc.clocks) | set(live.clocks)):
             if name not in live.clocks:
                 lines.append(f"clocks  + {name}")
@@ -147,23 +209,41 @@ def version_check(*, module: str, now: datetime, domain: str = LIVE) -> list[str
                 diff = _rung_diff(list(live.clocks[name].rungs), list(svc.clocks[name].rungs))
                 if diff:
                     lines.append(f"rungs   clocks.{name}: " + " · ".join(diff))
+                    kept[:1] = ["rungs"]
+        old_bundle = live_row if live_row is not None else registry.bundle(svc.name)
+        old_sources = live_row.sources if live_row is not None else old_bundle.stored()
+        new_sources = b.stored()
+        # Each bundle's own Service file: the rungs and price lines above are its diff.
+        entry = {b.module, old_bundle.module}
+        for m in sorted(new_sources, key=lambda m: new_sources[m]["path"]):
+            if m in entry:
+                continue
+            path = new_sources[m]["path"]
+            if m not in old_sources:
+                lines.append(f"lib     {path}: new")
+                kept.append(path)
+                continue
+            lines.append(_lib_line(path, old_sources[m]["source"], new_sources[m]["source"]))
+            if old_sources[m]["source"] != new_sources[m]["source"]:
+                kept.append(path)
+        for m in sorted(set(old_sources) - set(new_sources) - entry):
+            lines.append(f"lib     {old_sources[m]['path']}: no longer imported")
         old_price, new_price = _price(live), _price(svc)
         for field in old_price:
             if old_price[field] != new_price[field]:
                 lines.append(f"price   {field}: {old_price[field]} → {new_price[field]}")
-        old_sources = (live_row.sources if live_row else registry.bundle(svc.name).stored())
-        new_sources = b.stored()
-        changed = sorted(new_sources[m]["path"] for m in new_sources
-                         if m in old_sources and old_sources[m]["source"] != new_sources[m]["source"])
-        same = sorted(new_sources[m]["path"] for m in new_sources
-                      if m in old_sources and old_sources[m]["source"] == new_sources[m]["source"])
-        fresh = sorted(new_sources[m]["path"] for m in new_sources if m not in old_sources)
-        lines.append("files   " + " · ".join(filter(None, [
-            f"changed {', '.join(changed)}" if changed else "", f"new {', '.join(fresh)}" if fresh else "",
-            f"unchanged {', '.join(same)}" if same else ""])))
+                if "price" not in kept:
+                    kept.append("price")
+        keeps = f", {_and(kept)}{' both' if len(kept) == 2 else ''}" if kept else ""
+        labels = dict(Version.objects.values_list("digest", "name"))
+        for job, version, armed in _pinned_jobs(service=svc.name, domain=domain, but=b.digest):
+            label = labels.get(version) or f"{version[:15]}…"
+            lines.append(f"armed   {job.id} · {armed:,} armed timers on {label} · they keep it{keeps}")
     for p in versions_summary(now=now, pinned_only=True, domains=Q(domain=domain), live_domain=domain):
-        if set(p.version.services) & {s.name for s in found}:
-            lines.append(f"pinned  {p.version.label} · {p.armed:,} armed timers on {p.subjects:,} subjects keep it "
-                         "· it stays runnable until its last timer closes; a rollback to it arms nothing")
-    lines.append("next    jobs opened and minted from the deploy run it; open work keeps its version until repinned")
+        if p.version.digest != b.digest and set(p.version.services) & {s.name for s in found}:
+            lines.append(f"pinned  {p.version.label} stays runnable until its last timer closes · {p.armed:,} armed "
+                         f"timers on {p.subjects:,} subjects · a rollback to it arms nothing and rewrites nothing")
+    run = new_label or f"{b.digest[:15]}…"
+    lines.append(f"next    jobs opened and minted from the deploy run {run} · a subject clock repins when a {run} "
+                 "job joins its subject")
     return lines

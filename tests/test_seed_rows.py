@@ -4,6 +4,7 @@ near the close, versions as the seed prints them, and docs/kinds/. Each test fai
 from __future__ import annotations
 
 from datetime import date
+from io import StringIO
 
 import pytest
 from django.db import IntegrityError, transaction
@@ -168,3 +169,77 @@ def test_a_proposal_that_waited_on_a_person_is_judged_when_it_commits(brand, pay
     with pytest.raises(KeepingTimeError) as exc:
         proposal_approve(armer=DirectArmer(brand=brand, domain=tc.id, now=at(AFTER_CLOSE_3S)), proposal=early)
     assert exc.value.code == "proposal_not_waiting"
+
+
+# -- versions, as the seed prints them ----------------------------------------------------------------------
+LIB = '''
+from datetime import date
+
+
+def file_due(x):
+    return date(int(x.period) + 1, 4, 15)
+
+
+def extended_due(x):
+    return date(int(x.period) + 1, 10, 15)
+
+
+def late_filing(days):
+    return {factor} * days
+'''
+RETURN = '''
+from services.declare import Price, Service, SubjectSpec, clock
+
+from . import lib
+
+ret = Service(name="lib-return", subject=SubjectSpec(kind="taxpayer", key="ein"), price=Price(usd=10),
+              clocks={{"file": clock("file", due=lib.file_due, moves={{"extend": lib.extended_due}},
+                                    rungs=({rungs}))}})
+'''
+
+
+def test_versions_check_prints_bundle_rungs_lib_armed_pinned_and_next_as_the_seed(brand, tmp_path, monkeypatch):
+    from django.core.management import call_command
+    from django.test import override_settings
+
+    from services import registry
+    from services.services import job_open
+    from services.versions import version_deploy
+    from tests.test_versions import LIVE_PATHS, START
+
+    saved = (dict(registry._services), dict(registry._bundles), dict(registry._versioned), dict(specs._registry))
+    pkg = tmp_path / "lib_brand"
+    pkg.mkdir()
+    (pkg / "__init__.py").write_text("")
+    (pkg / "lib.py").write_text(LIB.format(factor=5))
+    (pkg / "v1.py").write_text(RETURN.format(rungs='"notice 30d", "ack daily 7d"'))
+    (pkg / "v2.py").write_text(RETURN.format(rungs='"notice 90d", "notice 30d", "ack daily 5d"'))
+    monkeypatch.syspath_prepend(str(tmp_path))
+    try:
+        with override_settings(KEEPING_TIME_SERVICES=[*LIVE_PATHS, "lib_brand.v1"]):
+            registry.load()
+        tc = test_clock_create(brand=brand, frozen_time=START)
+        version_deploy(domain=tc.id, at=START, module="lib_brand.v1", name="2027-01")
+        job = job_open(armer=DirectArmer(brand=brand, domain=tc.id, now=START), brand_id=brand.id, domain=tc.id,
+                       service="lib-return", subject=acme_subject(brand, tc.id), period="2026", input={})
+        armed = Timer.objects.filter(domain=tc.id, status="armed", version=job.version).count()
+        (pkg / "lib.py").write_text(LIB.format(factor=7))  # the June deploy changes late_filing only
+        before = list(Timer.objects.filter(domain=tc.id).values_list("key", "status", "owed_at", "version"))
+        out = StringIO()
+        call_command("versions", "check", "lib_brand.v2", "--test-clock", tc.id, stdout=out)
+    finally:
+        for live, old in zip((registry._services, registry._bundles, registry._versioned, specs._registry), saved,
+                             strict=True):
+            live.clear()
+            live.update(old)
+    lines = out.getvalue().splitlines()
+    head, *rest = lines
+    assert "lib_brand/v2.py · against live 2027-01 · sha256:" in head and " · deploys as sha256:" in head
+    assert rest[0] == "bundle  the Service file and every module it imports: lib_brand/lib.py"
+    assert "rungs   clocks.file: + notice 90d · ack daily 7d → ack daily 5d" in rest
+    assert "lib     lib_brand/lib.py: late_filing changed · file_due and extended_due unchanged" in rest
+    assert f"armed   {job.id} · {armed} armed timers on 2027-01 · they keep it, rungs and lib_brand/lib.py both" in rest
+    assert ("pinned  2027-01 stays runnable until its last timer closes · "
+            f"{armed} armed timers on 1 subjects · a rollback to it arms nothing and rewrites nothing") in rest
+    assert rest[-1].startswith("next    jobs opened and minted from the deploy run sha256:")
+    assert list(Timer.objects.filter(domain=tc.id).values_list("key", "status", "owed_at", "version")) == before

@@ -297,7 +297,9 @@ def test_versions_check_prints_what_a_deploy_would_change_and_changes_nothing(br
     lines = out.getvalue().splitlines()
     assert "rungs   clocks.file: + notice 60d · ack daily 7d → ack daily 5d" in lines
     assert "price   late: {'usd': 200} → {'usd': 300}" in lines
-    assert any(line.startswith("files   ") and "unchanged services/examples/apis_tax/tax.py" in line for line in lines)
+    assert any(line.startswith("lib     services/examples/apis_tax/tax.py: ") and line.endswith(" unchanged")
+               for line in lines)
+    assert any(line.startswith("armed   job_") and "they keep it, rungs and price both" in line for line in lines)
     assert any(line.startswith("pinned  ") and "armed timers on 1 subjects" in line for line in lines)
     assert _armed(clock.id) == before and list(Version.objects.values_list("pk", flat=True)) == deploys
 
