@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import ast
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import date, datetime
 
 from django.conf import settings
 from django.db import transaction
@@ -71,6 +71,7 @@ class Pinned:
     subjects: int
     last: datetime | None
     clocks: int
+    summary: str = ""  # as GET /versions?pinned=true says it: "1 clock · expiring on sbj_…, to 2045-12-31"
 
 
 def versions_summary(*, brand: Brand | None = None, domains: Q | None = None, now: datetime,
@@ -92,6 +93,15 @@ def versions_summary(*, brand: Brand | None = None, domains: Q | None = None, no
             subjects.setdefault(version, set()).add(subject)
     clock_counts = dict(clocks.filter(items__status="open").values("version").annotate(n=Count("id", distinct=True))
                         .values_list("version", "n"))
+    # A version no open job or subscription runs, held only by clocks that live on their subject (a
+    # carryforward that outlives its return): which subjects, and the last date those clocks keep.
+    held: dict[str, dict[str, date]] = {}
+    for version, subject, due in (clocks.filter(items__status="open", lives_on=Clock.LivesOn.SUBJECT)
+                                  .exclude(version__in=list(subjects)).values("version", "subject_id")
+                                  .annotate(last=Max("items__due_date"))
+                                  .values_list("version", "subject_id", "last")):
+        on = held.setdefault(version, {})
+        on[subject] = max(due, on.get(subject, due))
     live = set(registry.live_services(domain=live_domain, now=now).values())
     out = []
     for row in Version.objects.order_by("-created_at"):
@@ -100,6 +110,13 @@ def versions_summary(*, brand: Brand | None = None, domains: Q | None = None, no
                    clock_counts.get(row.digest, 0))
         if pinned_only and not p.armed:
             continue
+        on = held.get(row.digest)
+        if on and not p.subjects:
+            n = clock_counts.get(row.digest, 0)
+            p.summary = (f"{n:,} clock{'s' if n != 1 else ''} · expiring on {', '.join(sorted(on))}, "
+                         f"to {max(on.values()).isoformat()}")
+        else:
+            p.summary = f"{p.armed:,} armed timers on {p.subjects:,} subjects"
         out.append(p)
     return out
 

@@ -7,6 +7,7 @@ from datetime import date
 from io import StringIO
 
 import pytest
+from django.core.management import call_command
 from django.db import IntegrityError, transaction
 from rest_framework.test import APIClient
 
@@ -199,7 +200,6 @@ ret = Service(name="lib-return", subject=SubjectSpec(kind="taxpayer", key="ein")
 
 
 def test_versions_check_prints_bundle_rungs_lib_armed_pinned_and_next_as_the_seed(brand, tmp_path, monkeypatch):
-    from django.core.management import call_command
     from django.test import override_settings
 
     from services import registry
@@ -243,3 +243,56 @@ def test_versions_check_prints_bundle_rungs_lib_armed_pinned_and_next_as_the_see
             f"{armed} armed timers on 1 subjects · a rollback to it arms nothing and rewrites nothing") in rest
     assert rest[-1].startswith("next    jobs opened and minted from the deploy run sha256:")
     assert list(Timer.objects.filter(domain=tc.id).values_list("key", "status", "owed_at", "version")) == before
+
+
+CARRY = '''
+from datetime import date
+
+from services.declare import Price, Service, SubjectSpec, clock
+
+carry = Service(name="carry-held", subject=SubjectSpec(kind="taxpayer", key="ein"), price=Price(usd=10),
+                clocks={"expires": clock("expires", due=lambda x: date(int(x.period) + 20, 12, 31),
+                                         rungs=("notice 90d",), lives_on="subject")})
+'''
+
+
+def test_get_versions_pinned_names_a_version_held_only_by_a_subjects_clock(brand, api, tmp_path, monkeypatch):
+    from django.test import override_settings
+
+    from services import registry
+    from services.models import Job
+    from services.services import job_open
+    from services.versions import version_deploy
+    from tests.test_versions import LIVE_PATHS, START
+
+    saved = (dict(registry._services), dict(registry._bundles), dict(registry._versioned), dict(specs._registry))
+    pkg = tmp_path / "held_brand"
+    pkg.mkdir()
+    (pkg / "__init__.py").write_text("")
+    (pkg / "v1.py").write_text(CARRY)
+    monkeypatch.syspath_prepend(str(tmp_path))
+    try:
+        with override_settings(KEEPING_TIME_SERVICES=[*LIVE_PATHS, "held_brand.v1"]):
+            registry.load()
+        tc = test_clock_create(brand=brand, frozen_time=START)
+        version_deploy(domain=tc.id, at=START, module="held_brand.v1", name="2026-01")
+        subject = acme_subject(brand, tc.id)
+        job = job_open(armer=DirectArmer(brand=brand, domain=tc.id, now=START), brand_id=brand.id, domain=tc.id,
+                       service="carry-held", subject=subject, period="2026", input={})
+        r = api.get(f"/versions?pinned=true&test_clock={tc.id}").json()
+        [held] = [v for v in r["data"] if v["label"] == "2026-01"]
+        assert held["summary"] == f"{held['armed_timers']} armed timers on 1 subjects"
+        # The client leaves before a newer job joins its subject: only the subject's clock keeps the version.
+        Job.objects.filter(pk=job.id).update(status=Job.Status.DELIVERED)
+        r = api.get(f"/versions?pinned=true&test_clock={tc.id}").json()
+        [held] = [v for v in r["data"] if v["label"] == "2026-01"]
+        assert held["summary"] == f"1 clock · expiring on {subject.id}, to 2046-12-31"
+        assert held["armed_timers"] > 0
+        out = StringIO()
+        call_command("versions", "list", "--pinned", "--test-clock", tc.id, stdout=out)
+        assert f"1 clock · expiring on {subject.id}, to 2046-12-31" in out.getvalue()
+    finally:
+        for live, old in zip((registry._services, registry._bundles, registry._versioned, specs._registry), saved,
+                             strict=True):
+            live.clear()
+            live.update(old)

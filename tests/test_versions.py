@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 import sys
 import textwrap
 from datetime import UTC, date, datetime, timedelta
@@ -249,6 +250,11 @@ def test_a_repin_prints_its_diff_then_supersedes_by_repin(brand):
     assert "supersede" in text and ":rung:ack daily 7d:2026 day 1@0" in text
     assert "arm" in text and ":rung:ack daily 5d:2026 day 1@0" in text
     assert ":rung:notice 30d:" not in text  # unchanged: kept, not listed
+    rows = text.splitlines()[1:]
+    dry = job_repin(armer=DirectArmer(brand=brand, domain=clock.id), job=job, to=june, dry_run=True)
+    arm = next(c for c in dry if c.action == "arm" and ":rung:notice 60d:2026@0" in c.key)
+    assert f"arm {arm.key} {arm.owed_at:%Y-%m-%d %H:%M}Z" in rows  # as the seed's dry-run rows
+    assert all(re.fullmatch(r"(arm|supersede) \S.*\S \d{4}-\d\d-\d\d \d\d:\d\dZ", r) for r in rows), rows
     changes = job_repin(armer=DirectArmer(brand=brand, domain=clock.id), job=job, to=june)
     superseded = Timer.objects.filter(domain=clock.id, by="repin")
     assert set(superseded.values_list("key", flat=True)) == {c.key for c in changes if c.action == "supersede"}

@@ -80,7 +80,7 @@ class Command(KTCommand):
             last = f" · keeps dates to {p.last.date()}" if p.last else ""
             self.stdout.write(
                 f"{p.version.name or 'unnamed':<10} {p.version.digest[:15]}… {'live' if p.live else 'retired'} · "
-                f"{', '.join(p.version.services)} · {p.armed:,} armed timers on {p.subjects:,} subjects{last}")
+                f"{', '.join(p.version.services)} · {p.summary}{last}")
 
     def _repin(self, o) -> None:
         job = Job.objects.filter(pk=o["job_id"]).first()
@@ -94,7 +94,8 @@ class Command(KTCommand):
         self.stdout.write(f"{verb} {job.id} · {job.service} {job.period} · to {to.label} · "
                           f"{len(moved)} changed, {len(changes) - len(moved)} kept · UTC")
         for c in moved:
-            self.stdout.write(f"{c.action:<9} {c.key}  {trace_z(c.owed_at) if c.owed_at else ''}")
+            # As the seed's dry run: "arm clk_7Hq9#US:rung:notice 90d:2026@1 2027-07-17 13:00Z".
+            self.stdout.write(f"{c.action} {c.key}" + (f" {trace_z(c.owed_at)}" if c.owed_at else ""))
 
     def _check(self, o) -> None:
         clock = self.test_clock(o["test_clock"])
