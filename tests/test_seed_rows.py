@@ -3,8 +3,10 @@ near the close, versions as the seed prints them, and docs/kinds/. Each test fai
 
 from __future__ import annotations
 
+import re
 from datetime import date
 from io import StringIO
+from pathlib import Path
 
 import pytest
 from django.core.management import call_command
@@ -20,6 +22,7 @@ from services.declare import Service, ServiceError, SubjectSpec
 from services.declare import clock as declared
 from tests.acme import acme_subject, open_return
 from tests.conftest import at
+from timers import keys
 from timers.errors import KeepingTimeError
 from timers.models import Event, Schedule, Timer
 from timers.schedules import ScheduleError, schedule_create
@@ -296,3 +299,28 @@ def test_get_versions_pinned_names_a_version_held_only_by_a_subjects_clock(brand
                              strict=True):
             live.clear()
             live.update(old)
+
+
+# -- docs/kinds/: each kind of time is one key with one page that owns it ------------------------------------
+KIND_PAGES = {"deadlines": ("deadline",), "asks": ("ask",), "grants": ("ask",), "tasks": ("task",),
+              "clocks": ("rung", "due"), "schedules": ("schedule",), "cycles": ("cycle",), "money": ("money",),
+              "windows": ("window",)}
+ROOT = Path(__file__).resolve().parent.parent
+
+
+@pytest.mark.parametrize("page", sorted(KIND_PAGES))
+def test_each_kind_has_one_page_whose_example_keys_parse_with_the_key_grammar(page):
+    text = (ROOT / "docs" / "kinds" / f"{page}.md").read_text()
+    assert f"(docs/kinds/{page}.md)" in (ROOT / "README.md").read_text()  # linked from the README
+    rows = dict(re.findall(r"^\| (Key|Place|Armed by|Re-armed by|Records) \| (.+) \|$", text, re.M))
+    assert set(rows) >= {"Key", "Place", "Re-armed by", "Records"}, rows
+    kinds = KIND_PAGES[page]
+    place = int(rows["Place"].split(" · ")[0])
+    assert {keys.PLACES[k] for k in kinds} == {place}
+    examples = [line for block in re.findall(r"^```key\n(.*?)^```", text, re.M | re.S)
+                for line in block.splitlines() if line]
+    assert examples
+    for example in examples:
+        key = keys.parse(example)
+        assert key.kind in kinds and key.place == place and str(key) == example
+        assert f":{key.kind}:" in rows["Key"]  # the grammar the page gives names the kind its example uses
