@@ -688,7 +688,8 @@ class TestClock(TypedDict):
 
 
 class TestClockAdvance(TypedDict):
-    to: str | int
+    to: NotRequired[str | int]
+    span: NotRequired[str]
     redeliver: NotRequired[bool]
 
 
@@ -769,6 +770,7 @@ class Version(TypedDict):
     armed_timers: int
     subjects: int
     keeps_until: str | None
+    summary: str
     created_at: str
 
 
@@ -1325,12 +1327,13 @@ class TestClocks(Resource):
         self,
         clock_id: str,
         *,
-        to: str | datetime | int,
+        to: str | datetime | int | Omit = OMIT,
+        span: str | Omit = OMIT,
         redeliver: bool | Omit = OMIT,
         idempotency_key: str | Omit = OMIT,
     ) -> TestClock:
         """Advance a test clock. POST /test_clocks/{clock_id}/advance"""
-        return self._client.request('POST', f"/test_clocks/{_seg(clock_id)}/advance", json={'to': to, 'redeliver': redeliver}, idempotency_key=idempotency_key)
+        return self._client.request('POST', f"/test_clocks/{_seg(clock_id)}/advance", json={'to': to, 'span': span, 'redeliver': redeliver}, idempotency_key=idempotency_key)
 
     def create(
         self,
