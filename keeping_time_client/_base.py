@@ -11,7 +11,7 @@ import time
 from collections.abc import Callable, Iterator
 from datetime import UTC, date, datetime
 from decimal import Decimal
-from typing import Any, Final
+from typing import Any, Final, Self
 from urllib.parse import quote
 
 import httpx
@@ -134,7 +134,7 @@ class KeepingTimeBase:
         if self._owns_http:
             self._http.close()
 
-    def __enter__(self):
+    def __enter__(self) -> Self:
         return self
 
     def __exit__(self, *exc: object) -> None:
@@ -171,7 +171,7 @@ class KeepingTimeBase:
         deadline = time.monotonic() + timeout
         path = f"/test_clocks/{quote(clock_id, safe='')}"
         while True:
-            clock = self.request("GET", path)
+            clock: dict[str, Any] = self.request("GET", path)
             if clock["status"] == "ready":
                 return clock
             if clock["status"] != "advancing":

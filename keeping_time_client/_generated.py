@@ -9,7 +9,7 @@ from __future__ import annotations
 import builtins
 from datetime import date, datetime
 from decimal import Decimal
-from typing import Any, Literal, NotRequired, TypedDict
+from typing import Any, Literal, NotRequired, TypedDict, cast
 from urllib.parse import quote
 
 from ._base import OMIT, KeepingTimeBase, Omit, Resource
@@ -848,15 +848,15 @@ class Calendars(Resource):
         idempotency_key: str | Omit = OMIT,
     ) -> Calendar:
         """Create a calendar. POST /calendars"""
-        return self._client.request('POST', '/calendars', json={'name': name, 'zone': zone, 'weekends': weekends, 'closes': closes, 'holidays': holidays, 'closed_days': closed_days, 'default': default, 'metadata': metadata}, idempotency_key=idempotency_key)
+        return cast('Calendar', self._client.request('POST', '/calendars', json={'name': name, 'zone': zone, 'weekends': weekends, 'closes': closes, 'holidays': holidays, 'closed_days': closed_days, 'default': default, 'metadata': metadata}, idempotency_key=idempotency_key))
 
     def list(self, *, limit: int | Omit = OMIT, starting_after: str | Omit = OMIT) -> CalendarList:
         """List calendars. GET /calendars"""
-        return self._client.request('GET', '/calendars', params={'limit': limit, 'starting_after': starting_after})
+        return cast('CalendarList', self._client.request('GET', '/calendars', params={'limit': limit, 'starting_after': starting_after}))
 
     def retrieve(self, calendar_id: str) -> Calendar:
         """Retrieve a calendar. GET /calendars/{calendar_id}"""
-        return self._client.request('GET', f"/calendars/{_seg(calendar_id)}")
+        return cast('Calendar', self._client.request('GET', f"/calendars/{_seg(calendar_id)}"))
 
     def update(
         self,
@@ -873,7 +873,7 @@ class Calendars(Resource):
         idempotency_key: str | Omit = OMIT,
     ) -> Calendar:
         """Update a calendar. POST /calendars/{calendar_id}"""
-        return self._client.request('POST', f"/calendars/{_seg(calendar_id)}", json={'name': name, 'zone': zone, 'weekends': weekends, 'closes': closes, 'holidays': holidays, 'closed_days': closed_days, 'default': default, 'metadata': metadata}, idempotency_key=idempotency_key)
+        return cast('Calendar', self._client.request('POST', f"/calendars/{_seg(calendar_id)}", json={'name': name, 'zone': zone, 'weekends': weekends, 'closes': closes, 'holidays': holidays, 'closed_days': closed_days, 'default': default, 'metadata': metadata}, idempotency_key=idempotency_key))
 
 
 class Clocks(Resource):
@@ -887,7 +887,7 @@ class Clocks(Resource):
         idempotency_key: str | Omit = OMIT,
     ) -> dict[str, Any]:
         """A commit changed what a due reads. POST /clocks/{clock_id}/inputs"""
-        return self._client.request('POST', f"/clocks/{_seg(clock_id)}/inputs", json={'inputs': inputs}, idempotency_key=idempotency_key)
+        return cast('dict[str, Any]', self._client.request('POST', f"/clocks/{_seg(clock_id)}/inputs", json={'inputs': inputs}, idempotency_key=idempotency_key))
 
     def items_choose(
         self,
@@ -899,7 +899,7 @@ class Clocks(Resource):
         idempotency_key: str | Omit = OMIT,
     ) -> Clock:
         """Choose on a date that came unsatisfied. POST /clocks/{clock_id}/items/{item}/choose"""
-        return self._client.request('POST', f"/clocks/{_seg(clock_id)}/items/{_seg(item)}/choose", json={'option': option, 'by': by}, idempotency_key=idempotency_key)
+        return cast('Clock', self._client.request('POST', f"/clocks/{_seg(clock_id)}/items/{_seg(item)}/choose", json={'option': option, 'by': by}, idempotency_key=idempotency_key))
 
     def items_postpone(
         self,
@@ -911,7 +911,7 @@ class Clocks(Resource):
         idempotency_key: str | Omit = OMIT,
     ) -> dict[str, Any]:
         """Postpone a date (calendar.postpone). POST /clocks/{clock_id}/items/{item}/postpone"""
-        return self._client.request('POST', f"/clocks/{_seg(clock_id)}/items/{_seg(item)}/postpone", json={'to': to, 'notice': notice}, idempotency_key=idempotency_key)
+        return cast('dict[str, Any]', self._client.request('POST', f"/clocks/{_seg(clock_id)}/items/{_seg(item)}/postpone", json={'to': to, 'notice': notice}, idempotency_key=idempotency_key))
 
     def items_satisfy(
         self,
@@ -922,7 +922,7 @@ class Clocks(Resource):
         idempotency_key: str | Omit = OMIT,
     ) -> Clock:
         """Mark a date kept. POST /clocks/{clock_id}/items/{item}/satisfy"""
-        return self._client.request('POST', f"/clocks/{_seg(clock_id)}/items/{_seg(item)}/satisfy", json={'by': by}, idempotency_key=idempotency_key)
+        return cast('Clock', self._client.request('POST', f"/clocks/{_seg(clock_id)}/items/{_seg(item)}/satisfy", json={'by': by}, idempotency_key=idempotency_key))
 
     def penalties_create(
         self,
@@ -933,11 +933,11 @@ class Clocks(Resource):
         idempotency_key: str | Omit = OMIT,
     ) -> Penalty:
         """Record a penalty notice for the clock's period. POST /clocks/{clock_id}/penalties"""
-        return self._client.request('POST', f"/clocks/{_seg(clock_id)}/penalties", json={'notice': notice, 'amount': amount}, idempotency_key=idempotency_key)
+        return cast('Penalty', self._client.request('POST', f"/clocks/{_seg(clock_id)}/penalties", json={'notice': notice, 'amount': amount}, idempotency_key=idempotency_key))
 
     def retrieve(self, clock_id: str) -> Clock:
         """Retrieve a clock. GET /clocks/{clock_id}"""
-        return self._client.request('GET', f"/clocks/{_seg(clock_id)}")
+        return cast('Clock', self._client.request('GET', f"/clocks/{_seg(clock_id)}"))
 
 
 class Events(Resource):
@@ -952,11 +952,11 @@ class Events(Resource):
         type: str | Omit = OMIT,
     ) -> EventList:
         """List events. GET /events"""
-        return self._client.request('GET', '/events', params={'limit': limit, 'starting_after': starting_after, 'test_clock': test_clock, 'type': type})
+        return cast('EventList', self._client.request('GET', '/events', params={'limit': limit, 'starting_after': starting_after, 'test_clock': test_clock, 'type': type}))
 
     def retrieve(self, event_id: str) -> Event:
         """Retrieve an event. GET /events/{event_id}"""
-        return self._client.request('GET', f"/events/{_seg(event_id)}")
+        return cast('Event', self._client.request('GET', f"/events/{_seg(event_id)}"))
 
 
 class Jobs(Resource):
@@ -964,11 +964,11 @@ class Jobs(Resource):
 
     def activity(self, job_id: str, *, what: str | Omit = OMIT, idempotency_key: str | Omit = OMIT) -> Job:
         """Record activity. POST /jobs/{job_id}/activity"""
-        return self._client.request('POST', f"/jobs/{_seg(job_id)}/activity", json={'what': what}, idempotency_key=idempotency_key)
+        return cast('Job', self._client.request('POST', f"/jobs/{_seg(job_id)}/activity", json={'what': what}, idempotency_key=idempotency_key))
 
     def cancel(self, job_id: str, *, reason: str | Omit = OMIT, idempotency_key: str | Omit = OMIT) -> Job:
         """Cancel a job. POST /jobs/{job_id}/cancel"""
-        return self._client.request('POST', f"/jobs/{_seg(job_id)}/cancel", json={'reason': reason}, idempotency_key=idempotency_key)
+        return cast('Job', self._client.request('POST', f"/jobs/{_seg(job_id)}/cancel", json={'reason': reason}, idempotency_key=idempotency_key))
 
     def create(
         self,
@@ -981,7 +981,7 @@ class Jobs(Resource):
         idempotency_key: str | Omit = OMIT,
     ) -> Job:
         """Order a job. POST /jobs"""
-        return self._client.request('POST', '/jobs', json={'subject': subject, 'service': service, 'input': input, 'period': period, 'metadata': metadata}, idempotency_key=idempotency_key)
+        return cast('Job', self._client.request('POST', '/jobs', json={'subject': subject, 'service': service, 'input': input, 'period': period, 'metadata': metadata}, idempotency_key=idempotency_key))
 
     def deliver(
         self,
@@ -991,11 +991,11 @@ class Jobs(Resource):
         idempotency_key: str | Omit = OMIT,
     ) -> Job:
         """Deliver a job. POST /jobs/{job_id}/deliver"""
-        return self._client.request('POST', f"/jobs/{_seg(job_id)}/deliver", json={'keeps': keeps}, idempotency_key=idempotency_key)
+        return cast('Job', self._client.request('POST', f"/jobs/{_seg(job_id)}/deliver", json={'keeps': keeps}, idempotency_key=idempotency_key))
 
     def grants_create(self, job_id: str, *, scope: str, idempotency_key: str | Omit = OMIT) -> dict[str, Any]:
         """Grant a scope. POST /jobs/{job_id}/grants"""
-        return self._client.request('POST', f"/jobs/{_seg(job_id)}/grants", json={'scope': scope}, idempotency_key=idempotency_key)
+        return cast('dict[str, Any]', self._client.request('POST', f"/jobs/{_seg(job_id)}/grants", json={'scope': scope}, idempotency_key=idempotency_key))
 
     def list(
         self,
@@ -1008,15 +1008,15 @@ class Jobs(Resource):
         test_clock: str | Omit = OMIT,
     ) -> JobList:
         """List jobs. GET /jobs"""
-        return self._client.request('GET', '/jobs', params={'limit': limit, 'starting_after': starting_after, 'status': status, 'subject': subject, 'subscription': subscription, 'test_clock': test_clock})
+        return cast('JobList', self._client.request('GET', '/jobs', params={'limit': limit, 'starting_after': starting_after, 'status': status, 'subject': subject, 'subscription': subscription, 'test_clock': test_clock}))
 
     def resume_work(self, job_id: str, *, idempotency_key: str | Omit = OMIT) -> Job:
         """The party answered. POST /jobs/{job_id}/resume"""
-        return self._client.request('POST', f"/jobs/{_seg(job_id)}/resume", idempotency_key=idempotency_key)
+        return cast('Job', self._client.request('POST', f"/jobs/{_seg(job_id)}/resume", idempotency_key=idempotency_key))
 
     def retrieve(self, job_id: str) -> Job:
         """Retrieve a job. GET /jobs/{job_id}"""
-        return self._client.request('GET', f"/jobs/{_seg(job_id)}")
+        return cast('Job', self._client.request('GET', f"/jobs/{_seg(job_id)}"))
 
     def steps_act(
         self,
@@ -1029,11 +1029,11 @@ class Jobs(Resource):
         idempotency_key: str | Omit = OMIT,
     ) -> dict[str, Any]:
         """Act on a job's step. POST /jobs/{job_id}/steps/{step}/{act}"""
-        return self._client.request('POST', f"/jobs/{_seg(job_id)}/steps/{_seg(step)}/{_seg(act)}", json={'member': member, 'party': party}, idempotency_key=idempotency_key)
+        return cast('dict[str, Any]', self._client.request('POST', f"/jobs/{_seg(job_id)}/steps/{_seg(step)}/{_seg(act)}", json={'member': member, 'party': party}, idempotency_key=idempotency_key))
 
     def wait(self, job_id: str, *, on: str, idempotency_key: str | Omit = OMIT) -> Job:
         """Wait on a party. POST /jobs/{job_id}/wait"""
-        return self._client.request('POST', f"/jobs/{_seg(job_id)}/wait", json={'on': on}, idempotency_key=idempotency_key)
+        return cast('Job', self._client.request('POST', f"/jobs/{_seg(job_id)}/wait", json={'on': on}, idempotency_key=idempotency_key))
 
 
 class Members(Resource):
@@ -1041,7 +1041,7 @@ class Members(Resource):
 
     def delete(self, member_id: str, *, successor: str | Omit = OMIT) -> DeletedMember:
         """Remove a member, handing over to a successor. DELETE /members/{member_id}"""
-        return self._client.request('DELETE', f"/members/{_seg(member_id)}", params={'successor': successor})
+        return cast('DeletedMember', self._client.request('DELETE', f"/members/{_seg(member_id)}", params={'successor': successor}))
 
     def invite(
         self,
@@ -1052,11 +1052,11 @@ class Members(Resource):
         idempotency_key: str | Omit = OMIT,
     ) -> Member:
         """Invite a member. POST /members"""
-        return self._client.request('POST', '/members', json={'email': email, 'name': name, 'role': role}, idempotency_key=idempotency_key)
+        return cast('Member', self._client.request('POST', '/members', json={'email': email, 'name': name, 'role': role}, idempotency_key=idempotency_key))
 
     def list(self, *, limit: int | Omit = OMIT, starting_after: str | Omit = OMIT) -> MemberList:
         """List the brand's members. GET /members"""
-        return self._client.request('GET', '/members', params={'limit': limit, 'starting_after': starting_after})
+        return cast('MemberList', self._client.request('GET', '/members', params={'limit': limit, 'starting_after': starting_after}))
 
     def remove(
         self,
@@ -1066,11 +1066,11 @@ class Members(Resource):
         idempotency_key: str | Omit = OMIT,
     ) -> DeletedMember:
         """Remove a member, handing over to a successor. POST /members/{member_id}/remove"""
-        return self._client.request('POST', f"/members/{_seg(member_id)}/remove", json={'successor': successor}, idempotency_key=idempotency_key)
+        return cast('DeletedMember', self._client.request('POST', f"/members/{_seg(member_id)}/remove", json={'successor': successor}, idempotency_key=idempotency_key))
 
     def retrieve(self, member_id: str) -> Member:
         """Retrieve a member. GET /members/{member_id}"""
-        return self._client.request('GET', f"/members/{_seg(member_id)}")
+        return cast('Member', self._client.request('GET', f"/members/{_seg(member_id)}"))
 
     def update(
         self,
@@ -1081,7 +1081,7 @@ class Members(Resource):
         idempotency_key: str | Omit = OMIT,
     ) -> Member:
         """Change a member's name or role. POST /members/{member_id}"""
-        return self._client.request('POST', f"/members/{_seg(member_id)}", json={'name': name, 'role': role}, idempotency_key=idempotency_key)
+        return cast('Member', self._client.request('POST', f"/members/{_seg(member_id)}", json={'name': name, 'role': role}, idempotency_key=idempotency_key))
 
 
 class Owner(Resource):
@@ -1096,7 +1096,7 @@ class Owner(Resource):
         idempotency_key: str | Omit = OMIT,
     ) -> JobRepinResult:
         """Repin a job. POST /owner/jobs/{job_id}/repin"""
-        return self._client.request('POST', f"/owner/jobs/{_seg(job_id)}/repin", json={'to': to, 'dry_run': dry_run}, idempotency_key=idempotency_key)
+        return cast('JobRepinResult', self._client.request('POST', f"/owner/jobs/{_seg(job_id)}/repin", json={'to': to, 'dry_run': dry_run}, idempotency_key=idempotency_key))
 
 
 class Policies(Resource):
@@ -1112,7 +1112,7 @@ class Policies(Resource):
         idempotency_key: str | Omit = OMIT,
     ) -> dict[str, Any]:
         """Set a policy value. POST /policies"""
-        return self._client.request('POST', '/policies', json={'service': service, 'name': name, 'value': value, 'test_clock': test_clock}, idempotency_key=idempotency_key)
+        return cast('dict[str, Any]', self._client.request('POST', '/policies', json={'service': service, 'name': name, 'value': value, 'test_clock': test_clock}, idempotency_key=idempotency_key))
 
 
 class Pools(Resource):
@@ -1120,15 +1120,15 @@ class Pools(Resource):
 
     def list(self) -> PoolList:
         """List the pools. GET /pools"""
-        return self._client.request('GET', '/pools')
+        return cast('PoolList', self._client.request('GET', '/pools'))
 
     def members_add(self, pool: str, *, member: str, idempotency_key: str | Omit = OMIT) -> Pool:
         """Put a member in a pool. POST /pools/{pool}/members"""
-        return self._client.request('POST', f"/pools/{_seg(pool)}/members", json={'member': member}, idempotency_key=idempotency_key)
+        return cast('Pool', self._client.request('POST', f"/pools/{_seg(pool)}/members", json={'member': member}, idempotency_key=idempotency_key))
 
     def members_remove(self, member: str, pool: str) -> Pool:
         """Take a member out of a pool. DELETE /pools/{pool}/members/{member}"""
-        return self._client.request('DELETE', f"/pools/{_seg(pool)}/members/{_seg(member)}")
+        return cast('Pool', self._client.request('DELETE', f"/pools/{_seg(pool)}/members/{_seg(member)}"))
 
 
 class PortalSessions(Resource):
@@ -1136,7 +1136,7 @@ class PortalSessions(Resource):
 
     def create(self, *, subject: str, idempotency_key: str | Omit = OMIT) -> dict[str, Any]:
         """Make a customer portal link. POST /portal_sessions"""
-        return self._client.request('POST', '/portal_sessions', json={'subject': subject}, idempotency_key=idempotency_key)
+        return cast('dict[str, Any]', self._client.request('POST', '/portal_sessions', json={'subject': subject}, idempotency_key=idempotency_key))
 
 
 class Schedules(Resource):
@@ -1158,7 +1158,7 @@ class Schedules(Resource):
         idempotency_key: str | Omit = OMIT,
     ) -> Schedule:
         """Create a schedule. POST /schedules"""
-        return self._client.request('POST', '/schedules', json={'test_clock': test_clock, 'name': name, 'spec': spec, 'zone': zone, 'target': target, 'overlap': overlap, 'buffer_limit': buffer_limit, 'catchup_window': catchup_window, 'paused': paused, 'pause_note': pause_note}, idempotency_key=idempotency_key)
+        return cast('Schedule', self._client.request('POST', '/schedules', json={'test_clock': test_clock, 'name': name, 'spec': spec, 'zone': zone, 'target': target, 'overlap': overlap, 'buffer_limit': buffer_limit, 'catchup_window': catchup_window, 'paused': paused, 'pause_note': pause_note}, idempotency_key=idempotency_key))
 
     def list(
         self,
@@ -1168,7 +1168,7 @@ class Schedules(Resource):
         test_clock: str | Omit = OMIT,
     ) -> ScheduleList:
         """List schedules. GET /schedules"""
-        return self._client.request('GET', '/schedules', params={'limit': limit, 'starting_after': starting_after, 'test_clock': test_clock})
+        return cast('ScheduleList', self._client.request('GET', '/schedules', params={'limit': limit, 'starting_after': starting_after, 'test_clock': test_clock}))
 
     def pause(
         self,
@@ -1178,19 +1178,19 @@ class Schedules(Resource):
         idempotency_key: str | Omit = OMIT,
     ) -> Schedule:
         """Pause a schedule. POST /schedules/{schedule_id}/pause"""
-        return self._client.request('POST', f"/schedules/{_seg(schedule_id)}/pause", json={'pause_note': pause_note}, idempotency_key=idempotency_key)
+        return cast('Schedule', self._client.request('POST', f"/schedules/{_seg(schedule_id)}/pause", json={'pause_note': pause_note}, idempotency_key=idempotency_key))
 
     def resume(self, schedule_id: str, *, idempotency_key: str | Omit = OMIT) -> Schedule:
         """Resume a schedule. POST /schedules/{schedule_id}/resume"""
-        return self._client.request('POST', f"/schedules/{_seg(schedule_id)}/resume", idempotency_key=idempotency_key)
+        return cast('Schedule', self._client.request('POST', f"/schedules/{_seg(schedule_id)}/resume", idempotency_key=idempotency_key))
 
     def retrieve(self, schedule_id: str) -> Schedule:
         """Retrieve a schedule. GET /schedules/{schedule_id}"""
-        return self._client.request('GET', f"/schedules/{_seg(schedule_id)}")
+        return cast('Schedule', self._client.request('GET', f"/schedules/{_seg(schedule_id)}"))
 
     def trigger(self, schedule_id: str, *, idempotency_key: str | Omit = OMIT) -> Schedule:
         """Fire a schedule now. POST /schedules/{schedule_id}/trigger"""
-        return self._client.request('POST', f"/schedules/{_seg(schedule_id)}/trigger", idempotency_key=idempotency_key)
+        return cast('Schedule', self._client.request('POST', f"/schedules/{_seg(schedule_id)}/trigger", idempotency_key=idempotency_key))
 
 
 class Subjects(Resource):
@@ -1204,7 +1204,7 @@ class Subjects(Resource):
         test_clock: str | Omit = OMIT,
     ) -> SubjectCalendar:
         """A subject's calendar. GET /subjects/{subject_id}/calendar"""
-        return self._client.request('GET', f"/subjects/{_seg(subject_id)}/calendar", params={'from': from_, 'test_clock': test_clock})
+        return cast('SubjectCalendar', self._client.request('GET', f"/subjects/{_seg(subject_id)}/calendar", params={'from': from_, 'test_clock': test_clock}))
 
     def create(
         self,
@@ -1218,7 +1218,7 @@ class Subjects(Resource):
         idempotency_key: str | Omit = OMIT,
     ) -> Subject:
         """Create a subject. POST /subjects"""
-        return self._client.request('POST', '/subjects', json={'kind': kind, 'key': key, 'name': name, 'calendar': calendar, 'metadata': metadata, 'test_clock': test_clock}, idempotency_key=idempotency_key)
+        return cast('Subject', self._client.request('POST', '/subjects', json={'kind': kind, 'key': key, 'name': name, 'calendar': calendar, 'metadata': metadata, 'test_clock': test_clock}, idempotency_key=idempotency_key))
 
     def events_create(
         self,
@@ -1230,7 +1230,7 @@ class Subjects(Resource):
         idempotency_key: str | Omit = OMIT,
     ) -> MintedJobList:
         """Record an event on a subject. POST /subjects/{subject_id}/events"""
-        return self._client.request('POST', f"/subjects/{_seg(subject_id)}/events", json={'type': type, 'key': key, 'data': data}, idempotency_key=idempotency_key)
+        return cast('MintedJobList', self._client.request('POST', f"/subjects/{_seg(subject_id)}/events", json={'type': type, 'key': key, 'data': data}, idempotency_key=idempotency_key))
 
     def list(
         self,
@@ -1242,11 +1242,11 @@ class Subjects(Resource):
         test_clock: str | Omit = OMIT,
     ) -> SubjectList:
         """List subjects. GET /subjects"""
-        return self._client.request('GET', '/subjects', params={'key': key, 'kind': kind, 'limit': limit, 'starting_after': starting_after, 'test_clock': test_clock})
+        return cast('SubjectList', self._client.request('GET', '/subjects', params={'key': key, 'kind': kind, 'limit': limit, 'starting_after': starting_after, 'test_clock': test_clock}))
 
     def retrieve(self, subject_id: str) -> Subject:
         """Retrieve a subject. GET /subjects/{subject_id}"""
-        return self._client.request('GET', f"/subjects/{_seg(subject_id)}")
+        return cast('Subject', self._client.request('GET', f"/subjects/{_seg(subject_id)}"))
 
     def update(
         self,
@@ -1258,7 +1258,7 @@ class Subjects(Resource):
         idempotency_key: str | Omit = OMIT,
     ) -> Subject:
         """Update a subject. POST /subjects/{subject_id}"""
-        return self._client.request('POST', f"/subjects/{_seg(subject_id)}", json={'name': name, 'calendar': calendar, 'metadata': metadata}, idempotency_key=idempotency_key)
+        return cast('Subject', self._client.request('POST', f"/subjects/{_seg(subject_id)}", json={'name': name, 'calendar': calendar, 'metadata': metadata}, idempotency_key=idempotency_key))
 
 
 class Subscriptions(Resource):
@@ -1266,7 +1266,7 @@ class Subscriptions(Resource):
 
     def cancel(self, subscription_id: str, *, idempotency_key: str | Omit = OMIT) -> Subscription:
         """Cancel a subscription at the cycle's end. POST /subscriptions/{subscription_id}/cancel"""
-        return self._client.request('POST', f"/subscriptions/{_seg(subscription_id)}/cancel", idempotency_key=idempotency_key)
+        return cast('Subscription', self._client.request('POST', f"/subscriptions/{_seg(subscription_id)}/cancel", idempotency_key=idempotency_key))
 
     def create(
         self,
@@ -1278,7 +1278,7 @@ class Subscriptions(Resource):
         idempotency_key: str | Omit = OMIT,
     ) -> Subscription:
         """Subscribe a subject to a plan. POST /subscriptions"""
-        return self._client.request('POST', '/subscriptions', json={'subject': subject, 'plan': plan, 'input': input, 'metadata': metadata}, idempotency_key=idempotency_key)
+        return cast('Subscription', self._client.request('POST', '/subscriptions', json={'subject': subject, 'plan': plan, 'input': input, 'metadata': metadata}, idempotency_key=idempotency_key))
 
     def list(
         self,
@@ -1289,7 +1289,7 @@ class Subscriptions(Resource):
         test_clock: str | Omit = OMIT,
     ) -> SubscriptionList:
         """List subscriptions. GET /subscriptions"""
-        return self._client.request('GET', '/subscriptions', params={'limit': limit, 'starting_after': starting_after, 'subject': subject, 'test_clock': test_clock})
+        return cast('SubscriptionList', self._client.request('GET', '/subscriptions', params={'limit': limit, 'starting_after': starting_after, 'subject': subject, 'test_clock': test_clock}))
 
     def pause(
         self,
@@ -1299,15 +1299,15 @@ class Subscriptions(Resource):
         idempotency_key: str | Omit = OMIT,
     ) -> Subscription:
         """Pause a subscription's schedules. POST /subscriptions/{subscription_id}/pause"""
-        return self._client.request('POST', f"/subscriptions/{_seg(subscription_id)}/pause", json={'note': note}, idempotency_key=idempotency_key)
+        return cast('Subscription', self._client.request('POST', f"/subscriptions/{_seg(subscription_id)}/pause", json={'note': note}, idempotency_key=idempotency_key))
 
     def resume(self, subscription_id: str, *, idempotency_key: str | Omit = OMIT) -> Subscription:
         """Resume a subscription's schedules. POST /subscriptions/{subscription_id}/resume"""
-        return self._client.request('POST', f"/subscriptions/{_seg(subscription_id)}/resume", idempotency_key=idempotency_key)
+        return cast('Subscription', self._client.request('POST', f"/subscriptions/{_seg(subscription_id)}/resume", idempotency_key=idempotency_key))
 
     def retrieve(self, subscription_id: str) -> Subscription:
         """Retrieve a subscription. GET /subscriptions/{subscription_id}"""
-        return self._client.request('GET', f"/subscriptions/{_seg(subscription_id)}")
+        return cast('Subscription', self._client.request('GET', f"/subscriptions/{_seg(subscription_id)}"))
 
     def update(
         self,
@@ -1317,7 +1317,7 @@ class Subscriptions(Resource):
         idempotency_key: str | Omit = OMIT,
     ) -> Subscription:
         """Update a subscription's input. POST /subscriptions/{subscription_id}/update"""
-        return self._client.request('POST', f"/subscriptions/{_seg(subscription_id)}/update", json={'input': input}, idempotency_key=idempotency_key)
+        return cast('Subscription', self._client.request('POST', f"/subscriptions/{_seg(subscription_id)}/update", json={'input': input}, idempotency_key=idempotency_key))
 
 
 class TestClocks(Resource):
@@ -1333,7 +1333,7 @@ class TestClocks(Resource):
         idempotency_key: str | Omit = OMIT,
     ) -> TestClock:
         """Advance a test clock. POST /test_clocks/{clock_id}/advance"""
-        return self._client.request('POST', f"/test_clocks/{_seg(clock_id)}/advance", json={'to': to, 'span': span, 'redeliver': redeliver}, idempotency_key=idempotency_key)
+        return cast('TestClock', self._client.request('POST', f"/test_clocks/{_seg(clock_id)}/advance", json={'to': to, 'span': span, 'redeliver': redeliver}, idempotency_key=idempotency_key))
 
     def create(
         self,
@@ -1344,19 +1344,19 @@ class TestClocks(Resource):
         idempotency_key: str | Omit = OMIT,
     ) -> TestClock:
         """Create a test clock. POST /test_clocks"""
-        return self._client.request('POST', '/test_clocks', json={'frozen_time': frozen_time, 'name': name, 'seed': seed}, idempotency_key=idempotency_key)
+        return cast('TestClock', self._client.request('POST', '/test_clocks', json={'frozen_time': frozen_time, 'name': name, 'seed': seed}, idempotency_key=idempotency_key))
 
     def delete(self, clock_id: str) -> DeletedTestClock:
         """Delete a test clock. DELETE /test_clocks/{clock_id}"""
-        return self._client.request('DELETE', f"/test_clocks/{_seg(clock_id)}")
+        return cast('DeletedTestClock', self._client.request('DELETE', f"/test_clocks/{_seg(clock_id)}"))
 
     def list(self, *, limit: int | Omit = OMIT, starting_after: str | Omit = OMIT) -> TestClockList:
         """List test clocks. GET /test_clocks"""
-        return self._client.request('GET', '/test_clocks', params={'limit': limit, 'starting_after': starting_after})
+        return cast('TestClockList', self._client.request('GET', '/test_clocks', params={'limit': limit, 'starting_after': starting_after}))
 
     def retrieve(self, clock_id: str) -> TestClock:
         """Retrieve a test clock. GET /test_clocks/{clock_id}"""
-        return self._client.request('GET', f"/test_clocks/{_seg(clock_id)}")
+        return cast('TestClock', self._client.request('GET', f"/test_clocks/{_seg(clock_id)}"))
 
 
 class Timers(Resource):
@@ -1373,7 +1373,7 @@ class Timers(Resource):
         idempotency_key: str | Omit = OMIT,
     ) -> Timer:
         """Arm a timer. POST /timers"""
-        return self._client.request('POST', '/timers', json={'key': key, 'owed_at': owed_at, 'handler': handler, 'data': data, 'test_clock': test_clock}, idempotency_key=idempotency_key)
+        return cast('Timer', self._client.request('POST', '/timers', json={'key': key, 'owed_at': owed_at, 'handler': handler, 'data': data, 'test_clock': test_clock}, idempotency_key=idempotency_key))
 
     def list(
         self,
@@ -1385,15 +1385,15 @@ class Timers(Resource):
         test_clock: str | Omit = OMIT,
     ) -> TimerList:
         """List timers. GET /timers"""
-        return self._client.request('GET', '/timers', params={'limit': limit, 'on': on, 'starting_after': starting_after, 'status': status, 'test_clock': test_clock})
+        return cast('TimerList', self._client.request('GET', '/timers', params={'limit': limit, 'on': on, 'starting_after': starting_after, 'status': status, 'test_clock': test_clock}))
 
     def retrieve(self, timer_id: str) -> Timer:
         """Retrieve a timer. GET /timers/{timer_id}"""
-        return self._client.request('GET', f"/timers/{_seg(timer_id)}")
+        return cast('Timer', self._client.request('GET', f"/timers/{_seg(timer_id)}"))
 
     def wake(self, timer_id: str, *, idempotency_key: str | Omit = OMIT) -> Wake:
         """Wake a timer. POST /timers/{timer_id}/wake"""
-        return self._client.request('POST', f"/timers/{_seg(timer_id)}/wake", idempotency_key=idempotency_key)
+        return cast('Wake', self._client.request('POST', f"/timers/{_seg(timer_id)}/wake", idempotency_key=idempotency_key))
 
 
 class Versions(Resource):
@@ -1401,7 +1401,7 @@ class Versions(Resource):
 
     def list(self, *, pinned: bool | Omit = OMIT, test_clock: str | Omit = OMIT) -> VersionList:
         """List versions. GET /versions"""
-        return self._client.request('GET', '/versions', params={'pinned': pinned, 'test_clock': test_clock})
+        return cast('VersionList', self._client.request('GET', '/versions', params={'pinned': pinned, 'test_clock': test_clock}))
 
 
 class WebhookEndpoints(Resource):
@@ -1417,19 +1417,19 @@ class WebhookEndpoints(Resource):
         idempotency_key: str | Omit = OMIT,
     ) -> WebhookEndpoint:
         """Create a webhook endpoint. POST /webhook_endpoints"""
-        return self._client.request('POST', '/webhook_endpoints', json={'url': url, 'enabled_events': enabled_events, 'description': description, 'metadata': metadata}, idempotency_key=idempotency_key)
+        return cast('WebhookEndpoint', self._client.request('POST', '/webhook_endpoints', json={'url': url, 'enabled_events': enabled_events, 'description': description, 'metadata': metadata}, idempotency_key=idempotency_key))
 
     def delete(self, endpoint_id: str) -> DeletedWebhookEndpoint:
         """Delete a webhook endpoint. DELETE /webhook_endpoints/{endpoint_id}"""
-        return self._client.request('DELETE', f"/webhook_endpoints/{_seg(endpoint_id)}")
+        return cast('DeletedWebhookEndpoint', self._client.request('DELETE', f"/webhook_endpoints/{_seg(endpoint_id)}"))
 
     def list(self, *, limit: int | Omit = OMIT, starting_after: str | Omit = OMIT) -> WebhookEndpointList:
         """List webhook endpoints. GET /webhook_endpoints"""
-        return self._client.request('GET', '/webhook_endpoints', params={'limit': limit, 'starting_after': starting_after})
+        return cast('WebhookEndpointList', self._client.request('GET', '/webhook_endpoints', params={'limit': limit, 'starting_after': starting_after}))
 
     def retrieve(self, endpoint_id: str) -> WebhookEndpoint:
         """Retrieve a webhook endpoint. GET /webhook_endpoints/{endpoint_id}"""
-        return self._client.request('GET', f"/webhook_endpoints/{_seg(endpoint_id)}")
+        return cast('WebhookEndpoint', self._client.request('GET', f"/webhook_endpoints/{_seg(endpoint_id)}"))
 
     def update(
         self,
@@ -1443,7 +1443,7 @@ class WebhookEndpoints(Resource):
         idempotency_key: str | Omit = OMIT,
     ) -> WebhookEndpoint:
         """Update a webhook endpoint. POST /webhook_endpoints/{endpoint_id}"""
-        return self._client.request('POST', f"/webhook_endpoints/{_seg(endpoint_id)}", json={'url': url, 'enabled_events': enabled_events, 'description': description, 'metadata': metadata, 'disabled': disabled}, idempotency_key=idempotency_key)
+        return cast('WebhookEndpoint', self._client.request('POST', f"/webhook_endpoints/{_seg(endpoint_id)}", json={'url': url, 'enabled_events': enabled_events, 'description': description, 'metadata': metadata, 'disabled': disabled}, idempotency_key=idempotency_key))
 
 
 class Windows(Resource):
@@ -1451,7 +1451,7 @@ class Windows(Resource):
 
     def close(self, window_id: str, *, idempotency_key: str | Omit = OMIT) -> dict[str, Any]:
         """Close a standby window. POST /windows/{window_id}/close"""
-        return self._client.request('POST', f"/windows/{_seg(window_id)}/close", idempotency_key=idempotency_key)
+        return cast('dict[str, Any]', self._client.request('POST', f"/windows/{_seg(window_id)}/close", idempotency_key=idempotency_key))
 
     def open(
         self,
@@ -1462,7 +1462,7 @@ class Windows(Resource):
         idempotency_key: str | Omit = OMIT,
     ) -> dict[str, Any]:
         """Open a member's standby window. POST /windows"""
-        return self._client.request('POST', '/windows', json={'member': member, 'hours': hours, 'test_clock': test_clock}, idempotency_key=idempotency_key)
+        return cast('dict[str, Any]', self._client.request('POST', '/windows', json={'member': member, 'hours': hours, 'test_clock': test_clock}, idempotency_key=idempotency_key))
 
 
 class KeepingTime(KeepingTimeBase):

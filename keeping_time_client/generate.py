@@ -253,7 +253,7 @@ class Operation:
             signature = f"    def {self.name}(\n{inner}    ) -> {returns}:\n"
         text = (signature
                 + f"        {_docstring(f'{summary}. {self.method} {self.path}', 8)}\n"
-                + f"        return self._client.request({', '.join(call)})\n")
+                + f"        return cast({returns!r}, self._client.request({', '.join(call)}))\n")
         return text, (self.method, self.path, self.resource, self.name)
 
 
@@ -287,7 +287,7 @@ def generate(schema: dict[str, Any]) -> str:
         "import builtins\n",
         "from datetime import date, datetime\n",
         "from decimal import Decimal\n",
-        "from typing import Any, Literal, NotRequired, TypedDict\n",
+        "from typing import Any, Literal, NotRequired, TypedDict, cast\n",
         "from urllib.parse import quote\n\n",
         "from ._base import OMIT, KeepingTimeBase, Omit, Resource\n\n",
         "__all__ = [\"KeepingTime\", \"OPERATIONS\"]\n\n\n",
