@@ -112,13 +112,15 @@ def build(secret: str) -> MCPServer:
     @server.tool(annotations=ACT)
     def advance_test_clock(
         test_clock: Annotated[str, Field(description="tc_…, or default for the brand's default test clock")],
-        to: Annotated[str, Field(description="The new frozen time, ISO 8601 with Z: 2027-11-10T10:00:00Z; "
-                                             "never before the current one")],
+        to: Annotated[str | None, Field(description="The new frozen time, ISO 8601 with Z: 2027-11-10T10:00:00Z; "
+                                                    "never before the current one")] = None,
+        span: Annotated[str | None, Field(description="Or how far to move, as `tick 1y`: 7d, 2w, 1mo, 1y "
+                                                      "(to or span, not both)")] = None,
         redeliver: bool = False,
     ) -> dict[str, Any]:
         """Move a test clock forward: it answers advancing, and the worker fires every timer owed by then, then
         records test_clock.ready; as POST /test_clocks/<id>/advance."""
-        return call(tools.advance_test_clock, test_clock=test_clock, to=to, redeliver=redeliver)
+        return call(tools.advance_test_clock, test_clock=test_clock, to=to, span=span, redeliver=redeliver)
 
     @server.tool(annotations=ACT)
     def acknowledge(

@@ -36,6 +36,7 @@ from timers.api.views import TIMER_ORDER, arm_domain_of, domain_of, get_test_clo
 from timers.errors import KeepingTimeError
 from timers.models import Brand, Event, Timer
 from timers.owners import owner_filter
+from timers.timeutil import after_span
 
 
 def keyed_brand(secret: str) -> Brand:
@@ -125,11 +126,21 @@ def set_policy(brand: Brand, *, service: str, name: str, value: int, test_clock:
             "rearmed": armed}
 
 
-def advance_test_clock(brand: Brand, *, test_clock: str, to: str, redeliver: bool = False) -> dict[str, Any]:
-    """POST /test_clocks/<id>/advance: 'advancing' now; the worker fires what is owed, then test_clock.ready."""
+def advance_test_clock(brand: Brand, *, test_clock: str, to: str | None = None, span: str | None = None,
+                       redeliver: bool = False) -> dict[str, Any]:
+    """POST /test_clocks/<id>/advance: to an instant, or by a span (1y) from the frozen time; 'advancing' now,
+    and the worker fires what is owed, then records test_clock.ready."""
     clock = get_test_clock(brand, test_clock, param="test_clock")
-    body = _valid(TestClockAdvanceSerializer, {"to": to, "redeliver": redeliver})
-    clock = timer_services.test_clock_request_advance(clock=clock, to=body["to"], redeliver=body["redeliver"])
+    given = {k: v for k, v in (("to", to), ("span", span)) if v is not None}
+    body = _valid(TestClockAdvanceSerializer, {**given, "redeliver": redeliver})
+    target = body.get("to")
+    if target is None:  # as the view: a span that lands past 9999 is invalid_span, about span
+        try:
+            target = after_span(clock.frozen_time, body["span"], text=span or "")
+        except KeepingTimeError as exc:
+            exc.param = "span"
+            raise
+    clock = timer_services.test_clock_request_advance(clock=clock, to=target, redeliver=body["redeliver"])
     return test_clock_json(clock)
 
 

@@ -154,7 +154,7 @@ def test_reads_and_acts_are_the_keys_brand_and_mode_only(brand, clock, arm):
                 await call("list_timers", test_clock=clock.id),
                 await call("list_timers", status="ringing", test_clock=clock.id),
                 await call("advance_test_clock", test_clock=clock.id, to="2026-11-01T00:00:00Z"),
-                await call("advance_test_clock", test_clock=clock.id, to="2026-11-26T09:00:00Z"),
+                await call("advance_test_clock", test_clock=clock.id, span="2d"),
                 await call("acknowledge", clock_id=ack.id, item="US"),
                 await call("acknowledge", clock_id=ack.id, item="US-NY"),
                 await call("subject_calendar", subject_id=ack.subject_id, from_date="April 1")]
@@ -167,6 +167,8 @@ def test_reads_and_acts_are_the_keys_brand_and_mode_only(brand, clock, arm):
     assert (bad[1]["error"]["code"], bad[1]["error"]["param"]) == ("invalid_request", "status")
     assert backward[1]["error"]["code"] == "test_clock_backward"
     assert moved[0] and moved[1]["status"] == "advancing"
+    clock.refresh_from_db()
+    assert clock.advance_to == datetime(2026, 11, 26, 9, tzinfo=UTC)  # T0 + 2d, as `tick 2d`
     assert acked == (True, {"object": "acknowledgement", "clock": ack.id, "item": "US", "asks_ended": 1})
     assert not asking.exists()
     event = Event.objects.get(domain=ack.domain, type="clock.acknowledged")
