@@ -222,6 +222,12 @@ class Firing:
             item = run._by_key.get(key)  # at the horizon's own instant: the rest of it is in memory now
         return None if item is None else (item.status, item.owed_at)
 
+    def absent(self, keys: set[str] | list[str]) -> None:
+        """Keys the handler found in no timer with one set query in this batch (a schedule's next fires, read
+        ahead): arming one of them asks the database nothing more (Run._verify), where a chain of fires, each
+        arming the next, would ask once a fire. Forgotten when the batch is written."""
+        self.run._absent.update(keys)
+
     def touched(self) -> list[tuple[str, str, dict]]:
         """(key, owner, data) of the timers the run holds in memory since its last flush (armed in this batch,
         or changed): a query of the timers table does not see them yet, so domain code listing an owner's
@@ -301,6 +307,7 @@ class Run:
         self.events: list[tuple] = []
         self.sends: list[tuple] = []
         self._repinned: set[str] = set()  # ids of stored timers whose version a repin changed
+        self._absent: set[str] = set()  # keys a handler found in no timer this batch (Firing.absent)
         for item in self._by_key.values():
             item.new = False
             item.dirty = False
@@ -666,7 +673,8 @@ class Run:
                         status="armed", owed_at=owed_at, opened_at=opened_at, armed_at=now, attempt=0, wakes=0,
                         version=version or "", superseded_by="", by="", held_by="", armed_by=parent.id,
                         data=data, brand_id=parent.brand_id, domain=self.domain, new=True)
-            item.unverified = k.owner not in self._owners  # else its owner's timers are all in memory
+            # Else its owner's timers are all in memory, or a handler read the key ahead and found no timer.
+            item.unverified = k.owner not in self._owners and key not in self._absent
             self._by_key[key] = item
             self._arm_item(item, instant, parent.pass_no)
             self.stats.armed += 1

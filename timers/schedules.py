@@ -35,12 +35,14 @@ import urllib.request
 from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
+from functools import partial
 from typing import TYPE_CHECKING, Any
 
 from django.db import IntegrityError, connection, transaction
 from django.db.models import F, QuerySet
 from django.db.models.signals import pre_delete
 
+from . import batch as batches
 from . import handlers, outbox, targets
 from . import schedule_spec as specs
 from .clock import wall_now
@@ -395,10 +397,14 @@ def schedule_run_closed(*, armer: Any, ref: str, outcome: str) -> ScheduleRun | 
 
 
 # -- firing ------------------------------------------------------------------------------------------
-def _begin(f: Firing, sch: Schedule, run: ScheduleRun, now: datetime) -> ScheduleTick:
-    """The Run is open: its tick opens and its target starts."""
-    tick = ScheduleTick.objects.create(id=new_id("tck", seed=f"{run.id}|tick"), schedule=sch, run=run,
-                                       intended_at=run.intended_at, fired_at=now)
+def _begin(f: Firing, sch: Schedule, run: ScheduleRun, now: datetime, *, new: bool = False) -> ScheduleTick:
+    """The Run is open: its tick opens and its target starts. A ``new`` Run's row is not written yet: the
+    target starts first (it needs the Run's id and instants, not its row), then the Run and its tick are
+    written as they end up, kept by the batch and sent with its other Runs and ticks as one statement each."""
+    tick = ScheduleTick(id=new_id("tck", seed=f"{run.id}|tick"), schedule=sch, run=run,
+                        intended_at=run.intended_at, fired_at=now)
+    if not new:
+        tick.save(force_insert=True)
     kind = _target(sch.target_kind)
     try:
         if kind.atomic:
@@ -411,14 +417,28 @@ def _begin(f: Firing, sch: Schedule, run: ScheduleRun, now: datetime) -> Schedul
     except Exception as exc:  # the target could not start (a Service that cannot open with this input)
         log.exception("schedule %s: its target refused the run of %s", sch.id, iso_z(run.intended_at))
         got = Started(tick="dead_lettered", error=f"{type(exc).__name__}: {exc}")
-    if got.ref:
-        ScheduleRun.objects.filter(pk=run.pk).update(ref=got.ref)
-        run.ref = got.ref
-    if got.tick == "succeeded":
-        _settle_tick(tick, "succeeded", now)
-    elif got.tick == "dead_lettered":
-        _dead_letter(sch, tick, now, error=got.error, status=got.status, payload=got.payload)
-        _close(run, now, f"refused · {got.error[:180]}")
+    if new:
+        run.ref = got.ref or run.ref
+        if got.tick == "succeeded":
+            tick.state, tick.settled_at = ScheduleTick.State.SUCCEEDED, now
+        elif got.tick == "dead_lettered":
+            tick.state, tick.settled_at = ScheduleTick.State.DEAD_LETTERED, now
+            run.state, run.closed_at = ScheduleRun.State.CLOSED, now
+            run.outcome = f"refused · {got.error[:180]}"[:200]
+        batches.create(run)
+        batches.create(tick)
+        if got.tick == "dead_lettered":
+            batches.create(DeadLetter(id=new_id("dlq", seed=f"{tick.id}|dead"), tick=tick, schedule=sch, at=now,
+                                      status=got.status, error=got.error[:2000], payload=got.payload or {}))
+    else:
+        if got.ref:
+            ScheduleRun.objects.filter(pk=run.pk).update(ref=got.ref)
+            run.ref = got.ref
+        if got.tick == "succeeded":
+            _settle_tick(tick, "succeeded", now)
+        elif got.tick == "dead_lettered":
+            _dead_letter(sch, tick, now, error=got.error, status=got.status, payload=got.payload)
+            _close(run, now, f"refused · {got.error[:180]}")
     # Not the ref: an HTTP call's submission id derives from the clock's id, which never reaches the record.
     f.record("schedule.fired", subject=sch.id, data={"at": iso_z(run.intended_at), "run": run.id,
                                                      "tick": tick.state})
@@ -446,6 +466,14 @@ def _insert_run(run: ScheduleRun) -> bool:
 def _start(f: Firing, sch: Schedule, at: datetime, now: datetime) -> ScheduleRun | None:
     run = ScheduleRun(id=_seeded("run", sch.domain, f.timer.key, compact(at)), schedule=sch, intended_at=at,
                       state=ScheduleRun.State.OPEN, started_at=now)
+    b = batches.current()
+    if b is not None and b.keep_writes:
+        # Kept, and sent with the batch's other Runs as one statement. Nothing is checked first: a second Run
+        # for the instant (a wake that arrived twice) is refused by schedule_run_once when the batch's Runs
+        # are sent; the batch is rolled back and runs again with each write in its firing's savepoint, where
+        # that wake finds the Run and starts nothing.
+        _begin(f, sch, run, now, new=True)
+        return run
     if not _insert_run(run):  # schedule_run_once: this instant's Run started already
         f.record("schedule.duplicate", subject=sch.id, data={"at": iso_z(at)})
         return None
@@ -485,7 +513,42 @@ def _fire_at(f: Firing, sch: Schedule, at: datetime, now: datetime) -> str:
 
 
 def _locked(f: Firing) -> Schedule | None:
-    return Schedule.objects.select_for_update().filter(pk=f.key.owner, domain=f.run.domain).first()
+    """The fire's schedule, locked for the batch (a pause or an edit waits for the fires that read it): read
+    once a batch with the schedules of every fire the batch holds, one query."""
+    return batches.row(f, f.key.owner, name="timers.schedules", load=partial(_load_schedules, f.run.domain),
+                       ahead=(FIRE, START), key_of=lambda t: t.owner, tables=("timers_schedule",),
+                       pk=lambda v, _: (v.pk,))
+
+
+def _load_schedules(domain: str, ids: set) -> dict:
+    return {s.id: s for s in Schedule.objects.select_for_update().filter(domain=domain, id__in=ids)}
+
+
+AHEAD = 1000  # next fires of a schedule whose timers one query looks for (a chain of fires in one advance)
+
+
+def _read_ahead(f: Firing, sch: Schedule, ev: Any, nxt: datetime) -> None:
+    """The schedule's next fires up to the run's end, whose timers one query looks for: those it does not find
+    are armed without the engine asking about each (Firing.absent). Once a batch for AHEAD fires; only while
+    the next fire is inside this run (a test clock's advance, a catch-up), else there is nothing to chain."""
+    b = batches.current()
+    if b is None or nxt > f.run.to:
+        return
+    cache = b.cache("timers.schedules.ahead", tables=())
+    key = fire_key(sch.id, nxt)
+    if key in cache.get(sch.id, ()):
+        return
+    keys, d = [key], nxt
+    while len(keys) < AHEAD:
+        d = ev.after(d)
+        if d is None or d > f.run.to:
+            break
+        keys.append(fire_key(sch.id, d))
+    with b.quiet():
+        there = set(Timer.objects.filter(domain=f.run.domain, key__in=keys).values_list("key", flat=True))
+    absent = {k for k in keys if k not in there}
+    cache[sch.id] = absent
+    f.absent(absent)
 
 
 def fire(f: Firing) -> None:
@@ -513,6 +576,7 @@ def fire(f: Firing) -> None:
             kept.append(d)
     nxt = ev.after(max(now, last))
     if nxt is not None:
+        _read_ahead(f, sch, ev, nxt)
         f.arm(fire_key(sch.id, nxt), owed_at=nxt, handler=FIRE, data={"at": iso_z(nxt)}, opened_at=sch.created_at,
               what=f"{sch.name or sch.id} · the next fire")
     if count:
