@@ -544,8 +544,7 @@ def _read_ahead(f: Firing, sch: Schedule, ev: Any, nxt: datetime) -> None:
         if d is None or d > f.run.to:
             break
         keys.append(fire_key(sch.id, d))
-    with b.quiet():
-        there = set(Timer.objects.filter(domain=f.run.domain, key__in=keys).values_list("key", flat=True))
+    there = {t.key for t in f.run.store.load_many(f.run.domain, keys)}  # the store's cursor: not the batch's
     absent = {k for k in keys if k not in there}
     cache[sch.id] = absent
     f.absent(absent)
