@@ -23,6 +23,7 @@ Idempotency-Key); ``service`` by the domain (services/schedules.py). The runtime
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import hmac
 import itertools
@@ -361,6 +362,12 @@ def _direct_arm(sch: Schedule) -> Callable[..., None]:
 
 def _open_runs(sch: Schedule) -> list[ScheduleRun]:
     """The Runs still running (one EXISTS when there is none, the common case)."""
+    if sch.target_kind == "http":
+        if not is_live(sch.domain):
+            return []  # on a test clock an HTTP call settles at its fire (_http_open): no query at all
+        held = _http_open_runs(sch)
+        if held is not None:
+            return held
     runs = ScheduleRun.objects.filter(schedule=sch, state=ScheduleRun.State.OPEN)
     kind = _targets.get(sch.target_kind)
     if kind is not None and kind.still_open is not None:
@@ -368,6 +375,31 @@ def _open_runs(sch: Schedule) -> list[ScheduleRun]:
     if not runs.exists():
         return []
     return list(runs.order_by("intended_at")[:100])
+
+
+OPEN_HTTP = "timers.schedules.open_http"
+
+
+def _http_open_runs(sch: Schedule) -> list[ScheduleRun] | None:
+    """_http_open for every schedule of the domain at once: the HTTP calls the outbox still owes and their open
+    Runs, read once a batch (two queries) instead of at each fire; None outside a batch. The batch's own new
+    Runs do not drop it (their calls are queued by this batch, not owed yet: see _http_open); any other write
+    to the Runs or the outbox does."""
+    b = batches.current()
+    if b is None:
+        return None
+    cache = b.cache(OPEN_HTTP, tables=("timers_outbox", "timers_schedulerun"))
+    if sch.domain not in cache:
+        with b.quiet():
+            owed = list(Outbox.objects.filter(domain=sch.domain, transport=HTTP, status__in=["pending", "sending"])
+                        .values_list("id", flat=True)[:1000])
+            by: dict[str, list[ScheduleRun]] = {}
+            if owed:
+                for run in ScheduleRun.objects.filter(ref__in=owed, state=ScheduleRun.State.OPEN).order_by(
+                        "intended_at"):
+                    by.setdefault(run.schedule_id, []).append(run)
+        cache[sch.domain] = by
+    return list(cache[sch.domain].get(sch.id, ()))[:100]
 
 
 def _release_buffered(sch: Schedule, now: datetime, arm: Callable[..., None]) -> None:
@@ -425,7 +457,7 @@ def _begin(f: Firing, sch: Schedule, run: ScheduleRun, now: datetime, *, new: bo
             tick.state, tick.settled_at = ScheduleTick.State.DEAD_LETTERED, now
             run.state, run.closed_at = ScheduleRun.State.CLOSED, now
             run.outcome = f"refused · {got.error[:180]}"[:200]
-        batches.create(run)
+        batches.create(run, kept_by=(OPEN_HTTP,))
         batches.create(tick)
         if got.tick == "dead_lettered":
             batches.create(DeadLetter(id=new_id("dlq", seed=f"{tick.id}|dead"), tick=tick, schedule=sch, at=now,
@@ -512,6 +544,19 @@ def _fire_at(f: Firing, sch: Schedule, at: datetime, now: datetime) -> str:
     return "started" if _start(f, sch, at, now) is not None else "duplicate"
 
 
+def _evaluator(sch: Schedule) -> specs.Evaluator:
+    """The schedule's spec parsed, once a batch for each spec and zone (a chain of fires parses it once)."""
+    b = batches.current()
+    if b is None:
+        return specs.parse(sch.spec, sch.zone)
+    cache = b.cache("timers.schedules.specs", tables=())
+    key = (json.dumps(sch.spec, sort_keys=True), sch.zone)
+    ev = cache.get(key)
+    if ev is None:
+        ev = cache[key] = specs.parse(sch.spec, sch.zone)
+    return ev
+
+
 def _locked(f: Firing) -> Schedule | None:
     """The fire's schedule, locked for the batch (a pause or an edit waits for the fires that read it): read
     once a batch with the schedules of every fire the batch holds, one query."""
@@ -524,29 +569,42 @@ def _load_schedules(domain: str, ids: set) -> dict:
     return {s.id: s for s in Schedule.objects.select_for_update().filter(domain=domain, id__in=ids)}
 
 
-AHEAD = 1000  # next fires of a schedule whose timers one query looks for (a chain of fires in one advance)
+AHEAD = 1000  # next fires' timers one query looks for (a chain of fires in one advance)
 
 
 def _read_ahead(f: Firing, sch: Schedule, ev: Any, nxt: datetime) -> None:
-    """The schedule's next fires up to the run's end, whose timers one query looks for: those it does not find
-    are armed without the engine asking about each (Firing.absent). Once a batch for AHEAD fires; only while
-    the next fire is inside this run (a test clock's advance, a catch-up), else there is nothing to chain."""
+    """Look for the timers of the next fires up to the run's end in one query, this schedule's and those of
+    the fires the batch holds (AHEAD in all, shared out): those not found are armed without the engine asking
+    about each (Firing.absent), where a chain of fires, each arming the next, asked once a fire. Only while the
+    next fire is inside this run (a test clock's advance, a catch-up): else there is nothing to chain."""
     b = batches.current()
     if b is None or nxt > f.run.to:
         return
-    cache = b.cache("timers.schedules.ahead", tables=())
+    checked = b.cache("timers.schedules.ahead", tables=())
     key = fire_key(sch.id, nxt)
-    if key in cache.get(sch.id, ()):
+    if key in checked:
         return
-    keys, d = [key], nxt
-    while len(keys) < AHEAD:
-        d = ev.after(d)
-        if d is None or d > f.run.to:
-            break
-        keys.append(fire_key(sch.id, d))
+    rows = b.caches.get("timers.schedules") or {}
+    starts: dict[str, tuple[Any, datetime, bool]] = {sch.id: (ev, nxt, True)}
+    for t in f.run.holding((FIRE,)):
+        other = rows.get(t.owner)
+        if other is not None and t.owner not in starts:
+            with contextlib.suppress(KeepingTimeError):
+                starts[t.owner] = (_evaluator(other), _instant(t.data["at"]), False)
+    per = max(1, AHEAD // len(starts))
+    keys: list[str] = []
+    for owner, (e, d, first) in starts.items():
+        got = [fire_key(owner, d)] if first else []
+        while len(got) < per:
+            d = e.after(d)
+            if d is None or d > f.run.to:
+                break
+            got.append(fire_key(owner, d))
+        keys.extend(k for k in got if k not in checked)
     there = {t.key for t in f.run.store.load_many(f.run.domain, keys)}  # the store's cursor: not the batch's
-    absent = {k for k in keys if k not in there}
-    cache[sch.id] = absent
+    absent = [k for k in keys if k not in there]
+    for k in keys:
+        checked[k] = True
     f.absent(absent)
 
 
@@ -561,7 +619,7 @@ def fire(f: Firing) -> None:
     if sch.paused:  # held while paused; a fire that slipped through starts nothing
         f.what = "paused"
         return
-    ev = specs.parse(sch.spec, sch.zone)
+    ev = _evaluator(sch)
     horizon = now - sch.catchup_window
     # Missed fires are counted, with the first and the last: a long gap is never held in memory.
     count, first_missed, last_missed, kept, last = 0, None, None, [], at
