@@ -15,6 +15,7 @@ from typing import Protocol
 
 from django.db import IntegrityError, transaction
 from django.db.models import Q
+from django.db.models.functions import Now
 
 from timers import batch as batches
 from timers.engine import Firing
@@ -140,6 +141,7 @@ class DirectArmer:
         # As the tick supersedes: the timer keeps the time it was owed (history a list sorts by).
         Timer.objects.filter(which, domain=self.domain, status__in=["armed", "held"]).update(
             status="superseded", by=by, superseded_by=successor, held_since=None, remaining=None, held_by="",
+            moved_at=Now(),  # its month of history (timers/history.py)
         )
 
     def retime(self, key, *, owed_at, by):

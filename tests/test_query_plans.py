@@ -42,7 +42,9 @@ from timers.store import PostgresStore
 pytestmark = pytest.mark.django_db
 
 START = datetime(2027, 1, 20, 14, tzinfo=UTC)
-TABLES = ("timers_timer", "timers_outbox", "timers_event", "timers_commit", "timers_testclock", "calendars_subject",
+# timers_timer is split on PostgreSQL (timers/history.py): its armed table and its history's partitions have
+# statistics of their own, forgotten and gathered with the rest.
+TABLES = ("timers_timer", "timers_timer_armed", "timers_timer_history", "timers_outbox", "timers_event", "timers_commit", "timers_testclock", "calendars_subject",
           "calendars_clock", "calendars_clockitem")
 DOMAINS = 40  # other clock domains beside the hot one
 
@@ -121,10 +123,21 @@ def text(plan: dict, depth: int = 0) -> str:
     return "\n".join([out, *(text(p, depth + 1) for p in plan.get("Plans", []))])
 
 
+def _empty_month(relation: str) -> bool:
+    """A month of timer history with no rows yet (made ahead, or a month nothing left in): reading it whole reads
+    nothing, which is what the planner rightly does once it knows."""
+    if not relation.startswith("timers_timer_history_"):
+        return False
+    with connection.cursor() as cur:
+        cur.execute(f'SELECT NOT EXISTS (SELECT 1 FROM "{relation}")')
+        return cur.fetchone()[0]
+
+
 def check(plan: dict, index: str, *, ordered: bool) -> None:
     shown = text(plan)
     seq = [n.get("Relation Name") for n in nodes(plan)
-           if n["Node Type"] == "Seq Scan" and n.get("Relation Name", "").startswith(("timers_", "calendars_"))]
+           if n["Node Type"] == "Seq Scan" and n.get("Relation Name", "").startswith(("timers_", "calendars_"))
+           and not _empty_month(n["Relation Name"])]
     assert not seq, f"Seq Scan on {seq}:\n{shown}"
     # A lookup of a few rows may read its index through a bitmap; rows taken in order must come out of it in order.
     scans = ("Index Scan", "Index Only Scan") if ordered else ("Index Scan", "Index Only Scan", "Bitmap Index Scan")
@@ -181,6 +194,19 @@ SKEWS = {
     "prod": {"armed": 31, "superseded": 5, "pending": 16, "advancing": 0, "deleted": 3},
     "young": {"armed": 1, "superseded": 1000003, "pending": 1, "advancing": 2, "deleted": 1000003},
 }
+
+
+def armed_later(brand, hot: str, n: int) -> None:
+    """``n`` timers armed for later, over every domain: the armed table alone is what the tick reads on
+    PostgreSQL (timers/history.py), and a runtime with many subscribers owes many dates ahead of the hour."""
+    with connection.cursor() as cur:
+        cur.execute(
+            f"""INSERT INTO timers_timer (id, domain, brand_id, key, owner, kind, place, handler, status, owed_at,
+                   opened_at, armed_at, attempt, wakes, version, superseded_by, by, held_by, armed_by, tick_pass, data)
+               SELECT 'tmr_later' || g, CASE WHEN g %% 7 = 0 THEN %s ELSE 'tc_other' || (g %% {DOMAINS}) END, %s,
+                      'job_later' || g || ':task:plan:2027', 'job_later' || g, 'task', 4, 'noop', 'armed',
+                      %s + make_interval(days => 30 + g %% 400), %s, %s, 0, 0, '', '', '', '', '', 1, '{{}}'
+               FROM generate_series(1, %s) g""", [hot, brand.id, START, START, START, n])
 
 
 def fill(brand, hot: str, n: int, skew: str = "prod") -> None:
@@ -298,6 +324,7 @@ def prepare(brand, state: str, n: int = 40_000) -> World:
         fill(brand, world.hot.id, n // 20, "young")
         analyze()  # the hot states are nearly all there is yet
     fill(brand, world.hot.id, n)
+    armed_later(brand, world.hot.id, n)
     if state == "fresh":
         analyze()
     return world

@@ -54,7 +54,7 @@ TIMER_FIELDS = (
 class Item:
     """A timer in memory while the tick holds it: the row's fields plus its place in this run."""
 
-    __slots__ = (*TIMER_FIELDS, "domain", "new", "dirty", "pass_no", "instant", "gen", "unverified")
+    __slots__ = (*TIMER_FIELDS, "domain", "new", "dirty", "pass_no", "instant", "gen", "unverified", "was")
 
     def __init__(self, **values: Any):
         for name in TIMER_FIELDS:
@@ -66,6 +66,7 @@ class Item:
         self.instant = None
         self.gen = 0
         self.unverified = False  # armed here without asking the database whether its key was there (Run._verify)
+        self.was = self.status  # as stored: a row already in history is written there (timers/store.py)
 
     def sort_key(self) -> tuple:
         # Python compares str by code point, which is UTF-8 byte order: the same as collation "C".

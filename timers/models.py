@@ -11,6 +11,7 @@ from datetime import timedelta
 from django.conf import settings
 from django.db import models
 from django.db.models import Q
+from django.db.models.functions import Now
 
 from .fields import ByteOrderCharField, IdField
 from .ids import LIVE, LIVE_PREFIX, brand_domain, is_live, live_domain, new_id
@@ -327,8 +328,15 @@ class Timer(models.Model):
     tick_pass = models.PositiveSmallIntegerField(
         default=1, db_default=1, help_text="The pass of its instant it fires in: kept so a tick that resumes mid-instant keeps the order.")
     data = models.JSONField(default=dict, blank=True)
+    # Wall time, the database's own: which month of history a fired or superseded timer is kept in
+    # (timers/history.py). Never read by the tick and never in the record.
+    moved_at = models.DateTimeField(
+        db_default=Now(), editable=False,
+        help_text="When the row came to its table (wall time): history is partitioned by its month.")
 
     class Meta:
+        # On PostgreSQL the table is split by status (migration 0021, timers/history.py): the indexes below
+        # are the armed partition's, and history has its own on each month.
         constraints = [
             models.UniqueConstraint(fields=["domain", "key"], name="timer_key_unique_per_domain"),
             models.CheckConstraint(name="timer_place_1_to_8", condition=Q(place__gte=1, place__lte=8)),

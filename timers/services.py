@@ -11,9 +11,10 @@ import secrets
 from datetime import datetime, timedelta
 
 from django.db import IntegrityError, connections, transaction
+from django.db.models.functions import Now
 from django.dispatch import Signal
 
-from . import gate, outbox
+from . import gate, history, outbox
 from .clock import MAX_SLEEP, wall_now
 from .errors import KeepingTimeError, NotFound, TestClockAdvancing, TestClockBackward, TestClockDeleted
 from .handlers import get as get_handler
@@ -170,7 +171,7 @@ def test_clock_finish_delete(*, clock_id: str) -> bool:
             return False
         Timer.objects.filter(domain=clock.id, status__in=["armed", "held"]).update(
             status="superseded", by="test_clock.deleted", owed_at=None, held_since=None, remaining=None,
-            held_by="",
+            held_by="", moved_at=Now(),  # its month of history (timers/history.py)
         )
         voided = Timer.objects.filter(domain=clock.id, by="test_clock.deleted").count()
         sends = outbox.void(clock.id)
@@ -274,6 +275,9 @@ def timer_arm(*, brand: Brand, key: str, owed_at: datetime, domain: str | None =
                 owner=k.owner, kind=k.kind, place=k.place, handler=handler, owed_at=owed_at, opened_at=opened_at or now,
                 armed_at=now, version=version, data=data or {},
             )
+            if Timer.objects.filter(domain=domain, key=key, status__in=history.LEFT).exists():
+                # Its key is in history (PostgreSQL keeps history apart: no one unique index spans both).
+                raise IntegrityError(key)
             if is_live(domain):
                 # The live loop runs the domains LiveClock names: a brand's first live timer names its own.
                 LiveClock.objects.bulk_create([LiveClock(id=domain)], ignore_conflicts=True)

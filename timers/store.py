@@ -14,8 +14,10 @@ from datetime import datetime
 import psycopg
 from django.db import connection
 from django.db.models import Q
+from django.db.models.functions import Now
 
 from .engine import TIMER_FIELDS, Item
+from .history import LEFT
 from .models import Commit, Event, Outbox, Timer
 from .rows import copy_in, insert_rows, probed_by_key
 from .webhooks import fan_out
@@ -94,13 +96,20 @@ class PostgresStore:
                 cols = ("status", "owed_at", "fired_at", "late_by", "attempt", "wakes", "superseded_by", "by",
                         "held_since", "held_by", "remaining", "tick_pass")
                 arrays = [[i.id for i in changed]] + [[getattr(i, c) for i in changed] for c in cols]
+                # A timer that fires or is superseded leaves the armed table in this statement, for its month of
+                # history (timers/history.py). Only a refire (a wake) changes a row already in history: other
+                # batches name the armed table alone, so the plan probes no month of history.
+                where = "" if any(i.was in LEFT for i in changed) else " AND t.status IN ('armed', 'held')"
                 with probed_by_key(cur, len(changed)):
                     cur.execute(
                         "UPDATE timers_timer AS t SET "
                         + ", ".join(f'"{c}" = v."{c}"' for c in cols)
+                        + ", moved_at = CASE WHEN v.status IN ('fired', 'superseded') AND t.status IN ('armed', 'held')"
+                        " THEN now() ELSE t.moved_at END"
                         + " FROM unnest(%b::varchar[], "
                         + ", ".join(f"%b::{_PG_TYPES[c]}[]" for c in cols)
-                        + ") AS v(id, " + ", ".join(f'"{c}"' for c in cols) + f") WHERE t.id = v.id AND t.domain = {_DOMAIN}",
+                        + ") AS v(id, " + ", ".join(f'"{c}"' for c in cols) + f") WHERE t.id = v.id AND t.domain = {_DOMAIN}"
+                        + where,
                         [*arrays, domain],  # the domain too: on tables distributed by it, one shard (docs/scaling.md)
                     )
             if commits:
@@ -197,8 +206,9 @@ class OrmStore:
                 [Timer(domain=domain, **{f: getattr(i, f) for f in TIMER_FIELDS}) for i in new]
             )
         for i in changed:
+            moved = {"moved_at": Now()} if i.status in LEFT and i.was not in LEFT else {}
             Timer.objects.filter(pk=i.id).update(
-                status=i.status, owed_at=i.owed_at, fired_at=i.fired_at, late_by=i.late_by, attempt=i.attempt,
+                **moved, status=i.status, owed_at=i.owed_at, fired_at=i.fired_at, late_by=i.late_by, attempt=i.attempt,
                 wakes=i.wakes, superseded_by=i.superseded_by or "", by=i.by or "", held_since=i.held_since,
                 held_by=i.held_by or "", remaining=i.remaining, tick_pass=i.tick_pass or 1,
             )

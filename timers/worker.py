@@ -12,6 +12,7 @@ import contextlib
 import hashlib
 import logging
 import threading
+import time
 from collections.abc import Callable, Iterator
 from contextvars import ContextVar
 from datetime import datetime, timedelta
@@ -20,7 +21,7 @@ from django.conf import settings
 from django.db import connection, transaction
 from django.db.models import OuterRef, Subquery
 
-from . import outbox
+from . import history, outbox
 from .batch import KeptWriteFailed
 from .clock import Clock, WallClock
 from .engine import Run, RunStats, canonical
@@ -330,6 +331,7 @@ def _next_live() -> datetime | None:
 
 HELD_ELSEWHERE_POLL = timedelta(milliseconds=100)
 SEND_POLL = 1.0  # seconds: how often the sender thread looks for sends no step nudged it about
+PARTITIONS_EVERY = 3600.0  # seconds (monotonic) between looks at history's months ahead (timers/history.py)
 
 
 class Worker:
@@ -442,7 +444,13 @@ class Worker:
                     outbox.deliver(None if self.test_clocks else self.domain, stop=self.stop)
 
     def _run(self) -> None:
+        made_at = None
         while not self.stop.is_set():
+            if made_at is None or time.monotonic() - made_at > PARTITIONS_EVERY:
+                # History's months ahead (timers/history.py): a fire never waits for one, as the default
+                # partition takes its row, but a month of its own is what can be kept or dropped whole.
+                history.ensure_partitions()
+                made_at = time.monotonic()
             if self.step():
                 continue
             nxt = next_owed(self.domain) if self.domain is not None else _next_live()
