@@ -139,7 +139,7 @@ def main(argv: list[str] | None = None) -> int:
     from timers import history, services
 
     if not history.partitioned():
-        print("history_growth: timers_timer is not split (migration 0021)", file=sys.stderr)
+        print("history_growth: timers_timer is not split (migration 0022)", file=sys.stderr)
         return 2
     brand = services.brand_get_or_create(name=BRAND)
     print(f"machine: nproc={os.cpu_count()} · load {os.getloadavg()[0]:.1f} · N={args.n:,} noop timers a drain, "

@@ -1,6 +1,6 @@
 """Where a timer goes when it leaves: the armed table holds only what is armed; the rest is history.
 
-On PostgreSQL ``timers_timer`` is partitioned by status (migration 0021):
+On PostgreSQL ``timers_timer`` is partitioned by status (migration 0022):
 
 - ``timers_timer_armed`` holds the armed and held timers: the tick's claim, the live loop's next owed
   instant and every re-arm read it, and it stays the size of what is owed, however many timers fired.
@@ -47,7 +47,7 @@ def _next_month(month: date) -> date:
 
 
 def partitioned(conn=None) -> bool:
-    """True where timers_timer is split (PostgreSQL after migration 0021)."""
+    """True where timers_timer is split (PostgreSQL after migration 0022)."""
     conn = conn or connection
     if conn.vendor != "postgresql":
         return False
@@ -94,7 +94,7 @@ def ensure_partitions(conn=None, *, ahead: int = AHEAD) -> list[str]:
     return made
 
 
-# The split, for migration 0021 (and its reverse). The indexes the armed table had keep their names on the
+# The split, for migration 0022 (and its reverse). The indexes the armed table had keep their names on the
 # armed partition, so plans and docs that name them stay true; history has its own, made on each month.
 SPLIT = [
     "ALTER TABLE timers_timer RENAME TO timers_timer_unsplit",

@@ -335,7 +335,7 @@ class Timer(models.Model):
         help_text="When the row came to its table (wall time): history is partitioned by its month.")
 
     class Meta:
-        # On PostgreSQL the table is split by status (migration 0021, timers/history.py): the indexes below
+        # On PostgreSQL the table is split by status (migration 0022, timers/history.py): the indexes below
         # are the armed partition's, and history has its own on each month.
         constraints = [
             models.UniqueConstraint(fields=["domain", "key"], name="timer_key_unique_per_domain"),

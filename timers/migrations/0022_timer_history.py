@@ -32,7 +32,7 @@ def unsplit(apps, schema_editor) -> None:
 
 class Migration(migrations.Migration):
     dependencies = [
-        ("timers", "0020_late_buckets_from_1ms"),
+        ("timers", "0021_schedule_name_unique"),
     ]
 
     operations = [
