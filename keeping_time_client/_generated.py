@@ -53,6 +53,7 @@ ScheduleRunObject = Literal['schedule_run']
 ScheduleRunState = Literal['buffered', 'open', 'closed']
 ScheduleTickObject = Literal['schedule_tick']
 ScheduleTickState = Literal['open', 'succeeded', 'dead_lettered']
+StateEnum = Literal['queued', 'waiting', 'committed', 'refused']
 SubjectFeedStatus = Literal['active', 'none']
 SubjectObject = Literal['subject']
 SubscriptionObject = Literal['subscription']
@@ -469,6 +470,26 @@ class Price(TypedDict):
     currency: str
     display: str
     every: str | None
+
+
+class Proposal(TypedDict):
+    id: str
+    object: str
+    clock: str
+    item: str
+    step: str
+    waits_on: str
+    state: StateEnum
+    proposed_at: str
+    committed_at: str | None
+    judged_at: str | None
+    on_time: bool | None
+    outcome: str
+
+
+class ProposalCreate(TypedDict):
+    step: str
+    waits_on: NotRequired[str]
 
 
 class Remove(TypedDict):
@@ -913,6 +934,18 @@ class Clocks(Resource):
         """Postpone a date (calendar.postpone). POST /clocks/{clock_id}/items/{item}/postpone"""
         return cast('dict[str, Any]', self._client.request('POST', f"/clocks/{_seg(clock_id)}/items/{_seg(item)}/postpone", json={'to': to, 'notice': notice}, idempotency_key=idempotency_key))
 
+    def items_propose(
+        self,
+        clock_id: str,
+        item: str,
+        *,
+        step: str,
+        waits_on: str | Omit = OMIT,
+        idempotency_key: str | Omit = OMIT,
+    ) -> Proposal:
+        """Propose a step on a date. POST /clocks/{clock_id}/items/{item}/proposals"""
+        return self._client.request('POST', f"/clocks/{_seg(clock_id)}/items/{_seg(item)}/proposals", json={'step': step, 'waits_on': waits_on}, idempotency_key=idempotency_key)
+
     def items_satisfy(
         self,
         clock_id: str,
@@ -1137,6 +1170,18 @@ class PortalSessions(Resource):
     def create(self, *, subject: str, idempotency_key: str | Omit = OMIT) -> dict[str, Any]:
         """Make a customer portal link. POST /portal_sessions"""
         return cast('dict[str, Any]', self._client.request('POST', '/portal_sessions', json={'subject': subject}, idempotency_key=idempotency_key))
+
+
+class Proposals(Resource):
+    """proposals: /proposals…"""
+
+    def approve(self, proposal_id: str, *, idempotency_key: str | Omit = OMIT) -> Proposal:
+        """Approve a proposal that waits on a person. POST /proposals/{proposal_id}/approve"""
+        return self._client.request('POST', f"/proposals/{_seg(proposal_id)}/approve", idempotency_key=idempotency_key)
+
+    def retrieve(self, proposal_id: str) -> Proposal:
+        """Retrieve a proposal. GET /proposals/{proposal_id}"""
+        return self._client.request('GET', f"/proposals/{_seg(proposal_id)}")
 
 
 class Schedules(Resource):
@@ -1477,6 +1522,7 @@ class KeepingTime(KeepingTimeBase):
     policies: Policies
     pools: Pools
     portal_sessions: PortalSessions
+    proposals: Proposals
     schedules: Schedules
     subjects: Subjects
     subscriptions: Subscriptions
@@ -1497,6 +1543,7 @@ class KeepingTime(KeepingTimeBase):
         self.policies = Policies(self)
         self.pools = Pools(self)
         self.portal_sessions = PortalSessions(self)
+        self.proposals = Proposals(self)
         self.schedules = Schedules(self)
         self.subjects = Subjects(self)
         self.subscriptions = Subscriptions(self)
@@ -1516,6 +1563,7 @@ OPERATIONS: dict[str, tuple[str, str, str, str]] = {
     'clocks_inputs': ('POST', '/clocks/{clock_id}/inputs', 'clocks', 'inputs'),
     'clocks_items_choose': ('POST', '/clocks/{clock_id}/items/{item}/choose', 'clocks', 'items_choose'),
     'clocks_items_postpone': ('POST', '/clocks/{clock_id}/items/{item}/postpone', 'clocks', 'items_postpone'),
+    'clocks_items_propose': ('POST', '/clocks/{clock_id}/items/{item}/proposals', 'clocks', 'items_propose'),
     'clocks_items_satisfy': ('POST', '/clocks/{clock_id}/items/{item}/satisfy', 'clocks', 'items_satisfy'),
     'clocks_penalties_create': ('POST', '/clocks/{clock_id}/penalties', 'clocks', 'penalties_create'),
     'clocks_retrieve': ('GET', '/clocks/{clock_id}', 'clocks', 'retrieve'),
@@ -1543,6 +1591,8 @@ OPERATIONS: dict[str, tuple[str, str, str, str]] = {
     'pools_members_add': ('POST', '/pools/{pool}/members', 'pools', 'members_add'),
     'pools_members_remove': ('DELETE', '/pools/{pool}/members/{member}', 'pools', 'members_remove'),
     'portal_sessions_create': ('POST', '/portal_sessions', 'portal_sessions', 'create'),
+    'proposals_approve': ('POST', '/proposals/{proposal_id}/approve', 'proposals', 'approve'),
+    'proposals_retrieve': ('GET', '/proposals/{proposal_id}', 'proposals', 'retrieve'),
     'schedules_create': ('POST', '/schedules', 'schedules', 'create'),
     'schedules_list': ('GET', '/schedules', 'schedules', 'list'),
     'schedules_pause': ('POST', '/schedules/{schedule_id}/pause', 'schedules', 'pause'),

@@ -2,7 +2,7 @@
 
 from django.urls import path
 
-from . import api, members_api, people_api, subjects_api
+from . import api, members_api, people_api, proposals_api, subjects_api
 
 urlpatterns = [
     path("subjects", subjects_api.SubjectListView.as_view(), name="subject-list"),
@@ -32,6 +32,10 @@ urlpatterns = [
     path("clocks/<str:clock_id>/items/<str:item>/postpone", people_api.ClockPostponeView.as_view(),
          name="clock-item-postpone"),
     path("clocks/<str:clock_id>/inputs", people_api.ClockInputsView.as_view(), name="clock-inputs"),
+    path("clocks/<str:clock_id>/items/<str:item>/proposals", proposals_api.ClockProposalView.as_view(),
+         name="clock-item-proposals"),
+    path("proposals/<str:proposal_id>", proposals_api.ProposalDetailView.as_view(), name="proposal-detail"),
+    path("proposals/<str:proposal_id>/approve", proposals_api.ProposalApproveView.as_view(), name="proposal-approve"),
     path("clocks/<str:clock_id>/penalties", api.ClockPenaltyView.as_view(), name="clock-penalties"),
     path("clocks/<str:clock_id>", api.ClockDetailView.as_view(), name="clock-detail"),
     path("versions", api.VersionListView.as_view(), name="version-list"),

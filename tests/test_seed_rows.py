@@ -24,7 +24,7 @@ from tests.acme import acme_subject, open_return
 from tests.conftest import at
 from timers import keys
 from timers.errors import KeepingTimeError
-from timers.models import Event, Schedule, Timer
+from timers.models import Event, Schedule, TestClock, Timer
 from timers.schedules import ScheduleError, schedule_create
 from timers.services import api_key_create, brand_get_or_create, test_clock_create
 
@@ -324,3 +324,32 @@ def test_each_kind_has_one_page_whose_example_keys_parse_with_the_key_grammar(pa
         key = keys.parse(example)
         assert key.kind in kinds and key.place == place and str(key) == example
         assert f":{key.kind}:" in rows["Key"]  # the grammar the page gives names the kind its example uses
+
+
+def test_the_queue_over_http_a_proposal_in_the_gate_commits_and_one_waiting_on_a_person_waits(brand, api, pay_item):
+    tc, item = pay_item
+    TestClock.objects.filter(pk=tc.id).update(frozen_time=at(CLOSE_MINUS_2S))
+    path = f"/clocks/{item.clock_id}/items/US/proposals"
+    r = api.post(path, {"step": "pay"}, format="json")
+    assert r.status_code == 200, r.content
+    assert {k: r.json()[k] for k in ("object", "state", "outcome", "on_time", "proposed_at")} == {
+        "object": "proposal", "state": "committed", "outcome": "committed", "on_time": True,
+        "proposed_at": "2028-04-19T03:59:58Z"}
+    waiting = api.post(path, {"step": "pay", "waits_on": "Ada Lovelace"}, format="json").json()
+    assert waiting["state"] == "waiting" and waiting["committed_at"] is None
+    assert api.get(f"/proposals/{waiting['id']}").json()["state"] == "waiting"
+    TestClock.objects.filter(pk=tc.id).update(frozen_time=at(AFTER_CLOSE_3S))  # the person says yes after the close
+    r = api.post(f"/proposals/{waiting['id']}/approve", {}, format="json")
+    assert r.status_code == 200, r.content
+    assert {k: r.json()[k] for k in ("state", "outcome", "on_time", "judged_at")} == {
+        "state": "refused", "outcome": "date_passed", "on_time": False, "judged_at": "2028-04-19T04:00:03Z"}
+    r = api.post(f"/proposals/{waiting['id']}/approve", {}, format="json")
+    assert r.status_code == 409 and r.json()["error"]["code"] == "proposal_not_waiting"
+    assert api.get("/proposals/prp_nope").status_code == 404
+    for bad in ({"step": "Pay"}, {}, {"step": "pay", "waits_on": "Ada\n"}):
+        assert api.post(path, bad, format="json").status_code == 400
+    other = brand_get_or_create(name="apis.other")
+    _, key = api_key_create(brand=other)
+    stranger = APIClient()
+    stranger.credentials(HTTP_AUTHORIZATION=f"Bearer {key}")
+    assert stranger.get(f"/proposals/{waiting['id']}").status_code == 404
