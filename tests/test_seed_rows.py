@@ -41,7 +41,7 @@ def api(brand):
 
 
 @pytest.mark.parametrize("name", ["Nightly", "9am", "-x", "nightly report", "a" * 64, "nightly_report", "é",
-                                  "nightly\n", 5, ["x"]])
+                                  "nightly\n", " nightly", "\t", 5, ["x"]])
 def test_a_schedule_name_off_the_pattern_is_400_invalid_name(api, clock, name):
     r = api.post("/schedules", {"test_clock": clock.id, "name": name, "spec": {"every": "1h"}, "target": HOOK},
                  format="json")

@@ -139,7 +139,7 @@ class ZoneSchema(_Schema):
 class ScheduleCreateSerializer(serializers.Serializer):
     test_clock = StrictCharField(required=False, allow_null=True, allow_blank=True, max_length=64,
                                  help_text="Create on this test clock; the live clock (a live key) when absent")
-    name = ScheduleNameField(required=False, allow_blank=True)
+    name = ScheduleNameField(required=False, allow_blank=True, trim_whitespace=False)
     spec = SpecField(help_text='{"cron": "30 2 * * *"}, {"every": "30m", "phase": "5m"} or '
                                       '{"each": "month", "at": "1mo after end", "time": "06:30"}')
     zone = ZoneField(required=False, max_length=64, help_text="An IANA zone; UTC when absent")
