@@ -944,7 +944,7 @@ class Clocks(Resource):
         idempotency_key: str | Omit = OMIT,
     ) -> Proposal:
         """Propose a step on a date. POST /clocks/{clock_id}/items/{item}/proposals"""
-        return self._client.request('POST', f"/clocks/{_seg(clock_id)}/items/{_seg(item)}/proposals", json={'step': step, 'waits_on': waits_on}, idempotency_key=idempotency_key)
+        return cast('Proposal', self._client.request('POST', f"/clocks/{_seg(clock_id)}/items/{_seg(item)}/proposals", json={'step': step, 'waits_on': waits_on}, idempotency_key=idempotency_key))
 
     def items_satisfy(
         self,
@@ -1177,11 +1177,11 @@ class Proposals(Resource):
 
     def approve(self, proposal_id: str, *, idempotency_key: str | Omit = OMIT) -> Proposal:
         """Approve a proposal that waits on a person. POST /proposals/{proposal_id}/approve"""
-        return self._client.request('POST', f"/proposals/{_seg(proposal_id)}/approve", idempotency_key=idempotency_key)
+        return cast('Proposal', self._client.request('POST', f"/proposals/{_seg(proposal_id)}/approve", idempotency_key=idempotency_key))
 
     def retrieve(self, proposal_id: str) -> Proposal:
         """Retrieve a proposal. GET /proposals/{proposal_id}"""
-        return self._client.request('GET', f"/proposals/{_seg(proposal_id)}")
+        return cast('Proposal', self._client.request('GET', f"/proposals/{_seg(proposal_id)}"))
 
 
 class Schedules(Resource):
