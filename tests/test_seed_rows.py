@@ -353,3 +353,51 @@ def test_the_queue_over_http_a_proposal_in_the_gate_commits_and_one_waiting_on_a
     stranger = APIClient()
     stranger.credentials(HTTP_AUTHORIZATION=f"Bearer {key}")
     assert stranger.get(f"/proposals/{waiting['id']}").status_code == 404
+
+
+@pytest.mark.django_db(transaction=True)
+def test_two_workers_draining_the_queue_commit_each_proposal_once(brand, pay_item):
+    """The drain locks what it takes (FOR UPDATE SKIP LOCKED): a second drain while the first is still in its
+    transaction takes nothing. Without the lock it reads the proposal still queued and commits it again."""
+    import threading
+
+    from django.db import close_old_connections, connection
+
+    if connection.vendor != "postgresql":
+        pytest.skip("row locks: PostgreSQL")
+    tc, item = pay_item
+    p = clock_propose(armer=DirectArmer(brand=brand, domain=tc.id, now=at(CLOSE_MINUS_2S)), item=item, step="pay")
+    took, go = threading.Event(), threading.Event()
+    got: dict[str, list] = {}
+    errors: list[BaseException] = []
+
+    def first() -> None:
+        try:
+            with transaction.atomic():
+                got["first"] = proposals_commit(armer=DirectArmer(brand=brand, domain=tc.id, now=at(AFTER_CLOSE_3S)))
+                took.set()
+                go.wait(10)
+        except BaseException as exc:  # noqa: BLE001 - reported below
+            errors.append(exc)
+            took.set()
+        finally:
+            close_old_connections()
+
+    def second() -> None:
+        try:
+            took.wait(10)
+            got["second"] = proposals_commit(armer=DirectArmer(brand=brand, domain=tc.id, now=at(AFTER_CLOSE_3S)))
+        except BaseException as exc:  # noqa: BLE001
+            errors.append(exc)
+        finally:
+            go.set()
+            close_old_connections()
+
+    threads = [threading.Thread(target=first), threading.Thread(target=second)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(30)
+    assert not errors, errors
+    assert [x.id for x in got["first"]] == [p.id] and got["second"] == []
+    assert Event.objects.filter(domain=tc.id, type="clock.step", subject=item.owner_key).count() == 1
