@@ -213,6 +213,9 @@ KEEPING_TIME = {
     # batch. The live tick keeps BATCH_SIZE, a turn's worth for one brand before the next. KT_BATCH_SIZE
     # alone sets both.
     "ADVANCE_BATCH_SIZE": env.int("KT_ADVANCE_BATCH_SIZE", default=env.int("KT_BATCH_SIZE", default=8000)),
+    # The statements of a batch of a few timers (the guard, the claim, the writes) are prepared once per
+    # PostgreSQL connection (timers/store.py); a pooler in transaction mode cannot keep them: KT_TICK_PREPARE=0.
+    "TICK_PREPARE": env.bool("KT_TICK_PREPARE", default=True),
     "MAX_PASSES": 32,
     "LATE_AFTER_SECONDS": 300,
     # The host webcal:// feed URLs name (the subject calendar's .ics).

@@ -365,7 +365,7 @@ def drive(world: World, monkeypatch, settings) -> dict[str, tuple[Capture, Hot]]
         Hot("tick: fetch the next batch (store.fetch, keyset)", ("FROM timers_timer WHERE domain", ") > ("),
             "timer_tick_order", ordered=True),
         Hot("tick: flush the batch's timers (store.write)", ("UPDATE timers_timer AS t",), "timers_timer_pkey"),
-        Hot("tick: the batch's guard (worker._alive)", ("FROM \"timers_testclock\"", "FOR NO KEY UPDATE"),
+        Hot("tick: the batch's guard (lease.Held.fence_locking)", ("FROM timers_testclock", "FOR NO KEY UPDATE"),
             "timers_testclock_pkey"))
     store = PostgresStore()
     run("load", lambda: store.load(hot, "job_hot3:task:plan:2027"),

@@ -368,7 +368,10 @@ def delivered_events(endpoint: WebhookEndpoint) -> list[str]:
             .values_list("payload", flat=True)]
 
 
-def test_the_ticks_batch_writes_fan_out_in_their_transaction(brand, clock, hooks):
+@pytest.mark.parametrize("advance_batch", [None, 1])  # 1: each batch's writes and endpoints' read pipelined
+def test_the_ticks_batch_writes_fan_out_in_their_transaction(brand, clock, hooks, settings, advance_batch):
+    if advance_batch:
+        settings.KEEPING_TIME = {**settings.KEEPING_TIME, "ADVANCE_BATCH_SIZE": advance_batch}
     test, live = hooks
     end = noop_fires(brand, clock, 25)
     advance(clock.id, end)

@@ -8,13 +8,16 @@ Either way a batch's events become webhook deliveries in the batch's transaction
 
 from __future__ import annotations
 
+import contextlib
 import json
 from datetime import datetime
 
 import psycopg
+from django.conf import settings
 from django.db import connection
 from django.db.models import Q
 from django.db.models.functions import Now
+from psycopg.types.json import Jsonb
 
 from .engine import TIMER_FIELDS, Item
 from .history import LEFT
@@ -23,6 +26,30 @@ from .rows import copy_in, insert_rows, probed_by_key
 from .webhooks import fan_out
 
 _COLUMNS = ", ".join(f'"{c}"' for c in TIMER_FIELDS)
+# A batch writing at most this many rows of each kind (a live tick's timers coming due one by one, a run at
+# KT_ADVANCE_BATCH_SIZE=1) sends its statements in one pipeline: one round trip for the batch's writes and
+# its webhook endpoints' read, where each statement (and each COPY, twice) waited for its answer. Bigger
+# batches go by COPY, whose per-row cost is lower but which a pipeline cannot carry.
+PIPELINED_UP_TO = 64
+# Statements of the one-by-one regime are prepared once per connection (KT_TICK_PREPARE=0 for a pooler in
+# transaction mode): planning each was most of the server's time for a batch of one. Big batches are left
+# to the planner each time, which sees their arrays' sizes.
+
+
+def _prepare(small: bool) -> bool:
+    """Whether to ask psycopg to prepare a statement of a small batch; asking needs a threshold on the
+    connection (Django leaves it None, which turns preparing off), one never reached, so psycopg prepares
+    only what is asked (as calendars/feed_stamp.py does)."""
+    if not (small and settings.KEEPING_TIME.get("TICK_PREPARE", True)):
+        return False
+    connection.ensure_connection()
+    if connection.connection.prepare_threshold is None:
+        connection.connection.prepare_threshold = 2**31 - 1
+    return True
+
+
+_ENDPOINTS = ("SELECT id, brand_id, livemode, enabled_events FROM timers_webhookendpoint "
+              "WHERE brand_id = ANY(%b::varchar[]) AND status = 'enabled'")
 
 
 def _json(value) -> dict:
@@ -42,6 +69,10 @@ class PostgresStore:
         connection.ensure_connection()
         return psycopg.Cursor(connection.connection)
 
+    def cursor(self) -> psycopg.Cursor:
+        """The tick's own cursor (binary, server-side binding) in Django's transaction, for the batch's guard."""
+        return self._cursor()
+
     def _items(self, rows) -> list[Item]:
         out = []
         for row in rows:
@@ -59,7 +90,7 @@ class PostgresStore:
         sql += " ORDER BY owed_at, place, opened_at, key LIMIT %b"
         params.append(limit)
         with self._cursor() as cur:
-            cur.execute(sql, params, binary=True)
+            cur.execute(sql, params, binary=True, prepare=_prepare(limit <= PIPELINED_UP_TO))
             return self._items(cur.fetchall())
 
     def load(self, domain: str, key: str) -> Item | None:
@@ -86,12 +117,17 @@ class PostgresStore:
 
     def write(self, *, domain: str, new: list[Item], changed: list[Item], commits: list[tuple],
               events: list[tuple], sends: list[tuple], tallies: list[tuple] = (), versions: list[tuple] = ()) -> None:
-        with self._cursor() as cur:
+        small = max(len(new), len(commits), len(events), len(changed)) <= PIPELINED_UP_TO
+        rows_in = _insert_values if small else copy_in
+        endpoints = None
+        brands = sorted({e[2] for e in events if e[2]}) if small else []
+        read = self._cursor() if brands else None
+        with self._cursor() as cur, cur.connection.pipeline() if small else contextlib.nullcontext():
             if new:
                 cols = [c for c in TIMER_FIELDS if c != "data"]
-                copy_in(cur, "timers_timer", [*cols, "data", "domain"],
+                rows_in(cur, "timers_timer", [*cols, "data", "domain"],
                         [*(_PG_TYPES[c] for c in cols), "jsonb", "varchar"],
-                        ((*(getattr(i, c) for c in cols), i.data or {}, domain) for i in new))
+                        [(*(getattr(i, c) for c in cols), i.data or {}, domain) for i in new])
             if changed:
                 cols = ("status", "owed_at", "fired_at", "late_by", "attempt", "wakes", "superseded_by", "by",
                         "held_since", "held_by", "remaining", "tick_pass")
@@ -111,12 +147,13 @@ class PostgresStore:
                         + ") AS v(id, " + ", ".join(f'"{c}"' for c in cols) + f") WHERE t.id = v.id AND t.domain = {_DOMAIN}"
                         + where,
                         [*arrays, domain],  # the domain too: on tables distributed by it, one shard (docs/scaling.md)
+                        prepare=_prepare(small),
                     )
             if commits:
-                copy_in(cur, "timers_commit", ["id", "domain", "key", "timer_id", "outcome", "code", "at"],
+                rows_in(cur, "timers_commit", ["id", "domain", "key", "timer_id", "outcome", "code", "at"],
                         ["varchar"] * 6 + ["timestamptz"], commits)
             if events:
-                copy_in(cur, "timers_event", ["id", "domain", "brand_id", "type", "subject", "owed_at", "key", "data",
+                rows_in(cur, "timers_event", ["id", "domain", "brand_id", "type", "subject", "owed_at", "key", "data",
                                               "fired_at", "late_by"],
                         ["varchar"] * 5 + ["timestamptz", "varchar", "jsonb", "timestamptz", "interval"], events)
             if versions:  # a repin's (rare): apart, so the batch's update of every changed timer stays as it is
@@ -124,9 +161,15 @@ class PostgresStore:
                             f"AS v(id, version) WHERE t.id = v.id AND t.domain = {_DOMAIN}",
                             [[i for i, _ in versions], [v for _, v in versions], domain], binary=True)
             if tallies:
-                cur.execute(_tally_sql(len(tallies), "%b"), [v for row in tallies for v in row], binary=True)
+                cur.execute(_tally_sql(len(tallies), "%b"), [v for row in tallies for v in row], binary=True,
+                            prepare=_prepare(small))
+            if brands:
+                read.execute(_ENDPOINTS, [brands], binary=True, prepare=_prepare(small))
+        if read is not None:
+            with read:
+                endpoints = read.fetchall()
         if events:
-            fan_out(events)
+            fan_out(events, endpoints=endpoints)
         if sends:
             _write_sends(sends)
 
@@ -136,6 +179,19 @@ class PostgresStore:
 # planned as a walk of all its rows (timer_domain_owner), once per key for a join. Seen as a parameter, a
 # domain is estimated as an average one, and the key's own index wins (tests/test_query_plans.py, "new").
 _DOMAIN = "(SELECT %b::varchar)"
+
+
+def _insert_values(cur: psycopg.Cursor, table: str, columns: list[str], types: list[str], rows: list) -> None:
+    """copy_in's rows with one INSERT … VALUES, in the rows' order: a statement a pipeline can carry (a COPY
+    waits for the server twice), its parameters plain values (each array of an unnest costs Python more
+    to build than a few rows' values), prepared once for each number of rows."""
+    jsonb = [t == "jsonb" for t in types]
+    one = "(" + ", ".join(f"%b::{t}" for t in types) + ")"
+    params = [Jsonb(v) if j and v is not None else v for row in rows for v, j in zip(row, jsonb, strict=True)]
+    cols = ", ".join(f'"{c}"' for c in columns)
+    cur.execute(f"INSERT INTO {table} ({cols}) VALUES {', '.join([one] * len(rows))}", params,
+                prepare=_prepare(True))
+
 
 _PG_TYPES = {
     "id": "varchar", "key": "varchar", "owner": "varchar", "kind": "varchar", "place": "smallint",

@@ -51,26 +51,19 @@ def observing_flushes(report: Callable[[str, datetime], None]) -> Iterator[None]
         _flush_observers.reset(token)
 
 
+_MOVE_FROZEN = ("UPDATE timers_testclock SET frozen_time = %s WHERE id = %s AND frozen_time < %s AND status NOT IN ("
+                + ", ".join(f"'{s}'" for s in TestClock.GONE) + ")")
+
+
 def _set_frozen(clock_id: str):
     def write(at: datetime) -> None:
-        TestClock.objects.filter(pk=clock_id, frozen_time__lt=at).exclude(status__in=TestClock.GONE).update(
-            frozen_time=at)
+        # Once a batch: the statement as text, where building the queryset cost more than running it.
+        with connection.cursor() as cur:
+            cur.execute(_MOVE_FROZEN, [at, clock_id, at])
         for report in _flush_observers.get():
             report(clock_id, at)
 
     return write
-
-
-def _alive(clock_id: str):
-    """The run's guard, first in each batch's transaction: a clock marked for deletion stops its advance
-    there. It locks the clock's row for the batch, so a delete's mark waits for the batch to commit and
-    never lands between the check and the batch's writes (the frozen time moves with each batch)."""
-    def check() -> bool:
-        status = (TestClock.objects.select_for_update(no_key=True).filter(pk=clock_id)
-                  .values_list("status", flat=True).first())
-        return status is not None and status not in TestClock.GONE
-
-    return check
 
 
 class LeaseLost(KeepingTimeError):
@@ -84,16 +77,21 @@ class _Guard:
     """The Run's guard, composed: the lease's fence first (it renews the lease and orders this batch after
     any taker), then the test clock's liveness, then the turn's budget of batches. Remembers why it stopped."""
 
-    def __init__(self, held: Held, alive: Callable[[], bool] | None = None, batches: int | None = None):
+    def __init__(self, held: Held, batches: int | None = None, *, clock_id: str | None = None):
         self.held = held
-        self.alive = alive
+        self.clock_id = clock_id  # a test clock's liveness, checked with the fence in one statement
         self.left = batches
         self.why = ""
 
     def __call__(self) -> bool:
-        if not self.held.fence():
+        if self.clock_id is not None:
+            fenced, status = self.held.fence_locking(self.clock_id)
+            alive = status is not None and status not in TestClock.GONE
+        else:
+            fenced, alive = self.held.fence(), True
+        if not fenced:
             self.why = "lease"
-        elif self.alive is not None and not self.alive():
+        elif not alive:
             self.why = "deleted"
         elif self.left is not None and self.left <= 0:
             self.why = "turn"
@@ -123,7 +121,7 @@ def advance(clock_id: str, to: datetime, *, redeliver: bool = False, trace: bool
             raise NotFound(f"no test clock {clock_id!r}")
         if to < clock.frozen_time:
             raise TestClockBackward(backward_message(clock, to))
-        guard = _Guard(held, _alive(clock.id))
+        guard = _Guard(held, clock_id=clock.id)
         cfg = settings.KEEPING_TIME
         size = cfg.get("ADVANCE_BATCH_SIZE") or cfg["BATCH_SIZE"]
 
@@ -250,7 +248,7 @@ def _turn(clock: Clock, domain: str, held: Held, *, trace: bool = False, on: set
     """Run ``domain`` to now under ``held``; with ``batches``, stop after that many (``stopped``: more is owed)."""
     now = clock.now()
     floor = _position(domain)
-    guard = _Guard(held, None if is_live(domain) else _alive(domain), batches)
+    guard = _Guard(held, batches=batches, clock_id=None if is_live(domain) else domain)
 
     def run(keep_writes: bool, floor: datetime | None) -> Run:
         return Run(domain=domain, floor=floor, to=now, store=get_store(), now=clock.now, trace=trace, on=on,
