@@ -9,8 +9,12 @@ with one set-based INSERT (not measured), then:
 * runtime: ``timers.worker.advance(clock, T0)`` drains them (claim, fire, commit, record);
 * ceiling: plain SQL does the same claim + commit + record (status/fired_at/late_by/attempt/wakes on the
   timer, one timers_commit row, one 'timer.fired' timers_event row in tick order), as a loop of one CTE
-  statement per batch of the same size, one transaction per batch ("batched"), and as one statement
-  over all N in one transaction ("single"). The faster of the two is the ceiling.
+  statement per batch of the same size, one transaction per batch, each batch starting after the last
+  key the one before it claimed, as the runtime's claim does ("batched"), and as one statement over all N
+  in one transaction ("single"). The faster of the two is the ceiling.
+
+Every statement is counted and timed at psycopg's level (Cursor.execute, executemany, copy), so the
+engine's own psycopg cursors and COPYs count as Django's cursors do.
 
 Each way starts from a vacuumed table with only its own N rows armed and right after a CHECKPOINT (so no
 checkpoint lands inside one way's window by chance; every way pays the same full-page writes), and is
@@ -53,9 +57,12 @@ _TABLE_RE = re.compile(r'"?((?:timers|calendars|portals)_\w+|pg_\w+)"?')
 
 
 class Meter:
-    """Counts what one measured call does on the default connection: statements, time spent inside
-    cursor.execute (server + network + parameter adaptation) by statement kind, and commits as the
-    client sees them (explicit COMMITs of atomic blocks + statements run in autocommit)."""
+    """Counts what one measured call does on the default connection, at psycopg's level (Cursor.execute,
+    executemany and copy, patched on the class), so every statement counts: Django's wrapped cursors, the
+    engine's own psycopg cursors (timers/store.py binds binary parameters on them) and its COPYs alike. For
+    each statement kind: its calls and the time inside the call (server + network + parameter adaptation;
+    for a COPY, the whole block, the rows' formatting included). Commits as the client sees them: explicit
+    COMMITs of atomic blocks + statements run in autocommit."""
 
     def __init__(self):
         from django.db import DEFAULT_DB_ALIAS, connections
@@ -68,19 +75,57 @@ class Meter:
         self.db_calls: dict[str, int] = defaultdict(int)
         self._stack = contextlib.ExitStack()
 
-    def _wrap(self, execute, sql, params, many, context):
+    def _label(self, sql) -> str:
+        if not isinstance(sql, str | bytes):
+            sql = sql.as_string(None) if hasattr(sql, "as_string") else str(sql)
+        if isinstance(sql, bytes):
+            sql = sql.decode("utf-8", "replace")
         head = sql.lstrip().split(None, 1)[0].upper() if sql.strip() else "?"
         m = _TABLE_RE.search(sql)
-        label = f"{head} {m.group(1) if m else ''}".strip()
-        if not context["connection"].in_atomic_block:
+        return f"{head} {m.group(1) if m else ''}".strip()
+
+    def _count(self, cursor, sql) -> str:
+        label = self._label(sql)
+        if cursor.connection.autocommit:
             self.autocommit_statements += 1
         self.statements += 1
-        start = time.perf_counter()
-        try:
-            return execute(sql, params, many, context)
-        finally:
-            self.db_seconds[label] += time.perf_counter() - start
-            self.db_calls[label] += 1
+        return label
+
+    def _add(self, label: str, seconds: float) -> None:
+        self.db_seconds[label] += seconds
+        self.db_calls[label] += 1
+
+    def _patch(self) -> None:
+        import psycopg
+
+        meter = self
+
+        def timed(original):
+            def call(cursor, query, *args, **kwargs):
+                label = meter._count(cursor, query)
+                start = time.perf_counter()
+                try:
+                    return original(cursor, query, *args, **kwargs)
+                finally:
+                    meter._add(label, time.perf_counter() - start)
+
+            return call
+
+        @contextlib.contextmanager
+        def copy(cursor, statement, *args, **kwargs):
+            label = meter._count(cursor, statement)
+            start = time.perf_counter()
+            try:
+                with original_copy(cursor, statement, *args, **kwargs) as block:
+                    yield block
+            finally:
+                meter._add(label, time.perf_counter() - start)
+
+        original_copy = psycopg.Cursor.copy
+        for name, replacement in (("execute", timed(psycopg.Cursor.execute)),
+                                  ("executemany", timed(psycopg.Cursor.executemany)), ("copy", copy)):
+            self._stack.callback(setattr, psycopg.Cursor, name, getattr(psycopg.Cursor, name))
+            setattr(psycopg.Cursor, name, replacement)
 
     def __enter__(self) -> Meter:
         wrapper = self.connection
@@ -92,7 +137,7 @@ class Meter:
 
         wrapper.commit = commit  # instance attribute: Atomic.__exit__ calls connection.commit()
         self._stack.callback(lambda: wrapper.__dict__.pop("commit", None))
-        self._stack.enter_context(wrapper.execute_wrapper(self._wrap))
+        self._patch()
         return self
 
     def __exit__(self, *exc) -> None:
@@ -248,13 +293,16 @@ def run_runtime(brand, n: int, overhead: int, *, profile: bool = False) -> dict:
     return result
 
 
+# The claim as the runtime's (timers/store.py, PostgresStore.fetch): armed and owed, in tick order, each batch
+# starting after the last key the batch before it claimed (a keyset continuation), never from the index's
+# start, where every timer already fired would be stepped over again.
 CEILING_SQL = """
 WITH claimed AS (
     UPDATE timers_timer AS t
        SET status = 'fired', fired_at = %(now)s, late_by = interval '0', attempt = t.attempt + 1,
            wakes = t.wakes + 1
      WHERE t.id IN (SELECT id FROM timers_timer
-                     WHERE domain = %(domain)s AND status = 'armed' AND owed_at <= %(to)s
+                     WHERE domain = %(domain)s AND status = 'armed' AND owed_at <= %(to)s{after}
                      ORDER BY owed_at, place, opened_at, key
                      LIMIT %(limit)s
                      FOR UPDATE)
@@ -264,13 +312,17 @@ WITH claimed AS (
     SELECT 'cmt_' || left(replace(gen_random_uuid()::text, '-', ''), 28), %(domain)s, key, id, 'committed', '',
            %(now)s
       FROM claimed
+), recorded AS (
+    INSERT INTO timers_event (id, domain, brand_id, type, subject, owed_at, key, data, fired_at)
+    SELECT 'evt_' || left(replace(gen_random_uuid()::text, '-', ''), 28), %(domain)s, brand_id, 'timer.fired', owner,
+           owed_at, key, data, %(now)s
+      FROM claimed
+     ORDER BY owed_at, place, opened_at, key
 )
-INSERT INTO timers_event (id, domain, brand_id, type, subject, owed_at, key, data, fired_at)
-SELECT 'evt_' || left(replace(gen_random_uuid()::text, '-', ''), 28), %(domain)s, brand_id, 'timer.fired', owner,
-       owed_at, key, data, %(now)s
-  FROM claimed
- ORDER BY owed_at, place, opened_at, key
+SELECT (SELECT count(*) FROM claimed), owed_at, place, opened_at, key
+  FROM claimed ORDER BY owed_at DESC, place DESC, opened_at DESC, key DESC LIMIT 1
 """
+AFTER_SQL = " AND (owed_at, place, opened_at, key) > (%(owed_at)s, %(place)s, %(opened_at)s, %(key)s)"
 
 
 def run_ceiling(brand, n: int, overhead: int, *, batch: int | None) -> dict:
@@ -281,7 +333,8 @@ def run_ceiling(brand, n: int, overhead: int, *, batch: int | None) -> dict:
     label = "single" if batch is None else f"batched {batch}"
     clock = new_clock(brand, f"ceiling {label} n={n}")
     arm_seconds = arm(clock.id, brand.id, n)
-    params = {"now": T0, "to": T0, "domain": clock.id, "limit": batch}
+    params: dict = {"now": T0, "to": T0, "domain": clock.id, "limit": batch}
+    first, after = CEILING_SQL.format(after=""), CEILING_SQL.format(after=AFTER_SQL)
     result: dict = {
         "domain": clock.id,
         "arm_seconds": arm_seconds,
@@ -291,10 +344,17 @@ def run_ceiling(brand, n: int, overhead: int, *, batch: int | None) -> dict:
     }
     with window(result, overhead):
         start = time.perf_counter()
+        last = None
         while True:
             with transaction.atomic(), connection.cursor() as cur:
-                cur.execute(CEILING_SQL, params)
-                got = cur.rowcount
+                if last is None:
+                    cur.execute(first, params)
+                else:
+                    cur.execute(after, {**params, **dict(zip(("owed_at", "place", "opened_at", "key"), last,
+                                                             strict=True))})
+                row = cur.fetchone()
+            got = row[0] if row else 0
+            last = tuple(row[1:]) if row else last
             result["fired"] += got
             result["statements"] += 1
             if batch is None or got < batch:
@@ -358,7 +418,7 @@ def machine() -> dict:
 
 def breakdown(meter: Meter, seconds: float, indent: str = "      ") -> str:
     lines = [
-        f"{indent}time in cursor.execute: {meter.db_total:.3f}s of {seconds:.3f}s "
+        f"{indent}time in psycopg's execute/executemany/copy: {meter.db_total:.3f}s of {seconds:.3f}s "
         f"({100 * meter.db_total / seconds:.0f}%); the rest is Python in the process"
     ]
     for label, secs in sorted(meter.db_seconds.items(), key=lambda kv: -kv[1]):
