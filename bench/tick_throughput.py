@@ -295,12 +295,13 @@ def run_runtime(brand, n: int, overhead: int, *, profile: bool = False) -> dict:
 
 # The claim as the runtime's (timers/store.py, PostgresStore.fetch): armed and owed, in tick order, each batch
 # starting after the last key the batch before it claimed (a keyset continuation), never from the index's
-# start, where every timer already fired would be stepped over again.
+# start, where every timer already fired would be stepped over again. A fired timer leaves the armed table
+# for its month of history in the same statement, stamped moved_at, as the runtime's write does.
 CEILING_SQL = """
 WITH claimed AS (
     UPDATE timers_timer AS t
        SET status = 'fired', fired_at = %(now)s, late_by = interval '0', attempt = t.attempt + 1,
-           wakes = t.wakes + 1
+           wakes = t.wakes + 1, moved_at = now()
      WHERE t.id IN (SELECT id FROM timers_timer
                      WHERE domain = %(domain)s AND status = 'armed' AND owed_at <= %(to)s{after}
                      ORDER BY owed_at, place, opened_at, key
