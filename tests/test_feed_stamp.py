@@ -304,7 +304,7 @@ def test_the_people_dates_change_the_feeds_etag(client, deal):
 
 
 @pytest.mark.skipif(connection.vendor != "postgresql", reason="the probe is PostgreSQL's one statement")
-def test_a_polling_calendar_app_costs_one_statement_and_loads_nothing(client, brand, acme, monkeypatch,
+def test_a_polling_calendar_app_costs_one_statement_and_loads_nothing(client, brand, acme, monkeypatch, settings,
                                                                        django_assert_max_num_queries):
     """A 304, and a 200 whose body is in the cache, are the probe's one statement: the token's lookup and the
     stamp together, before any subject is loaded or the feed built. Its stamp is the ordinary path's, on a
@@ -334,3 +334,6 @@ def test_a_polling_calendar_app_costs_one_statement_and_loads_nothing(client, br
     # A wrong token is no probe's answer: the ordinary path says 404.
     monkeypatch.undo()
     assert get(client, subject, "wrong", HTTP_IF_NONE_MATCH=tags[subject.id]).status_code == 404
+    # Unprepared (behind a pooler in transaction mode), the same statement binds on the client.
+    settings.KEEPING_TIME = {**settings.KEEPING_TIME, "FEED_PREPARE": False}
+    assert stamps.probe(subject_id=subject.id, digest=subject.feed_digest).stamp.etag == tags[subject.id]
