@@ -16,7 +16,6 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
-from decimal import Decimal
 from zoneinfo import ZoneInfo
 
 from django.db import transaction
@@ -34,7 +33,6 @@ from timers.api.serializers import (
     QueryBooleanField,
     StrictBooleanField,
     StrictCharField,
-    StrictDecimalField,
     StrictRegexField,
     _plain_json,
     const,
@@ -59,6 +57,7 @@ from timers.services import domain_now
 from timers.timeutil import iso_z
 
 from . import registry
+from .amounts import AmountField, CurrencyField
 from .declare import Service, ServiceError
 from .models import Job, Subscription
 from .repin import job_repin
@@ -767,8 +766,8 @@ class ClockSatisfyView(BrandAPIView):
 
 class ClockPenaltySerializer(serializers.Serializer):
     notice = StrictCharField(max_length=64, help_text="The notice that assessed it, e.g. CP14")
-    amount = StrictDecimalField(max_digits=12, decimal_places=2, min_value=Decimal("0.01"),
-                                help_text="The penalty assessed, in USD")
+    amount = AmountField(help_text="The penalty assessed, in the currency's smallest unit: 30000 is $300.00")
+    currency = CurrencyField(required=False, default="usd")
 
 
 class PenaltySerializer(serializers.Serializer):
@@ -776,7 +775,9 @@ class PenaltySerializer(serializers.Serializer):
     clock = serializers.CharField()
     period = serializers.CharField()
     notice = serializers.CharField()
-    amount_cents = serializers.IntegerField()
+    amount = serializers.IntegerField(help_text="The penalty, in cents")
+    currency = serializers.CharField()
+    amount_cents = serializers.IntegerField(help_text="The same as amount (kept for older clients)")
     guarantee_cap_cents = serializers.IntegerField(help_text="0 when the clock carries no guarantee")
     credited_cents = serializers.IntegerField(help_text="What the brand's line credits: the penalty, up to what is "
                                               "left of the cap")
@@ -789,20 +790,23 @@ class ClockPenaltyView(BrandAPIView):
         operation_id="clocks_penalties_create", tags=["clocks"], request=ClockPenaltySerializer,
         summary="Record a penalty notice for the clock's period",
         description="Recorded as clock.penalty. When the clock carries a guarantee, the penalty is credited from "
-                    "the brand's line up to the guarantee's cap (members' pay stays whole). The same notice "
-                    "again answers with its first credit and records nothing.",
-        responses={201: PenaltySerializer, **ERRORS, **NOT_FOUND},
+                    "the brand's line up to the guarantee's cap (members' pay stays whole); a clock the customer "
+                    "answers for carries no guarantee of the brand's (409 guarantee_not_brands), and with "
+                    "excludes: 'held' the time the job waited on the party is left out. The amount is in cents "
+                    "(400 invalid_amount for a float or a dollar string). The same notice again answers with "
+                    "its first credit and records nothing.",
+        responses={201: PenaltySerializer, **ERRORS, **NOT_FOUND, **CONFLICT},
     )
     def post(self, request, clock_id: str):
         clock = get_clock(self.brand, clock_id)
         body = self.body(ClockPenaltySerializer)
-        cents = int(body["amount"] * 100)
+        cents = body["amount"]
         with through_the_gate():
             line = penalty_notice(armer=DirectArmer(brand=self.brand, domain=clock.domain), clock=clock,
-                                  amount_cents=cents, notice=body["notice"])
+                                  amount_cents=cents, notice=body["notice"], currency=body["currency"])
         return Response({
             "object": "penalty", "clock": clock.id, "period": clock.period, "notice": body["notice"],
-            "amount_cents": cents, "guarantee_cap_cents": clock.guarantee_cap_cents,
+            "amount": cents, "currency": body["currency"], "amount_cents": cents, "guarantee_cap_cents": clock.guarantee_cap_cents,
             "credited_cents": line.amount_cents if line is not None else 0,
             "money_line": line.id if line is not None else None,
         }, status=201)

@@ -119,7 +119,8 @@ class Step:
     """One step of a job's delivery, done by a member of ``pool`` (a Task), by ``party`` through a link (an
     ask that ``expires``), or by the system (neither). ``within`` is the step's own deadline from entering
     it; ``needs`` a grant scope the step may not move without; ``usd`` what its act costs when done (paid acts
-    stay charged if the job lapses)."""
+    stay charged if the job lapses); ``pay`` the member's share of it, owed to whoever did the act (a pool's
+    step only), on its own line so nothing that comes off the brand's line reaches it."""
 
     name: str
     pool: str | None = None
@@ -128,6 +129,11 @@ class Step:
     expires: str | None = None
     needs: str | None = None
     usd: float | None = None
+    pay: float | None = None
+
+    @property
+    def pay_cents(self) -> int:
+        return round((self.pay or 0) * 100)
 
 
 @dataclass(frozen=True)
@@ -560,6 +566,12 @@ class Service:
                                    f"{', '.join(self.scopes) or 'none'}")
             if step.expires and not step.party:
                 raise ServiceError(f"{where}.expires: only a party's step sends a link that expires")
+            if step.pay is not None:
+                if not step.pool:
+                    raise ServiceError(f"{where}.pay: only a pool's step pays a member")
+                if not 0 < step.pay <= (step.usd or 0):
+                    raise ServiceError(f"{where}.pay: the member's share of the act, more than 0 and at most its "
+                                       f"usd ({step.usd or 0})")
             for attr, into in (("within", self.step_within), ("expires", self.step_expires)):
                 text = getattr(step, attr)
                 if text:

@@ -106,7 +106,14 @@ class Job(models.Model):
 
 
 class MoneyLine(models.Model):
-    """One line of the ledger, in integer cents. Money moves last in an instant (place 8)."""
+    """One line of the ledger, an integer amount in the currency's smallest unit (cents for usd). Money moves
+    last in an instant (place 8).
+
+    Who each kind is between: a hold is the buyer's funds put aside; a charge moves them (or a cycle's price)
+    to the brand, a release returns what a hold did not charge, a credit or a refund comes off the brand's
+    line back to the buyer; a pay is the member's share of an act they did, owed by the brand to them. A
+    member's pay is its own line so nothing that comes off the brand's line (a late price, a guarantee's
+    credit, a lapse) can touch it."""
 
     class Kind(models.TextChoices):
         CHARGE = "charge"
@@ -114,6 +121,7 @@ class MoneyLine(models.Model):
         REFUND = "refund"
         HOLD = "hold"
         RELEASE = "release"
+        PAY = "pay"
 
     class Status(models.TextChoices):
         OWED = "owed"
@@ -132,12 +140,27 @@ class MoneyLine(models.Model):
     status = models.CharField(max_length=10, choices=Status.choices, default=Status.OWED)
     memo = models.CharField(max_length=200, blank=True)
     step = models.CharField(max_length=40, blank=True, help_text="the act it charges: a step done")
+    # PROTECT: a member's earnings are the record of what they were owed; a user with pay is deactivated,
+    # never deleted (removing a membership keeps the user).
+    member = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.PROTECT, null=True, blank=True,
+                               related_name="pay", help_text="a pay line's member: who did the act")
     owed_at = models.DateTimeField()
     collected_at = models.DateTimeField(null=True, blank=True)
 
     class Meta:
         constraints = [
             models.CheckConstraint(name="money_amount_positive", condition=Q(amount_cents__gte=0)),
+            models.CheckConstraint(name="money_kind_known",
+                                   condition=Q(kind__in=["charge", "credit", "refund", "hold", "release", "pay"])),
+            # A pay line is to a member, and only a pay line is: the brand's lines never name one.
+            models.CheckConstraint(name="money_pay_has_member",
+                                   condition=Q(kind="pay", member__isnull=False) | (~Q(kind="pay")
+                                                                                    & Q(member__isnull=True))),
+        ]
+        indexes = [
+            # A member's earnings over a period (services/ledger.py, member_earnings).
+            models.Index(fields=["member", "owed_at"], name="money_member_owed",
+                         condition=Q(member__isnull=False)),
         ]
 
     def __str__(self) -> str:

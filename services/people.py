@@ -163,6 +163,7 @@ def step_done(*, armer: Armer, job: Job, step: str, by: str = "", member: str = 
         raise Refused("needs_grant", f"{step} needs the {current.needs} grant from "
                                      f"{svc.scopes[current.needs].party}, and none is active",
                       {"step": step, "scope": current.needs})
+    task = None
     if current.pool:
         task = Task.objects.filter(job=job, entry=job.step_entry).first()
         if task is None or task.status != Task.Status.TAKEN:
@@ -178,6 +179,11 @@ def step_done(*, armer: Armer, job: Job, step: str, by: str = "", member: str = 
         post_money(armer=armer, brand_id=job.brand_id, domain=job.domain, kind="charge", cents=round(current.usd * 100),
                    memo=f"{job.service} {job.period} · {step} done", owed_at=armer.now, key_owner=job.id,
                    occurrence=f"{step} #{job.step_entry}", subscription=job.subscription, job=job, step=step)
+    if current.pay and task is not None:  # the member's share, as the act commits: a lapse after leaves it whole
+        post_money(armer=armer, brand_id=job.brand_id, domain=job.domain, kind="pay", cents=current.pay_cents,
+                   memo=f"{job.service} {job.period} · {step} · pay to {by}", owed_at=armer.now, key_owner=job.id,
+                   occurrence=f"{step} #{job.step_entry}", subscription=job.subscription, job=job, step=step,
+                   member_id=task.member_id)
     _leave(armer, job, why="step.done")
     nxt = svc.next_step(step)
     if nxt is None:

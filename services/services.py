@@ -110,11 +110,13 @@ def money_line_id(domain: str, key_owner: str, kind: str, occurrence: str) -> st
 
 def post_money(*, armer: Armer, brand_id: str, domain: str, kind: str, cents: int, memo: str, owed_at: datetime,
                key_owner: str, occurrence: str, subscription: Subscription | None = None,
-               job: Job | None = None, step: str = "") -> MoneyLine:
-    """Post a line as owed and arm the money timer (place 8) that collects it."""
+               job: Job | None = None, step: str = "", member_id: int | None = None) -> MoneyLine:
+    """Post a line as owed and arm the money timer (place 8) that collects it. ``member_id``: a pay line's
+    member (the user who did the act)."""
     line = MoneyLine(
         id=money_line_id(domain, key_owner, kind, occurrence), brand_id=brand_id, domain=domain,
         subscription=subscription, job=job, kind=kind, amount_cents=cents, memo=memo, owed_at=owed_at, step=step,
+        member_id=member_id,
     )
     batches.create(line)
     pinned = job or subscription
@@ -569,16 +571,66 @@ def deadline_follows_clock(armer: Armer, item: ClockItem) -> None:
     batches.save(job, fields=["late_at"])
 
 
+CURRENCIES = ("usd",)  # what a brand's lines are kept in; every amount is in its smallest unit (cents)
+
+
+def check_amount(amount: object, currency: object = "usd", *, param: str = "amount") -> tuple[int, str]:
+    """An amount as the API, the CLI and the record take it: a positive whole number in the currency's
+    smallest unit (Stripe's ``amount``: 30000 is $300.00), never a float or a dollar string."""
+    if isinstance(amount, bool) or not isinstance(amount, int) or amount <= 0:
+        shown = f"{amount!r}" if isinstance(amount, str) else str(amount)
+        raise _bad(f"{param}: a positive whole number of cents (30000 is $300.00), not {shown}", "invalid_amount",
+                   param)
+    if currency not in CURRENCIES:
+        raise _bad(f"currency: one of {', '.join(CURRENCIES)}, not {currency!r}", "invalid_currency", "currency")
+    return amount, str(currency)
+
+
+def _bad(message: str, code: str, param: str) -> KeepingTimeError:
+    err = KeepingTimeError(message, code=code)
+    err.param = param  # the API's answer names the field (timers.api.errors)
+    return err
+
+
+def _held_on_party(clock: Clock, job: Job, start: datetime, end: datetime) -> timedelta:
+    """How much of [start, end) the job waited on the party (job.waiting .. job.resumed on the record)."""
+    from timers.models import Event
+
+    held, since = timedelta(0), None
+    for type_, at_ in (Event.objects.filter(domain=clock.domain, subject=job.id, type__in=("job.waiting", "job.resumed"),
+                                            owed_at__lt=end).order_by("seq").values_list("type", "owed_at")):
+        if type_ == "job.waiting":
+            since = at_ if since is None else since
+        elif since is not None:
+            held += max(timedelta(0), min(at_, end) - max(since, start))
+            since = None
+    if since is not None:
+        held += max(timedelta(0), end - max(since, start))
+    return held
+
+
 @transaction.atomic
-def penalty_notice(*, armer: Armer, clock: Clock, amount_cents: int, notice: str) -> MoneyLine | None:
+def penalty_notice(*, armer: Armer, clock: Clock, amount_cents: int, notice: str,
+                   currency: str = "usd") -> MoneyLine | None:
     """A penalty notice for a clock's period. If the clock carries a guarantee (the brand answers for it),
-    the penalty is credited from the brand's line, up to the guarantee's cap; AI and members' pay stay whole.
+    the penalty is credited from the brand's line, up to the guarantee's cap; AI and members' pay stay whole
+    (a credit is the brand's own line: it never names a member, and no pay line changes).
+
+    Only a clock the brand answers for (the brand, or one of its people, of record) carries the brand's
+    guarantee: on a clock the customer answers for the notice is refused ``409 guarantee_not_brands``.
+    With ``excludes: 'held'`` the time the job waited on the party, between the date and the notice, is left
+    out: the credit is the penalty's share of the late time that was the brand's.
 
     One notice at a time per clock (its row is locked: the cap is read, then spent), and a notice already
     credited returns its line again and records nothing (its line's id is seeded by the notice)."""
-    if amount_cents <= 0:
-        raise KeepingTimeError(f"a penalty is a positive amount, not {amount_cents} cents", code="invalid_amount")
+    from .members import brand_people
+
+    amount_cents, currency = check_amount(amount_cents, currency)
     Clock.objects.select_for_update().filter(pk=clock.pk).first()
+    if clock.guarantee and clock.answers_for and clock.answers_for not in brand_people(clock.brand_id):
+        raise KeepingTimeError(f"{clock.answers_for} answers for this date, not the brand: the brand's guarantee "
+                               "covers only dates the brand or its people of record answer for",
+                               code="guarantee_not_brands", status=409)
     job = Job.objects.filter(pk=clock.owner_ref).first()
     occurrence = f"guarantee {notice}"
     if job is not None:
@@ -588,9 +640,17 @@ def penalty_notice(*, armer: Armer, clock: Clock, amount_cents: int, notice: str
     cap = clock.guarantee_cap_cents
     already = sum(MoneyLine.objects.filter(job=job, kind="credit", memo__startswith=f"guarantee · {clock.id}")
                   .values_list("amount_cents", flat=True)) if job else 0
-    credit = max(0, min(amount_cents, cap - already)) if clock.guarantee else 0
-    armer.record("clock.penalty", subject=clock.id, data={"notice": notice, "amount": amount_cents, "credited": credit,
-                                                          "cap": cap, "period": clock.period})
+    covered, held = amount_cents, timedelta(0)
+    if clock.guarantee and job is not None and (clock.guarantee or {}).get("excludes") == "held":
+        due = clock.items.order_by("due_at").values_list("due_at", flat=True).first()
+        if due is not None and armer.now > due:
+            late = armer.now - due
+            held = _held_on_party(clock, job, due, armer.now)
+            covered = amount_cents * (late - held) // late  # floor: the brand never credits a cent it doesn't owe
+    credit = max(0, min(covered, cap - already)) if clock.guarantee else 0
+    armer.record("clock.penalty", subject=clock.id, data={
+        "notice": notice, "amount": amount_cents, "currency": currency, "credited": credit, "cap": cap,
+        "period": clock.period, **({"held_on_party_s": int(held.total_seconds())} if held else {})})
     if not credit or job is None:
         return None
     return post_money(armer=armer, brand_id=clock.brand_id, domain=clock.domain, kind="credit", cents=credit,

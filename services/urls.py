@@ -2,7 +2,7 @@
 
 from django.urls import path
 
-from . import api, members_api, people_api, proposals_api, subjects_api
+from . import api, members_api, money_api, people_api, proposals_api, subjects_api
 
 urlpatterns = [
     path("subjects", subjects_api.SubjectListView.as_view(), name="subject-list"),
@@ -16,6 +16,9 @@ urlpatterns = [
     path("subscriptions/<str:subscription_id>/pause", api.SubscriptionPauseView.as_view(), name="subscription-pause"),
     path("subscriptions/<str:subscription_id>/resume", api.SubscriptionResumeView.as_view(),
          name="subscription-resume"),
+    path("subjects/<str:subject_id>/statements", money_api.SubjectStatementsView.as_view(),
+         name="subject-statements"),
+    path("balance", money_api.BalanceView.as_view(), name="balance"),
     path("subjects/<str:subject_id>/events", api.SubjectEventView.as_view(), name="subject-events"),
     path("jobs", subjects_api.JobsView.as_view(), name="job-list"),
     path("jobs/<str:job_id>", api.JobDetailView.as_view(), name="job-detail"),
@@ -46,6 +49,7 @@ urlpatterns = [
     # A brand's members and pools (services/members_api.py).
     path("members", members_api.MemberListView.as_view(), name="member-list"),
     path("members/<str:member_id>", members_api.MemberDetailView.as_view(), name="member-detail"),
+    path("members/<str:member_id>/earnings", money_api.MemberEarningsView.as_view(), name="member-earnings"),
     path("members/<str:member_id>/remove", members_api.MemberRemoveView.as_view(), name="member-remove"),
     path("pools", members_api.PoolListView.as_view(), name="pool-list"),
     path("pools/<str:pool>/members", members_api.PoolMemberAddView.as_view(), name="pool-member-add"),

@@ -405,28 +405,39 @@ def test_a_penalty_notice_over_http_is_credited_up_to_the_guarantees_cap_once_pe
 
     job = tax.job()
     pay, file = tax.clock(job, "pay"), tax.clock(job, "file")
-    Clock.objects.filter(pk=pay.id).update(guarantee={"cap_usd": 500})  # the brand answers for the pay date
-    got = [tax.api.post(f"/clocks/{pay.id}/penalties", {"notice": n, "amount": 300}) for n in ("CP14", "CP501",
-                                                                                                     "CP503")]
+    Clock.objects.filter(pk=pay.id).update(guarantee={"cap_usd": 500})
+    # Ada Lovelace (the customer's) answers for it: the brand's guarantee does not cover her date.
+    r = tax.api.post(f"/clocks/{pay.id}/penalties", {"notice": "CP14", "amount": 30_000})
+    assert r.status == 409 and r.body["error"]["code"] == "guarantee_not_brands", r.body
+    Clock.objects.filter(pk=pay.id).update(answers_for="the brand")  # handed to the steward: the brand's now
+    got = [tax.api.post(f"/clocks/{pay.id}/penalties", {"notice": n, "amount": 30_000, "currency": "usd"})
+           for n in ("CP14", "CP501", "CP503")]
     assert [r.status for r in got] == [201, 201, 201], [r.body for r in got]
     assert [r.body["credited_cents"] for r in got] == [30_000, 20_000, 0]  # capped at $500
+    assert (got[0].body["amount"], got[0].body["currency"]) == (30_000, "usd")  # cents, never read as dollars
     assert got[0].body["guarantee_cap_cents"] == 50_000 and got[0].body["period"] == "2027"
     assert got[2].body["money_line"] is None
     lines = MoneyLine.objects.filter(job=job, kind="credit")
     assert sorted(lines.values_list("amount_cents", flat=True)) == [20_000, 30_000]
     # The same notice again: its first credit, and nothing more recorded.
-    again = tax.api.post(f"/clocks/{pay.id}/penalties", {"notice": "CP14", "amount": 300})
+    again = tax.api.post(f"/clocks/{pay.id}/penalties", {"notice": "CP14", "amount": 30_000})
     assert again.status == 201 and again.body["money_line"] == got[0].body["money_line"]
     assert Event.objects.filter(domain=tax.tc, type="clock.penalty", subject=pay.id).count() == 3
     assert lines.count() == 2
     # No guarantee: recorded, nothing credited.
-    r = tax.api.post(f"/clocks/{file.id}/penalties", {"notice": "CP2000", "amount": 100})
+    r = tax.api.post(f"/clocks/{file.id}/penalties", {"notice": "CP2000", "amount": 10_000})
     assert r.status == 201 and r.body["credited_cents"] == 0 and r.body["guarantee_cap_cents"] == 0
     # Bad input and other brands' clocks: a clear error, nothing recorded.
-    for body, param in (({"notice": "CP1", "amount": -5}, "amount"), ({"amount": 5}, "notice"),
-                        ({"notice": "CP1", "amount": "lots"}, "amount"), ({"notice": "CP1", "amount": "300.00"}, "amount")):
+    for body, param, code in (({"notice": "CP1", "amount": -5}, "amount", "invalid_amount"),
+                              ({"amount": 5}, "notice", "invalid_request"),
+                              ({"notice": "CP1", "amount": "lots"}, "amount", "invalid_amount"),
+                              ({"notice": "CP1", "amount": "300.00"}, "amount", "invalid_amount"),
+                              ({"notice": "CP1", "amount": 300.0}, "amount", "invalid_amount"),
+                              ({"notice": "CP1", "amount": 300.5}, "amount", "invalid_amount"),
+                              ({"notice": "CP1", "amount": True}, "amount", "invalid_amount"),
+                              ({"notice": "CP1", "amount": 5, "currency": "eur"}, "currency", "invalid_currency")):
         r = tax.api.post(f"/clocks/{pay.id}/penalties", body)
-        assert r.status == 400 and r.body["error"]["param"] == param, r.body
+        assert r.status == 400 and (r.body["error"]["param"], r.body["error"]["code"]) == (param, code), r.body
     assert tax.api.post("/clocks/clk_nope/penalties", {"notice": "CP1", "amount": 5}).status == 404
     assert globex.post(f"/clocks/{pay.id}/penalties", {"notice": "CP1", "amount": 5}).status == 404
     assert Event.objects.filter(domain=tax.tc, type="clock.penalty").count() == 4

@@ -9,6 +9,7 @@ from datetime import timedelta
 from io import StringIO
 
 import pytest
+from django.contrib.auth import get_user_model
 from django.core.management import call_command
 from django.db import IntegrityError, transaction
 
@@ -19,7 +20,8 @@ from services.models import Job, MoneyLine, Subscription
 from services.services import job_open, subscription_cancel, subscription_create
 from tests.conftest import at
 from timers.clock import VirtualWallClock
-from timers.models import Event, Timer
+from timers.errors import KeepingTimeError
+from timers.models import Event, Membership, Timer
 from timers.services import test_clock_create, timer_wake
 from timers.worker import Worker, advance
 
@@ -253,6 +255,13 @@ def test_a_guarantee_credits_a_penalty_notice_up_to_its_cap(brand):
     pay = job_clocks["pay"]
     pay.guarantee = {"cap_usd": 500}
     pay.save()
+    # Ada Lovelace answers for it: the brand's guarantee covers it only while she is one of the brand's people.
+    with pytest.raises(KeepingTimeError) as refused:
+        penalty_notice(armer=armer, clock=pay, amount_cents=30_000, notice="CP14")
+    assert (refused.value.code, refused.value.status) == ("guarantee_not_brands", 409)
+    assert not Event.objects.filter(domain=tc.id, type="clock.penalty").exists()
+    ada = get_user_model().objects.create_user("ada")
+    Membership.objects.create(user=ada, brand=brand, role="member", name="Ada Lovelace")
     first = penalty_notice(armer=armer, clock=pay, amount_cents=30_000, notice="CP14")
     second = penalty_notice(armer=armer, clock=pay, amount_cents=30_000, notice="CP501")
     third = penalty_notice(armer=armer, clock=pay, amount_cents=30_000, notice="CP503")

@@ -53,7 +53,8 @@ def _first_error(detail, path: str = "") -> tuple[str | None, str]:
 
 # Codes a field's ValidationError may carry to the answer (NameField, InstantField, SpanField); any other is
 # DRF's own (invalid, required, max_length …), answered as invalid_request.
-FIELD_CODES = frozenset({"invalid_name", "invalid_time", "invalid_span"})
+FIELD_CODES = frozenset({"invalid_name", "invalid_time", "invalid_span", "invalid_amount",
+                         "invalid_currency"})  # invalid_amount, invalid_currency: services.amounts
 
 
 def _validation(exc: drf.ValidationError) -> tuple[str, str, str | None]:
