@@ -150,10 +150,12 @@ def test_a_link_reminds_a_day_before_reopens_once_and_the_second_expiry_lapses_t
         reopened = events(tc, "ask.reopened", a.id)
         assert [(e.owed_at, e.data["expires"]) for e in reopened] == [(at(10, 28, 16), "2027-11-04T16:00:00Z")]
         assert Ask.objects.get(job=a, step="offer").status == "expired"
-        # The hold returns, less the appraisal grace already did: that act stays charged.
+        # The hold returns, less the appraisal grace already did: that act stays charged, and her pay for it
+        # (its own line, to her) stays whole.
         lines = {(m.kind, m.amount_cents, m.status) for m in MoneyLine.objects.filter(job=a)}
         assert lines == {("hold", 150000, "collected"), ("charge", 20000, "collected"),
-                         ("release", 130000, "collected")}
+                         ("release", 130000, "collected"), ("pay", 12000, "collected")}
+        assert MoneyLine.objects.get(job=a, kind="pay").member.username == "grace"
         lapsed = events(tc, "job.lapsed", a.id)[0]
         assert lapsed.data["released"] == 130000 and lapsed.data["acts_charged"] == 20000
         # Its timers stopped: the job's deadline never comes for a lapsed deal.
