@@ -12,12 +12,12 @@ from rest_framework import serializers
 from timers.api.serializers import Choice
 from timers.errors import KeepingTimeError
 
-from .services import CURRENCIES, check_amount
+from .services import CURRENCIES, MAX_AMOUNT, check_amount
 
 _DIGITS_ONLY = re.compile(r"[0-9]{1,15}")
 
 
-@extend_schema_field({"type": "integer", "minimum": 1, "example": 30000,
+@extend_schema_field({"type": "integer", "minimum": 1, "maximum": MAX_AMOUNT, "example": 30000,
                       "description": "A whole number in the currency's smallest unit: 30000 is $300.00"})
 class AmountField(serializers.Field):
     """An amount in cents: a JSON integer (a form field writes it as digits). 300.0, 300.5 and "300.00" are

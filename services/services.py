@@ -572,15 +572,16 @@ def deadline_follows_clock(armer: Armer, item: ClockItem) -> None:
 
 
 CURRENCIES = ("usd",)  # what a brand's lines are kept in; every amount is in its smallest unit (cents)
+MAX_AMOUNT = 99_999_999  # Stripe's most for one usd amount ($999,999.99); a line's sum stays a 32-bit integer
 
 
 def check_amount(amount: object, currency: object = "usd", *, param: str = "amount") -> tuple[int, str]:
     """An amount as the API, the CLI and the record take it: a positive whole number in the currency's
     smallest unit (Stripe's ``amount``: 30000 is $300.00), never a float or a dollar string."""
-    if isinstance(amount, bool) or not isinstance(amount, int) or amount <= 0:
+    if isinstance(amount, bool) or not isinstance(amount, int) or not 0 < amount <= MAX_AMOUNT:
         shown = f"{amount!r}" if isinstance(amount, str) else str(amount)
-        raise _bad(f"{param}: a positive whole number of cents (30000 is $300.00), not {shown}", "invalid_amount",
-                   param)
+        raise _bad(f"{param}: a whole number of cents from 1 to {MAX_AMOUNT} (30000 is $300.00), not {shown}",
+                   "invalid_amount", param)
     if currency not in CURRENCIES:
         raise _bad(f"currency: one of {', '.join(CURRENCIES)}, not {currency!r}", "invalid_currency", "currency")
     return amount, str(currency)

@@ -25,7 +25,7 @@ from tests.acme import acme_subject
 from tests.test_api import Client
 from timers import services
 from timers.errors import KeepingTimeError
-from timers.models import Brand, Event
+from timers.models import Brand, Event, Membership
 from timers.services import test_clock_create
 from timers.worker import advance
 
@@ -180,3 +180,48 @@ def test_a_statement_for_each_cycle(brand):
                    service="annual-return", subject=subject, period="2030", input={"states": ["NY"]})
     job_end(armer=DirectArmer(brand=brand, domain=tc.id), job=job, status="canceled")
     assert all(x.balanced for x in job_ledgers(Job.objects.filter(domain=tc.id)))
+
+
+def test_the_console_says_the_balance_earnings_and_statements_and_exports_them_as_csv(db, client):
+    from portals.owner.scope import AS_OF
+
+    brand, tc, _ = forsale()
+    owner = get_user_model().objects.create_user(username="olive", password="pw", is_staff=True)
+    Membership.objects.create(user=owner, brand=brand, role=Membership.Role.OWNER, name="Olive")
+    client.force_login(owner)
+    session = client.session
+    session[AS_OF] = tc
+    session.save()
+    page = client.get("/admin/services/moneyline/money/?month=2027-10")
+    text = page.content.decode()
+    assert page.status_code == 200
+    assert "It adds up" in text and "Grace Hopper" in text and "$240.00" in text, text[-3000:]
+    assert "October 2027" in text and "mny_" not in text and "job_" not in text
+    csv_text = client.get("/admin/services/moneyline/money/?month=2027-10&export=earnings").content.decode()
+    assert csv_text.splitlines()[1] == "api.forsale,Grace Hopper,October 2027,2,240.00,240.00", csv_text
+    statements = client.get("/admin/services/moneyline/money/?export=statements")
+    assert statements["Content-Type"].startswith("text/csv") and "200.00" in statements.content.decode()
+    # Another brand's owner sees none of it.
+    other = get_user_model().objects.create_user(username="otto", password="pw", is_staff=True)
+    Membership.objects.create(user=other, brand=services.brand_get_or_create(name="globex"), role="owner")
+    client.force_login(other)
+    assert "Grace Hopper" not in client.get("/admin/services/moneyline/money/?month=2027-10").content.decode()
+
+
+def test_the_customer_portal_shows_their_statements_in_their_words(db):
+    from django.test import Client as Browser
+
+    from calendars.models import Subject
+    from services.portal_sessions import portal_session_create
+
+    _, tc, subjects = forsale()
+    subject = Subject.objects.get(pk=subjects[0])
+    browser = Browser()
+    _, path = portal_session_create(brand=subject.brand, subject=subject)
+    browser.get(path)
+    page = browser.get("/portal/customer/statements")
+    text = page.content.decode()
+    assert page.status_code == 200 and "Your statements" in text
+    assert "$200.00" in text and "$1,500.00" not in text  # the appraisal charged; the rest of the hold returned
+    assert "mny_" not in text and "job_" not in text and "UTC" not in text
+    assert Browser().get("/portal/customer/statements").status_code == 403  # signed out: the expired-link page

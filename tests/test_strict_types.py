@@ -42,7 +42,7 @@ BODIES: dict[str, dict] = {
     "POST /calendars": {"name": "New York office", "zone": "America/New_York", "weekends": [5, 6],
                         "default": False},
     "POST /calendars/{calendar_id}": {"weekends": [6], "default": False},
-    "POST /clocks/{clock_id}/penalties": {"notice": "CP14", "amount": 12.5},
+    "POST /clocks/{clock_id}/penalties": {"notice": "CP14", "amount": 1250, "currency": "usd"},
     "POST /owner/jobs/{job_id}/repin": {"to": "2027-06", "dry_run": True},
     "POST /policies": {"service": "deal", "name": "stall_days", "value": 7, "test_clock": "{tc}"},
     "POST /schedules": {"test_clock": "{tc}", "spec": {"every": "1d"},
@@ -207,21 +207,28 @@ def test_every_number_and_boolean_refuses_its_value_as_a_string_and_takes_it_as_
     assert "POST /calendars weekends.0" in checked
 
 
-def test_an_amount_is_a_json_number_with_at_most_cents_and_a_form_writes_it_as_text(world, schema):
+def test_an_amount_is_whole_cents_with_a_currency_and_a_form_writes_it_as_digits(world, schema):
+    """Stripe's amount: 30000 is $300.00. A float or a dollar string once read as dollars turned 30000 into
+    3,000,000 cents; now each is 400 invalid_amount."""
     said = schema["components"]["schemas"]["ClockPenalty"]["properties"]["amount"]
-    assert {k: said.get(k) for k in ("type", "multipleOf", "minimum", "maximum", "exclusiveMaximum")} == {
-        "type": "number", "multipleOf": 0.01, "minimum": 0.01, "maximum": 10_000_000_000, "exclusiveMaximum": True}
+    assert {k: said.get(k) for k in ("type", "minimum", "maximum")} == {"type": "integer", "minimum": 1,
+                                                                       "maximum": 99_999_999}
     path = f"/clocks/{world.ids['clock_id']}/penalties"
-    for amount in (5, 0.35, 9999999999.99):
-        r = world.post(path, {"notice": f"CP{amount}", "amount": amount})
+    for amount in (5, 30_000, 99_999_999):
+        r = world.post(path, {"notice": f"CP{amount}", "amount": amount, "currency": "usd"})
         assert r.status_code == 201, r.content
-        assert r.json()["amount_cents"] == round(amount * 100)
-    for amount in ("5", "5.00", True, 0.015, 0, 1e10, None):
+        assert (r.json()["amount"], r.json()["currency"], r.json()["amount_cents"]) == (amount, "usd", amount)
+    for amount in ("5", "5.00", "$300", True, 300.0, 0.35, 0, -1, 100_000_000, 1e10):
         r = world.post(path, {"notice": "CP-bad", "amount": amount})
-        assert r.status_code == 400 and r.json()["error"]["param"] == "amount", (amount, r.content)
-    # Stripe's clients send forms: every value is text there.
-    r = world.post(path, {"notice": "CP-form", "amount": "12.50"}, form=True)
+        err = r.json()["error"]
+        assert r.status_code == 400 and (err["param"], err["code"]) == ("amount", "invalid_amount"), (amount, err)
+    r = world.post(path, {"notice": "CP-eur", "amount": 5, "currency": "eur"})
+    assert r.status_code == 400 and r.json()["error"]["code"] == "invalid_currency", r.content
+    # Stripe's clients send forms: every value is text there, a whole number as its digits.
+    r = world.post(path, {"notice": "CP-form", "amount": "1250"}, form=True)
     assert r.status_code == 201 and r.json()["amount_cents"] == 1250, r.content
+    r = world.post(path, {"notice": "CP-form2", "amount": "12.50"}, form=True)
+    assert r.status_code == 400 and r.json()["error"]["code"] == "invalid_amount", r.content
     r = world.post(f"/test_clocks/{world.tc.id}/advance", {"to": str(LATER), "redeliver": "false"}, form=True)
     assert r.status_code == 202, r.content
 

@@ -307,3 +307,30 @@ def subscription_act(request: HttpRequest, subject: Subject, subscription_id: st
         return _act(request, subject, lambda a: subscription_cancel(armer=a, sub=sub),
                     "It ends at the end of this cycle; you can undo that until then.")
     return _act(request, subject, lambda a: subscription_uncancel(armer=a, sub=sub), "It renews as before.")
+
+
+@_signed_in
+def statements(request: HttpRequest, subject: Subject) -> HttpResponse:
+    """Their statements: for each cycle of each subscription, what the plan included, what was charged,
+    credited back and refunded, and the total; orders outside a plan by month. Amounts in dollars, dates in
+    their calendar's zone."""
+    from services.ledger import subject_statements
+
+    zone = subject.business_calendar().zone
+    brand = subject.brand.name
+    rows = []
+    for s in subject_statements(subject=subject):
+        if s.subscription is None:
+            y, m = s.service.split("-")
+            what, when = "Orders", f"{date(int(y), int(m), 1):%B %Y}"
+        else:
+            what = _service_title(s.service)
+            start = words.day(s.starts.astimezone(zone).date())
+            when = f"{start} to {words.day(s.ends.astimezone(zone).date())}" if s.ends else f"since {start}"
+        rows.append({"what": what, "when": when, "charged": usd(s.charged), "credited": usd(s.credited),
+                     "refunded": usd(s.refunded), "total": usd(s.total), "held": usd(s.held) if s.held else "",
+                     "included": [f"{_service_title(k)} ({v})" for k, v in sorted(s.included.items())]})
+    now = subject_calendar(subject).now
+    return private(render(request, "portals/customer/statements.html", {
+        "subject": subject, "brand": brand, "rows": rows, "zone": str(zone), "today": words.day(now.astimezone(zone).date()),
+    }))

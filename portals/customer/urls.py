@@ -12,6 +12,7 @@ urlpatterns = [
     path("customer/", portal.home, name="home"),
     path("customer/clocks/<str:clock_id>/<str:item>/<str:act>", portal.clock_act, name="clock-act"),
     path("customer/undo", portal.undo, name="undo"),
+    path("customer/statements", portal.statements, name="statements"),
     path("customer/calendar-link", portal.calendar_link, name="calendar-link"),
     path("customer/subscriptions/<str:subscription_id>/<str:act>", portal.subscription_act, name="subscription-act"),
 ]

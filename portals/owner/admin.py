@@ -270,6 +270,14 @@ class MoneyLineAdmin(ReadOnlyAdmin):
 
     change_list_template = "portals/owner/moneyline_change_list.html"
 
+    def get_urls(self):
+        from django.urls import path
+
+        from .money import money_page
+
+        return [path("money/", self.admin_site.admin_view(lambda request: money_page(self, request)),
+                     name="services_moneyline_money"), *super().get_urls()]
+
 
 # -- Tasks and pools ------------------------------------------------------------------------------------------------
 class AssignForm(forms.Form):
