@@ -14,7 +14,7 @@ from rest_framework.response import Response
 
 from timers.api.auth import livemode
 from timers.api.serializers import InstantField, const, list_serializer, query_field
-from timers.api.views import ERRORS, NOT_FOUND, BrandAPIView, domain_of
+from timers.api.views import ERRORS, NOT_FOUND, WRONG_MODE, BrandAPIView, domain_of
 from timers.errors import KeepingTimeError
 from timers.models import is_live
 from timers.timeutil import iso_z
@@ -57,7 +57,7 @@ class BalanceView(BrandAPIView):
     @extend_schema(operation_id="balance_retrieve", tags=["money"], parameters=[BalanceQuerySerializer],
                    summary="Retrieve the brand's balance",
                    description="Summed from the money lines (void ones left out), in the currency's smallest unit.",
-                   responses={200: BalanceSerializer, **ERRORS, **NOT_FOUND})
+                   responses={200: BalanceSerializer, **ERRORS, **NOT_FOUND, **WRONG_MODE})
     def get(self, request):
         params = self.query(BalanceQuerySerializer)
         b = brand_balance(brand_id=self.brand.id, domain=_domain(self.brand, params.get("test_clock")))
@@ -139,7 +139,7 @@ class MemberEarningsView(BrandAPIView):
                    summary="What a member earned in a period",
                    description="Their pay lines: a member's share of each paid act they did, posted as the act "
                                "committed; a lapse, a cancel or a guarantee's credit never takes it back.",
-                   responses={200: EarningsSerializer, **ERRORS, **NOT_FOUND})
+                   responses={200: EarningsSerializer, **ERRORS, **NOT_FOUND, **WRONG_MODE})
     def get(self, request, member_id: str):
         params = self.query(EarningsQuerySerializer)
         membership = member_get(brand=self.brand, ref=member_id)

@@ -163,7 +163,7 @@ def test_amounts_are_whole_cents(brand):
         assert refused.value.code == "invalid_amount", bad
 
 
-def test_a_statement_for_each_cycle(brand):
+def test_a_statement_for_each_cycle(brand, django_assert_num_queries, django_assert_max_num_queries):
     from services.services import subscription_create
 
     tc = test_clock_create(brand=brand, frozen_time=datetime(2027, 1, 20, 12, tzinfo=UTC), name="s")
@@ -171,7 +171,8 @@ def test_a_statement_for_each_cycle(brand):
     subscription_create(brand=brand, domain=tc.id, subject=subject, service="tax-plan",
                         input={"entity": "C corp", "states": ["CA"]}, now=tc.frozen_time)
     advance(tc.id, datetime(2028, 1, 21, tzinfo=UTC))
-    statements = subject_statements(subject=subject)
+    with django_assert_num_queries(3):  # set queries, whatever the number of cycles and lines
+        statements = subject_statements(subject=subject)
     assert [(s.cycle, s.charged) for s in statements if s.subscription] == [(2, 240_000), (1, 240_000)]
     first = statements[-1]
     assert first.ends == statements[0].starts and first.included.get("annual-return") == 1, first
@@ -180,6 +181,8 @@ def test_a_statement_for_each_cycle(brand):
                    service="annual-return", subject=subject, period="2030", input={"states": ["NY"]})
     job_end(armer=DirectArmer(brand=brand, domain=tc.id), job=job, status="canceled")
     assert all(x.balanced for x in job_ledgers(Job.objects.filter(domain=tc.id)))
+    with django_assert_max_num_queries(2):
+        assert brand_balance(brand_id=brand.id, domain=tc.id).balanced
 
 
 def test_the_console_says_the_balance_earnings_and_statements_and_exports_them_as_csv(db, client):
@@ -225,3 +228,19 @@ def test_the_customer_portal_shows_their_statements_in_their_words(db):
     assert "$200.00" in text and "$1,500.00" not in text  # the appraisal charged; the rest of the hold returned
     assert "mny_" not in text and "job_" not in text and "UTC" not in text
     assert Browser().get("/portal/customer/statements").status_code == 403  # signed out: the expired-link page
+
+
+def test_the_cli_takes_whole_cents_and_says_a_bad_amount_in_one_line(brand):
+    from django.core.management.base import CommandError
+
+    tc, job, pay = _tax_job(brand, guarantee={"cap_usd": 500})
+    for bad in ("300.00", "$300", "3e4", "-5", "0"):
+        with pytest.raises(CommandError) as refused:
+            call_command("money", "penalty", "--clock", pay.id, "--notice", "CP14", "--amount", bad)
+        assert str(refused.value).startswith("invalid_amount: --amount:") and "\n" not in str(refused.value), bad
+    out = StringIO()
+    call_command("money", "penalty", "--clock", pay.id, "--notice", "CP14", "--amount", "30000", stdout=out)
+    assert "30000 usd ($300.00) · credited 30000 usd ($300.00)" in out.getvalue()
+    out = StringIO()
+    call_command("money", "balance", "--brand", brand.name, "--test-clock", tc.id, stdout=out)
+    assert "credited  30000 usd ($300.00)" in out.getvalue() and "balanced" in out.getvalue(), out.getvalue()

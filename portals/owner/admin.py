@@ -248,8 +248,8 @@ class SubscriptionAdmin(SettleMixin, ReadOnlyAdmin):
 # -- the money ledger --------------------------------------------------------------------------------------------
 @admin.register(MoneyLine, site=site)
 class MoneyLineAdmin(ReadOnlyAdmin):
-    list_display = ("id", "owed_at", "kind", "amount", "status", "memo", "job", "subscription", "collected_at",
-                    "domain")
+    list_display = ("id", "owed_at", "kind", "amount", "status", "memo", "member", "job", "subscription",
+                    "collected_at", "domain")
     list_filter = ("kind", "status", "domain")
     search_fields = ("id", "memo", "job__id", "subscription__id")
     ordering = ("-owed_at", "id")
