@@ -60,7 +60,7 @@ def main() -> int:
     from calendars.models import Subject
     from services.ledger import KINDS, brand_balance, member_earnings, statements_of
     from services.models import Job, MoneyLine
-    from timers.models import Brand
+    from timers.services import brand_get_or_create
 
     if connection.vendor != "postgresql":
         print("money_ledger: needs PostgreSQL (DATABASE_URL=postgres://…)")
@@ -68,7 +68,7 @@ def main() -> int:
     with connection.cursor() as cur:
         cur.execute("select pg_backend_pid(), version()")
         backend, version = cur.fetchone()
-    brand, _ = Brand.objects.get_or_create(name=BRAND)
+    brand = brand_get_or_create(name=BRAND)
     users = [get_user_model().objects.get_or_create(username=f"bench-money-{i}")[0] for i in range(3)]
     t0 = datetime(2027, 1, 1, tzinfo=UTC)
     print(f"machine: {os.cpu_count()} cpus · {platform.processor() or platform.machine()} · Python "
