@@ -38,7 +38,7 @@ class BalanceQuerySerializer(serializers.Serializer):
     test_clock = query_field("The test clock's balance; the live clock's when absent")
 
 
-class BalanceSerializer(serializers.Serializer):
+class LedgerBalanceSerializer(serializers.Serializer):
     object = const("balance", "BalanceObject")
     currency = serializers.CharField()
     charged = serializers.IntegerField(help_text="Every charge, in cents")
@@ -57,7 +57,7 @@ class BalanceView(BrandAPIView):
     @extend_schema(operation_id="balance_retrieve", tags=["money"], parameters=[BalanceQuerySerializer],
                    summary="Retrieve the brand's balance",
                    description="Summed from the money lines (void ones left out), in the currency's smallest unit.",
-                   responses={200: BalanceSerializer, **ERRORS, **NOT_FOUND, **WRONG_MODE})
+                   responses={200: LedgerBalanceSerializer, **ERRORS, **NOT_FOUND, **WRONG_MODE})
     def get(self, request):
         params = self.query(BalanceQuerySerializer)
         b = brand_balance(brand_id=self.brand.id, domain=_domain(self.brand, params.get("test_clock")))
