@@ -14,6 +14,7 @@ from __future__ import annotations
 from collections import defaultdict
 from dataclasses import dataclass, field
 from datetime import datetime
+from zoneinfo import ZoneInfo
 
 from django.db.models import Count, Q, Sum
 
@@ -194,14 +195,18 @@ def statements_of(*, subjects: list[Subject]) -> dict[str, list[Statement]]:
                                                   [r for r in per_sub[sub.id] if within(r[4])]))
     # Orders outside a plan: one statement per month (in the subject's zone) they were owed in.
     months: dict[tuple[str, str], list] = defaultdict(list)
-    zones = {pk: s.business_calendar().zone for pk, s in by_id.items()}  # select_related("calendar"): no query
     for r in lines:
         if r[0] is None and r[5] in by_id:
-            at = r[4].astimezone(zones[r[5]])
+            at = r[4].astimezone(_zone(by_id[r[5]]))
             months[(r[5], f"{at:%Y-%m}")].append(r)
     for (subject_id, month), rows in months.items():
         out[subject_id].append(_statement(None, month, None, rows[0][4], None, {}, rows))
     return {k: sorted(v, key=lambda s: (s.starts, s.subscription or ""), reverse=True) for k, v in out.items()}
+
+
+def _zone(subject: Subject) -> ZoneInfo:
+    """The subject's calendar's zone (select_related("calendar") reads it with the subject); UTC without one."""
+    return ZoneInfo(subject.calendar.zone) if subject.calendar_id else ZoneInfo("UTC")
 
 
 def _statement(sub_id, service, cycle, start, end, included, rows) -> Statement:
