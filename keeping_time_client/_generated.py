@@ -26,12 +26,15 @@ _ = (builtins, date, datetime, Decimal, NotRequired)  # used by some generated s
 
 
 # -- the API's objects --------------------------------------------------------------------------------
+BalanceObject = Literal['balance']
 CalendarObject = Literal['calendar']
 ClockItemStatus = Literal['open', 'satisfied', 'due', 'passed', 'voided']
 ClockLivesOn = Literal['job', 'subject']
 ClockObject = Literal['clock']
 CommitOutcome = Literal['committed', 'refused']
+CurrencyEnum = Literal['usd']
 DeadLetterObject = Literal['dead_letter']
+EarningsObject = Literal['earnings']
 ErrorType = Literal['invalid_request_error', 'api_error']
 EventObject = Literal['event']
 HandlerEnum = Literal['calendars.due', 'calendars.rung', 'noop', 'repeat', 'services.act', 'services.ask', 'services.cycle', 'services.deadline', 'services.money', 'services.schedule', 'services.signal', 'services.step_deadline', 'services.subject_event', 'services.task', 'services.update', 'services.window', 'timers.schedule.fire', 'timers.schedule.start']
@@ -54,6 +57,7 @@ ScheduleRunState = Literal['buffered', 'open', 'closed']
 ScheduleTickObject = Literal['schedule_tick']
 ScheduleTickState = Literal['open', 'succeeded', 'dead_lettered']
 StateEnum = Literal['queued', 'waiting', 'committed', 'refused']
+StatementObject = Literal['statement']
 SubjectFeedStatus = Literal['active', 'none']
 SubjectObject = Literal['subject']
 SubscriptionObject = Literal['subscription']
@@ -197,7 +201,8 @@ class ClockItem(TypedDict):
 
 class ClockPenalty(TypedDict):
     notice: str
-    amount: float
+    amount: int
+    currency: NotRequired[CurrencyEnum]
 
 
 class ClockSatisfy(TypedDict):
@@ -249,6 +254,28 @@ class DeletedWebhookEndpoint(TypedDict):
     id: str
     object: WebhookEndpointObject
     deleted: bool
+
+
+class EarnedAct(TypedDict):
+    job: str
+    service: str
+    subject: str
+    step: str
+    amount: int
+    status: str
+    at: str
+
+
+class Earnings(TypedDict):
+    object: EarningsObject
+    member: str
+    name: str
+    since: str | None
+    until: str | None
+    currency: str
+    earned: int
+    paid: int
+    acts: list[EarnedAct]
 
 
 class Error(TypedDict):
@@ -370,6 +397,21 @@ class JobWait(TypedDict):
     on: str
 
 
+class LedgerBalance(TypedDict):
+    object: BalanceObject
+    currency: str
+    charged: int
+    credited: int
+    refunded: int
+    pay: int
+    net: int
+    held: int
+    owed: int
+    lines: int
+    balanced: bool
+    unbalanced_jobs: list[str]
+
+
 class Member(TypedDict):
     id: str
     object: MemberObject
@@ -418,6 +460,8 @@ class Penalty(TypedDict):
     clock: str
     period: str
     notice: str
+    amount: int
+    currency: str
     amount_cents: int
     guarantee_cap_cents: int
     credited_cents: int
@@ -580,6 +624,30 @@ class ScheduleTick(TypedDict):
     fired_at: str
     settled_at: str | None
     run: ScheduleRun
+
+
+class Statement(TypedDict):
+    object: StatementObject
+    subscription: str | None
+    service: str
+    cycle: int | None
+    starts: str
+    ends: str | None
+    included: dict[str, int]
+    currency: str
+    charged: int
+    credited: int
+    refunded: int
+    held: int
+    total: int
+
+
+class StatementList(TypedDict):
+    object: ListObject
+    data: list[Statement]
+    has_more: bool
+    url: str
+    note: NotRequired[str]
 
 
 class StatusDetails(TypedDict):
@@ -852,6 +920,14 @@ class Window(TypedDict):
 
 
 # -- operations ---------------------------------------------------------------------------------------
+class Balance(Resource):
+    """balance: /balance…"""
+
+    def retrieve(self, *, test_clock: str | Omit = OMIT) -> LedgerBalance:
+        """Retrieve the brand's balance. GET /balance"""
+        return cast('LedgerBalance', self._client.request('GET', '/balance', params={'test_clock': test_clock}))
+
+
 class Calendars(Resource):
     """calendars: /calendars…"""
 
@@ -962,11 +1038,12 @@ class Clocks(Resource):
         clock_id: str,
         *,
         notice: str,
-        amount: float | Decimal,
+        amount: int,
+        currency: CurrencyEnum | Omit = OMIT,
         idempotency_key: str | Omit = OMIT,
     ) -> Penalty:
         """Record a penalty notice for the clock's period. POST /clocks/{clock_id}/penalties"""
-        return cast('Penalty', self._client.request('POST', f"/clocks/{_seg(clock_id)}/penalties", json={'notice': notice, 'amount': amount}, idempotency_key=idempotency_key))
+        return cast('Penalty', self._client.request('POST', f"/clocks/{_seg(clock_id)}/penalties", json={'notice': notice, 'amount': amount, 'currency': currency}, idempotency_key=idempotency_key))
 
     def retrieve(self, clock_id: str) -> Clock:
         """Retrieve a clock. GET /clocks/{clock_id}"""
@@ -1075,6 +1152,17 @@ class Members(Resource):
     def delete(self, member_id: str, *, successor: str | Omit = OMIT) -> DeletedMember:
         """Remove a member, handing over to a successor. DELETE /members/{member_id}"""
         return cast('DeletedMember', self._client.request('DELETE', f"/members/{_seg(member_id)}", params={'successor': successor}))
+
+    def earnings_retrieve(
+        self,
+        member_id: str,
+        *,
+        since: str | datetime | int | Omit = OMIT,
+        test_clock: str | Omit = OMIT,
+        until: str | datetime | int | Omit = OMIT,
+    ) -> Earnings:
+        """What a member earned in a period. GET /members/{member_id}/earnings"""
+        return cast('Earnings', self._client.request('GET', f"/members/{_seg(member_id)}/earnings", params={'since': since, 'test_clock': test_clock, 'until': until}))
 
     def invite(
         self,
@@ -1292,6 +1380,10 @@ class Subjects(Resource):
     def retrieve(self, subject_id: str) -> Subject:
         """Retrieve a subject. GET /subjects/{subject_id}"""
         return cast('Subject', self._client.request('GET', f"/subjects/{_seg(subject_id)}"))
+
+    def statements_list(self, subject_id: str) -> StatementList:
+        """List a subject's statements. GET /subjects/{subject_id}/statements"""
+        return cast('StatementList', self._client.request('GET', f"/subjects/{_seg(subject_id)}/statements"))
 
     def update(
         self,
@@ -1513,6 +1605,7 @@ class Windows(Resource):
 class KeepingTime(KeepingTimeBase):
     """The client: ``KeepingTime(api_key, base_url=…)``, one attribute per resource."""
 
+    balance: Balance
     calendars: Calendars
     clocks: Clocks
     events: Events
@@ -1534,6 +1627,7 @@ class KeepingTime(KeepingTimeBase):
 
     def __init__(self, api_key: str | None = None, **options: Any):
         super().__init__(api_key, **options)
+        self.balance = Balance(self)
         self.calendars = Calendars(self)
         self.clocks = Clocks(self)
         self.events = Events(self)
@@ -1556,6 +1650,7 @@ class KeepingTime(KeepingTimeBase):
 
 # operationId: (method, path, resource, method name), for the test that compares it with /openapi.json.
 OPERATIONS: dict[str, tuple[str, str, str, str]] = {
+    'balance_retrieve': ('GET', '/balance', 'balance', 'retrieve'),
     'calendars_create': ('POST', '/calendars', 'calendars', 'create'),
     'calendars_list': ('GET', '/calendars', 'calendars', 'list'),
     'calendars_retrieve': ('GET', '/calendars/{calendar_id}', 'calendars', 'retrieve'),
@@ -1580,6 +1675,7 @@ OPERATIONS: dict[str, tuple[str, str, str, str]] = {
     'jobs_steps_act': ('POST', '/jobs/{job_id}/steps/{step}/{act}', 'jobs', 'steps_act'),
     'jobs_wait': ('POST', '/jobs/{job_id}/wait', 'jobs', 'wait'),
     'members_delete': ('DELETE', '/members/{member_id}', 'members', 'delete'),
+    'members_earnings_retrieve': ('GET', '/members/{member_id}/earnings', 'members', 'earnings_retrieve'),
     'members_invite': ('POST', '/members', 'members', 'invite'),
     'members_list': ('GET', '/members', 'members', 'list'),
     'members_remove': ('POST', '/members/{member_id}/remove', 'members', 'remove'),
@@ -1604,6 +1700,7 @@ OPERATIONS: dict[str, tuple[str, str, str, str]] = {
     'subjects_events_create': ('POST', '/subjects/{subject_id}/events', 'subjects', 'events_create'),
     'subjects_list': ('GET', '/subjects', 'subjects', 'list'),
     'subjects_retrieve': ('GET', '/subjects/{subject_id}', 'subjects', 'retrieve'),
+    'subjects_statements_list': ('GET', '/subjects/{subject_id}/statements', 'subjects', 'statements_list'),
     'subjects_update': ('POST', '/subjects/{subject_id}', 'subjects', 'update'),
     'subscriptions_cancel': ('POST', '/subscriptions/{subscription_id}/cancel', 'subscriptions', 'cancel'),
     'subscriptions_create': ('POST', '/subscriptions', 'subscriptions', 'create'),
