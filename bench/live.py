@@ -162,7 +162,7 @@ def arm_round(procs: Procs, key: str, args, domain: str, workers: int, tag: str)
     clear(domain)
     procs.start_workers(workers)
     try:
-        stream = Stream(procs.port, key, rate=100000, clients=args.clients, delay=3600)
+        stream = Stream(procs.port, key, rate=100000, clients=args.clients, delay=args.arm_delay)
         before, load = procs.cpu(), os.getloadavg()[0]
         start = time.monotonic()
         stream.start()
@@ -175,9 +175,10 @@ def arm_round(procs: Procs, key: str, args, domain: str, workers: int, tag: str)
     finally:
         procs.stop_workers()
     rate = stream.armed / elapsed
+    per = sum(after[k] - before[k] for k in after) / max(1, stream.armed) * 1000
     print(f"{tag} · {workers} idle worker{'s' if workers != 1 else ''}: {rate:,.0f} armed/s ({stream.armed} in "
-          f"{elapsed:.1f} s, errors {dict(stream.errors) or 'none'}) · CPU s {spent(before, after)} · load "
-          f"{load:.2f}", flush=True)
+          f"{elapsed:.1f} s, errors {dict(stream.errors) or 'none'}) · CPU s {spent(before, after)} · "
+          f"{per:.1f} CPU ms an arming · load {load:.2f}", flush=True)
     return rate
 
 
@@ -218,6 +219,20 @@ def live_round(procs: Procs, key: str, args, domain: str, workers: int, tag: str
     return {"ok": ok, "p99": p99, "armed": stream.armed / armed_for}
 
 
+def warm_up(port: int, key: str) -> None:
+    """A few armings before the first round: gunicorn's workers import lazily, and a first round paid it."""
+    import http.client
+    import json
+
+    conn = http.client.HTTPConnection("127.0.0.1", port, timeout=60)
+    for i in range(20):
+        conn.request("POST", "/timers", body=json.dumps({"key": f"job_warm:task:tick:{i}", "handler": "noop",
+                                                          "owed_at": "2099-01-01T00:00:00Z"}),
+                     headers={"Authorization": f"Bearer {key}", "Content-Type": "application/json"})
+        conn.getresponse().read()
+    conn.close()
+
+
 def free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
@@ -230,6 +245,8 @@ def main() -> int:
     parser.add_argument("--rate", type=float, default=500, help="live: timers armed a second asked, in all")
     parser.add_argument("--clients", type=int, default=8)
     parser.add_argument("--delay", type=float, default=1, help="live: seconds from arming to owed")
+    parser.add_argument("--arm-delay", type=float, default=3600,
+                        help="arming with idle workers: seconds from arming to owed (nothing fires meanwhile)")
     parser.add_argument("--repeat", type=int, default=3)
     parser.add_argument("--workers", type=int, default=4)
     parser.add_argument("--brands", type=int, default=200)
@@ -266,6 +283,7 @@ def main() -> int:
     failed = False
     procs = Procs(env)
     try:
+        warm_up(procs.port, key)
         if "arm" in only:
             rates: dict[int, list[float]] = {0: [], args.workers: []}
             for r in range(args.repeat):

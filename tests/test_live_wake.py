@@ -17,7 +17,7 @@ from django.test.utils import CaptureQueriesContext
 from timers.clock import MAX_SLEEP, WallClock, wall_now
 from timers.models import live_domain
 from timers.services import WAKE_HORIZON, brand_get_or_create, timer_arm, wake_payload
-from timers.worker import Worker
+from timers.worker import TEST_CLOCK_POLL, Worker
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -111,3 +111,18 @@ def test_a_bare_domain_wakes_a_sleeping_worker_whatever_its_sleep(db):
     started = time.monotonic()
     worker._sleep(None)
     assert worker.woken == ["tc_advance"] and time.monotonic() - started < 2
+
+
+def test_a_busy_live_loop_looks_at_test_clocks_when_an_advance_wakes_it_and_else_once_a_poll(db):
+    def looks(worker: Worker) -> bool:
+        with CaptureQueriesContext(connection) as q:
+            worker.step()
+        return any('"timers_testclock"' in x["sql"] for x in q.captured_queries)
+
+    worker = Worker(WallClock(), test_clocks=True)
+    assert looks(worker)  # the first step looks
+    assert not looks(worker)  # the next, straight after, does not: three round trips a step on a busy loop
+    worker.woken.append("tc_asked")  # an advance asked wakes it by the clock's name
+    assert looks(worker)
+    worker._test_clocks_at -= TEST_CLOCK_POLL  # a poll's while later, it looks whatever woke it
+    assert looks(worker)

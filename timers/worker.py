@@ -330,6 +330,7 @@ def _next_live() -> datetime | None:
 HELD_ELSEWHERE_POLL = timedelta(milliseconds=100)
 SEND_POLL = 1.0  # seconds: how often the sender thread looks for sends no step nudged it about
 PARTITIONS_EVERY = 3600.0  # seconds (monotonic) between looks at history's months ahead (timers/history.py)
+TEST_CLOCK_POLL = 1.0  # seconds: how often a busy live loop looks for test clocks' work no wake named
 
 
 class Worker:
@@ -356,11 +357,13 @@ class Worker:
         self.lost: list[str] = []  # domains whose lease was taken over mid-turn (the fence stopped this worker)
         self._held_elsewhere = False
         self._listening = False
+        self._test_clocks_at: float | None = None  # time.monotonic() when a step last looked at test clocks
         self._sender: threading.Thread | None = None  # run()'s sends, beside the firing (see _send_loop)
         self._send_now = threading.Event()
         self._sender_stop = threading.Event()
 
     def step(self) -> bool:
+        asked = any(not is_live(d) for d in self.woken)  # a test clock's advance was asked (a bare wake)
         if self.domain is not None:
             stats = live_step(self.clock, domain=self.domain, settle=False)
             self.fired += stats.fired
@@ -368,7 +371,7 @@ class Worker:
         else:
             found = self._live_turns()
         self.steps += 1
-        if self.test_clocks:
+        if self.test_clocks and self._test_clocks_due(asked):
             found = run_requested_advances() > 0 or found
             found = finish_deletes() > 0 or found
         if self._sender is not None and self._sender.is_alive():
@@ -377,6 +380,19 @@ class Worker:
             return found
         sends = outbox.deliver(None if self.test_clocks else self.domain, stop=self.stop)
         return found or sends.done > 0
+
+    def _test_clocks_due(self, asked: bool) -> bool:
+        """Whether this step looks for test clocks' work. Every step, but on the live loop on PostgreSQL,
+        where an asked advance wakes the workers by name: then when one did, and else once a TEST_CLOCK_POLL
+        (a lost wake, a requester that died mid-delete). Looking every step was three round trips a step,
+        on a busy live loop the most of a step's statements besides its batch."""
+        if not isinstance(self.clock, WallClock) or connection.vendor != "postgresql":
+            return True
+        now = time.monotonic()  # a poll's interval, not a domain's time
+        if asked or self._test_clocks_at is None or now - self._test_clocks_at >= TEST_CLOCK_POLL:
+            self._test_clocks_at = now
+            return True
+        return False
 
     def _send_loop(self) -> None:
         """run()'s sender: the outbox delivered from a thread of its own (its own database session, so its
@@ -403,11 +419,13 @@ class Worker:
         woken = [d for d in self.woken if d in set(owed)]
         self.woken.clear()
         found = held_elsewhere = False
-        for domain in dict.fromkeys([*woken, *owed]):
+        for n, domain in enumerate(dict.fromkeys([*woken, *owed])):
             if self.stop.is_set():
                 break
-            if not _owed_now(domain, self.clock.now()):
-                continue  # another worker ran it since this step looked: taking it would write for nothing
+            if n and not _owed_now(domain, self.clock.now()):
+                # Another worker ran it since this step looked: taking it would write for nothing. (The first
+                # was looked at just now, by owed_domains.)
+                continue
             with lease(domain, wait=False) as held:
                 if held is None:
                     held_elsewhere = True  # another worker runs it
