@@ -126,3 +126,25 @@ def test_a_busy_live_loop_looks_at_test_clocks_when_an_advance_wakes_it_and_else
     assert looks(worker)
     worker._test_clocks_at -= TEST_CLOCK_POLL  # a poll's while later, it looks whatever woke it
     assert looks(worker)
+
+
+def test_a_domain_another_worker_ran_last_is_left_to_it_until_what_is_owed_is_an_affinity_late(db, settings):
+    from timers import lease as leases
+    from timers.models import Timer
+    from timers.worker import affinity
+
+    settings.KEEPING_TIME = {**settings.KEEPING_TIME, "LIVE_AFFINITY_SECONDS": 30}  # far from a slow step's time
+
+    theirs, mine = brand_get_or_create(name="affinity.theirs"), brand_get_or_create(name="affinity.mine")
+    for b in (theirs, mine):
+        timer_arm(brand=b, key="job_1:deadline:now:1", owed_at=wall_now() - timedelta(milliseconds=100), handler="noop")
+    leases.take(live_domain(theirs.id), as_holder="another-worker").release()  # its last turn was another's
+    leases.take(live_domain(mine.id)).release()  # this thread's (the worker's) last turn
+    worker = Worker(WallClock(), test_clocks=False)
+    worker.step()
+    assert list(worker.turns) == [live_domain(mine.id)]  # its own at once; the other's left to its worker
+    assert Timer.objects.get(domain=live_domain(theirs.id)).status == "armed"
+    assert worker._next_wake() > wall_now() + affinity() / 2  # it looks again once the other's is that late
+    Timer.objects.filter(domain=live_domain(theirs.id)).update(owed_at=wall_now() - affinity() - timedelta(seconds=1))
+    worker.step()  # an affinity late: the other worker is gone or stuck, and this one takes it over
+    assert Timer.objects.get(domain=live_domain(theirs.id)).status == "fired"

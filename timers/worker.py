@@ -26,8 +26,8 @@ from .batch import KeptWriteFailed
 from .clock import Clock, WallClock
 from .engine import Run, RunStats, canonical
 from .errors import KeepingTimeError, NotFound, TestClockBackward, TestClockDeleted
-from .lease import Held, lease
-from .models import LIVE, Event, LiveClock, TestClock, Timer, is_live
+from .lease import Held, holder, lease
+from .models import LIVE, Event, Lease, LiveClock, TestClock, Timer, is_live
 from .services import backward_message, test_clock_finish_delete
 from .store import get_store
 from .timeutil import iso_z
@@ -219,9 +219,23 @@ def live_domains() -> list[str]:
 
 def owed_domains(now: datetime) -> list[tuple[str, datetime]]:
     """The live domains with a timer owed at ``now``, earliest owed first: one statement, an index probe each."""
+    return [(d, nxt) for d, nxt, _ in _live_next(now)]
+
+
+def _live_next(now: datetime | None = None) -> list[tuple[str, datetime, str | None]]:
+    """Each live domain's next owed instant (owed at ``now``, if given) and the holder of its last lease, earliest
+    owed first: one statement, an index probe each."""
     nxt = Timer.objects.filter(domain=OuterRef("pk"), status="armed").order_by("owed_at").values("owed_at")[:1]
-    rows = LiveClock.objects.annotate(nxt=Subquery(nxt)).filter(nxt__lte=now).values_list("id", "nxt")
-    return sorted(rows, key=lambda r: (r[1], r[0]))
+    last = Lease.objects.filter(domain=OuterRef("pk")).values("holder")[:1]
+    rows = LiveClock.objects.annotate(nxt=Subquery(nxt), last=Subquery(last))
+    rows = rows.filter(nxt__isnull=False) if now is None else rows.filter(nxt__lte=now)
+    return sorted(rows.values_list("id", "nxt", "last"), key=lambda r: (r[1], r[0]))
+
+
+def affinity() -> timedelta:
+    """How long a live domain stays the worker's that ran its last turn: another worker takes what is owed there
+    only once it is this late (``KEEPING_TIME["LIVE_AFFINITY_SECONDS"]``)."""
+    return timedelta(seconds=float(settings.KEEPING_TIME.get("LIVE_AFFINITY_SECONDS", 1.0)))
 
 
 def live_step(clock: Clock, *, domain: str | None = None, trace: bool = False, on: set[str] | None = None,
@@ -321,10 +335,6 @@ def _owed_now(domain: str, now: datetime) -> bool:
     return Timer.objects.filter(domain=domain, status="armed", owed_at__lte=now).exists()
 
 
-def _next_live() -> datetime | None:
-    nxt = Timer.objects.filter(domain=OuterRef("pk"), status="armed").order_by("owed_at").values("owed_at")[:1]
-    return min((n for n in LiveClock.objects.annotate(nxt=Subquery(nxt)).values_list("nxt", flat=True)
-                if n is not None), default=None)
 
 
 HELD_ELSEWHERE_POLL = timedelta(milliseconds=100)
@@ -413,8 +423,21 @@ class Worker:
         finally:
             connection.close()
 
+    def _theirs(self, nxt: datetime, last: str | None, now: datetime) -> bool:
+        """Another worker ran this domain's last turn and what is owed there is not yet ``affinity()`` late: it
+        is that worker's to run. Without this, every worker woke at every owed instant of every domain and all
+        but one found it held (four workers on one brand: four steps a fire, the API's cores taken)."""
+        return last is not None and last != holder() and nxt > now - affinity()
+
+    def _next_wake(self) -> datetime | None:
+        """The next owed instant of a domain this worker runs; another's, an ``affinity()`` later."""
+        now = self.clock.now()
+        return min((nxt + affinity() if self._theirs(nxt, last, now) else nxt for _, nxt, last in _live_next()),
+                   default=None)
+
     def _live_turns(self) -> bool:
-        owed = [d for d, _ in owed_domains(self.clock.now())]
+        now = self.clock.now()
+        owed = [d for d, nxt, last in _live_next(now) if not self._theirs(nxt, last, now)]
         # A domain a NOTIFY named goes first: an early timer armed there waits for no other brand's turn.
         woken = [d for d in self.woken if d in set(owed)]
         self.woken.clear()
@@ -469,7 +492,7 @@ class Worker:
                 made_at = time.monotonic()
             if self.step():
                 continue
-            nxt = next_owed(self.domain) if self.domain is not None else _next_live()
+            nxt = next_owed(self.domain) if self.domain is not None else self._next_wake()
             if self.until is not None and (nxt is None or nxt > self.until):
                 return
             if self._held_elsewhere:
