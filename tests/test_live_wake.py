@@ -135,14 +135,19 @@ def test_a_domain_another_worker_ran_last_is_left_to_it_until_what_is_owed_is_an
 
     settings.KEEPING_TIME = {**settings.KEEPING_TIME, "LIVE_AFFINITY_SECONDS": 30}  # far from a slow step's time
 
-    theirs, mine = brand_get_or_create(name="affinity.theirs"), brand_get_or_create(name="affinity.mine")
-    for b in (theirs, mine):
+    from timers.models import Lease
+
+    theirs, mine, gone = (brand_get_or_create(name=f"affinity.{n}") for n in ("theirs", "mine", "gone"))
+    for b in (theirs, mine, gone):
         timer_arm(brand=b, key="job_1:deadline:now:1", owed_at=wall_now() - timedelta(milliseconds=100), handler="noop")
     leases.take(live_domain(theirs.id), as_holder="another-worker").release()  # its last turn was another's
     leases.take(live_domain(mine.id)).release()  # this thread's (the worker's) last turn
+    leases.take(live_domain(gone.id), as_holder="a-stopped-worker").release()
+    Lease.objects.filter(domain=live_domain(gone.id)).update(session="pg:1:1")  # its session has ended
     worker = Worker(WallClock(), test_clocks=False)
     worker.step()
-    assert list(worker.turns) == [live_domain(mine.id)]  # its own at once; the other's left to its worker
+    # Its own at once, and a stopped worker's; the other's left to its worker.
+    assert sorted(worker.turns) == sorted([live_domain(mine.id), live_domain(gone.id)])
     assert Timer.objects.get(domain=live_domain(theirs.id)).status == "armed"
     assert worker._next_wake() > wall_now() + affinity() / 2  # it looks again once the other's is that late
     Timer.objects.filter(domain=live_domain(theirs.id)).update(owed_at=wall_now() - affinity() - timedelta(seconds=1))

@@ -20,13 +20,14 @@ from datetime import datetime, timedelta
 from django.conf import settings
 from django.db import connection, transaction
 from django.db.models import OuterRef, Subquery
+from django.db.models.expressions import RawSQL
 
 from . import history, outbox
 from .batch import KeptWriteFailed
 from .clock import Clock, WallClock
 from .engine import Run, RunStats, canonical
 from .errors import KeepingTimeError, NotFound, TestClockBackward, TestClockDeleted
-from .lease import Held, holder, lease
+from .lease import _LIVE_SESSIONS, Held, holder, lease
 from .models import LIVE, Event, Lease, LiveClock, TestClock, Timer, is_live
 from .services import backward_message, test_clock_finish_delete
 from .store import get_store
@@ -226,10 +227,18 @@ def _live_next(now: datetime | None = None) -> list[tuple[str, datetime, str | N
     """Each live domain's next owed instant (owed at ``now``, if given) and the holder of its last lease, earliest
     owed first: one statement, an index probe each."""
     nxt = Timer.objects.filter(domain=OuterRef("pk"), status="armed").order_by("owed_at").values("owed_at")[:1]
-    last = Lease.objects.filter(domain=OuterRef("pk")).values("holder")[:1]
-    rows = LiveClock.objects.annotate(nxt=Subquery(nxt), last=Subquery(last))
+    rows = LiveClock.objects.annotate(nxt=Subquery(nxt), last=_last_holder())
     rows = rows.filter(nxt__isnull=False) if now is None else rows.filter(nxt__lte=now)
     return sorted(rows.values_list("id", "nxt", "last"), key=lambda r: (r[1], r[0]))
+
+
+def _last_holder():
+    """The holder of a live domain's last lease, while its database session lives (PostgreSQL): a worker that
+    was stopped or killed keeps no domain waiting for it."""
+    if connection.vendor == "postgresql":
+        return RawSQL("SELECT l.holder FROM timers_lease l WHERE l.domain = timers_liveclock.id "
+                      f"AND (l.session = '' OR l.session IN ({_LIVE_SESSIONS}))", ())
+    return Subquery(Lease.objects.filter(domain=OuterRef("pk")).values("holder")[:1])
 
 
 def affinity() -> timedelta:
