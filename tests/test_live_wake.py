@@ -153,3 +153,34 @@ def test_a_domain_another_worker_ran_last_is_left_to_it_until_what_is_owed_is_an
     Timer.objects.filter(domain=live_domain(theirs.id)).update(owed_at=wall_now() - affinity() - timedelta(seconds=1))
     worker.step()  # an affinity late: the other worker is gone or stuck, and this one takes it over
     assert Timer.objects.get(domain=live_domain(theirs.id)).status == "fired"
+
+
+def test_a_sleeping_worker_sleeps_through_notes_for_a_domain_another_worker_runs(db):
+    worker = Worker(WallClock(max_sleep=0.6), test_clocks=False)
+    worker._sleep(wall_now())  # it listens from here
+    worker._others = {"live_theirs"}  # as its last look found them
+    with psycopg.connect(_dsn(), autocommit=True) as sender:
+        sender.execute("SELECT pg_notify('keeping_time_wake', %s)", [wake_payload("live_theirs", wall_now())])
+        started = time.monotonic()
+        worker._sleep(None)
+        assert worker.woken == [] and time.monotonic() - started >= 0.55  # its worker runs it
+        sender.execute("SELECT pg_notify('keeping_time_wake', %s)", [wake_payload("live_mine", wall_now())])
+        worker._sleep(None)
+    assert worker.woken == ["live_mine"]
+
+
+def test_a_worker_listens_before_its_first_look(db):
+    """An arming that commits between the first step's look and the first sleep is heard, not lost."""
+    worker = Worker(WallClock(max_sleep=0.1), test_clocks=False)
+    seen = []
+
+    def step() -> bool:
+        with connection.cursor() as cur:
+            cur.execute("SELECT array(SELECT pg_listening_channels())")
+            seen.append(cur.fetchone()[0])
+        worker.stop.set()
+        return False
+
+    worker.step = step
+    worker.run()
+    assert seen == [["keeping_time_wake"]]

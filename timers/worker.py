@@ -376,6 +376,7 @@ class Worker:
         self.lost: list[str] = []  # domains whose lease was taken over mid-turn (the fence stopped this worker)
         self._held_elsewhere = False
         self._listening = False
+        self._others: set[str] = set()  # live domains another worker runs, as the last sleep's look found them
         self._test_clocks_at: float | None = None  # time.monotonic() when a step last looked at test clocks
         self._sender: threading.Thread | None = None  # run()'s sends, beside the firing (see _send_loop)
         self._send_now = threading.Event()
@@ -441,8 +442,11 @@ class Worker:
     def _next_wake(self) -> datetime | None:
         """The next owed instant of a domain this worker runs; another's, an ``affinity()`` later."""
         now = self.clock.now()
-        return min((nxt + affinity() if self._theirs(nxt, last, now) else nxt for _, nxt, last in _live_next()),
-                   default=None)
+        rows = _live_next()
+        # A note for another's domain changes nothing here: its worker runs it, and this one's look for a stuck
+        # worker is an affinity after the domain's earliest owed timer, which a later arming cannot move.
+        self._others = {d for d, nxt, last in rows if self._theirs(nxt, last, now)}
+        return min((nxt + affinity() if d in self._others else nxt for d, nxt, _ in rows), default=None)
 
     def _live_turns(self) -> bool:
         now = self.clock.now()
@@ -492,6 +496,10 @@ class Worker:
                     outbox.deliver(None if self.test_clocks else self.domain, stop=self.stop)
 
     def _run(self) -> None:
+        if isinstance(self.clock, WallClock) and connection.vendor == "postgresql":
+            # Listening before the first look: an arming that commits between that look and the first sleep
+            # is heard, not lost to a poll's wait (under load a worker's first step took seconds).
+            self._listen()
         made_at = None
         while not self.stop.is_set():
             if made_at is None or time.monotonic() - made_at > PARTITIONS_EVERY:
@@ -511,6 +519,14 @@ class Worker:
             self.wakes += 1
             self._sleep(nxt)
 
+    def _listen(self):
+        connection.ensure_connection()
+        conn = connection.connection
+        if not self._listening:
+            conn.execute("LISTEN keeping_time_wake")
+            self._listening = True
+        return conn
+
     def _sleep(self, nxt: datetime | None) -> None:
         if not isinstance(self.clock, WallClock) or connection.vendor != "postgresql":
             self.clock.sleep_until(nxt, self.stop)
@@ -519,11 +535,7 @@ class Worker:
         # its domain and owed time (delivered at the arming's commit; the sleep's cap is the poll fallback).
         delay = self.clock.max_sleep if nxt is None else (nxt - self.clock.now()).total_seconds()
         delay = max(0.0, min(delay, self.clock.max_sleep))
-        connection.ensure_connection()
-        conn = connection.connection
-        if not self._listening:
-            conn.execute("LISTEN keeping_time_wake")
-            self._listening = True
+        conn = self._listen()
         # What arrived while this worker was busy waits in the connection's backlog (every near arming
         # notifies): take all of it now, each domain once. Taking one a sleep let the backlog grow with the
         # arming rate (memory, and a worker that never slept). A note for a timer owed after this sleep ends
@@ -532,21 +544,21 @@ class Worker:
         wake_at = self.clock.now().timestamp() + delay
         woken: dict[str, None] = {}
         for note in conn.notifies(timeout=0):
-            _wakes(note.payload, wake_at, woken)
+            _wakes(note.payload, wake_at, woken, self._others)
         while not woken:
             left = wake_at - self.clock.now().timestamp()
             if left <= 0:
                 break
             # One packet at a time (stop_after=1 yields all of a packet), so no note is read and dropped.
             for note in conn.notifies(timeout=left, stop_after=1):
-                _wakes(note.payload, wake_at, woken)
+                _wakes(note.payload, wake_at, woken, self._others)
         self.woken.extend(d for d in woken if d not in self.woken)
 
 
-def _wakes(payload: str, wake_at: float, woken: dict[str, None]) -> None:
+def _wakes(payload: str, wake_at: float, woken: dict[str, None], others: set[str] = frozenset()) -> None:
     """(A payload is services.wake_payload's.) Add the payload's domain to ``woken`` if it asks for a wake before ``wake_at`` (epoch seconds)."""
     domain, _, owed = payload.partition(" ")
-    if not domain:
+    if not domain or domain in others:
         return
     try:
         if owed and float(owed) >= wake_at:
