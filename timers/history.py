@@ -97,6 +97,10 @@ def ensure_partitions(conn=None, *, ahead: int = AHEAD) -> list[str]:
 # The split, for migration 0022 (and its reverse). The indexes the armed table had keep their names on the
 # armed partition, so plans and docs that name them stay true; history has its own, made on each month.
 SPLIT = [
+    # A table with deferred foreign-key checks pending takes no ALTER or DROP: check them now (a migration
+    # run inside a transaction that wrote timers: the tests' step back and forth), and add the new table's
+    # own foreign key last, once its rows are in; Django's deferral comes back at the end.
+    "SET CONSTRAINTS ALL IMMEDIATE",
     "ALTER TABLE timers_timer RENAME TO timers_timer_unsplit",
     "ALTER TABLE timers_timer_unsplit RENAME CONSTRAINT timers_timer_pkey TO timers_timer_unsplit_pkey",
     "ALTER TABLE timers_timer_unsplit RENAME CONSTRAINT timer_key_unique_per_domain TO timer_key_unique_unsplit",
@@ -106,8 +110,6 @@ SPLIT = [
     "ALTER INDEX timer_late RENAME TO timer_late_unsplit",
     "CREATE TABLE timers_timer (LIKE timers_timer_unsplit INCLUDING DEFAULTS INCLUDING CONSTRAINTS) "
     "PARTITION BY LIST (status)",
-    "ALTER TABLE timers_timer ADD CONSTRAINT timers_timer_brand_id_fk_timers_brand_id FOREIGN KEY (brand_id) "
-    "REFERENCES timers_brand(id) DEFERRABLE INITIALLY DEFERRED",
     f"CREATE TABLE {ARMED} PARTITION OF timers_timer FOR VALUES IN ('armed', 'held')",
     f"CREATE TABLE {HISTORY} PARTITION OF timers_timer FOR VALUES IN ('fired', 'superseded') "
     "PARTITION BY RANGE (moved_at)",
@@ -128,20 +130,25 @@ SPLIT = [
     f"CREATE INDEX timer_history_owner ON {HISTORY} (domain, owner)",
     f"CREATE INDEX timer_late ON {HISTORY} (late_by) WHERE late_by > interval '5 minutes'",
     f"CREATE INDEX timer_history_brand ON {HISTORY} (brand_id)",
+    "ALTER TABLE timers_timer ADD CONSTRAINT timers_timer_brand_id_fk_timers_brand_id FOREIGN KEY (brand_id) "
+    "REFERENCES timers_brand(id) DEFERRABLE INITIALLY DEFERRED",
+    "SET CONSTRAINTS ALL DEFERRED",
 ]
 
 UNSPLIT = [
+    "SET CONSTRAINTS ALL IMMEDIATE",
     "ALTER TABLE timers_timer RENAME TO timers_timer_split",
     "CREATE TABLE timers_timer (LIKE timers_timer_split INCLUDING DEFAULTS INCLUDING CONSTRAINTS)",
     "INSERT INTO timers_timer SELECT * FROM timers_timer_split",
     "DROP TABLE timers_timer_split CASCADE",
     "ALTER TABLE timers_timer ADD CONSTRAINT timers_timer_pkey PRIMARY KEY (id)",
     "ALTER TABLE timers_timer ADD CONSTRAINT timer_key_unique_per_domain UNIQUE (domain, key)",
-    "ALTER TABLE timers_timer ADD CONSTRAINT timers_timer_brand_id_531cdfa7_fk_timers_brand_id FOREIGN KEY "
-    "(brand_id) REFERENCES timers_brand(id) DEFERRABLE INITIALLY DEFERRED",
     "CREATE INDEX timer_tick_order ON timers_timer (domain, owed_at, place, opened_at, key) WHERE status = 'armed'",
     "CREATE INDEX timer_domain_owner ON timers_timer (domain, owner)",
     "CREATE INDEX timer_held ON timers_timer (domain, held_by) WHERE status = 'held'",
     "CREATE INDEX timer_late ON timers_timer (late_by) WHERE late_by > interval '5 minutes'",
     "CREATE INDEX timers_timer_brand_id_531cdfa7 ON timers_timer (brand_id)",
+    "ALTER TABLE timers_timer ADD CONSTRAINT timers_timer_brand_id_531cdfa7_fk_timers_brand_id FOREIGN KEY "
+    "(brand_id) REFERENCES timers_brand(id) DEFERRABLE INITIALLY DEFERRED",
+    "SET CONSTRAINTS ALL DEFERRED",
 ]
