@@ -114,6 +114,9 @@ SPLIT = [
     f"CREATE TABLE {HISTORY} PARTITION OF timers_timer FOR VALUES IN ('fired', 'superseded') "
     "PARTITION BY RANGE (moved_at)",
     f"CREATE TABLE {HISTORY}_default PARTITION OF {HISTORY} DEFAULT",
+]
+# Then the months ahead are made (ensure_partitions), so the rows moved now land in their month, not the default.
+SPLIT_ROWS = [
     "INSERT INTO timers_timer SELECT * FROM timers_timer_unsplit",
     "DROP TABLE timers_timer_unsplit",
     # The armed table: the claim (store.fetch, worker.next_owed), a key, an owner, the held.

@@ -20,6 +20,9 @@ def split(apps, schema_editor) -> None:
         for sql in history.SPLIT:
             cur.execute(sql)
     history.ensure_partitions(schema_editor.connection)
+    with schema_editor.connection.cursor() as cur:
+        for sql in history.SPLIT_ROWS:
+            cur.execute(sql)
 
 
 def unsplit(apps, schema_editor) -> None:
