@@ -88,11 +88,14 @@ def _fill(brand_id: str) -> None:
 
 
 def partitions_read(plan: dict) -> dict[str, set[str]]:
-    """{partitioned table: the partitions its plan reads}."""
+    """{partitioned table: the partitions its plan reads when it runs}. The statements that name the domain as a
+    value the planner cannot see, ``(SELECT $1)`` (timers/store.py's _DOMAIN: a domain newer than the statistics
+    is planned as an average one), are pruned to one partition at run time: a part the executor never
+    entered was not read."""
     read: dict[str, set[str]] = {}
     for node in nodes(plan):
         m = re.fullmatch(r"(timers_\w+?)_p\d+", node.get("Relation Name", ""))
-        if m and node.get("Schema", SCHEMA) == SCHEMA:
+        if m and node.get("Schema", SCHEMA) == SCHEMA and node.get("Actual Loops", 1) > 0:
             read.setdefault(m.group(1), set()).add(node["Relation Name"])
     return read
 
@@ -111,7 +114,7 @@ def test_every_hot_query_reads_one_partition_of_a_table_split_by_domain(brand, m
                 sent = got.one(*h.needles)
                 if not any(re.search(rf"\b{t}\b", sent.sql) for t in TABLES):
                     continue  # reads no table that is split by domain (a test clock, a subject's clocks)
-                read = partitions_read(explain(sent, verbose=True))
+                read = partitions_read(explain(sent, verbose=True, analyze=True))
                 assert read, f"{h.name}: the plan reads no partition of {SCHEMA}:\n{sent.sql}"
                 widest = max(len(parts) for parts in read.values())
                 checked.append(h.name)
@@ -124,4 +127,4 @@ def test_every_hot_query_reads_one_partition_of_a_table_split_by_domain(brand, m
         with connection.cursor() as cur:
             cur.execute("SET LOCAL search_path = public")
     assert not wrong, "\n\n".join(wrong)
-    assert len(checked) == 11, checked  # fetch ×2, flush, load, next owed, claim, sweep, record, held, 2 calendar
+    assert len(checked) == 12, checked  # fetch ×2, flush, load, next owed, claim ×2, sweep, record, held, 2 calendar

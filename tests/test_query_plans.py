@@ -96,9 +96,10 @@ def capture(monkeypatch) -> Iterator[Capture]:
             yield got
 
 
-def explain(s: Sent, *, verbose: bool = False) -> dict:
-    """The plan of a statement as it was sent, on the cursor it was sent on (VERBOSE adds each relation's schema)."""
-    head = "EXPLAIN (FORMAT JSON, VERBOSE) " if verbose else "EXPLAIN (FORMAT JSON) "
+def explain(s: Sent, *, verbose: bool = False, analyze: bool = False) -> dict:
+    """The plan of a statement as it was sent, on the cursor it was sent on (VERBOSE adds each relation's schema;
+    ANALYZE runs it, in the test's transaction, and says which nodes ran)."""
+    head = "EXPLAIN (FORMAT JSON" + (", VERBOSE" if verbose else "") + (", ANALYZE" if analyze else "") + ") "
     if s.binary:
         with psycopg.Cursor(connection.connection) as cur:
             cur.execute(head + s.sql, s.params, binary=True)
