@@ -96,19 +96,15 @@ class Procs:
                 time.sleep(0.1)
 
     def start_workers(self, n: int) -> None:
+        before = set(backend_pids())
         self.workers = [subprocess.Popen([sys.executable, "manage.py", "tick", "--forever"], cwd=ROOT, env=self.env,
                                          stdout=subprocess.DEVNULL, stderr=self.log) for _ in range(n)]
-        # Each set up and LISTENing (its first sleep) before the round starts: its start is not the round's CPU.
-        from django.db import connection
-
+        # Each set up and connected (its loop's session and its sender's) before the round starts: its start is
+        # not the round's CPU. (A worker listens before its first look, so its last query says nothing.)
         deadline = time.monotonic() + 120
-        while n and time.monotonic() < deadline:
-            with connection.cursor() as cur:
-                cur.execute("SELECT count(*) FROM pg_stat_activity WHERE datname = current_database() "
-                            "AND query = 'LISTEN keeping_time_wake'")
-                if cur.fetchone()[0] >= n:
-                    break
+        while n and time.monotonic() < deadline and len(set(backend_pids()) - before) < 2 * n:
             time.sleep(0.1)
+        time.sleep(0.5 if n else 0)
 
     def stop_workers(self) -> None:
         for p in self.workers:
