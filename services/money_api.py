@@ -13,7 +13,7 @@ from rest_framework import serializers
 from rest_framework.response import Response
 
 from timers.api.auth import livemode
-from timers.api.serializers import InstantField, const, list_serializer, query_field
+from timers.api.serializers import QueryInstantField, const, list_serializer, query_field
 from timers.api.views import ERRORS, NOT_FOUND, WRONG_MODE, BrandAPIView, domain_of
 from timers.errors import KeepingTimeError
 from timers.models import is_live
@@ -104,8 +104,9 @@ class SubjectStatementsView(BrandAPIView):
 
 # -- GET /members/<id>/earnings ---------------------------------------------------------------------------------
 class EarningsQuerySerializer(serializers.Serializer):
-    since = InstantField(required=False, help_text="From this instant (the start of time when absent)")
-    until = InstantField(required=False, help_text="Up to this instant, not included (the end of time when absent)")
+    since = QueryInstantField(required=False, help_text="From this instant (the start of time when absent)")
+    until = QueryInstantField(required=False,
+                              help_text="Up to this instant, not included (the end of time when absent)")
     test_clock = query_field("The test clock's earnings; the live clock's when absent")
 
 

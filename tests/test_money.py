@@ -89,6 +89,8 @@ def test_the_ledger_balances_and_says_so_over_http(live_server, transactional_db
     assert got.status == 200 and got.body["earned"] == 24_000 and got.body["name"] == "Grace Hopper", got.body
     assert [x["step"] for x in got.body["acts"]] == ["appraise", "appraise"]
     assert api.get(f"/members/grace/earnings?test_clock={tc}&since=2027-10-22T00:00Z").body["earned"] == 12_000
+    # Unix seconds, as the schema offers them: a query writes them as digits (2027-10-22T00:00Z).
+    assert api.get(f"/members/grace/earnings?test_clock={tc}&since=1824163200").body["earned"] == 12_000
     st = api.get(f"/subjects/{subjects[0]}/statements")
     assert st.status == 200 and st.body["data"], st.body
     assert sum(s["charged"] for s in st.body["data"]) == 20_000  # deal A: the appraisal, from the hold

@@ -505,6 +505,16 @@ class TestClockCreateSerializer(serializers.Serializer):
                                       "scenario on a clock of the same seed makes the same record; one clock per seed")
 
 
+class QueryInstantField(InstantField):
+    """An instant in a query string, where every value is a string: digits are unix seconds there, as in a form
+    (the schema offers an integer, which a query can only write as digits)."""
+
+    def to_internal_value(self, data):
+        if isinstance(data, str) and _DIGITS.fullmatch(data):
+            data = int(data)
+        return super().to_internal_value(data)
+
+
 @extend_schema_field({"type": "string", "pattern": SPAN_PATTERN, "example": "1y"})
 class SpanField(StrictCharField):
     """A span as the CLI's ``tick`` takes it (6h, 7d, 1mo, 1y); anything else is 400 invalid_span."""
