@@ -27,15 +27,12 @@ from timers.api.serializers import (
     EventListQuerySerializer,
     TestClockAdvanceSerializer,
     TimerListQuerySerializer,
-    event_json,
     test_clock_json,
     timer_json,
-    timers_json,
 )
-from timers.api.views import TIMER_ORDER, arm_domain_of, domain_of, get_test_clock, get_timer, owned, page
+from timers.api.views import arm_domain_of, events_page, get_test_clock, get_timer, timers_page
 from timers.errors import KeepingTimeError
-from timers.models import Brand, Event, Timer
-from timers.owners import owner_filter
+from timers.models import Brand
 from timers.timeutil import after_span
 
 
@@ -66,17 +63,8 @@ def _query(**params: Any) -> dict[str, str]:
 def list_timers(brand: Brand, *, on: str | None = None, status: str | None = None, test_clock: str | None = None,
                 limit: int = 10, starting_after: str | None = None) -> dict[str, Any]:
     """GET /timers: the live clock's timers (a live key) or a test clock's (a test key), oldest armed first."""
-    params = _valid(TimerListQuerySerializer, _query(on=on, status=status, test_clock=test_clock, limit=limit,
-                                                     starting_after=starting_after))
-    scope = owned(Timer.objects.all(), brand)
-    domain = domain_of(brand, params.get("test_clock"))
-    qs = scope.filter(domain=domain)
-    if params.get("on"):
-        qs = qs.filter(owner_filter(domain, params["on"]))
-    if params.get("status"):
-        qs = qs.filter(status=params["status"])
-    return page(qs, scope=scope, order=TIMER_ORDER, lookup="pk", params=params, url="/timers", render=timers_json,
-                what="timer")
+    return timers_page(brand, _valid(TimerListQuerySerializer, _query(
+        on=on, status=status, test_clock=test_clock, limit=limit, starting_after=starting_after)))
 
 
 def get_timer_json(brand: Brand, *, timer_id: str) -> dict[str, Any]:
@@ -96,17 +84,8 @@ def subject_calendar(brand: Brand, *, subject_id: str, from_date: str | None = N
 def list_events(brand: Brand, *, type: str | None = None, test_clock: str | None = None, limit: int = 10,
                 starting_after: str | None = None) -> dict[str, Any]:
     """GET /events: the brand's record in its key's mode, oldest first; ``type`` exact or a prefix with *."""
-    params = _valid(EventListQuerySerializer, _query(type=type, test_clock=test_clock, limit=limit,
-                                                     starting_after=starting_after))
-    scope = owned(Event.objects.all(), brand)
-    qs = scope
-    if params.get("test_clock"):
-        qs = qs.filter(domain=domain_of(brand, params["test_clock"]))
-    kind = params.get("type")
-    if kind:
-        qs = qs.filter(type__startswith=kind[:-1]) if kind.endswith("*") else qs.filter(type=kind)
-    return page(qs, scope=scope, order=("seq",), lookup="id", params=params, url="/events",
-                render=lambda rows: [event_json(e) for e in rows], what="event")
+    return events_page(brand, _valid(EventListQuerySerializer, _query(
+        type=type, test_clock=test_clock, limit=limit, starting_after=starting_after)))
 
 
 # -- acts ------------------------------------------------------------------------------------------------

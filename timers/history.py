@@ -28,7 +28,7 @@ from __future__ import annotations
 import logging
 from datetime import date
 
-from django.db import connection
+from django.db import connection, transaction
 
 log = logging.getLogger(__name__)
 
@@ -78,8 +78,6 @@ def ensure_partitions(conn=None, *, ahead: int = AHEAD) -> list[str]:
                 if cur.fetchone()[0]:
                     month = end
                     continue
-                from django.db import transaction
-
                 with transaction.atomic(using=conn.alias):
                     cur.execute("SET LOCAL lock_timeout = '2s'")
                     cur.execute(f"SELECT 1 FROM {HISTORY}_default WHERE moved_at >= %s AND moved_at < %s LIMIT 1",

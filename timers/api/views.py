@@ -238,6 +238,32 @@ def page(qs: QuerySet, *, scope: QuerySet, order: tuple[str, ...], lookup: str, 
 TIMER_ORDER = ("armed_at", "id")
 
 
+def timers_page(brand: Brand, params: dict) -> dict:
+    """GET /timers' page for validated query ``params`` (TimerListQuerySerializer): the view's and the MCP tool's."""
+    scope = owned(Timer.objects.all(), brand)
+    domain = domain_of(brand, params.get("test_clock"))
+    qs = scope.filter(domain=domain)
+    if params.get("on"):
+        qs = qs.filter(owner_filter(domain, params["on"]))
+    if params.get("status"):
+        qs = qs.filter(status=params["status"])
+    return page(qs, scope=scope, order=TIMER_ORDER, lookup="pk", params=params, url="/timers", render=timers_json,
+                what="timer")
+
+
+def events_page(brand: Brand, params: dict) -> dict:
+    """GET /events' page for validated query ``params`` (EventListQuerySerializer): the view's and the MCP tool's."""
+    scope = owned(Event.objects.all(), brand)
+    qs = scope
+    if params.get("test_clock"):
+        qs = qs.filter(domain=domain_of(brand, params["test_clock"]))
+    kind = params.get("type")
+    if kind:
+        qs = qs.filter(type__startswith=kind[:-1]) if kind.endswith("*") else qs.filter(type=kind)
+    return page(qs, scope=scope, order=("seq",), lookup="id", params=params, url="/events",
+                render=lambda rows: [event_json(e) for e in rows], what="event")
+
+
 class TimerListView(BrandAPIView):
     @extend_schema(
         operation_id="timers_list", tags=["timers"], parameters=[TimerListQuerySerializer],
@@ -247,16 +273,7 @@ class TimerListView(BrandAPIView):
         responses={200: list_serializer("TimerList", TimerSerializer), **ERRORS, **NOT_FOUND},
     )
     def get(self, request):
-        params = self.query(TimerListQuerySerializer)
-        scope = owned(Timer.objects.all(), self.brand)
-        qs = scope.filter(domain=domain_of(self.brand, params.get("test_clock")))
-        if params.get("on"):
-            on = params["on"]
-            qs = qs.filter(owner_filter(domain_of(self.brand, params.get("test_clock")), on))
-        if params.get("status"):
-            qs = qs.filter(status=params["status"])
-        return Response(page(qs, scope=scope, order=TIMER_ORDER, lookup="pk", params=params, url="/timers",
-                             render=timers_json, what="timer"))
+        return Response(timers_page(self.brand, self.query(TimerListQuerySerializer)))
 
     @extend_schema(
         operation_id="timers_arm", tags=["timers"], request=TimerCreateSerializer, summary="Arm a timer",
@@ -373,16 +390,7 @@ class EventListView(BrandAPIView):
         responses={200: list_serializer("EventList", EventSerializer), **ERRORS, **NOT_FOUND},
     )
     def get(self, request):
-        params = self.query(EventListQuerySerializer)
-        scope = owned(Event.objects.all(), self.brand)
-        qs = scope
-        if params.get("test_clock"):
-            qs = qs.filter(domain=domain_of(self.brand, params["test_clock"]))
-        type_ = params.get("type")
-        if type_:
-            qs = qs.filter(type__startswith=type_[:-1]) if type_.endswith("*") else qs.filter(type=type_)
-        return Response(page(qs, scope=scope, order=("seq",), lookup="id", params=params, url="/events",
-                             render=lambda rows: [event_json(e) for e in rows], what="event"))
+        return Response(events_page(self.brand, self.query(EventListQuerySerializer)))
 
 
 class EventDetailView(BrandAPIView):
