@@ -16,8 +16,9 @@ It is derived from the rows themselves, not from a counter bumped by writes: the
 statements (timers/store.py) and so may anything else, and a digest of the rows cannot miss a write. A
 provider that does not say what it reads makes the stamp ``None``: the feed then builds every time.
 
-On PostgreSQL the whole stamp is one statement (each input an md5 over its rows' text, sorted, in a scalar
-subquery), so one snapshot; elsewhere each input's rows are read and hashed here.
+On PostgreSQL the whole stamp is one statement (each input a digest of its rows' text in a scalar subquery:
+the count and the sum of each row's 64-bit hash, which needs no sort), so one snapshot; elsewhere each input's
+rows are read and hashed here.
 """
 
 from __future__ import annotations
@@ -46,7 +47,7 @@ from . import entries
 from .models import ClosedDay, FeedStamp, Subject
 
 # Bump when what the stamp digests changes shape, so no old ETag matches a stamp of the new shape.
-STAMP_VERSION = "feed-stamp 1"
+STAMP_VERSION = "feed-stamp 2"
 # A newer stamp is seen at least this long after the one before: Last-Modified is whole seconds.
 SEEN_STEP = timedelta(seconds=1)
 
@@ -162,6 +163,13 @@ def _digest_rows(queryset: QuerySet) -> str:
 
 
 # -- PostgreSQL: one statement, compiled once per shape -------------------------------------------------------
+# An input's rows as one value: how many, and the sum of each row's text's 64-bit hash (a multiset's digest, so
+# the rows need no sort: sorting them by their text cost as much as the rest of the statement). It reads the
+# same text as an md5 over the sorted rows did; two different sets of rows give the same value only if their
+# hashes' sums collide (about 2^-64 for a change), and the count must agree as well.
+_ROWS_DIGEST = "count(*) || ' ' || coalesce(sum(hashtextextended(r::text, 0)), 0)"
+
+
 @dataclass(frozen=True)
 class _Statement:
     sql: str
@@ -183,7 +191,7 @@ def _statement(subject: Subject, domain: str) -> tuple[str, list, list[str], int
     columns, params = [], []
     for q in queries:
         sql, p = q.query.sql_with_params()
-        columns.append(f"(SELECT md5(coalesce(string_agg(r::text, E'\\n' ORDER BY r::text), '')) FROM ({sql}) r)")
+        columns.append(f"(SELECT {_ROWS_DIGEST} FROM ({sql}) r)")
         params.extend(p)
     if domain != LIVE:
         sql, p = TestClock.objects.filter(pk=domain).order_by().values_list("frozen_time").query.sql_with_params()
@@ -249,14 +257,14 @@ def _postgresql(subject: Subject, domain: str) -> tuple[list[str], list[str], da
         if found is None:
             return None
         sql, params, texts, n = found
-    with _prepared_cursor() if statement is not None else connection.cursor() as cursor:
-        cursor.execute(sql, params)
-        row = cursor.fetchone()
+    row = _fetch_one(sql, params, prepared=statement is not None)
     return texts, list(row[:n]), (row[n] if domain != LIVE else None)
 
 
-class _PreparedCursor(psycopg.Cursor):
-    """Server-side binding, and every statement prepared (psycopg keeps them per connection)."""
+class _PreparedCursor(psycopg.RawCursor):
+    """Server-side binding, and every statement prepared (psycopg keeps them per connection). A raw cursor
+    takes PostgreSQL's own $1, $2… placeholders and sends the text as it is: psycopg's cursor would parse
+    the stamp's statement for its %s on every execute (it caches that only for statements under 4 kB)."""
 
     def execute(self, query, params=None, **kwargs):
         return super().execute(query, params, prepare=True, **kwargs)
@@ -265,21 +273,36 @@ class _PreparedCursor(psycopg.Cursor):
 # Never reached: with it set, psycopg prepares what a cursor asks it to (Django leaves prepare_threshold
 # None, which turns preparing off); Django's own cursors bind on the client and never prepare.
 _ONLY_WHEN_ASKED = 2**31 - 1
+_numbered_sql: dict[str, str] = {}
 
 
-def _prepared_cursor():
-    """A cursor whose statement PostgreSQL prepares once per connection: planning the stamp's statement
-    costs about as much as running it. KEEPING_TIME["FEED_PREPARE"] off (a pooler in transaction mode,
-    which cannot keep a session's prepared statements) runs it unprepared. Wrapped as Django wraps its own
-    cursors, so the statement is logged and counted like any other."""
-    if not (getattr(settings, "KEEPING_TIME", {}) or {}).get("FEED_PREPARE", True):
-        return connection.cursor()
+def _numbered(sql: str) -> str:
+    """A statement's %s placeholders as $1, $2… (and %% as %), for the raw cursor; kept per statement."""
+    found = _numbered_sql.get(sql)
+    if found is None:
+        count = iter(range(1, 1 << 31))
+        found = _numbered_sql[sql] = _PLACEHOLDER.sub(lambda m: "%" if m[0] == "%%" else f"${next(count)}", sql)
+    return found
+
+
+def _fetch_one(sql: str, params: list, *, prepared: bool) -> tuple | None:
+    """The statement's one row. A compiled statement (``prepared``) is prepared once per connection:
+    planning it costs about as much as running it. KEEPING_TIME["FEED_PREPARE"] off (a pooler in transaction
+    mode, which cannot keep a session's prepared statements) runs it unprepared, as a statement compiled per
+    request is. Wrapped as Django wraps its own cursors, so the statement is logged and counted like any
+    other."""
+    if not prepared or not (getattr(settings, "KEEPING_TIME", {}) or {}).get("FEED_PREPARE", True):
+        with connection.cursor() as cursor:
+            cursor.execute(sql, params)
+            return cursor.fetchone()
     connection.ensure_connection()
     raw = connection.connection
     if raw.prepare_threshold is None:
         raw.prepare_threshold = _ONLY_WHEN_ASKED
     wrapper = CursorDebugWrapper if connection.queries_logged else CursorWrapper
-    return wrapper(_PreparedCursor(raw), connection)
+    with wrapper(_PreparedCursor(raw), connection) as cursor:
+        cursor.execute(_numbered(sql), params)
+        return cursor.fetchone()
 
 
 # -- the probe: a conditional request in one statement, before any subject is loaded -----------------------
@@ -352,9 +375,7 @@ def probe(*, subject_id: str, digest: str) -> Probe | None:
         return None
     sql, params = found
     statement = _statements[shape]
-    with _prepared_cursor() as cursor:
-        cursor.execute(sql, [*params, subject_id, digest])
-        row = cursor.fetchone()
+    row = _fetch_one(sql, [*params, subject_id, digest], prepared=True)
     if row is None:
         return None
     subject, calendar, stored, seen_at = row[:8], row[8:13], row[13], row[14]

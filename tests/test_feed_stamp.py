@@ -9,19 +9,23 @@ from __future__ import annotations
 
 from datetime import timedelta
 from email.utils import format_datetime, parsedate_to_datetime
-from io import StringIO
+from io import BytesIO, StringIO
+from urllib.parse import urlencode
 
 import pytest
+from django.conf import settings
 from django.contrib.auth import get_user_model
 from django.core.management import call_command
-from django.db import connection
-from django.test.utils import CaptureQueriesContext
+from django.core.signals import request_finished, request_started
+from django.db import close_old_connections, connection
+from django.test.utils import CaptureQueriesContext, override_settings
 
 from calendars import entries, feed
 from calendars import feed_stamp as stamps
 from calendars.entries import subject_calendar
 from calendars.models import Calendar, Clock, ClockItem, ClosedDay, FeedStamp, Subject
 from calendars.services import DirectArmer, clock_move, clock_satisfy, subject_feed_rotate
+from keeping_time import wsgi as kt_wsgi
 from services.models import Ask, Grant, Job, Subscription, Task
 from services.services import subscription_create
 from tests.acme import acme_subject, open_return
@@ -337,3 +341,67 @@ def test_a_polling_calendar_app_costs_one_statement_and_loads_nothing(client, br
     # Unprepared (behind a pooler in transaction mode), the same statement binds on the client.
     settings.KEEPING_TIME = {**settings.KEEPING_TIME, "FEED_PREPARE": False}
     assert stamps.probe(subject_id=subject.id, digest=subject.feed_digest).stamp.etag == tags[subject.id]
+
+
+def call_wsgi(app, subject_id: str, token: str, *, method: str = "GET", **headers) -> tuple[str, list, bytes]:
+    """A request to a WSGI application as gunicorn makes it: its status line, its headers in order, its body.
+    The request signals leave the test's connection open, as Django's test client does."""
+    environ = {"REQUEST_METHOD": method, "PATH_INFO": f"/subjects/{subject_id}/calendar.ics",
+               "QUERY_STRING": urlencode({"token": token}), "SCRIPT_NAME": "", "SERVER_NAME": "testserver",
+               "SERVER_PORT": "80", "SERVER_PROTOCOL": "HTTP/1.1", "HTTP_HOST": "testserver",
+               "REMOTE_ADDR": "127.0.0.1", "wsgi.url_scheme": "http", "wsgi.input": BytesIO(),
+               "wsgi.errors": StringIO(), **headers}
+    started = {}
+    request_started.disconnect(close_old_connections)
+    request_finished.disconnect(close_old_connections)
+    try:
+        response = app(environ, lambda status, headers, exc_info=None: started.update(status=status, headers=headers))
+        body = b"".join(response)
+        response.close()
+    finally:
+        request_started.connect(close_old_connections)
+        request_finished.connect(close_old_connections)
+    return started["status"], started["headers"], body
+
+
+def test_the_wsgi_layer_answers_a_poll_as_django_does(acme, monkeypatch):
+    """keeping_time/wsgi.py answers a poll (a 304, a 200 from the cache) before Django's stack, with the same
+    status, headers (in order) and body as Django gives it; anything else it passes to Django untouched."""
+    _, subject, _, _, _, token = acme
+    passed: list[str] = []
+
+    def django(environ, start_response):
+        passed.append(environ["REQUEST_METHOD"])
+        return kt_wsgi.django_application(environ, start_response)
+
+    layer = kt_wsgi.FeedPolls(django)
+    status, headers, body = call_wsgi(kt_wsgi.django_application, subject.id, token)  # the stamp's first serve
+    assert status == "200 OK" and body == fresh(subject.id)
+    tag, since = dict(headers)["ETag"], dict(headers)["Last-Modified"]
+    polls = ({}, {"HTTP_IF_NONE_MATCH": tag}, {"HTTP_IF_NONE_MATCH": f'"nope", W/{tag}'},
+             {"HTTP_IF_MODIFIED_SINCE": since}, {"HTTP_IF_NONE_MATCH": '"nope"', "HTTP_IF_MODIFIED_SINCE": since})
+    for headers in polls:
+        expected = call_wsgi(kt_wsgi.django_application, subject.id, token, **headers)
+        assert expected[0] in ("200 OK", "304 Not Modified"), headers
+        assert call_wsgi(layer, subject.id, token, **headers) == expected, headers
+    # On PostgreSQL the probe answered each poll in front of Django; elsewhere there is no probe.
+    assert passed == ([] if connection.vendor == "postgresql" else ["GET"] * len(polls))
+
+    passed.clear()
+    unusual = (("a wrong token", "wrong", "GET", {"HTTP_IF_NONE_MATCH": tag}),
+               ("a HEAD", token, "HEAD", {"HTTP_IF_NONE_MATCH": tag}),
+               ("a cookie", token, "GET", {"HTTP_IF_NONE_MATCH": tag, "HTTP_COOKIE": "sessionid=x"}),
+               ("a host not allowed", token, "GET", {"HTTP_IF_NONE_MATCH": tag, "HTTP_HOST": "evil.example"}))
+    for what, t, method, headers in unusual:
+        expected = call_wsgi(kt_wsgi.django_application, subject.id, t, method=method, **headers)
+        assert call_wsgi(layer, subject.id, t, method=method, **headers) == expected, what
+    assert passed == ["GET", "HEAD", "GET", "GET"]  # each one Django's to answer
+    with override_settings(MIDDLEWARE=[*settings.MIDDLEWARE, "tests.acme.SomeMiddleware"]):
+        unknown = kt_wsgi.FeedPolls(django)  # a middleware the layer cannot answer for: Django answers all
+    assert call_wsgi(unknown, subject.id, token, HTTP_IF_NONE_MATCH=tag)[0] == "304 Not Modified"
+    assert passed[4:] == ["GET"]
+    # A feed whose stamp changed: the first serve of the new stamp (its Last-Modified) is Django's.
+    passed.clear()
+    Subject.objects.filter(pk=subject.pk).update(name="Acme Robotics, Inc.")
+    status, _, body = call_wsgi(layer, subject.id, token, HTTP_IF_NONE_MATCH=tag)
+    assert status == "200 OK" and body == fresh(subject.id) and passed == ["GET"]
