@@ -50,7 +50,11 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 count = 0
 lock = threading.Lock()
 class H(BaseHTTPRequestHandler):
-    protocol_version = "HTTP/1.0"
+    # HTTP/1.1: a connection the sender keeps is kept here too (one thread per connection, as the server has);
+    # an answer leaves in one write, no Nagle wait, as a production server's does.
+    protocol_version = "HTTP/1.1"
+    disable_nagle_algorithm = True
+    wbufsize = -1
     def log_message(self, *a): pass
     def do_POST(self):
         global count

@@ -181,7 +181,8 @@ def test_a_daily_0230_new_york_schedule_fires_once_a_day_across_both_changes(bra
         advance(tc.id, at(end))
         assert [t for t, _ in ticks(sch)] == [e[:16] + "Z" for e in expected]
         assert all(state == "succeeded" for _, state in ticks(sch))
-    assert target.scheduled() == [e for pair in (
+    # A claim's calls leave several at once (timers/outbox.py, concurrent_sends): they arrive in any order.
+    assert sorted(target.scheduled()) == [e for pair in (
         ["2027-03-13T07:30:00Z", "2027-03-14T07:00:00Z", "2027-03-15T06:30:00Z", "2027-03-16T06:30:00Z"],
         ["2027-11-06T06:30:00Z", "2027-11-07T07:30:00Z", "2027-11-08T07:30:00Z", "2027-11-09T07:30:00Z"]) for e in pair]
 

@@ -25,6 +25,7 @@ from django.core.management.base import CommandError
 
 from tests import test_schedules
 from tests.conftest import T0
+from tests.test_kept_connections import KeepAlive
 from timers import outbox, targets, webhooks
 from timers.models import (
     DeadLetter,
@@ -367,6 +368,38 @@ def test_send_a_schedules_call_to_a_name_that_now_resolves_to_a_refused_address_
     run = ScheduleRun.objects.get(schedule=sch)
     assert run.state == "closed" and run.outcome.startswith("refused · refused target")
     assert Outbox.objects.get(transport="schedule.http").status == "failed"  # for good: not retried
+
+
+def test_send_a_kept_connection_is_never_used_for_a_name_that_now_resolves_elsewhere(settings, dns):
+    """Connections are kept (targets.fetch) filed under the address they were opened to, and every send resolves
+    and judges its host again: a kept connection is taken only under an address of the answer just judged, so
+    a name that now resolves elsewhere gets a new connection there, and one refused now reaches nothing."""
+    allow(settings, "127.0.0.0/8")
+    a = KeepAlive()
+    b = KeepAlive(a.port, host="127.0.0.2")  # the same port on another loopback address
+    pool = targets.Pool()
+    url = f"http://kept.example.test:{a.port}/fire"
+
+    def post(key: str) -> int:
+        return targets.fetch("POST", url, body=b"{}", headers={"Idempotency-Key": key}, timeout=5, pool=pool).status
+
+    try:
+        dns["kept.example.test"] = [LOCAL]
+        assert post("k1") == 200 and post("k2") == 200 and a.connections == 1  # kept
+        dns["kept.example.test"] = ["127.0.0.2"]
+        assert post("k3") == 200 and set(b.acked) == {"k3"} and set(a.acked) == {"k1", "k2"}
+        assert pool.idle() == {("http", "kept.example.test", a.port, LOCAL): 1,
+                               ("http", "kept.example.test", a.port, "127.0.0.2"): 1}
+        dns["kept.example.test"] = [LOCAL]  # back: its kept connection is used again
+        assert post("k4") == 200 and a.connections == 1 and set(a.acked) == {"k1", "k2", "k4"}
+        allow(settings, "127.0.0.2")  # 127.0.0.1 is refused now, kept connection or not
+        with pytest.raises(targets.TargetRefused, match="resolves to 127.0.0.1, a loopback address"):
+            post("k5")
+        assert "k5" not in a.got and "k5" not in b.got
+    finally:
+        pool.clear()
+        a.close()
+        b.close()
 
 
 def test_send_a_redirect_to_a_refused_address_is_refused(settings, far):

@@ -18,6 +18,7 @@ failed send puts the rest of its claim back; each receipt is written right after
 
 from __future__ import annotations
 
+import concurrent.futures
 import contextlib
 import json
 import logging
@@ -548,16 +549,48 @@ def _send_claimed(rows: list[Claimed], me: str, stats: DeliverStats, stop: threa
         _notify(settled)
 
 
+def _attempt(t: Transport | None, row: Claimed) -> tuple[dict | None, bool, Exception | None]:
+    """One row's outside call: (receipt, confirmed without sending, or what it raised). The transport's ask and
+    send only, nothing written here: a transport that allows it (``concurrent_sends``) runs this in a sender
+    thread, and every write stays with the claim's own database connection."""
+    try:
+        if t is None:
+            raise PermanentFailure(f"no transport {row.transport!r} is configured")
+        receipt = t.lookup(row.id) if row.in_doubt else None
+        if receipt is not None:
+            return receipt, True, None
+        return t.send(row.id, row.payload), False, None
+    except Exception as exc:
+        return None, False, exc
+
+
+SEND_THREADS = 8  # the most sends of one claim in flight at once (a transport's concurrent_sends, bounded)
+_senders: list[concurrent.futures.ThreadPoolExecutor] = []
+
+
+def _sender_pool() -> concurrent.futures.ThreadPoolExecutor:
+    if not _senders:
+        _senders.append(concurrent.futures.ThreadPoolExecutor(SEND_THREADS, thread_name_prefix="kt-send"))
+    return _senders[0]
+
+
+os.register_at_fork(after_in_child=_senders.clear)  # a forked worker makes its own threads
+
+
 def _send_claimed_rows(rows: list[Claimed], me: str, stats: DeliverStats, stop: threading.Event | None,
                        settled: list[tuple[str, str, bool, Any]], claimed_at: float) -> None:
-    """Send a claim's rows in order, writing receipts and renewing the lease as it goes.
+    """Send a claim's rows, writing receipts and renewing the lease as it goes.
 
     A row is sent only while at least half its lease is left, by this process's monotonic clock from just
     before the statement that claimed or renewed it: a sender that was frozen (a stop, a long pause, a
     swapped-out VM) renews before its next send and drops the rows another sender took meanwhile, instead
     of sending them a second time. What no sender can close is a freeze of more than half a lease between
     that check and the request leaving: the far end sees the same submission id twice, and a far end that
-    keeps submissions by id answers the second with the first's receipt."""
+    keeps submissions by id answers the second with the first's receipt.
+
+    The rows leave in order; a transport with ``concurrent_sends`` has up to that many (at most SEND_THREADS) in
+    flight at once, each started only after the checks above, and each outcome (a receipt, a failed try, a
+    failure for good) is written here as it comes back, by this thread."""
     receipts: list[tuple[str, dict]] = []
     domains = sorted({r.domain for r in rows})
     # An ordered domain's claim (one domain) goes one row after another: each receipt written at once, and
@@ -566,65 +599,93 @@ def _send_claimed_rows(rows: list[Claimed], me: str, stats: DeliverStats, stop: 
     half = _lease().total_seconds() / 2
     fresh_until = claimed_at + half
     taken: set[str] = set()
+    names = sorted({r.transport for r in rows})
     # A transport may read what its sends need for the whole set at once (webhooks: events, endpoints, log).
-    for name in sorted({r.transport for r in rows}):
+    for name in names:
         prepare = getattr(transport(name), "prepare", None)
         if prepare is not None:
             prepare([(r.id, r.payload) for r in rows if r.transport == name])
     # Receipts of a far end that takes a send twice commit without waiting for their flush (_record).
-    relaxed = all(getattr(transport(name), "relaxed_receipts", False) for name in {r.transport for r in rows})
-    last = time.monotonic()
-    for n, row in enumerate(rows):
-        if stop is not None and stop.is_set():
-            _record(receipts, relaxed=relaxed)
-            _release([r.id for r in rows[n:] if r.id not in taken], me, domains)
-            return
-        now = time.monotonic()
-        if now >= fresh_until or (receipts and now - last >= RECORD_EVERY):
-            _record(receipts, relaxed=relaxed)
-            receipts, last = [], now
-            rest = [r.id for r in rows[n:] if r.id not in taken]
-            held = _renew(me, rest)
-            fresh_until = now + half
-            if len(held) < len(rest):
-                lost = set(rest) - held
-                taken |= lost
-                stats.taken += len(lost)
-                log.warning("%d claimed sends were taken over by another sender while this one was held up; "
-                            "not sending them", len(lost))
-        if row.id in taken:
-            continue
-        t = transport(row.transport)
-        try:
-            if t is None:
-                raise PermanentFailure(f"no transport {row.transport!r} is configured")
-            receipt = t.lookup(row.id) if row.in_doubt else None
-            if receipt is not None:
+    relaxed = all(getattr(transport(name), "relaxed_receipts", False) for name in names)
+    width = 1 if ordered else max(1, min([SEND_THREADS, *(getattr(transport(n), "concurrent_sends", 1) for n in names)]))
+    flying: dict[concurrent.futures.Future, tuple[Claimed, Transport | None]] = {}
+
+    def outcome(row: Claimed, t: Transport | None, result: tuple[dict | None, bool, Exception | None]) -> bool:
+        """Write what one send came to; False when an ordered domain must stop behind it."""
+        nonlocal receipts
+        receipt, confirmed, exc = result
+        if exc is None:
+            if confirmed:
                 stats.confirmed += 1
             else:
-                receipt = t.send(row.id, row.payload)
                 stats.sent += 1
             receipts.append((row.id, receipt))
             settled.append((row.transport, row.id, True, receipt))
             if ordered:  # a kill -9 then leaves at most the one send in flight in doubt
                 _record(receipts, relaxed=relaxed)
                 receipts = []
-        except Exception as exc:
-            permanent = isinstance(exc, PermanentFailure)
-            log.warning("send %s failed: %s", row.id, exc)
-            _record(receipts, relaxed=relaxed)
-            receipts = []
-            tries = getattr(t, "max_tries", None)
-            if _fail(row.id, row.domain, f"{type(exc).__name__}: {exc}", permanent=permanent,
-                     max_tries=tries(row.payload) if tries is not None else MAX_TRIES,
-                     retry_after=getattr(t, "retry_after", None)):
-                settled.append((row.transport, row.id, False, f"{exc}"))
-                stats.failed += 1
-            else:
-                stats.in_doubt += 1
-                if ordered:  # the rest waits behind it, in order: back to pending, never attempted here
+            return True
+        permanent = isinstance(exc, PermanentFailure)
+        log.warning("send %s failed: %s", row.id, exc)
+        _record(receipts, relaxed=relaxed)
+        receipts = []
+        tries = getattr(t, "max_tries", None)
+        if _fail(row.id, row.domain, f"{type(exc).__name__}: {exc}", permanent=permanent,
+                 max_tries=tries(row.payload) if tries is not None else MAX_TRIES,
+                 retry_after=getattr(t, "retry_after", None)):
+            settled.append((row.transport, row.id, False, f"{exc}"))
+            stats.failed += 1
+            return True
+        stats.in_doubt += 1
+        return not ordered
+
+    def land(block: bool) -> None:
+        # Write the outcomes of the sends in flight that came back (all of them, when ``block``).
+        if not flying:
+            return
+        done, _ = concurrent.futures.wait(flying, return_when=(
+            concurrent.futures.ALL_COMPLETED if block else concurrent.futures.FIRST_COMPLETED))
+        for future in done:
+            row, t = flying.pop(future)
+            outcome(row, t, future.result())
+
+    last = time.monotonic()
+    try:
+        for n, row in enumerate(rows):
+            if stop is not None and stop.is_set():
+                land(True)
+                _record(receipts, relaxed=relaxed)
+                _release([r.id for r in rows[n:] if r.id not in taken], me, domains)
+                return
+            now = time.monotonic()
+            if now >= fresh_until or (receipts and now - last >= RECORD_EVERY):
+                _record(receipts, relaxed=relaxed)
+                receipts, last = [], now
+                rest = [r.id for r in rows[n:] if r.id not in taken]
+                held = _renew(me, rest)
+                fresh_until = now + half
+                if len(held) < len(rest):
+                    lost = set(rest) - held
+                    taken |= lost
+                    stats.taken += len(lost)
+                    log.warning("%d claimed sends were taken over by another sender while this one was held up; "
+                                "not sending them", len(lost))
+            if row.id in taken:
+                continue
+            t = transport(row.transport)
+            if width == 1:
+                if not outcome(row, t, _attempt(t, row)):
+                    # the rest waits behind it, in order: back to pending, never attempted here
                     _release([r.id for r in rows[n + 1:] if r.id not in taken], me, domains)
                     return
+                continue
+            while len(flying) >= width:
+                land(False)
+            flying[_sender_pool().submit(_attempt, t, row)] = (row, t)
+        land(True)
+    finally:
+        if flying:  # an error here: the sends already out still land before the claim is left
+            land(True)
     _record(receipts, relaxed=relaxed)
 
 

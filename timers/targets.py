@@ -19,10 +19,21 @@ proxy from the environment is used: a proxy would resolve the name itself.
 
 from __future__ import annotations
 
+import collections
+import dataclasses
 import functools
 import http.client
 import ipaddress
+import os
+import select
 import socket
+import ssl
+import string
+import sys
+import threading
+import time
+import urllib.error
+import urllib.parse
 import urllib.request
 from collections.abc import Iterable, Sequence
 from typing import Any
@@ -219,10 +230,23 @@ def resolve(host: str, port: int) -> list[AddrInfo]:
 def checked(host: str, port: int) -> list[AddrInfo]:
     """Resolve once and judge every address: the addresses to connect to, or TargetRefused."""
     infos = resolve(host, port)
-    why = refusal(host, port, [i[4][0] for i in infos])
+    entries = settings.KEEPING_TIME.get("ALLOW_TARGETS") or ()
+    why = _judged(host, port, tuple(i[4][0] for i in infos), tuple(entries.split(",") if isinstance(entries, str)
+                                                                  else entries), _databases())
     if why:
         raise TargetRefused(why)
     return infos
+
+
+def _databases() -> tuple:
+    return tuple((db.get("ENGINE"), db.get("HOST"), db.get("PORT")) for db in settings.DATABASES.values())
+
+
+@functools.lru_cache(maxsize=4096)
+def _judged(host: str, port: int, addresses: tuple[str, ...], entries: tuple[str, ...], databases: tuple) -> str:
+    # refusal() of one answer under one allowance and one set of databases (the key names all it reads): a
+    # send judges its host's answer every time, and a schedule's sends ask the same question thousands of times.
+    return refusal(host, port, addresses, entries)
 
 
 def endpoint(url: str) -> tuple[str, int]:
@@ -253,7 +277,8 @@ def why_refused(url: str, entries: Iterable[str] | None = None) -> str:
 
 
 # -- sending: connect to the address that was checked ----------------------------------------------------------------
-def _connect(infos: list[AddrInfo], timeout: Any, source_address: Any) -> socket.socket:
+def _connect(infos: list[AddrInfo], timeout: Any, source_address: Any) -> tuple[socket.socket, str]:
+    """A socket to the first of ``infos`` (checked addresses) that answers, and that address."""
     error: OSError | None = None
     for family, type_, proto, _, sockaddr in infos:
         sock = None
@@ -264,7 +289,10 @@ def _connect(infos: list[AddrInfo], timeout: Any, source_address: Any) -> socket
             if source_address:
                 sock.bind(source_address)
             sock.connect(sockaddr)
-            return sock
+            # A request leaves as two writes (head, then body): without this the body waits for the far end's
+            # delayed ACK of the head (40 ms) on a connection that is kept.
+            sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+            return sock, sockaddr[0]
         except OSError as exc:
             error = exc
             if sock is not None:
@@ -274,15 +302,22 @@ def _connect(infos: list[AddrInfo], timeout: Any, source_address: Any) -> socket
 
 class _Pinned:
     """Resolve the host once, judge every address, open the socket to a judged one; the name stays the
-    request's (Host header, and for https the SNI and the certificate's check)."""
+    request's (Host header, and for https the SNI and the certificate's check). ``infos``, when set, are
+    addresses already resolved and judged for this send (a kept connection's: see fetch)."""
 
     host: str
     port: int
+    infos: list[AddrInfo] | None = None
+    address = ""  # the checked address the socket was opened to: a kept connection is filed under it
 
     def connect(self) -> None:
-        infos = checked(self.host, self.port)
-        self._create_connection = lambda address, timeout, source_address=None: _connect(  # type: ignore[attr-defined]
-            infos, timeout, source_address)
+        infos = self.infos if self.infos is not None else checked(self.host, self.port)
+
+        def create(address, timeout, source_address=None):
+            sock, self.address = _connect(infos, timeout, source_address)
+            return sock
+
+        self._create_connection = create  # type: ignore[attr-defined]
         super().connect()  # type: ignore[misc]
 
 
@@ -329,5 +364,190 @@ def urlopen(req: urllib.request.Request | str, *, timeout: float):
     return _OPENER.open(req, timeout=timeout)
 
 
-__all__ = ["TargetRefused", "address_allowed", "checked", "endpoint", "kind", "name_allowed", "opener", "refusal",
-           "urlopen", "why_refused"]
+# -- sending on kept connections -------------------------------------------------------------------------------------
+IDLE_SECONDS = 4.0  # a kept connection idle longer is closed, not reused: servers drop idle ones from 5 s (Node, uvicorn)
+IDLE_KEPT = 64  # idle connections a process keeps, over every (scheme, host, port, address)
+ANSWER_READ = 64 * 1024  # an answer's body longer than this is cut, and its connection closed rather than drained
+REDIRECTS, REPEATS = 10, 4  # as urllib: hops in all, and visits of one URL
+
+Key = tuple[str, str, int, str]  # (scheme, host, port, the checked address the socket reaches)
+
+
+class Pool:
+    """Idle kept connections, filed by (scheme, host, port, address connected to). A send takes one only under an
+    address its own lookup just resolved and judged, so a name that now resolves elsewhere (or is refused now)
+    never reaches an earlier address through a kept socket; a connection the far end closed while idle (readable
+    before anything was asked) or idle too long is closed and not used."""
+
+    def __init__(self, *, kept: int = IDLE_KEPT, idle_seconds: float = IDLE_SECONDS) -> None:
+        self.kept, self.idle_seconds = kept, idle_seconds
+        self._idle: collections.OrderedDict[Key, list[tuple[float, http.client.HTTPConnection]]] = (
+            collections.OrderedDict())
+        self._count = 0
+        self._lock = threading.Lock()
+
+    def take(self, scheme: str, host: str, port: int, addresses: Iterable[str]) -> http.client.HTTPConnection | None:
+        now = time.monotonic()
+        stale = []
+        found = None
+        with self._lock:
+            for address in addresses:
+                kept = self._idle.get((scheme, host, port, address))
+                while kept and found is None:
+                    since, conn = kept.pop()
+                    self._count -= 1
+                    if now - since > self.idle_seconds or _dropped(conn):
+                        stale.append(conn)
+                    else:
+                        found = conn
+                if found is not None:
+                    break
+        for conn in stale:
+            conn.close()
+        return found
+
+    def give(self, scheme: str, host: str, port: int, conn: http.client.HTTPConnection) -> None:
+        key = (scheme, host, port, getattr(conn, "address", ""))
+        if conn.sock is None or not key[3]:
+            conn.close()
+            return
+        out = []
+        with self._lock:
+            self._idle.setdefault(key, []).append((time.monotonic(), conn))
+            self._idle.move_to_end(key)
+            self._count += 1
+            while self._count > self.kept:  # the longest unused address gives its oldest up
+                oldest, kept = next(iter(self._idle.items()))
+                out.append(kept.pop(0)[1])
+                self._count -= 1
+                if not kept:
+                    del self._idle[oldest]
+        for c in out:
+            c.close()
+
+    def clear(self) -> None:
+        with self._lock:
+            conns = [c for kept in self._idle.values() for _, c in kept]
+            self._idle.clear()
+            self._count = 0
+        for c in conns:
+            c.close()
+
+    def idle(self) -> dict[Key, int]:
+        with self._lock:
+            return {k: len(v) for k, v in self._idle.items() if v}
+
+
+def _dropped(conn: http.client.HTTPConnection) -> bool:
+    # Idle, a kept socket has nothing to read: readable means the far end closed it (or sent what nobody asked).
+    if conn.sock is None:
+        return True
+    try:
+        return bool(select.select([conn.sock], [], [], 0)[0])
+    except (OSError, ValueError):
+        return True
+
+
+POOL = Pool()
+os.register_at_fork(after_in_child=lambda: POOL.__init__(kept=POOL.kept, idle_seconds=POOL.idle_seconds))
+
+_TLS: list[ssl.SSLContext] = []
+
+
+def _tls() -> ssl.SSLContext:
+    # One context for every kept https connection (http.client makes, and loads the CAs into, one per connection).
+    if not _TLS:
+        context = ssl.create_default_context()
+        context.set_alpn_protocols(["http/1.1"])
+        _TLS.append(context)
+    return _TLS[0]
+
+
+@dataclasses.dataclass
+class Answer:
+    status: int
+    reason: str
+    headers: http.client.HTTPMessage
+    body: bytes  # its first ``keep`` bytes
+
+
+def fetch(method: str, url: str, *, body: bytes | None = None, headers: dict[str, str], timeout: float,
+          keep: int = 2000, pool: Pool | None = None) -> Answer:
+    """One outside call on a kept connection: every hop's host resolved once and every address judged
+    (TargetRefused), the connection made to (or kept for) a judged address, redirects followed as urllib follows
+    them (a POST's 301/302/303 as a GET without the body; a 307/308 or a loop is the answer). Any answer is
+    returned (``status``); no answer raises (OSError, http.client.HTTPException), as urllib's does."""
+    pool = POOL if pool is None else pool
+    visited: dict[str, int] = {}
+    while True:
+        answer = _exchange(method, url, body, headers, timeout, keep, pool)
+        location = answer.headers.get("location") or answer.headers.get("uri")
+        if answer.status not in (301, 302, 303, 307, 308) or not location:
+            return answer
+        if not (method in ("GET", "HEAD") or (method == "POST" and answer.status in (301, 302, 303))):
+            return answer
+        new = urllib.parse.urljoin(url, urllib.parse.quote(location.replace(" ", "%20"), encoding="iso-8859-1",
+                                                           safe=string.punctuation))
+        if urllib.parse.urlsplit(new).scheme not in ("http", "https"):
+            return answer
+        if len(visited) >= REDIRECTS or visited.get(new, 0) >= REPEATS:
+            return answer
+        visited[new] = visited.get(new, 0) + 1
+        method = "HEAD" if method == "HEAD" else "GET"
+        url, body = new, None
+        headers = {k: v for k, v in headers.items() if k.lower() not in ("content-length", "content-type")}
+
+
+@functools.lru_cache(maxsize=1024)
+def _origin(url: str) -> tuple[str, str, int, str]:
+    """(scheme, host, port, path) of ``url`` as urllib and http.client find them (endpoint's way)."""
+    req = urllib.request.Request(url)
+    if req.type not in ("http", "https") or not req.host:
+        raise urllib.error.URLError(f"unknown url type: {req.type}")
+    host, port = endpoint(url)
+    return req.type, host, port, req.selector
+
+
+def _exchange(method: str, url: str, body: bytes | None, headers: dict[str, str], timeout: float, keep: int,
+              pool: Pool) -> Answer:
+    scheme, host, port, path = _origin(url)
+    infos = checked(host, port)  # at every send, as a new connection's: a kept one is taken under these only
+    conn = pool.take(scheme, host, port, [i[4][0] for i in infos])
+    for fresh in ((False, True) if conn is not None else (True,)):
+        if fresh:
+            conn = (PinnedHTTPSConnection(host, port, timeout=timeout, context=_tls()) if scheme == "https"
+                    else PinnedHTTPConnection(host, port, timeout=timeout))
+        conn.infos = infos
+        conn.timeout = timeout
+        if conn.sock is not None:
+            conn.sock.settimeout(timeout)
+        try:
+            conn.request(method, path, body=body, headers={"User-Agent": _AGENT, **headers})
+            break
+        except OSError:
+            conn.close()
+            # A kept connection the far end had closed fails on the write: the request never reached it whole,
+            # so nothing of it can have been acted on; it goes once more, on a new connection. A failed write on
+            # a new connection, or anything after the request left, is the caller's failed try.
+            if fresh:
+                raise
+    try:
+        resp = conn.getresponse()
+        data = resp.read(keep)
+        if not resp.isclosed():
+            resp.read(ANSWER_READ)
+    except BaseException:
+        conn.close()
+        raise
+    if resp.isclosed() and not resp.will_close:
+        pool.give(scheme, host, port, conn)
+    else:
+        conn.close()
+    return Answer(resp.status, resp.reason, resp.headers, data)
+
+
+_AGENT = f"Python-urllib/{sys.version_info[0]}.{sys.version_info[1]}"  # what urllib's sends said
+
+
+__all__ = ["POOL", "Answer", "Pool", "TargetRefused", "address_allowed", "checked", "endpoint", "fetch", "kind",
+           "name_allowed", "opener", "refusal", "urlopen", "why_refused"]
