@@ -1,7 +1,7 @@
 """Feed latency: a subject's calendar.ics polled by 8 and 32 calendar apps, stamped against built each time.
 
     DATABASE_URL=postgres://postgres@127.0.0.1:5432/kt_feed_bench .venv/bin/python bench/feed_latency.py \
-        [--requests 300] [--clients 8 32] [--workers N] [--repeat 3]
+        [--requests 300] [--clients 8 32] [--workers N] [--repeat 3] [--before DIR] [--no-baseline]
 
 Seeds Acme Robotics as ``loadexample apis_tax --reset`` makes it and ticks its year (the Tax Plan's
 subject: the 2027 return's clocks, their rungs, the plan's schedules and renewals), issues a feed token,
@@ -12,13 +12,17 @@ ports (GUNICORN_BIND), from the same database:
 * stamped: the feed as it is (KT_FEED_STAMP on): a poll is the probe's one statement (the token's lookup
   and the change stamp), a 304, or a 200 from each worker's cache at an unchanged stamp;
 * baseline: KT_FEED_STAMP=0, the feed as it was: every request builds the calendar and hashes the body to
-  compare the ETag.
+  compare the ETag (``--no-baseline`` leaves it out: it costs about 60 ms of CPU a request);
+* before (``--before DIR``): the stamped feed served from another checkout's code, e.g. a worktree at the
+  commit before a change (``git worktree add --detach DIR <commit>``), for a before/after in the same rounds.
 
 For each client count, server and path, that many threads (one http.client connection per request:
-gunicorn's sync workers close after each response) send ``--requests`` GETs in all: the 200 path without a
-validator, the 304 path with If-None-Match set to the feed's ETag. Each response is verified (status, the
-same body on both servers, an empty 304). Warm-up requests (not measured) come first. Rounds alternate
-baseline and stamped; the figures are medians over ``--repeat`` rounds. Prints p50/p95/p99 in ms, the
+gunicorn's sync workers close after each response whatever the client asks, so a keep-alive client would
+change nothing here) send ``--requests`` GETs in all: the 200 path without a validator, the 304 path with
+If-None-Match set to the feed's ETag. The client's own CPU is printed ("bench ms/req", about 0.5 ms): it
+shares the two cores with the servers, so it is part of the queue, not of the server's CPU figure. Each
+response is verified (status, the same body from every server, an empty 304). Warm-up requests (not
+measured) come first. Each round runs the servers in turn; the figures are medians over ``--repeat`` rounds. Prints p50/p95/p99 in ms, the
 ratios, the CPU each request cost (the gunicorn workers' and their PostgreSQL backends', from /proc: what
 no queueing inflates), the load average, and a verdict against the targets (stamped p95 at 32 clients:
 304 < 20 ms, cached 200 < 50 ms). On a shared 2-core machine the clients' queue is most of a p95: with C
@@ -79,17 +83,17 @@ def free_port() -> int:
 
 
 class Server:
-    """The README's command, ``gunicorn keeping_time.wsgi`` in the project's folder, on a free local port, in
-    its own process group."""
+    """The README's command, ``gunicorn keeping_time.wsgi`` in the project's folder (``root``: this checkout,
+    or another one's code for a before/after), on a free local port, in its own process group."""
 
-    def __init__(self, name: str, env: dict[str, str], workers: int | None):
+    def __init__(self, name: str, env: dict[str, str], workers: int | None, root: Path = ROOT):
         self.name, self.port = name, free_port()
-        env = {**env, "GUNICORN_BIND": f"127.0.0.1:{self.port}"}
+        env = {**env, "GUNICORN_BIND": f"127.0.0.1:{self.port}", "PYTHONPATH": str(root)}
         if workers:
             env["WEB_CONCURRENCY"] = str(workers)
         self.proc = subprocess.Popen(
             [str(Path(sys.executable).with_name("gunicorn")), "keeping_time.wsgi"],
-            cwd=ROOT, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, start_new_session=True)
+            cwd=root, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, start_new_session=True)
 
     def workers(self) -> list[int]:
         try:
@@ -204,6 +208,11 @@ def main() -> int:
     parser.add_argument("--workers", type=int, default=None,
                         help="gunicorn sync workers per server (default: gunicorn.conf.py's, 2 x cores + 1)")
     parser.add_argument("--repeat", type=int, default=3)
+    parser.add_argument("--before", type=Path, default=None, metavar="DIR",
+                        help="also serve another checkout's code (a worktree at an older commit), stamped, as "
+                             "server 'before', in the same rounds")
+    parser.add_argument("--no-baseline", action="store_true",
+                        help="leave out the server that builds every request (about 60 ms of CPU each)")
     args = parser.parse_args()
 
     setup_django()
@@ -223,21 +232,26 @@ def main() -> int:
     url += ("&" if "?" in url else "?") + "conn_max_age=600" if "conn_max_age" not in url else ""
     base_env = {**os.environ, "DATABASE_URL": url, "DJANGO_SETTINGS_MODULE": "keeping_time.settings",
                 "SECRET_KEY": settings.SECRET_KEY, "DEBUG": "0", "PYTHONPATH": str(ROOT)}
-    servers = {
-        "baseline": Server("baseline", {**base_env, "KT_FEED_STAMP": "0"}, args.workers),
-        "stamped": Server("stamped", {**base_env, "KT_FEED_STAMP": "1"}, args.workers),
-    }
+    servers = {}
+    if not args.no_baseline:
+        servers["baseline"] = Server("baseline", {**base_env, "KT_FEED_STAMP": "0"}, args.workers)
+    if args.before:
+        servers["before"] = Server("before", {**base_env, "KT_FEED_STAMP": "1"}, args.workers,
+                                   args.before.resolve())
+    servers["stamped"] = Server("stamped", {**base_env, "KT_FEED_STAMP": "1"}, args.workers)
     # (clients, server, path) -> per round (p50, p95, p99, server CPU ms per request, client CPU ms per request)
     results: dict[tuple[int, str, str], list[tuple[float, ...]]] = {}
     loads = [os.getloadavg()]
     try:
         for s in servers.values():
             s.wait(path)
-        _, base_headers, body = request(servers["baseline"].port, path)
-        _, stamped_headers, stamped_body = request(servers["stamped"].port, path)
-        if stamped_body != body:
-            raise Failed("the stamped server's body is not the baseline's")
-        tags = {"baseline": base_headers["etag"], "stamped": stamped_headers["etag"]}
+        tags, bodies = {}, {}
+        for name, s in servers.items():
+            _, headers, bodies[name] = request(s.port, path)
+            tags[name] = headers["etag"]
+        body = bodies["stamped"]
+        if any(b != body for b in bodies.values()):
+            raise Failed("the servers' bodies differ")
         workers = len(servers["stamped"].workers())
         print(f"subject {subject_id}: {len(body):,} bytes, {body.count(b'BEGIN:VEVENT')} events; "
               f"{args.requests} GETs per path per round from {', '.join(map(str, args.clients))} clients; "
@@ -279,10 +293,11 @@ def main() -> int:
     print()
     for clients in args.clients:
         for kind in ("304", "200"):
-            print(f"{clients} clients, {kind}: baseline/stamped p50 "
-                  f"{med(clients, 'baseline', kind, 0) / med(clients, 'stamped', kind, 0):.1f}x, p95 "
-                  f"{med(clients, 'baseline', kind, 1) / med(clients, 'stamped', kind, 1):.1f}x, server CPU "
-                  f"{med(clients, 'baseline', kind, 3) / max(med(clients, 'stamped', kind, 3), 1e-9):.1f}x")
+            for other in (n for n in servers if n != "stamped"):
+                print(f"{clients} clients, {kind}: {other}/stamped p50 "
+                      f"{med(clients, other, kind, 0) / med(clients, 'stamped', kind, 0):.2f}x, p95 "
+                      f"{med(clients, other, kind, 1) / med(clients, 'stamped', kind, 1):.2f}x, server CPU "
+                      f"{med(clients, other, kind, 3) / max(med(clients, 'stamped', kind, 3), 1e-9):.2f}x")
     print("load average (1, 5, 15 min) at the start and after each round: "
           + "; ".join(" ".join(f"{x:.1f}" for x in la) for la in loads))
     print(f"machine: {platform.platform()}, {os.cpu_count()} CPUs, python {platform.python_version()}")
