@@ -239,8 +239,8 @@ _statements: dict[tuple, _Statement | None | object] = {}
 
 
 def _postgresql(subject: Subject, domain: str) -> tuple[list[str], list[str], datetime | None] | None:
-    """Every input's digest and the test clock's frozen time in one statement (one snapshot): an md5 over
-    each input's rows as text, sorted, computed next to the rows, so only a few short strings travel.
+    """Every input's digest and the test clock's frozen time in one statement (one snapshot): each input's
+    rows as text, counted and hashed (_ROWS_DIGEST) next to the rows, so only a few short strings travel.
     Building the querysets costs more than running them, so the statement is compiled once per shape."""
     shape = (entries.providers(), domain == LIVE, bool(subject.calendar_id))
     statement = _statements.get(shape, _NOT_COMPILED)
