@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import contextlib
 import json
+import weakref
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
@@ -35,6 +36,7 @@ from calendars.entries import subject_calendar
 from calendars.models import ClockItem, Subject
 from tests.acme import acme_subject, open_return
 from timers import outbox, worker
+from timers import store as tick_store
 from timers.models import Event, Outbox, TestClock
 from timers.services import test_clock_create
 from timers.store import PostgresStore
@@ -92,6 +94,7 @@ def capture(monkeypatch) -> Iterator[Capture]:
 
     with monkeypatch.context() as m:
         m.setattr(PostgresStore, "_cursor", recording_cursor)
+        m.setattr(tick_store, "_KEPT", weakref.WeakKeyDictionary())  # the small batches' cursors, made recording
         with connection.execute_wrapper(wrapper):
             yield got
 

@@ -102,10 +102,18 @@ class Held:
     def fence(self) -> bool:
         """Renew under this epoch; False when another took the domain over. Called first in a batch's
         transaction, it keeps the row locked until the batch commits."""
-        with connection.cursor() as cur:
-            cur.execute("UPDATE timers_lease SET expires = %s WHERE domain = %s AND holder = %s AND epoch = %s",
-                        [_db(wall_now() + ttl()), self.domain, self.holder, self.epoch])
+        if _pg():  # on the tick's kept cursor, prepared: the live tick pays it once a batch
+            from .store import kept_cursors
+
+            cur, _, prepare = kept_cursors()
+            cur.execute("UPDATE timers_lease SET expires = %b WHERE domain = %b AND holder = %b AND epoch = %b",
+                        [wall_now() + ttl(), self.domain, self.holder, self.epoch], prepare=prepare)
             ok = cur.rowcount == 1
+        else:
+            with connection.cursor() as cur:
+                cur.execute("UPDATE timers_lease SET expires = %s WHERE domain = %s AND holder = %s AND epoch = %s",
+                            [_db(wall_now() + ttl()), self.domain, self.holder, self.epoch])
+                ok = cur.rowcount == 1
         if ok:
             self.batches += 1
         return ok
@@ -122,15 +130,15 @@ class Held:
             status = (TestClock.objects.select_for_update(no_key=True).filter(pk=clock_id)
                       .values_list("status", flat=True).first())
             return ok, status
-        from .store import PostgresStore, _prepare
+        from .store import kept_cursors
 
-        with PostgresStore().cursor() as cur:
-            cur.execute("WITH f AS (UPDATE timers_lease SET expires = %b WHERE domain = %b AND holder = %b AND epoch = %b "
-                        "RETURNING 1) SELECT EXISTS (SELECT 1 FROM f), "
-                        "(SELECT status FROM timers_testclock WHERE id = %b FOR NO KEY UPDATE)",
-                        [wall_now() + ttl(), self.domain, self.holder, self.epoch, clock_id], binary=True,
-                        prepare=_prepare(True))
-            ok, status = cur.fetchone()
+        cur, _, prepare = kept_cursors()
+        cur.execute("WITH f AS (UPDATE timers_lease SET expires = %b WHERE domain = %b AND holder = %b AND epoch = %b "
+                    "RETURNING 1) SELECT EXISTS (SELECT 1 FROM f), "
+                    "(SELECT status FROM timers_testclock WHERE id = %b FOR NO KEY UPDATE)",
+                    [wall_now() + ttl(), self.domain, self.holder, self.epoch, clock_id], binary=True,
+                    prepare=prepare)
+        ok, status = cur.fetchone()
         if ok:
             self.batches += 1
         return ok, status

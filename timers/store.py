@@ -8,8 +8,9 @@ Either way a batch's events become webhook deliveries in the batch's transaction
 
 from __future__ import annotations
 
-import contextlib
+import functools
 import json
+import weakref
 from datetime import datetime
 
 import psycopg
@@ -46,6 +47,24 @@ def _prepare(small: bool) -> bool:
     if connection.connection.prepare_threshold is None:
         connection.connection.prepare_threshold = 2**31 - 1
     return True
+
+
+# Each connection's two cursors of the one-by-one regime: a cursor made per statement built its adapters (and
+# looked up its dumpers) anew each time, a fixed cost a batch of one paid four times. Two, because a statement's
+# results are read after the pipeline that sent it, where the other cursor sent more.
+_KEPT: weakref.WeakKeyDictionary[psycopg.Connection, tuple[psycopg.Cursor, psycopg.Cursor]] = (
+    weakref.WeakKeyDictionary())
+
+
+def kept_cursors() -> tuple[psycopg.Cursor, psycopg.Cursor, bool]:
+    """This thread's connection's kept cursors (binary parameters: pass ``binary=True``), and whether the small
+    batch's statements are prepared (``_prepare``)."""
+    prepare = _prepare(True)  # connects
+    conn = connection.connection
+    got = _KEPT.get(conn)
+    if got is None or got[0].closed:
+        got = _KEPT[conn] = (PostgresStore()._cursor(), PostgresStore()._cursor())
+    return got[0], got[1], prepare
 
 
 _ENDPOINTS = ("SELECT id, brand_id, livemode, enabled_events FROM timers_webhookendpoint "
@@ -89,9 +108,13 @@ class PostgresStore:
             params.extend(after)
         sql += " ORDER BY owed_at, place, opened_at, key LIMIT %b"
         params.append(limit)
-        with self._cursor() as cur:
-            cur.execute(sql, params, binary=True, prepare=_prepare(limit <= PIPELINED_UP_TO))
-            return self._items(cur.fetchall())
+        if limit > PIPELINED_UP_TO:
+            with self._cursor() as cur:
+                cur.execute(sql, params, binary=True)
+                return self._items(cur.fetchall())
+        cur, _, prepare = kept_cursors()
+        cur.execute(sql, params, binary=True, prepare=prepare)
+        return self._items(cur.fetchall())
 
     def load(self, domain: str, key: str) -> Item | None:
         with self._cursor() as cur:
@@ -118,37 +141,34 @@ class PostgresStore:
     def write(self, *, domain: str, new: list[Item], changed: list[Item], commits: list[tuple],
               events: list[tuple], sends: list[tuple], tallies: list[tuple] = (), versions: list[tuple] = ()) -> None:
         small = max(len(new), len(commits), len(events), len(changed)) <= PIPELINED_UP_TO
-        rows_in = _insert_values if small else copy_in
         endpoints = None
         brands = sorted({e[2] for e in events if e[2]}) if small else []
-        read = self._cursor() if brands else None
-        with self._cursor() as cur, cur.connection.pipeline() if small else contextlib.nullcontext():
+        if small:
+            cur, read, prepare = kept_cursors()
+            rows_in = functools.partial(_insert_values, prepare=prepare)
+            writing = cur.connection.pipeline()
+        else:
+            cur, read, prepare, rows_in = self._cursor(), None, False, copy_in
+            writing = cur
+        with writing:
             if new:
                 cols = [c for c in TIMER_FIELDS if c != "data"]
                 rows_in(cur, "timers_timer", [*cols, "data", "domain"],
                         [*(_PG_TYPES[c] for c in cols), "jsonb", "varchar"],
                         [(*(getattr(i, c) for c in cols), i.data or {}, domain) for i in new])
             if changed:
-                cols = ("status", "owed_at", "fired_at", "late_by", "attempt", "wakes", "superseded_by", "by",
-                        "held_since", "held_by", "remaining", "tick_pass")
-                arrays = [[i.id for i in changed]] + [[getattr(i, c) for i in changed] for c in cols]
                 # A timer that fires or is superseded leaves the armed table in this statement, for its month of
                 # history (timers/history.py). Only a refire (a wake) changes a row already in history: other
                 # batches name the armed table alone, so the plan probes no month of history.
-                where = "" if any(i.was in LEFT for i in changed) else " AND t.status IN ('armed', 'held')"
+                armed_only = not any(i.was in LEFT for i in changed)
+                if small:
+                    params = [v for i in changed for v in (i.id, *(getattr(i, c) for c in _CHANGED))]
+                else:
+                    params = [[i.id for i in changed]] + [[getattr(i, c) for i in changed] for c in _CHANGED]
                 with probed_by_key(cur, len(changed)):
-                    cur.execute(
-                        "UPDATE timers_timer AS t SET "
-                        + ", ".join(f'"{c}" = v."{c}"' for c in cols)
-                        + ", moved_at = CASE WHEN v.status IN ('fired', 'superseded') AND t.status IN ('armed', 'held')"
-                        " THEN now() ELSE t.moved_at END"
-                        + " FROM unnest(%b::varchar[], "
-                        + ", ".join(f"%b::{_PG_TYPES[c]}[]" for c in cols)
-                        + ") AS v(id, " + ", ".join(f'"{c}"' for c in cols) + f") WHERE t.id = v.id AND t.domain = {_DOMAIN}"
-                        + where,
-                        [*arrays, domain],  # the domain too: on tables distributed by it, one shard (docs/scaling.md)
-                        prepare=_prepare(small),
-                    )
+                    # The domain too: on tables distributed by it, one shard (docs/scaling.md).
+                    cur.execute(_update_sql(len(changed) if small else 0, armed_only), [*params, domain],
+                                binary=True, prepare=prepare)
             if commits:
                 rows_in(cur, "timers_commit", ["id", "domain", "key", "timer_id", "outcome", "code", "at"],
                         ["varchar"] * 6 + ["timestamptz"], commits)
@@ -162,16 +182,39 @@ class PostgresStore:
                             [[i for i, _ in versions], [v for _, v in versions], domain], binary=True)
             if tallies:
                 cur.execute(_tally_sql(len(tallies), "%b"), [v for row in tallies for v in row], binary=True,
-                            prepare=_prepare(small))
+                            prepare=prepare)
             if brands:
-                read.execute(_ENDPOINTS, [brands], binary=True, prepare=_prepare(small))
-        if read is not None:
-            with read:
-                endpoints = read.fetchall()
+                read.execute(_ENDPOINTS, [brands], binary=True, prepare=prepare)
+        if brands:
+            endpoints = read.fetchall()
         if events:
             fan_out(events, endpoints=endpoints)
         if sends:
             _write_sends(sends)
+
+
+# What the tick's update of changed timers sets, from its values.
+_CHANGED = ("status", "owed_at", "fired_at", "late_by", "attempt", "wakes", "superseded_by", "by", "held_since",
+            "held_by", "remaining", "tick_pass")
+
+
+@functools.lru_cache(maxsize=256)
+def _update_sql(rows: int, armed_only: bool) -> str:
+    """The update of changed timers from ``rows`` rows of VALUES (a small batch), or (0) from arrays. A small
+    batch's VALUES tell a prepared statement's generic plan how many rows come: from arrays it was planned
+    anew at every execution (its estimate of an unnest's rows is not one), most of the server's time for a
+    batch of one."""
+    names = ", ".join(f'"{c}"' for c in _CHANGED)
+    if rows:
+        one = "(%b::varchar, " + ", ".join(f"%b::{_PG_TYPES[c]}" for c in _CHANGED) + ")"
+        source = f"(VALUES {', '.join([one] * rows)})"
+    else:
+        source = "unnest(%b::varchar[], " + ", ".join(f"%b::{_PG_TYPES[c]}[]" for c in _CHANGED) + ")"
+    return ("UPDATE timers_timer AS t SET " + ", ".join(f'"{c}" = v."{c}"' for c in _CHANGED)
+            + ", moved_at = CASE WHEN v.status IN ('fired', 'superseded') AND t.status IN ('armed', 'held')"
+            " THEN now() ELSE t.moved_at END"
+            + f" FROM {source} AS v(id, {names}) WHERE t.id = v.id AND t.domain = {_DOMAIN}"
+            + (" AND t.status IN ('armed', 'held')" if armed_only else ""))
 
 
 # The domain beside a key, as a value the planner cannot see: a domain newer than the statistics (every new
@@ -181,16 +224,21 @@ class PostgresStore:
 _DOMAIN = "(SELECT %b::varchar)"
 
 
-def _insert_values(cur: psycopg.Cursor, table: str, columns: list[str], types: list[str], rows: list) -> None:
+def _insert_values(cur: psycopg.Cursor, table: str, columns: list[str], types: list[str], rows: list, *,
+                   prepare: bool = True) -> None:
     """copy_in's rows with one INSERT … VALUES, in the rows' order: a statement a pipeline can carry (a COPY
     waits for the server twice), its parameters plain values (each array of an unnest costs Python more
     to build than a few rows' values), prepared once for each number of rows."""
     jsonb = [t == "jsonb" for t in types]
-    one = "(" + ", ".join(f"%b::{t}" for t in types) + ")"
     params = [Jsonb(v) if j and v is not None else v for row in rows for v, j in zip(row, jsonb, strict=True)]
+    cur.execute(_values_sql(table, tuple(columns), tuple(types), len(rows)), params, prepare=prepare)
+
+
+@functools.lru_cache(maxsize=256)
+def _values_sql(table: str, columns: tuple[str, ...], types: tuple[str, ...], rows: int) -> str:
+    one = "(" + ", ".join(f"%b::{t}" for t in types) + ")"
     cols = ", ".join(f'"{c}"' for c in columns)
-    cur.execute(f"INSERT INTO {table} ({cols}) VALUES {', '.join([one] * len(rows))}", params,
-                prepare=_prepare(True))
+    return f"INSERT INTO {table} ({cols}) VALUES {', '.join([one] * rows)}"
 
 
 _PG_TYPES = {
@@ -209,6 +257,7 @@ TALLY_ADD = (" ON CONFLICT (domain, kind, outcome, bucket) DO UPDATE SET fires =
              " late_seconds = timers_firetally.late_seconds + excluded.late_seconds")
 
 
+@functools.lru_cache(maxsize=64)
 def _tally_sql(n: int, mark: str) -> str:
     """Add n FireTally rows to their (domain, kind, outcome, bucket) counts: one multi-row VALUES, all of one
     domain (routed to one shard where tables are distributed by domain)."""

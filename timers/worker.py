@@ -30,7 +30,7 @@ from .errors import KeepingTimeError, NotFound, TestClockBackward, TestClockDele
 from .lease import _LIVE_SESSIONS, Held, holder, lease
 from .models import LIVE, Event, Lease, LiveClock, TestClock, Timer, is_live
 from .services import backward_message, test_clock_finish_delete
-from .store import get_store
+from .store import get_store, kept_cursors
 from .timeutil import iso_z
 
 log = logging.getLogger(__name__)
@@ -58,9 +58,14 @@ _MOVE_FROZEN = ("UPDATE timers_testclock SET frozen_time = %s WHERE id = %s AND 
 
 def _set_frozen(clock_id: str):
     def write(at: datetime) -> None:
-        # Once a batch: the statement as text, where building the queryset cost more than running it.
-        with connection.cursor() as cur:
-            cur.execute(_MOVE_FROZEN, [at, clock_id, at])
+        # Once a batch: the statement as text, where building the queryset cost more than running it; on
+        # PostgreSQL prepared on the tick's own cursor, where planning it again was most of its cost.
+        if connection.vendor == "postgresql":
+            cur, _, prepare = kept_cursors()
+            cur.execute(_MOVE_FROZEN.replace("%s", "%b"), [at, clock_id, at], prepare=prepare)
+        else:
+            with connection.cursor() as cur:
+                cur.execute(_MOVE_FROZEN, [at, clock_id, at])
         for report in _flush_observers.get():
             report(clock_id, at)
 
@@ -316,6 +321,10 @@ def finish_deletes() -> int:
     return done
 
 
+_LIVE_POSITION = ("INSERT INTO timers_liveclock (id, position) VALUES (%b, %b) "
+                  "ON CONFLICT (id) DO UPDATE SET position = excluded.position")
+
+
 def _position(domain: str) -> datetime | None:
     if is_live(domain):
         return LiveClock.objects.filter(pk=domain).values_list("position", flat=True).first()
@@ -323,7 +332,11 @@ def _position(domain: str) -> datetime | None:
 
 
 def _set_position(domain: str, at: datetime) -> None:
-    if is_live(domain):
+    if is_live(domain) and connection.vendor == "postgresql":
+        # The live tick's batch of one writes this once a batch: one prepared statement on the tick's cursor.
+        cur, _, prepare = kept_cursors()
+        cur.execute(_LIVE_POSITION, [domain, at], prepare=prepare)
+    elif is_live(domain):
         updated = LiveClock.objects.filter(pk=domain).update(position=at)
         if not updated:
             LiveClock.objects.get_or_create(pk=domain, defaults={"position": at})
