@@ -1,7 +1,8 @@
 """A batch of a few timers (the live tick's timers coming due one by one, KT_ADVANCE_BATCH_SIZE=1) pays per
-statement and per round trip to the server, not per row: its guard is one statement, its writes and its webhook
-endpoints' read go in one pipeline, prepared once per connection. The round trips are counted on the wire (libpq's
-trace of the connection), per batch, and a failed pipelined write still loses its batch whole (PostgreSQL only)."""
+statement and per round trip to the server, not per row: its guard is one statement, its writes, its webhook
+endpoints' read and the clock's new position go in one pipeline, prepared once per connection. The round trips
+are counted on the wire (libpq's trace of the connection), per batch, on a test clock and on a brand's live
+clock, and a failed pipelined write still loses its batch whole (PostgreSQL only)."""
 
 from __future__ import annotations
 
@@ -13,9 +14,10 @@ import psycopg
 import pytest
 from django.db import connection
 
+from timers.clock import FrozenClock
 from timers.models import Commit, Event, Timer
 from timers.services import test_clock_create, timer_arm
-from timers.worker import advance
+from timers.worker import advance, live_step
 
 pytestmark = pytest.mark.django_db
 
@@ -34,36 +36,57 @@ def _arm(brand, clock_id: str, n: int, tag: str) -> None:
                   domain=clock_id, handler="noop")
 
 
-def _round_trips(brand, n: int, tag: str) -> tuple[int, int]:
-    """(round trips, batches) of an advance over ``n`` owed timers: each simple Query and each Sync the client
-    sends waits for the server once."""
-    clock = test_clock_create(brand=brand, frozen_time=T0 - timedelta(hours=1), name=tag)
-    _arm(brand, clock.id, n, tag)
+def _traced(run) -> tuple[int, object]:
+    """(round trips, what ``run`` returned): each simple Query and each Sync the client sends waits for the
+    server once."""
     connection.ensure_connection()
     pgconn = connection.connection.pgconn
     with tempfile.TemporaryFile("w+") as f:
         pgconn.trace(f.fileno())
         try:
-            stats = advance(clock.id, T0)
+            got = run()
         finally:
             pgconn.untrace()
         f.flush()
         os.fsync(f.fileno())
         f.seek(0)
         sent = [line.split("\t") for line in f.read().splitlines()]
+    return sum(1 for p in sent if len(p) > 3 and p[1] == "F" and p[3].split(" ")[0] in ("Query", "Sync")), got
+
+
+def _round_trips(brand, n: int, tag: str) -> tuple[int, int]:
+    """(round trips, batches) of an advance over ``n`` owed timers."""
+    clock = test_clock_create(brand=brand, frozen_time=T0 - timedelta(hours=1), name=tag)
+    _arm(brand, clock.id, n, tag)
+    trips, stats = _traced(lambda: advance(clock.id, T0))
     assert stats.fired == n
-    trips = sum(1 for p in sent if len(p) > 3 and p[1] == "F" and p[3].split(" ")[0] in ("Query", "Sync"))
     return trips, stats.batches
 
 
-def test_a_batch_of_one_timer_costs_six_round_trips(brand, settings):
-    settings.KEEPING_TIME = {**settings.KEEPING_TIME, "ADVANCE_BATCH_SIZE": 1}
+def _live_round_trips(brand, n: int, tag: str, now: datetime) -> tuple[int, int]:
+    """(round trips, batches) of a live step over ``n`` timers owed on the brand's live clock."""
+    for i in range(n):
+        timer_arm(brand=brand, key=f"job_{tag}{i}:deadline:soon:1", owed_at=now - timedelta(seconds=n - i),
+                  handler="noop")
+    trips, stats = _traced(lambda: live_step(FrozenClock(now), domain=f"live_{brand.id}", settle=False))
+    assert stats.fired == n
+    return trips, stats.batches
+
+
+def test_a_batch_of_one_timer_costs_five_round_trips(brand, settings):
+    settings.KEEPING_TIME = {**settings.KEEPING_TIME, "ADVANCE_BATCH_SIZE": 1, "BATCH_SIZE": 1}
     few, few_batches = _round_trips(brand, 3, "few")
     more, more_batches = _round_trips(brand, 9, "more")
     per_batch = (more - few) / (more_batches - few_batches)
-    # BEGIN, the guard (fence and the clock's row), the claim, the writes (one pipeline), the frozen time, COMMIT.
-    # Each statement on its own, with two for each COPY, was 13.
-    assert per_batch <= 6, per_batch
+    # BEGIN, the guard (fence and the clock's row), the claim, the writes with the frozen time (one pipeline),
+    # COMMIT. Each statement on its own, with two for each COPY, was 13; the frozen time apart, 6.
+    assert per_batch <= 5, per_batch
+    # The live tick's batch: BEGIN, the fence, the claim, the writes with the clock's position, COMMIT.
+    now = datetime.now(UTC)
+    few, few_batches = _live_round_trips(brand, 2, "lfew", now)
+    more, more_batches = _live_round_trips(brand, 6, "lmore", now + timedelta(seconds=1))
+    per_batch = (more - few) / (more_batches - few_batches)
+    assert per_batch <= 5, per_batch
 
 
 def test_a_batch_of_one_timer_is_fired_and_recorded_as_a_big_one_is(brand, settings):

@@ -755,6 +755,7 @@ class Run:
         dirty = [i for i in self._by_key.values() if i.dirty]
         for i in dirty:
             i.tick_pass = i.pass_no
+        at = self.to if (self._complete and not self._heap) else (self._instant or self.to)
         self.store.write(
             domain=self.domain,
             new=[i for i in dirty if i.new],
@@ -764,10 +765,10 @@ class Run:
             sends=self.sends,
             tallies=self._tallies(dirty),
             versions=[(i.id, i.version) for i in dirty if not i.new and i.id in self._repinned],
+            # The domain's new position, written with the batch (in its round trip, where the store pipelines).
+            also=None if self.on_flush is None else (lambda: self.on_flush(at)),
         )
         self.sends_flushed = bool(self.sends)
-        if self.on_flush is not None:
-            self.on_flush(self.to if (self._complete and not self._heap) else (self._instant or self.to))
         self._reset_buffers()
 
     def _tallies(self, dirty: list[Item]) -> list[tuple]:

@@ -11,11 +11,12 @@ from __future__ import annotations
 import functools
 import json
 import weakref
+from collections.abc import Callable
 from datetime import datetime
 
 import psycopg
 from django.conf import settings
-from django.db import connection
+from django.db import DEFAULT_DB_ALIAS, connection, connections
 from django.db.models import Q
 from django.db.models.functions import Now
 from psycopg.types.json import Jsonb
@@ -37,18 +38,6 @@ PIPELINED_UP_TO = 64
 # to the planner each time, which sees their arrays' sizes.
 
 
-def _prepare(small: bool) -> bool:
-    """Whether to ask psycopg to prepare a statement of a small batch; asking needs a threshold on the
-    connection (Django leaves it None, which turns preparing off), one never reached, so psycopg prepares
-    only what is asked (as calendars/feed_stamp.py does)."""
-    if not (small and settings.KEEPING_TIME.get("TICK_PREPARE", True)):
-        return False
-    connection.ensure_connection()
-    if connection.connection.prepare_threshold is None:
-        connection.connection.prepare_threshold = 2**31 - 1
-    return True
-
-
 # Each connection's two cursors of the one-by-one regime: a cursor made per statement built its adapters (and
 # looked up its dumpers) anew each time, a fixed cost a batch of one paid four times. Two, because a statement's
 # results are read after the pipeline that sent it, where the other cursor sent more.
@@ -58,13 +47,20 @@ _KEPT: weakref.WeakKeyDictionary[psycopg.Connection, tuple[psycopg.Cursor, psyco
 
 def kept_cursors() -> tuple[psycopg.Cursor, psycopg.Cursor, bool]:
     """This thread's connection's kept cursors (binary parameters: pass ``binary=True``), and whether the small
-    batch's statements are prepared (``_prepare``)."""
-    prepare = _prepare(True)  # connects
-    conn = connection.connection
+    batch's statements are prepared. Preparing needs a threshold on the connection (Django leaves it None,
+    which turns preparing off), one never reached, so psycopg prepares only what is asked (as
+    calendars/feed_stamp.py does). Called a few times a batch: the connection is looked up once."""
+    db = connections[DEFAULT_DB_ALIAS]
+    db.ensure_connection()
+    conn = db.connection
     got = _KEPT.get(conn)
     if got is None or got[0].closed:
         got = _KEPT[conn] = (PostgresStore()._cursor(), PostgresStore()._cursor())
-    return got[0], got[1], prepare
+    if not settings.KEEPING_TIME.get("TICK_PREPARE", True):
+        return got[0], got[1], False
+    if conn.prepare_threshold is None:
+        conn.prepare_threshold = 2**31 - 1
+    return got[0], got[1], True
 
 
 _ENDPOINTS = ("SELECT id, brand_id, livemode, enabled_events FROM timers_webhookendpoint "
@@ -139,17 +135,22 @@ class PostgresStore:
             return self._items(cur.fetchall())
 
     def write(self, *, domain: str, new: list[Item], changed: list[Item], commits: list[tuple],
-              events: list[tuple], sends: list[tuple], tallies: list[tuple] = (), versions: list[tuple] = ()) -> None:
+              events: list[tuple], sends: list[tuple], tallies: list[tuple] = (), versions: list[tuple] = (),
+              also: Callable[[], None] | None = None) -> None:
         small = max(len(new), len(commits), len(events), len(changed)) <= PIPELINED_UP_TO
-        endpoints = None
-        brands = sorted({e[2] for e in events if e[2]}) if small else []
         if small:
+            # One statement for the rows (each table's write a data-modifying WITH of it), sent with the rest in
+            # one pipeline: a batch of one paid the client's and the server's cost of a statement four times.
             cur, read, prepare = kept_cursors()
-            rows_in = functools.partial(_insert_values, prepare=prepare)
+            parts: list[tuple[str, list]] = []
+            rows_in = _values_into(parts)
+            run = lambda sql, params: parts.append((sql, params))  # noqa: E731
             writing = cur.connection.pipeline()
         else:
             cur, read, prepare, rows_in = self._cursor(), None, False, copy_in
+            run = lambda sql, params: cur.execute(sql, params, binary=True)  # noqa: E731
             writing = cur
+        brands = sorted({e[2] for e in events if e[2]}) if small else []
         with writing:
             if new:
                 cols = [c for c in TIMER_FIELDS if c != "data"]
@@ -167,8 +168,7 @@ class PostgresStore:
                     params = [[i.id for i in changed]] + [[getattr(i, c) for i in changed] for c in _CHANGED]
                 with probed_by_key(cur, len(changed)):
                     # The domain too: on tables distributed by it, one shard (docs/scaling.md).
-                    cur.execute(_update_sql(len(changed) if small else 0, armed_only), [*params, domain],
-                                binary=True, prepare=prepare)
+                    run(_update_sql(len(changed) if small else 0, armed_only), [*params, domain])
             if commits:
                 rows_in(cur, "timers_commit", ["id", "domain", "key", "timer_id", "outcome", "code", "at"],
                         ["varchar"] * 6 + ["timestamptz"], commits)
@@ -176,21 +176,34 @@ class PostgresStore:
                 rows_in(cur, "timers_event", ["id", "domain", "brand_id", "type", "subject", "owed_at", "key", "data",
                                               "fired_at", "late_by"],
                         ["varchar"] * 5 + ["timestamptz", "varchar", "jsonb", "timestamptz", "interval"], events)
+            if tallies:
+                run(_tally_sql(len(tallies), "%b"), [v for row in tallies for v in row])
+            if small and parts:
+                cur.execute(_together(tuple(sql for sql, _ in parts)), [v for _, ps in parts for v in ps],
+                            binary=True, prepare=prepare)
             if versions:  # a repin's (rare): apart, so the batch's update of every changed timer stays as it is
                 cur.execute("UPDATE timers_timer AS t SET version = v.version FROM unnest(%b::varchar[], %b::varchar[]) "
                             f"AS v(id, version) WHERE t.id = v.id AND t.domain = {_DOMAIN}",
                             [[i for i, _ in versions], [v for _, v in versions], domain], binary=True)
-            if tallies:
-                cur.execute(_tally_sql(len(tallies), "%b"), [v for row in tallies for v in row], binary=True,
-                            prepare=prepare)
             if brands:
                 read.execute(_ENDPOINTS, [brands], binary=True, prepare=prepare)
-        if brands:
-            endpoints = read.fetchall()
+            if also is not None:
+                # The caller's statements (the clock's position) on the kept cursor: in this pipeline, when small.
+                also()
+        endpoints = read.fetchall() if brands else None
         if events:
             fan_out(events, endpoints=endpoints)
         if sends:
             _write_sends(sends)
+
+
+@functools.lru_cache(maxsize=256)
+def _together(statements: tuple[str, ...]) -> str:
+    """Write statements as one: each but the last a data-modifying WITH, which runs once and to completion
+    whether or not anything reads it. Each writes a table of its own (a statement may not change a row twice)."""
+    if len(statements) == 1:
+        return statements[0]
+    return "WITH " + ", ".join(f"w{n} AS ({sql})" for n, sql in enumerate(statements[:-1])) + " " + statements[-1]
 
 
 # What the tick's update of changed timers sets, from its values.
@@ -224,14 +237,17 @@ def _update_sql(rows: int, armed_only: bool) -> str:
 _DOMAIN = "(SELECT %b::varchar)"
 
 
-def _insert_values(cur: psycopg.Cursor, table: str, columns: list[str], types: list[str], rows: list, *,
-                   prepare: bool = True) -> None:
-    """copy_in's rows with one INSERT … VALUES, in the rows' order: a statement a pipeline can carry (a COPY
-    waits for the server twice), its parameters plain values (each array of an unnest costs Python more
-    to build than a few rows' values), prepared once for each number of rows."""
-    jsonb = [t == "jsonb" for t in types]
-    params = [Jsonb(v) if j and v is not None else v for row in rows for v, j in zip(row, jsonb, strict=True)]
-    cur.execute(_values_sql(table, tuple(columns), tuple(types), len(rows)), params, prepare=prepare)
+def _values_into(parts: list[tuple[str, list]]) -> Callable[..., None]:
+    """copy_in's rows as an INSERT … VALUES added to ``parts``, in the rows' order: a statement a pipeline can
+    carry (a COPY waits for the server twice), its parameters plain values (each array of an unnest costs
+    Python more to build than a few rows' values), prepared once for each number of rows."""
+
+    def rows_in(cur: psycopg.Cursor, table: str, columns: list[str], types: list[str], rows: list) -> None:
+        jsonb = [t == "jsonb" for t in types]
+        parts.append((_values_sql(table, tuple(columns), tuple(types), len(rows)),
+                      [Jsonb(v) if j and v is not None else v for row in rows for v, j in zip(row, jsonb, strict=True)]))
+
+    return rows_in
 
 
 @functools.lru_cache(maxsize=256)
@@ -305,7 +321,8 @@ class OrmStore:
         return out
 
     def write(self, *, domain: str, new: list[Item], changed: list[Item], commits: list[tuple],
-              events: list[tuple], sends: list[tuple], tallies: list[tuple] = (), versions: list[tuple] = ()) -> None:
+              events: list[tuple], sends: list[tuple], tallies: list[tuple] = (), versions: list[tuple] = (),
+              also: Callable[[], None] | None = None) -> None:
         if new:
             Timer.objects.bulk_create(
                 [Timer(domain=domain, **{f: getattr(i, f) for f in TIMER_FIELDS}) for i in new]
@@ -335,6 +352,8 @@ class OrmStore:
                 cur.execute(_tally_sql(len(tallies), "%s"), [v for row in tallies for v in row])
         if sends:
             _write_sends(sends)
+        if also is not None:
+            also()
 
 
 def get_store():
