@@ -7,8 +7,11 @@ class CalendarsConfig(AppConfig):
     default_auto_field = "django.db.models.BigAutoField"
 
     def ready(self) -> None:
+        from timers import batch
+
         from . import handlers, services, specs
 
         handlers.register()
+        batch.on_carry_check(services.calendars_token)
         # A submit step's receipts are heard whichever process delivers them.
         specs.on_register(services.hear_submissions)

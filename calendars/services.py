@@ -123,7 +123,7 @@ class DirectArmer:
     def arm(self, key, *, owed_at, handler, data, opened_at, version=""):
         try:
             timer_arm(brand=Brand(id=self.brand_id), key=key, owed_at=owed_at, domain=self.domain, handler=handler,
-                      data=data, opened_at=opened_at, version=version)
+                      data=data, opened_at=opened_at, version=version, checked=True)
         except KeepingTimeError as exc:
             if exc.code != "timer_exists":  # a replay arms the same keys: nothing changes
                 raise
@@ -213,6 +213,17 @@ def _closed_days(calendar_id: str) -> tuple:
     return found
 
 
+def calendars_token(domain: str) -> tuple:
+    """The calendars of the brand whose test clock ``domain`` is, as they are now: an advance keeps its clock
+    items (with their calendars) from batch to batch only while this holds (timers.batch.on_carry_check). A
+    brand's calendar is not the clock's object, so the clock's refusal of outside writes does not cover it."""
+    from timers.models import TestClock
+
+    brand = TestClock.objects.filter(pk=domain).values("brand_id")
+    return tuple(Calendar.objects.filter(brand_id__in=brand).order_by("id").values_list(
+        "id", "zone", "weekends", "closes", "holiday_country", "holiday_subdiv"))
+
+
 def business_calendar(subject: Subject) -> BusinessCalendar:
     """The subject's calendar, cached by everything that decides it (an edit makes a new entry)."""
     cal = subject.calendar
@@ -283,7 +294,7 @@ def load_items(wanted: set) -> dict:
     if b is not None:
         # A clock's items are made all at once when it opens (clock_open) and never added to: their names, in
         # the database's order, hold for the batch whatever is written since.
-        names = b.cache(ITEM_NAMES, tables=())
+        names = b.cache(ITEM_NAMES, tables=(), carry=True)
         for c in whole:
             names[c] = []
         for c, name in found:
@@ -300,14 +311,14 @@ def batch_item(f: Firing, key: tuple[str, str], *, read_ahead: bool = True) -> C
     """The clock item (clock id, item) with its clock, subject and calendar, from the batch (read ahead for
     the batch's rungs and dues; a sibling of the firing's item, ``read_ahead=False``, is read alone)."""
     return batches.row(f, key, name=ITEMS, load=load_items, ahead=(RUNG_HANDLER, DUE_HANDLER), key_of=_item_of,
-                       tables=ITEM_TABLES, pk=item_pks, read_ahead=read_ahead)
+                       tables=ITEM_TABLES, pk=item_pks, read_ahead=read_ahead, carry=True)
 
 
 def _owner_clocks(f: Firing, owner_ref: str) -> list[tuple[str, str, str]]:
     """An owner's clocks (id, name, period) by name, from the batch. A job opens its clocks all at once
     (job_open) and none later, so the list holds for the batch whatever is written since."""
     b = batches.current()
-    cache = b.cache(OWNER_CLOCKS, tables=())
+    cache = b.cache(OWNER_CLOCKS, tables=(), carry=True)
     if owner_ref not in cache:
         refs = {owner_ref} | {r for t in f.run.holding((RUNG_HANDLER,)) if (r := (t.data or {}).get("of"))
                               and r not in cache}
@@ -319,7 +330,7 @@ def _owner_clocks(f: Firing, owner_ref: str) -> list[tuple[str, str, str]]:
             for ref, *clock in rows:
                 cache[ref].append(tuple(clock))
             # A move keeps its siblings' items (_keep_with): those of these owners' clocks, read with them.
-            items = b.cache(ITEMS, tables=ITEM_TABLES, pk=item_pks)
+            items = b.cache(ITEMS, tables=ITEM_TABLES, pk=item_pks, carry=True)
             clocks = {(cid, "") for r in refs for cid, _, _ in cache[r]}
             batches._fill(items, set(), lambda _: load_items(clocks) if clocks else {})
     return cache[owner_ref]
@@ -331,7 +342,7 @@ def subject_clocks(*, domain: str, subject_id: str, ahead: Callable[[], set[str]
     b = batches.current()
     if b is None or not b.keep_writes:
         return None
-    cache = b.cache(SUBJECT_CLOCKS, tables=("calendars_clock",))  # any other write to clocks drops it
+    cache = b.cache(SUBJECT_CLOCKS, tables=("calendars_clock",), carry=True)  # any other write to clocks drops it
     if subject_id not in cache:
         subjects = {subject_id} if cache.loaded else {subject_id} | ahead()
         cache.loaded = True
@@ -350,7 +361,7 @@ def _opened_in_batch(clock: Clock, items: list[ClockItem]) -> None:
     b = batches.current()
     if b is None or not b.keep_writes:
         return
-    cache = b.cache(ITEMS, tables=ITEM_TABLES, pk=item_pks)
+    cache = b.cache(ITEMS, tables=ITEM_TABLES, pk=item_pks, carry=True)
     for item in items:
         copy = cache[(clock.id, item.item)] = batches.clone(item)
         copy._state.adding = copy.clock._state.adding = False  # rows now (the clock's is kept): saved by update
@@ -403,8 +414,11 @@ def clock_open(*, armer: Armer, brand: Brand | str, domain: str, subject: Subjec
         for item, key in zip(items, keys, strict=True):
             item.pk = key
             batches.create(item, kept_by=(ITEMS,))
+    f = getattr(armer, "f", None)
     for item in items:
         item.clock = clock
+        if f is not None:
+            f.new_owner(item.owner_key)  # a new clock's: its timers are all armed here (Firing.new_owner)
         _arm_item(armer, item, spec, cal, move=0)
     _opened_in_batch(clock, items)
     clock.opened_items = items  # what its opener may read without asking the database again (job_open)
@@ -657,12 +671,15 @@ def submissions_settled(results: list[tuple[str, bool, object]]) -> None:
                 .filter(clock_id=row.payload["clock"], item=row.payload.get("item", "")).first())
         if item is None or item.status in (ClockItem.Status.SATISFIED, ClockItem.Status.VOIDED):
             continue
-        try:
-            armer = DirectArmer(brand=row.brand_id, domain=row.domain, runtime=True)
-        except TestClockDeleted:
-            continue  # its clock was deleted since the send: the receipt changes nothing
-        clock_receipt(armer=armer, item=item, step=row.payload.get("step", ""),
-                      receipt=receipt if isinstance(receipt, dict) else None)
+        # One transaction a receipt: the clock's row is read FOR SHARE in it (domain_writable), so the receipt
+        # lands whole between an advance's batches, never inside one.
+        with transaction.atomic():
+            try:
+                armer = DirectArmer(brand=row.brand_id, domain=row.domain, runtime=True)
+            except TestClockDeleted:
+                continue  # its clock was deleted since the send: the receipt changes nothing
+            clock_receipt(armer=armer, item=item, step=row.payload.get("step", ""),
+                          receipt=receipt if isinstance(receipt, dict) else None)
 
 
 def hear_submissions(spec: ClockSpec) -> None:

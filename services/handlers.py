@@ -46,7 +46,7 @@ def _sub(f: Firing) -> Subscription:
     """The timer's subscription with its subject and calendar (read ahead for the batch's cycles and mints)."""
     sub = batches.row(f, f.key.owner, name="services.subscriptions", load=_load_subs, ahead=(CYCLE, SCHEDULE),
                       key_of=lambda t: t.owner, tables=("services_subscription", "calendars_subject",
-                                                         "calendars_calendar"), pk=_sub_pks)
+                                                         "calendars_calendar"), pk=_sub_pks, carry=True)
     if sub is None:
         raise Subscription.DoesNotExist(f"no subscription {f.key.owner}")
     return sub
@@ -206,7 +206,8 @@ def fire_signal(f: Firing) -> None:
 
 def fire_money(f: Firing) -> None:
     line = batches.row(f, f.timer.data["line"], name="services.money_lines", load=_load_lines, ahead=(MONEY,),
-                       key_of=lambda t: t.data["line"], tables=("services_moneyline",), pk=lambda v, _: (v.pk,))
+                       key_of=lambda t: t.data["line"], tables=("services_moneyline",), pk=lambda v, _: (v.pk,),
+                       carry=True)
     if line is None:
         raise MoneyLine.DoesNotExist(f"no money line {f.timer.data['line']}")
     if line.status != MoneyLine.Status.OWED:

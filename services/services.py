@@ -292,6 +292,13 @@ def subscription_uncancel(*, armer: Armer, sub: Subscription) -> Subscription:
 
 
 # -- jobs --------------------------------------------------------------------------------------------
+def _made(armer: Armer, owner: str) -> None:
+    # In the tick: the owner's row is new, so the keys it arms need no look in the database (Firing.new_owner).
+    f = getattr(armer, "f", None)
+    if f is not None:
+        f.new_owner(owner)
+
+
 def job_open(*, armer: Armer, brand_id: str, domain: str, service: str, subject: Subject, period: str,
              input: dict, subscription: Subscription | None = None, schedule: str = "", price_cents: int = 0,
              job_id: str | None = None, if_new: bool = False) -> Job | None:
@@ -321,6 +328,7 @@ def job_open(*, armer: Armer, brand_id: str, domain: str, service: str, subject:
             batches.create(job, kept_by=(PERIODS_TAKEN,))
     else:
         job.save(force_insert=True)
+    _made(armer, job.id)
     title = (svc.title or "{service} {period}").format(service=service, period=period)
     opened: dict[str, list] = {}
     for name in svc.clocks:
@@ -524,7 +532,7 @@ def batch_job(f: Firing, job_id: str, *, of_clocks: bool = False) -> Job | None:
     a job asked after for its clock's move) for the jobs whose clocks the batch's rungs ring."""
     ahead, key_of = ((RUNG_HANDLER,), _rung_job) if of_clocks else ((DEADLINE,), lambda t: t.data["job"])
     return batches.row(f, job_id, name="services.deadline_jobs", load=_load_jobs, ahead=ahead, key_of=key_of,
-                       tables=("services_job", "services_subscription"), pk=_job_pks)
+                       tables=("services_job", "services_subscription"), pk=_job_pks, carry=True)
 
 
 def deadline_follows_clock(armer: Armer, item: ClockItem) -> None:

@@ -52,11 +52,15 @@ class KeptWriteFailed(DatabaseError):
 class Cache(dict):
     """Rows a batch read once, by whatever key its reader chose; ``loaded`` says the set query ran."""
 
-    def __init__(self, tables: tuple[str, ...], pk: Callable[[Any, str], tuple] | None = None):
+    def __init__(self, tables: tuple[str, ...], pk: Callable[[Any, str], tuple] | None = None,
+                 carry: bool = False):
         super().__init__()
         self.tables = tables
         self.pk = pk  # the primary keys (in a table it reads) a value was read from, to drop just those rows
         self.loaded = False
+        # Kept for the run's next batch when nobody else writes to the domain (a test clock advancing): its
+        # rows are the domain's own, which only the run writes then, through the batch that keeps them current.
+        self.carry = carry
         self._by_pk: dict[tuple[str, Any], set] = {}
         self._none: set = set()  # the keys that have no row
 
@@ -227,11 +231,26 @@ class Batch:
         self.keys: dict[type[Model], list[int]] = {}  # keys taken from sequences, not used yet (new_keys)
 
     # -- caches ------------------------------------------------------------------------------------
-    def cache(self, name: str, *, tables: tuple[str, ...], pk: Callable[[Any, str], tuple] | None = None) -> Cache:
+    def cache(self, name: str, *, tables: tuple[str, ...], pk: Callable[[Any, str], tuple] | None = None,
+              carry: bool = False) -> Cache:
         found = self.caches.get(name)
         if found is None:
-            found = self.caches[name] = Cache(tables, pk)
+            found = self.caches[name] = Cache(tables, pk, carry)
+        elif carry:
+            found.carry = True
         return found
+
+    def carried(self) -> dict[str, Cache]:
+        """The caches to hand to the run's next batch (``take``), once this one's writes are sent."""
+        return {name: c for name, c in self.caches.items() if c.carry}
+
+    def take(self, caches: dict[str, Cache]) -> None:
+        """The last batch's caches (``carried``), given only when nothing but the run has written to the domain
+        since: a test clock advancing, whose objects refuse outside writes."""
+        for name, c in caches.items():
+            c.loaded = False  # a first miss reads ahead for this batch's timers again
+            self.caches[name] = c
+
 
     @contextlib.contextmanager
     def quiet(self) -> Iterator[None]:
@@ -573,18 +592,18 @@ def _fill(cache: Cache, keys: set, load: Callable[[set], dict]) -> None:
 
 def row(f: Any, key: Any, *, name: str, load: Callable[[set], dict], ahead: tuple[str, ...],
         key_of: Callable[[Any], Any], tables: tuple[str, ...], pk: Callable[[Any, str], tuple],
-        read_ahead: bool = True) -> Any:
+        read_ahead: bool = True, carry: bool = False) -> Any:
     """The row ``load`` finds for ``key``, read for a firing ``f``. In a batch, the first ask reads the rows of
     every timer the batch holds whose handler is in ``ahead`` (``key_of`` a timer) in one query, and a row a
     write has dropped since is read alone; a handler gets a copy, so what it changes without saving never
     reaches the next. ``load`` maps a set of keys to {key: row} (it may add rows it was not asked for); a key
     it does not return has no row; ``key_of`` may return None (a held timer that leads to no row).
     ``read_ahead=False`` is for a row no held timer leads to (a sibling of the row a firing is about): a miss
-    reads that row alone."""
+    reads that row alone. ``carry``: the rows are the domain's own (``Cache.carry``)."""
     b = current()
     if b is None:
         return load({key}).get(key)
-    cache = b.cache(name, tables=tables, pk=pk)
+    cache = b.cache(name, tables=tables, pk=pk, carry=carry)
     if key not in cache:
         # The first ask reads ahead for every timer the batch holds; a later miss (a row a write dropped, a
         # timer armed since) for every held timer whose row is not in the cache, so misses stay few.
@@ -625,3 +644,17 @@ def batch(*, keep_writes: bool = False) -> Iterator[Batch]:
             b.send()
     finally:
         _current.reset(token)
+
+
+# Checks of what the domain's carried rows hold but its refusal of outside writes does not cover (a brand's
+# calendars): each maps a domain to a token; a changed token drops what a run carried (Run.carry).
+_carry_checks: list[Callable[[str], Any]] = []
+
+
+def on_carry_check(check: Callable[[str], Any]) -> None:
+    if check not in _carry_checks:
+        _carry_checks.append(check)
+
+
+def carry_token(domain: str) -> tuple:
+    return tuple(check(domain) for check in _carry_checks)

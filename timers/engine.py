@@ -44,6 +44,7 @@ HOLDING_REFRESH = 250  # fires after which Run.holding() looks at the heap again
 HORIZON_REST_LIMIT = 20_000  # timers of the horizon's instant read at once by Run._rest_of_horizon()
 OWNER_READ_LIMIT = 200  # an owner with more timers than this is read a key at a time (Run._lookup)
 OWNERS_READ_AHEAD = 500  # owners of held timers read with the one asked after, at most (Run._lookup)
+CARRY_LIMIT = 200_000  # timers a run keeps in memory from one batch to the next, at most (Run.carry)
 TIMER_FIELDS = (
     "id", "key", "owner", "kind", "place", "handler", "status", "owed_at", "opened_at", "armed_at",
     "fired_at", "late_by", "attempt", "wakes", "version", "superseded_by", "by", "held_since", "held_by",
@@ -223,6 +224,11 @@ class Firing:
             item = run._by_key.get(key)  # at the horizon's own instant: the rest of it is in memory now
         return None if item is None else (item.status, item.owed_at)
 
+    def new_owner(self, owner: str) -> None:
+        """``owner``'s row was made by this firing (a job, a clock just opened), so none of its timers is stored:
+        what it arms needs no look in the database. (Had the row been there, its insert fails the batch.)"""
+        self.run._owners.add(owner)
+
     def absent(self, keys: set[str] | list[str]) -> None:
         """Keys the handler found in no timer with one set query in this batch (a schedule's next fires, read
         ahead): arming one of them asks the database nothing more (Run._verify), where a chain of fires, each
@@ -260,7 +266,8 @@ class Run:
                  now: Callable[[], datetime] | None = None, redeliver: bool = False, trace: bool = False,
                  on: set[str] | None = None, on_flush: Callable[[datetime], None] | None = None,
                  deliver: Callable[[], None] | None = None, guard: Callable[[], bool] | None = None,
-                 keep_writes: bool = True, batch_size: int | None = None):
+                 keep_writes: bool = True, batch_size: int | None = None,
+                 carry: Callable[[], object] | None = None):
         cfg = settings.KEEPING_TIME
         # Handlers' row writes kept by the batch and sent as set statements (timers/batch.py); False writes
         # each in its firing's savepoint, the way a batch whose kept write failed runs again.
@@ -276,6 +283,14 @@ class Run:
         self.on_flush = on_flush
         self.deliver = deliver
         self.guard = guard  # checked at each batch: False stops the run before it writes anything more
+        # What the run may keep in memory from one batch to the next (its timers, and the rows its handlers
+        # read) while nobody else writes to the domain: given only while a test clock advances, when its
+        # objects refuse outside writes (409 test_clock_advancing). It returns a token of the writes the
+        # runtime itself makes between batches (a send's receipt): a changed token drops what was kept.
+        self.carry = carry if not redeliver else None
+        self._carry_token: object = None
+        self._carried: dict | None = None  # the handlers' caches kept from the last batch (timers/batch.py)
+        self._carry_ok = False  # this batch goes on from what the last one kept
         self._batch_fired: list[str] = []  # ids fired in the batch being written, for redelivery
         self.batch_size = int(batch_size or cfg["BATCH_SIZE"])
         self.max_passes = int(cfg["MAX_PASSES"])
@@ -322,12 +337,15 @@ class Run:
                     if self.guard is not None and not self.guard():
                         self.stats.stopped = True
                         return self.stats
+                    self._carry_in(self._batch)
                     if self.now_fn is not None:
                         self.now = self.now_fn()  # read "now" once per batch
                     if need_fetch and not self._complete:
                         self._fetch()
                     need_fetch = self._drain()
                     self._flush()
+                    if self._carry_token is not None:
+                        self._carried = self._batch.carried()
             finally:
                 self._batch = None
             # What has landed so far: a run that fails in a later batch reports only this.
@@ -339,13 +357,33 @@ class Run:
             if self._complete and not self._heap:
                 return self.stats
 
+    def _carry_in(self, batch: batches.Batch) -> None:
+        """Give the batch what the last one kept if nothing outside the run can have written since: the token,
+        read after the guard, is the one read at the last batch's start. The first token is read only once a
+        fetch says another batch will follow (``_fetch``): an advance of one batch asks nothing."""
+        carried, self._carried = self._carried, None
+        self._carry_ok = False
+        if self.carry is None or self._carry_token is None:
+            return
+        token = self.carry()
+        self._carry_ok = token is not None and token == self._carry_token
+        self._carry_token = token
+        if self._carry_ok and carried:
+            batch.take(carried)
+
     def _fetch(self) -> None:
         # Pass-1 items in memory sort after the horizon and are in the database now: the query
         # returns them again, in order. Items of a later pass stay in memory with their pass.
         keep = [e for e in self._heap if e[-1].pass_no > 1 and e[-1].gen == e[-2] and e[-1].status == "armed"]
         self._armed = {e[-1].id: e[-1] for e in keep}
-        self._by_key = {e[-1].key: e[-1] for e in keep}
-        self._owners = set()
+        if self._carry_ok and len(self._by_key) <= CARRY_LIMIT:
+            # Nobody else wrote to the domain since the last batch: what it read and wrote is as the database
+            # has it now (flushed), and an owner read whole is still whole.
+            for e in keep:
+                self._by_key[e[-1].key] = e[-1]
+        else:
+            self._by_key = {e[-1].key: e[-1] for e in keep}
+            self._owners = set()
         self._next = None
         self._rest = None
         self._heap = keep
@@ -359,6 +397,8 @@ class Run:
             self._horizon = None
         else:
             self._horizon = self._row_horizon(rows[-1])
+            if self.carry is not None and self._carry_token is None:
+                self._carry_token = self.carry()  # before any handler of this batch reads a row
 
     def _take(self, rows: list[Item]) -> None:
         """Put armed rows the store returned in tick order on the heap (what is in memory already wins)."""

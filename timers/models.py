@@ -175,6 +175,10 @@ class TestClock(models.Model):
     advance_to = models.DateTimeField(null=True, blank=True)
     redeliver = models.BooleanField(default=False)
     failure = models.TextField(blank=True)
+    # Writes the runtime made to the clock's objects outside the tick's batches while it advanced (a send's
+    # receipt, timers.services.domain_writable(runtime=True)): a run that keeps rows from one batch to the
+    # next lets them go when this moves (timers/worker.py, advance).
+    runtime_writes = models.BigIntegerField(default=0, db_default=0)
     seed = models.CharField(
         max_length=64, blank=True,
         help_text="Ids minted in this domain derive from the seed and the key; blank means the clock's id.")

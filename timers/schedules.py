@@ -335,7 +335,7 @@ def _http_settled(results: list[tuple[str, bool, Any]]) -> None:
             ScheduleRun.objects.filter(pk__in=pks, state=ScheduleRun.State.OPEN).update(
                 state=ScheduleRun.State.CLOSED, closed_at=now, outcome=outcome[:200])
         for sch in schedules.values():
-            _release_buffered(sch, nows[sch.domain], _direct_arm(sch))
+            _release_buffered(sch, nows[sch.domain], _direct_arm(sch, runtime=True))
 
 
 def _http_status(text: str) -> int | None:
@@ -350,6 +350,13 @@ def _domain_now(domain: str) -> datetime:
     from .services import domain_now
 
     return domain_now(domain=domain)
+
+
+def _writable_now(domain: str) -> datetime:
+    # An outside write to a schedule: refused while its test clock advances or once it is deleted (409).
+    from .services import domain_writable
+
+    return domain_writable(domain=domain)
 
 
 def _settle_tick(tick: ScheduleTick, state: str, now: datetime) -> None:
@@ -371,13 +378,14 @@ def _close(run: ScheduleRun, now: datetime, outcome: str) -> None:
     run.state, run.closed_at, run.outcome = ScheduleRun.State.CLOSED, now, outcome[:200]
 
 
-def _direct_arm(sch: Schedule) -> Callable[..., None]:
+def _direct_arm(sch: Schedule, *, runtime: bool = False) -> Callable[..., None]:
+    # runtime: a settle's release, which lands between an advance's batches (timers.services.domain_writable)
     def arm(key: str, *, owed_at: datetime, handler: str, data: dict, opened_at: datetime, version: str = "") -> None:
         from .services import timer_arm
 
         try:
             timer_arm(brand=Brand(id=sch.brand_id), key=key, owed_at=owed_at, domain=sch.domain, handler=handler,
-                      data=data, opened_at=opened_at)
+                      data=data, opened_at=opened_at, runtime=runtime)
         except KeepingTimeError as exc:
             if exc.code != "timer_exists":
                 raise
@@ -762,7 +770,7 @@ def schedule_create(*, brand: Brand, domain: str, spec: dict, target: dict, zone
         raise ScheduleError('target is {"url": "https://…", "timeout": 10, "retries": 3} or '
                             '{"service": "…", "subject": "sbj_…"}', code="invalid_target")
     cleaned = _targets[kind].clean(target, brand, domain)
-    now = _domain_now(domain)
+    now = _writable_now(domain)
     n = Schedule.objects.filter(domain=domain).count()
     try:
         with transaction.atomic():  # the name's uniqueness is the constraint's to keep, not a check before
@@ -821,7 +829,7 @@ def schedule_pause(*, schedule: Schedule, note: str = "") -> Schedule:
     _managed(sch, "pause")
     if sch.paused:
         raise KeepingTimeError(f"{sch.id} is paused already", code="schedule_paused", status=409)
-    now = _domain_now(sch.domain)
+    now = _writable_now(sch.domain)
     timer = _fire_timer(sch, "armed")
     if timer is not None:
         timer_hold(timer=timer, by="schedule.paused", now=now)
@@ -842,7 +850,7 @@ def schedule_resume(*, schedule: Schedule) -> Schedule:
     _managed(sch, "resume")
     if not sch.paused:
         raise KeepingTimeError(f"{sch.id} is not paused", code="schedule_not_paused", status=409)
-    now = _domain_now(sch.domain)
+    now = _writable_now(sch.domain)
     timer = _fire_timer(sch, "held")
     if timer is not None:
         timer_resume(timer=timer, now=now, cap=_instant(timer.data["at"]))
@@ -862,7 +870,7 @@ def schedule_trigger(*, schedule: Schedule) -> Timer:
 
     sch = Schedule.objects.select_for_update().get(pk=schedule.pk)
     _managed(sch, "trigger")
-    now = _domain_now(sch.domain)
+    now = _writable_now(sch.domain)
     try:
         return timer_arm(brand=Brand(id=sch.brand_id), key=f"{sch.id}:schedule:trigger:{compact(now)}", owed_at=now,
                          domain=sch.domain, handler=START, data={"at": iso_z(now)}, opened_at=sch.created_at)

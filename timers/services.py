@@ -11,6 +11,7 @@ import secrets
 from datetime import datetime, timedelta
 
 from django.db import IntegrityError, connections, transaction
+from django.db.models import F
 from django.db.models.functions import Now
 from django.dispatch import Signal
 
@@ -247,9 +248,12 @@ def domain_writable(*, domain: str, runtime: bool = False) -> datetime:
         raise NotFound(f"no test clock {domain!r}")
     if row[0] in TestClock.GONE:
         raise TestClockDeleted(f"test clock {domain} was deleted: its objects take no writes")
-    if row[0] == TestClock.Status.ADVANCING and not runtime:
-        raise TestClockAdvancing(f"test clock {domain} is advancing: its objects take writes again once it is "
-                                 "ready (test_clock.ready)")
+    if row[0] == TestClock.Status.ADVANCING:
+        if not runtime:
+            raise TestClockAdvancing(f"test clock {domain} is advancing: its objects take writes again once it is "
+                                     "ready (test_clock.ready)")
+        # The advance may keep the clock's rows from batch to batch: this write tells it they may have changed.
+        TestClock.objects.filter(pk=domain).update(runtime_writes=F("runtime_writes") + 1)
     return row[1]
 
 
@@ -261,13 +265,16 @@ def domain_now(*, domain: str) -> datetime:
 
 
 def timer_arm(*, brand: Brand, key: str, owed_at: datetime, domain: str | None = None, handler: str | None = None,
-              data: dict | None = None, opened_at: datetime | None = None, version: str = "") -> Timer:
-    """Arm ``key`` on ``domain``: a test clock, or the brand's live clock (None or "live" name it)."""
+              data: dict | None = None, opened_at: datetime | None = None, version: str = "",
+              runtime: bool = False, checked: bool = False) -> Timer:
+    """Arm ``key`` on ``domain``: a test clock, or the brand's live clock (None or "live" name it). Refused on
+    a test clock that is advancing or deleted (domain_writable; ``runtime``: the runtime's own write between
+    an advance's batches); ``checked``: the caller has asked already (a DirectArmer)."""
     domain = brand_domain(domain, brand.id)
     k = parse(key)
     handler = handler or k.kind
     get_handler(handler)  # unknown handler: an error now, never at fire time
-    now = domain_now(domain=domain)
+    now = domain_now(domain=domain) if checked else domain_writable(domain=domain, runtime=runtime)
     try:
         with transaction.atomic():
             timer = Timer.objects.create(
@@ -322,7 +329,8 @@ def timer_resume(*, timer: Timer, now: datetime, cap: datetime | None = None) ->
 
 def timer_wake(*, timer: Timer) -> dict:
     """A wake delivered outside the tick, through the gate's wake path (timers/gate.py): a fired timer
-    answers replayed: true with its first commit."""
+    answers replayed: true with its first commit. Refused while its test clock advances, like any write."""
+    domain_writable(domain=timer.domain)
     result = gate.wake(domain=timer.domain, timer_ids=[timer.id])[0]
     if not result.replayed:
         return {"replayed": False, "status": result.status, "commit": None}

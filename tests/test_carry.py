@@ -1,0 +1,131 @@
+"""An advance keeps its timers and its handlers' rows from one batch to the next, and only while nobody else
+can write to the clock: every advance marks its test clock advancing (outside writes get 409
+test_clock_advancing), and a write the runtime itself makes between batches (a send's receipt) lets go of
+what was kept."""
+
+from __future__ import annotations
+
+import pytest
+
+from tests.conftest import at
+from timers import outbox, worker
+from timers.errors import TestClockAdvancing
+from timers.models import Event, TestClock
+from timers.services import timer_arm, timer_wake
+from timers.worker import advance, observing_flushes
+
+
+@pytest.fixture
+def small_batches(settings, monkeypatch):
+    # Batches of two timers, each kept for the next (the runtime keeps them only from 500 a batch).
+    settings.KEEPING_TIME = {**settings.KEEPING_TIME, "ADVANCE_BATCH_SIZE": 2}
+    monkeypatch.setattr(worker, "CARRY_MIN_BATCH", 1)
+
+
+def look(f):
+    """Records what the tick says of job_a's extra timer, and sends (so the advance delivers after the batch)."""
+    got = f.state("job_a:ask:extra:1")
+    f.record("looked", data={"saw": None if got is None else [got[0], got[1].isoformat()]})
+    f.send("recording", {"what": f.timer.key})
+
+
+def two_looks(arm, handler) -> None:
+    """Two looks a day apart, each in a batch of its own (two timers a batch)."""
+    handler("t.look", look)
+    outbox.register("recording", outbox.RecordingTransport())
+    arm("job_a:ask:look:1", "2026-11-25T09:00Z", handler="t.look")
+    arm("job_b:ask:noop:1", "2026-11-25T10:00Z")
+    arm("job_a:ask:look:2", "2026-11-26T09:00Z", handler="t.look")
+    arm("job_c:ask:noop:1", "2026-11-26T10:00Z")
+
+
+def saw(domain: str) -> list:
+    return [e.data["saw"] for e in Event.objects.filter(domain=domain, type="looked").order_by("seq")]
+
+
+def test_an_advance_refuses_outside_writes_until_it_is_ready_and_marks_nothing_on_the_record(arm, brand, clock):
+    for day in (25, 26, 27):
+        arm(f"job_{day}:ask:noop:1", f"2026-11-{day}T09:00Z")
+    refused = []
+
+    def write(clock_id, _at):
+        status = TestClock.objects.get(pk=clock_id).status
+        try:
+            timer_arm(brand=brand, key="job_x:ask:outside:1", owed_at=at("2026-12-01T09:00Z"), domain=clock_id,
+                      handler="noop")
+        except TestClockAdvancing as exc:
+            refused.append((status, exc.code, exc.status))
+
+    with observing_flushes(write):
+        advance(clock.id, at("2026-11-28T00:00Z"))
+    assert refused and set(refused) == {("advancing", "test_clock_advancing", 409)}
+    clock.refresh_from_db()
+    assert (clock.status, clock.advance_to) == ("ready", None)
+    assert not Event.objects.filter(domain=clock.id, type__startswith="test_clock.").exists()  # tick 1y's record
+    timer_arm(brand=brand, key="job_x:ask:outside:1", owed_at=at("2026-12-01T09:00Z"), domain=clock.id,
+              handler="noop")  # ready again: taken
+
+
+def test_a_failed_advance_leaves_its_clock_ready(arm, clock, handler):
+    def boom(f):
+        raise KeyboardInterrupt  # not a handler's failure (those are recorded): the run itself stops
+
+    handler("t.boom", boom)
+    arm("job_1:ask:boom:1", "2026-11-25T09:00Z", handler="t.boom")
+    with pytest.raises(KeyboardInterrupt):
+        advance(clock.id, at("2026-11-26T00:00Z"))
+    clock.refresh_from_db()
+    assert (clock.status, clock.advance_to) == ("ready", None)
+
+
+def test_the_api_and_the_schedules_refuse_writes_on_an_advancing_clock(arm, brand, clock):
+    from timers.schedules import schedule_create
+
+    t = arm("job_1:ask:noop:1", "2026-11-25T09:00Z")
+    TestClock.objects.filter(pk=clock.id).update(status="advancing", advance_to=at("2026-11-26T00:00Z"))
+    for write in (
+        lambda: timer_arm(brand=brand, key="job_2:ask:noop:1", owed_at=at("2026-11-25T09:00Z"), domain=clock.id,
+                          handler="noop"),
+        lambda: timer_wake(timer=t),
+        lambda: schedule_create(brand=brand, domain=clock.id, spec={"every": "1h"}, target={"url": "https://x.test/"},
+                                name="hourly"),
+    ):
+        with pytest.raises(TestClockAdvancing):
+            write()
+
+
+def test_a_runtime_write_between_batches_lets_go_of_what_the_advance_kept(arm, brand, clock, handler, small_batches,
+                                                                          monkeypatch):
+    """job_a's timers are read whole by its first look (batch 1). A receipt heard after batch 1 arms another
+    timer of job_a, from outside the batches: the second look (batch 2) must see it. A run that kept job_a's
+    timers as read in batch 1 would answer that job_a has no such timer."""
+    two_looks(arm, handler)
+    real = outbox.deliver
+    heard = []
+
+    def deliver(domain, **kw):
+        if not heard:  # after batch 1: what a settled hook does (calendars.services.submissions_settled)
+            heard.append(timer_arm(brand=brand, key="job_a:ask:extra:1", owed_at=at("2026-12-20T09:00Z"),
+                                   domain=domain, handler="noop", runtime=True))
+        return real(domain, **kw)
+
+    monkeypatch.setattr(outbox, "deliver", deliver)
+    advance(clock.id, at("2026-11-27T00:00Z"))
+    assert heard
+    assert saw(clock.id) == [None, ["armed", "2026-12-20T09:00:00+00:00"]]
+    assert TestClock.objects.get(pk=clock.id).runtime_writes == 1
+
+
+def test_an_advance_keeps_what_it_read_from_batch_to_batch(arm, clock, handler, small_batches, monkeypatch):
+    """The same two looks with nothing written between them: job_a's timers are read once, in batch 1."""
+    from timers.store import get_store
+
+    two_looks(arm, handler)
+    store = type(get_store())
+    reads = []
+    real = store.load_owners
+    monkeypatch.setattr(store, "load_owners", lambda self, domain, owners, limit: reads.append(list(owners))
+                        or real(self, domain, owners, limit))
+    advance(clock.id, at("2026-11-27T00:00Z"))
+    assert saw(clock.id) == [None, None]
+    assert reads == [["job_a"]]  # batch 2 asked nothing: what batch 1 read of job_a still holds
