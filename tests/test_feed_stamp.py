@@ -15,6 +15,7 @@ from urllib.parse import urlencode
 import pytest
 from django.conf import settings
 from django.contrib.auth import get_user_model
+from django.core.handlers.wsgi import WSGIHandler
 from django.core.management import call_command
 from django.core.signals import request_finished, request_started
 from django.db import close_old_connections, connection
@@ -399,7 +400,11 @@ def test_the_wsgi_layer_answers_a_poll_as_django_does(acme, monkeypatch):
     with override_settings(MIDDLEWARE=[*settings.MIDDLEWARE, "tests.acme.SomeMiddleware"]):
         unknown = kt_wsgi.FeedPolls(django)  # a middleware the layer cannot answer for: Django answers all
     assert call_wsgi(unknown, subject.id, token, HTTP_IF_NONE_MATCH=tag)[0] == "304 Not Modified"
-    assert passed[4:] == ["GET"]
+    with override_settings(SECURE_SSL_REDIRECT=True):  # plain http: Django's security middleware redirects it
+        handler = WSGIHandler()
+        secure = kt_wsgi.FeedPolls(lambda environ, start: passed.append("redirect") or handler(environ, start))
+        assert call_wsgi(secure, subject.id, token, HTTP_IF_NONE_MATCH=tag)[0].startswith("301")
+    assert passed[4:] == ["GET", "redirect"]
     # A feed whose stamp changed: the first serve of the new stamp (its Last-Modified) is Django's.
     passed.clear()
     Subject.objects.filter(pk=subject.pk).update(name="Acme Robotics, Inc.")
