@@ -6,7 +6,11 @@ is left where it was. All ways must agree.
 The ways run in one transaction, each in a savepoint rolled back to, under one take of the clock's lease:
 every advance and every turn of the live loop inside re-enters it instead of taking and releasing it (on
 PostgreSQL each take is a handful of round trips, which made the compare twice as slow as on SQLite). Nothing
-of it is ever committed, so it asks for no synchronous commit either.
+of it is ever committed, so it asks for no synchronous commit either. Each way holds the clock still
+(timers/worker.py's Pinned): what its advances would ask the database at every advance (the lease's fence,
+the clock's row and status, the outbox's claim and count where nothing is owed) is known there instead, and
+each advance still runs as it would alone: the daily way moves the clock a day at a time, the live loop runs
+its turns, the fourth way delivers every wake twice.
 """
 
 from __future__ import annotations
@@ -25,7 +29,7 @@ from .lease import lease
 from .models import Event, Outbox, TestClock
 from .outbox import RecordingTransport
 from .timeutil import duration_text
-from .worker import Worker, advance, record_hash
+from .worker import Worker, advance, pinned, record_hash
 
 
 @dataclass
@@ -36,6 +40,7 @@ class Way:
     replayed: int | None = None
     sent_twice: int | None = None
     fired: int = 0
+    sent: int = 0  # submissions the way's far end received
 
 
 class _Rollback(Exception):
@@ -54,10 +59,10 @@ def _one_way(clock: TestClock, label: str, drive) -> Way:
     result: Way | None = None
     try:
         # Each way's sends reach a far end of its own: a rolled-back way must not send anything outside.
-        with transaction.atomic(), outbox.capture(RecordingTransport()) as far:
+        with transaction.atomic(), outbox.capture(RecordingTransport()) as far, pinned(clock.id):
             fired, replayed = drive()
             count, digest = record_hash(clock.id, after_seq=after)
-            result = Way(label, count, digest, replayed, _sent_twice(clock.id, far), fired)
+            result = Way(label, count, digest, replayed, _sent_twice(clock.id, far), fired, len(far.received))
             raise _Rollback
     except _Rollback:
         pass

@@ -15,6 +15,7 @@ import threading
 import time
 from collections.abc import Callable, Iterator
 from contextvars import ContextVar
+from dataclasses import dataclass
 from datetime import datetime, timedelta
 
 from django.conf import settings
@@ -28,7 +29,7 @@ from .batch import KeptWriteFailed
 from .clock import Clock, WallClock
 from .engine import Run, RunStats, canonical
 from .errors import KeepingTimeError, NotFound, TestClockBackward, TestClockDeleted
-from .lease import _LIVE_SESSIONS, Held, holder, lease
+from .lease import _LIVE_SESSIONS, Held, current, holder, lease
 from .models import LIVE, Event, Lease, LiveClock, TestClock, Timer, is_live
 from .services import backward_message, test_clock_finish_delete
 from .store import get_store, kept_cursors
@@ -53,20 +54,95 @@ def observing_flushes(report: Callable[[str, datetime], None]) -> Iterator[None]
         _flush_observers.reset(token)
 
 
+@dataclass
+class Pinned:
+    """A test clock held still for one way of a compare (timers/compare.py), and what its advances would
+    otherwise ask the database at every advance and every turn of the live loop, known instead:
+
+    - the lease: the compare took it in the transaction every way runs in, so its row stays locked until the
+      compare ends (a taker's upsert waits on the lock and gives up): no fence can fail, and none is sent;
+    - the clock's row, read once as the way begins with its row locked until the way ends (as the first
+      batch's fence locked it before): its status cannot change under the way but by the way's own writes (a
+      delete's mark waits for the way's end, then stops the next way), and its frozen time is the one the
+      way's own writes left;
+    - whether the domain owes sends (``owed``): looked at in the statement that moves the frozen time with
+      each batch's writes, which sees every row a handler wrote itself; a batch that queued sends of its own
+      (written after that statement) tells the run's deliver, which marks them owed. Where nothing was owed
+      after the run's last batch, an advance or a turn has nothing to claim, count or wait for, and sends no
+      statement to find that out. An advance that delivers every wake twice settles all the same: a refiring
+      the gate let through would write after the last look.
+    """
+
+    clock: TestClock
+    held: Held
+    owed: bool = True  # until a batch has looked
+
+
+_pinned: ContextVar[Pinned | None] = ContextVar("kt_pinned", default=None)
+
+
+@contextlib.contextmanager
+def pinned(clock_id: str) -> Iterator[Pinned]:
+    """Hold ``clock_id`` still for a compare's way, under the lease this thread holds on it (see Pinned)."""
+    held = current(clock_id)
+    if held is None:
+        raise RuntimeError(f"pinned({clock_id!r}) needs the clock's lease held around it")
+    clock = (TestClock.objects.select_for_update(no_key=True).exclude(status__in=TestClock.GONE)
+             .filter(pk=clock_id).first())
+    if clock is None:
+        raise NotFound(f"no test clock {clock_id!r}")
+    pin = Pinned(clock, held)
+    token = _pinned.set(pin)
+    try:
+        yield pin
+    finally:
+        _pinned.reset(token)
+
+
+def _pin(domain: str) -> Pinned | None:
+    """The pin on ``domain``, while this thread holds it under the lease the pin was made with."""
+    pin = _pinned.get()
+    if pin is None or pin.clock.id != domain or current(domain) is not pin.held:
+        return None
+    return pin
+
+
+def _deliver(domain: str) -> outbox.DeliverStats:
+    """A run's deliver, called after each batch that queued sends."""
+    pin = _pin(domain)
+    if pin is not None:
+        pin.owed = True  # written after the batch's look (timers/store.py writes the sends last)
+    return outbox.deliver(domain)
+
+
 _MOVE_FROZEN = ("UPDATE timers_testclock SET frozen_time = %s WHERE id = %s AND frozen_time < %s AND status NOT IN ("
                 + ", ".join(f"'{s}'" for s in TestClock.GONE) + ")")
+_OWED = "SELECT EXISTS (SELECT 1 FROM timers_outbox WHERE domain = %s AND status IN ('pending', 'sending'))"
+# PostgreSQL: the move and the look at the outbox in one round trip (a WITH's UPDATE runs whether read or not).
+_MOVE_FROZEN_LOOK = f"WITH moved AS ({_MOVE_FROZEN} RETURNING 1) {_OWED}"
 
 
 def _set_frozen(clock_id: str):
     def write(at: datetime) -> None:
+        pin = _pin(clock_id)
         # Once a batch: the statement as text, where building the queryset cost more than running it; on
-        # PostgreSQL prepared on the tick's own cursor, where planning it again was most of its cost.
+        # PostgreSQL prepared on the tick's own cursor, where planning it again was most of its cost. A pinned
+        # clock's (a compare's way) looks at the outbox in it too.
         if connection.vendor == "postgresql":
             cur, _, prepare = kept_cursors()
-            cur.execute(_MOVE_FROZEN.replace("%s", "%b"), [at, clock_id, at], prepare=prepare)
+            if pin is None:
+                cur.execute(_MOVE_FROZEN.replace("%s", "%b"), [at, clock_id, at], prepare=prepare)
+            else:
+                cur.execute(_MOVE_FROZEN_LOOK.replace("%s", "%b"), [at, clock_id, at, clock_id], prepare=prepare)
+                pin.owed = bool(cur.fetchone()[0])
         else:
             with connection.cursor() as cur:
                 cur.execute(_MOVE_FROZEN, [at, clock_id, at])
+                if pin is not None:
+                    cur.execute(_OWED, [clock_id])
+                    pin.owed = bool(cur.fetchone()[0])
+        if pin is not None and at > pin.clock.frozen_time:
+            pin.clock.frozen_time = at
         for report in _flush_observers.get():
             report(clock_id, at)
 
@@ -84,14 +160,19 @@ class _Guard:
     """The Run's guard, composed: the lease's fence first (it renews the lease and orders this batch after
     any taker), then the test clock's liveness, then the turn's budget of batches. Remembers why it stopped."""
 
-    def __init__(self, held: Held, batches: int | None = None, *, clock_id: str | None = None):
+    def __init__(self, held: Held, batches: int | None = None, *, clock_id: str | None = None,
+                 pinned: bool = False):
         self.held = held
         self.clock_id = clock_id  # a test clock's liveness, checked with the fence in one statement
+        self.pinned = pinned  # a compare's way (Pinned): the lease and the clock's status are known to hold
         self.left = batches
         self.why = ""
 
     def __call__(self) -> bool:
-        if self.clock_id is not None:
+        if self.pinned:
+            self.held.batches += 1
+            fenced = alive = True
+        elif self.clock_id is not None:
             fenced, status = self.held.fence_locking(self.clock_id)
             alive = status is not None and status not in TestClock.GONE
         else:
@@ -123,12 +204,14 @@ def advance(clock_id: str, to: datetime, *, redeliver: bool = False, trace: bool
             on: set[str] | None = None) -> RunStats:
     """Advance a test clock to ``to``, firing every timer owed on the way, each instant in turn."""
     with lease(clock_id) as held:
-        clock = TestClock.objects.exclude(status__in=TestClock.GONE).filter(pk=clock_id).first()
+        pin = _pin(clock_id)
+        clock = pin.clock if pin is not None else (
+            TestClock.objects.exclude(status__in=TestClock.GONE).filter(pk=clock_id).first())
         if clock is None:
             raise NotFound(f"no test clock {clock_id!r}")
         if to < clock.frozen_time:
             raise TestClockBackward(backward_message(clock, to))
-        guard = _Guard(held, clock_id=clock.id)
+        guard = _Guard(held, clock_id=clock.id, pinned=pin is not None)
         cfg = settings.KEEPING_TIME
         size = cfg.get("ADVANCE_BATCH_SIZE") or cfg["BATCH_SIZE"]
         # Stripe's rule for every advance, asked for or not: the clock's objects take no outside writes until
@@ -137,23 +220,28 @@ def advance(clock_id: str, to: datetime, *, redeliver: bool = False, trace: bool
         marked = clock.status == TestClock.Status.READY and bool(
             TestClock.objects.filter(pk=clock.id, status=TestClock.Status.READY).update(
                 status=TestClock.Status.ADVANCING, advance_to=to))
+        if marked and pin is not None:
+            clock.status, clock.advance_to = TestClock.Status.ADVANCING, to
         # So the run may keep its timers and its handlers' rows from one batch to the next (Run.carry): a
         # batch of thousands reads them once, not once a batch. Not worth a statement for small batches.
         carry = (lambda: _carry_token(clock.id)) if size >= CARRY_MIN_BATCH else None
 
         def run(keep_writes: bool, floor: datetime) -> Run:
             return Run(domain=clock.id, floor=floor, to=to, store=get_store(), redeliver=redeliver, trace=trace,
-                       on=on, on_flush=_set_frozen(clock.id), deliver=lambda: outbox.deliver(clock.id),
+                       on=on, on_flush=_set_frozen(clock.id), deliver=lambda: _deliver(clock.id),
                        guard=guard, keep_writes=keep_writes, batch_size=size, carry=carry)
 
         try:
-            stats = _execute(clock.id, run, clock.frozen_time,
-                             lambda: TestClock.objects.values_list("frozen_time", flat=True).get(pk=clock.id))
+            stats = _execute(clock.id, run, clock.frozen_time, lambda: _reread(clock.id, pin))
             if stats.stopped:
                 raise _lost(clock.id, held) if guard.why == "lease" else _stopped(clock.id)
             # Ready only once every send the advance owes has been made, has failed, or is in doubt with its
             # reason.
-            stats.add_sends(outbox.settle(clock.id))
+            if pin is None or pin.owed or redeliver:
+                stats.add_sends(outbox.settle(clock.id))
+            if pin is not None:
+                _finish_pinned(pin, to, marked)
+                return stats
             with transaction.atomic():
                 if not held.fence():  # the last write is fenced like every batch
                     raise _lost(clock.id, held)
@@ -172,6 +260,25 @@ def advance(clock_id: str, to: datetime, *, redeliver: bool = False, trace: bool
                 _unmark_after_failure(clock.id, to)
             raise
         return stats
+
+
+def _finish_pinned(pin: Pinned, to: datetime, marked: bool) -> None:
+    """advance()'s last write on a pinned clock, as the unpinned one's: its fence and its row's locked read
+    are known (Pinned), and the frozen time is written only where the last flush left it short of ``to``."""
+    clock = pin.clock
+    ready = (not marked and clock.status == TestClock.Status.ADVANCING and clock.advance_to is not None
+             and clock.advance_to <= to)
+    if ready:
+        with transaction.atomic():
+            TestClock.objects.filter(pk=clock.id).update(frozen_time=to)
+            _mark_ready(clock, to)
+        clock.status, clock.advance_to, clock.redeliver = TestClock.Status.READY, None, False
+    elif marked:
+        TestClock.objects.filter(pk=clock.id).update(frozen_time=to, status=TestClock.Status.READY, advance_to=None)
+        clock.status, clock.advance_to = TestClock.Status.READY, None
+    elif clock.frozen_time < to:
+        TestClock.objects.filter(pk=clock.id).update(frozen_time=to)
+    clock.frozen_time = to
 
 
 CARRY_MIN_BATCH = 500  # an advance whose batches hold fewer timers keeps nothing from batch to batch
@@ -311,7 +418,9 @@ def live_step(clock: Clock, *, domain: str | None = None, trace: bool = False, o
         return total
     with lease(domain) as held:
         stats = _turn(clock, domain, held, trace=trace, on=on)
-        stats.add_sends(outbox.settle(domain) if settle else outbox.deliver(domain))
+        pin = _pin(domain)
+        if pin is None or pin.owed:
+            stats.add_sends(outbox.settle(domain) if settle else outbox.deliver(domain))
         return stats
 
 
@@ -319,21 +428,26 @@ def _turn(clock: Clock, domain: str, held: Held, *, trace: bool = False, on: set
           batches: int | None = None) -> RunStats:
     """Run ``domain`` to now under ``held``; with ``batches``, stop after that many (``stopped``: more is owed)."""
     now = clock.now()
-    floor = _position(domain)
-    guard = _Guard(held, batches=batches, clock_id=None if is_live(domain) else domain)
+    pin = _pin(domain)
+    floor = pin.clock.frozen_time if pin is not None else _position(domain)
+    guard = _Guard(held, batches=batches, clock_id=None if is_live(domain) else domain, pinned=pin is not None)
 
     def run(keep_writes: bool, floor: datetime | None) -> Run:
         return Run(domain=domain, floor=floor, to=now, store=get_store(), now=clock.now, trace=trace, on=on,
-                   on_flush=lambda at: _set_position(domain, at), deliver=lambda: outbox.deliver(domain),
+                   on_flush=lambda at: _set_position(domain, at), deliver=lambda: _deliver(domain),
                    guard=guard, keep_writes=keep_writes)
 
-    stats = _execute(domain, run, floor, lambda: _position(domain))
+    stats = _execute(domain, run, floor, lambda: _reread(domain, pin))
     if stats.stopped:
         if guard.why == "lease":
             raise _lost(domain, held)
         if guard.why == "deleted":
             raise _stopped(domain)
         return stats  # the turn is over; the rest stays owed, from the position the last batch wrote
+    if pin is not None:
+        if pin.clock.frozen_time < now:  # else the last flush wrote ``now``; no fence either (Pinned)
+            _set_position(domain, now)
+        return stats
     with transaction.atomic():
         if not held.fence():
             raise _lost(domain, held)
@@ -373,6 +487,15 @@ def _position(domain: str) -> datetime | None:
     if is_live(domain):
         return LiveClock.objects.filter(pk=domain).values_list("position", flat=True).first()
     return TestClock.objects.filter(pk=domain).values_list("frozen_time", flat=True).first()
+
+
+def _reread(domain: str, pin: Pinned | None) -> datetime | None:
+    """The position a run goes on from after a batch was rolled back (``_execute``): read, and a pin told,
+    since the rolled-back batch may have moved it before its kept writes failed."""
+    at = _position(domain)
+    if pin is not None and at is not None:
+        pin.clock.frozen_time = at
+    return at
 
 
 def _set_position(domain: str, at: datetime) -> None:
@@ -455,6 +578,9 @@ class Worker:
             if found:
                 self._send_now.set()  # what this step fired may have sends: the sender takes them now
             return found
+        pin = None if self.domain is None or self.test_clocks else _pin(self.domain)
+        if pin is not None and not pin.owed:
+            return found  # the turn's last batch found nothing owed (Pinned)
         sends = outbox.deliver(None if self.test_clocks else self.domain, stop=self.stop)
         return found or sends.done > 0
 
@@ -537,8 +663,12 @@ class Worker:
 
     def run(self) -> None:
         """Step until nothing is found, then sleep until the next owed timer (or a wake-up). Sends go from a
-        thread beside it (``_send_loop``), on PostgreSQL: each thread has its own session there."""
-        if connection.vendor == "postgresql" and self._sender is None:
+        thread beside it (``_send_loop``), on PostgreSQL: each thread has its own session there. Not on a
+        compare's pinned clock (Pinned): its way's sends are uncommitted, seen by this session alone, and a
+        sender's own session could only claim the clock's committed rows and commit them sent to the way's
+        capture, outside the way that is rolled back; the step delivers them instead, as on SQLite."""
+        if connection.vendor == "postgresql" and self._sender is None and (self.domain is None
+                                                                          or _pin(self.domain) is None):
             self._sender = threading.Thread(target=self._send_loop, name="kt-sender", daemon=True)
             self._sender.start()
         try:
