@@ -178,15 +178,17 @@ class PostgresStore:
                         ["varchar"] * 5 + ["timestamptz", "varchar", "jsonb", "timestamptz", "interval"], events)
             if tallies:
                 run(_tally_sql(len(tallies), "%b"), [v for row in tallies for v in row])
-            if small and parts:
-                cur.execute(_together(tuple(sql for sql, _ in parts)), [v for _, ps in parts for v in ps],
-                            binary=True, prepare=prepare)
+            if small and (parts or brands):
+                # The webhook endpoints' read is the statement's own query, after the writes' WITHs (on the other
+                # cursor, whose results are read after the pipeline).
+                if brands:
+                    parts.append((_ENDPOINTS, [brands]))
+                (read if brands else cur).execute(_together(tuple(sql for sql, _ in parts)),
+                                                  [v for _, ps in parts for v in ps], binary=True, prepare=prepare)
             if versions:  # a repin's (rare): apart, so the batch's update of every changed timer stays as it is
                 cur.execute("UPDATE timers_timer AS t SET version = v.version FROM unnest(%b::varchar[], %b::varchar[]) "
                             f"AS v(id, version) WHERE t.id = v.id AND t.domain = {_DOMAIN}",
                             [[i for i, _ in versions], [v for _, v in versions], domain], binary=True)
-            if brands:
-                read.execute(_ENDPOINTS, [brands], binary=True, prepare=prepare)
             if also is not None:
                 # The caller's statements (the clock's position) on the kept cursor: in this pipeline, when small.
                 also()
@@ -199,8 +201,9 @@ class PostgresStore:
 
 @functools.lru_cache(maxsize=256)
 def _together(statements: tuple[str, ...]) -> str:
-    """Write statements as one: each but the last a data-modifying WITH, which runs once and to completion
-    whether or not anything reads it. Each writes a table of its own (a statement may not change a row twice)."""
+    """Statements as one: each but the last a data-modifying WITH, which runs once and to completion whether or
+    not anything reads it; the last writes or reads. Each writes a table of its own (a statement may not change
+    a row twice)."""
     if len(statements) == 1:
         return statements[0]
     return "WITH " + ", ".join(f"w{n} AS ({sql})" for n, sql in enumerate(statements[:-1])) + " " + statements[-1]
