@@ -13,7 +13,7 @@ from tests.conftest import T0
 from timers import outbox
 from timers.compare import compare
 from timers.lease import lease
-from timers.models import Lease, LeaseTerm, Outbox, Timer
+from timers.models import Lease, LeaseTerm, Outbox, TestClock, Timer
 from timers.worker import advance, pinned
 
 DAYS = 60
@@ -46,16 +46,17 @@ def test_the_ways_take_the_clock_lease_once_and_leave_nothing(arm, clock, handle
     assert not Timer.objects.filter(domain=clock.id, status="fired").exists()
 
     # Inside a way the lease's fence, the clock's row and the outbox (where nothing is owed) are known: an
-    # advance sends its batch's savepoint and release, its clock's mark and unmark, its fetch and the frozen
-    # time's move with the look at the outbox (both around Django's cursor on PostgreSQL; the look apart on
-    # SQLite), and its firings' writes. The daily way still moves the clock day by day, and the live loop still
-    # runs its turns. (Before, the daily way was 613 statements through Django's cursor on PostgreSQL and
-    # 1,083 on SQLite.)
+    # advance sends its batch's savepoint and release, its clock's mark (with the last advance's "ready"), its
+    # fetch and the frozen time's move with the look at the outbox (both around Django's cursor on PostgreSQL;
+    # the look apart on SQLite), and its firings' writes. The daily way still advances day by day, each day
+    # marked, and the live loop still runs its turns. (Before, the daily way was 613 statements through
+    # Django's cursor on PostgreSQL and 1,083 on SQLite.)
     starts.append(len(queries.captured_queries))
     daily, wall = (queries.captured_queries[a:b] for a, b in zip(starts[1:3], starts[2:4], strict=True))
-    empty = 4 if connection.vendor == "postgresql" else 7
+    empty = 3 if connection.vendor == "postgresql" else 6
     assert len(daily) <= empty * DAYS + 90, len(daily)  # 90: the 7 batches that fired, their writes and sends
-    assert sum('UPDATE "timers_testclock" SET "frozen_time"' in q["sql"] for q in daily) == DAYS
+    marks = [q for q in daily if q["sql"].startswith('UPDATE "timers_testclock"') and '"advance_to" = \'' in q["sql"]]
+    assert len(marks) == DAYS, len(marks)
     for way in (daily, wall):
         assert not [q for q in way if "timers_lease" in q["sql"]]
         assert len([q for q in way if 'FROM "timers_testclock"' in q["sql"]]) == 1  # the pin's, as the way begins
@@ -78,16 +79,20 @@ class _Flaky(outbox.RecordingTransport):
 def test_a_send_left_in_doubt_keeps_a_pinned_clocks_advances_looking(arm, clock, handler):
     handler("t.notice", lambda f: f.send("notices", {"what": f.timer.key}))
     arm("job_2:task:notice:1", T0 + timedelta(days=1), handler="t.notice")
-    with transaction.atomic(), lease(clock.id), outbox.capture(_Flaky()), pinned(clock.id) as pin:
-        with CaptureQueriesContext(connection) as quiet:
-            advance(clock.id, T0 + timedelta(hours=1))
-        assert not pin.owed and not [q for q in quiet.captured_queries
-                                     if "timers_outbox" in q["sql"] and "claimed_by" in q["sql"]]
-        advance(clock.id, T0 + timedelta(days=2))
-        assert Outbox.objects.filter(domain=clock.id, status="sending").count() == 1
-        # Still owed (it is retried after its backoff): the run knows, and every later advance looks again.
-        assert pin.owed
-        with CaptureQueriesContext(connection) as looked:
-            advance(clock.id, T0 + timedelta(days=3))
-        assert [q for q in looked.captured_queries if "timers_outbox" in q["sql"]]
+    with transaction.atomic(), lease(clock.id), outbox.capture(_Flaky()):
+        with pinned(clock.id) as pin:
+            with CaptureQueriesContext(connection) as quiet:
+                advance(clock.id, T0 + timedelta(hours=1))
+            assert not pin.owed and not [q for q in quiet.captured_queries
+                                         if "timers_outbox" in q["sql"] and "claimed_by" in q["sql"]]
+            advance(clock.id, T0 + timedelta(days=2))
+            assert Outbox.objects.filter(domain=clock.id, status="sending").count() == 1
+            # Still owed (it is retried after its backoff): the run knows, and every later advance looks again.
+            assert pin.owed
+            with CaptureQueriesContext(connection) as looked:
+                advance(clock.id, T0 + timedelta(days=3))
+            assert [q for q in looked.captured_queries if "timers_outbox" in q["sql"]]
+        # The last advance's "ready", left to the next advance's mark, is written as the way ends.
+        assert TestClock.objects.values_list("status", "advance_to", "frozen_time").get(pk=clock.id) == (
+            TestClock.Status.READY, None, T0 + timedelta(days=3))
         transaction.set_rollback(True)

@@ -70,12 +70,22 @@ class Pinned:
       (written after that statement) tells the run's deliver, which marks them owed. Where nothing was owed
       after the run's last batch, an advance or a turn has nothing to claim, count or wait for, and sends no
       statement to find that out. An advance that delivers every wake twice settles all the same: a refiring
-      the gate let through would write after the last look.
+      the gate let through would write after the last look;
+    - an advance's last write, that puts the clock back to ready (``unready``): nothing of the way runs between
+      two of its advances, so it is written with the next advance's mark (one update of the clock's row, where
+      two left a version of it each inside the compare's transaction), or before a turn of the live loop, or
+      as the way ends.
     """
 
     clock: TestClock
     held: Held
     owed: bool = True  # until a batch has looked
+    unready: bool = False  # the row says advancing where the clock is ready again (see above)
+
+    def write_ready(self) -> None:
+        if self.unready:
+            TestClock.objects.filter(pk=self.clock.id).update(status=TestClock.Status.READY, advance_to=None)
+            self.unready = False
 
 
 _pinned: ContextVar[Pinned | None] = ContextVar("kt_pinned", default=None)
@@ -95,6 +105,8 @@ def pinned(clock_id: str) -> Iterator[Pinned]:
     token = _pinned.set(pin)
     try:
         yield pin
+        if not connection.needs_rollback:  # a way rolled back (a compare's) needs none
+            pin.write_ready()
     finally:
         _pinned.reset(token)
 
@@ -217,9 +229,13 @@ def advance(clock_id: str, to: datetime, *, redeliver: bool = False, trace: bool
         # Stripe's rule for every advance, asked for or not: the clock's objects take no outside writes until
         # it is ready again (409 test_clock_advancing). An advance the API asked for is marked already; one
         # run here (tick 1y, a compare's ways) is marked for its length and put back to ready without an event.
-        marked = clock.status == TestClock.Status.READY and bool(
-            TestClock.objects.filter(pk=clock.id, status=TestClock.Status.READY).update(
-                status=TestClock.Status.ADVANCING, advance_to=to))
+        if pin is not None and pin.unready:  # the row is still marked by the last advance (Pinned)
+            marked = bool(TestClock.objects.filter(pk=clock.id).update(advance_to=to))
+            pin.unready = False
+        else:
+            marked = clock.status == TestClock.Status.READY and bool(
+                TestClock.objects.filter(pk=clock.id, status=TestClock.Status.READY).update(
+                    status=TestClock.Status.ADVANCING, advance_to=to))
         if marked and pin is not None:
             clock.status, clock.advance_to = TestClock.Status.ADVANCING, to
         # So the run may keep its timers and its handlers' rows from one batch to the next (Run.carry): a
@@ -264,7 +280,8 @@ def advance(clock_id: str, to: datetime, *, redeliver: bool = False, trace: bool
 
 def _finish_pinned(pin: Pinned, to: datetime, marked: bool) -> None:
     """advance()'s last write on a pinned clock, as the unpinned one's: its fence and its row's locked read
-    are known (Pinned), and the frozen time is written only where the last flush left it short of ``to``."""
+    are known (Pinned), the frozen time is written only where the last flush left it short of ``to``, and
+    "ready" with the next advance's mark (Pinned.unready)."""
     clock = pin.clock
     ready = (not marked and clock.status == TestClock.Status.ADVANCING and clock.advance_to is not None
              and clock.advance_to <= to)
@@ -274,7 +291,9 @@ def _finish_pinned(pin: Pinned, to: datetime, marked: bool) -> None:
             _mark_ready(clock, to)
         clock.status, clock.advance_to, clock.redeliver = TestClock.Status.READY, None, False
     elif marked:
-        TestClock.objects.filter(pk=clock.id).update(frozen_time=to, status=TestClock.Status.READY, advance_to=None)
+        if clock.frozen_time < to:
+            TestClock.objects.filter(pk=clock.id).update(frozen_time=to)
+        pin.unready = True
         clock.status, clock.advance_to = TestClock.Status.READY, None
     elif clock.frozen_time < to:
         TestClock.objects.filter(pk=clock.id).update(frozen_time=to)
@@ -429,6 +448,8 @@ def _turn(clock: Clock, domain: str, held: Held, *, trace: bool = False, on: set
     """Run ``domain`` to now under ``held``; with ``batches``, stop after that many (``stopped``: more is owed)."""
     now = clock.now()
     pin = _pin(domain)
+    if pin is not None:
+        pin.write_ready()
     floor = pin.clock.frozen_time if pin is not None else _position(domain)
     guard = _Guard(held, batches=batches, clock_id=None if is_live(domain) else domain, pinned=pin is not None)
 
