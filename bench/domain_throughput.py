@@ -161,7 +161,9 @@ class Statements:
         labelled(engine.Run, "_redeliver", lambda *a, **k: "engine: redeliver")
         labelled(outbox, "deliver", lambda *a, **k: "outbox: deliver")
         labelled(outbox, "settle", lambda *a, **k: "outbox: settle")
-        worker_guard = worker._alive
+        worker_guard = getattr(worker, "_alive", None)
+        if worker_guard is None:  # the worker's guard has moved (timers/worker.py): its statements go unlabelled
+            return
 
         def alive(clock_id):
             check = worker_guard(clock_id)

@@ -23,6 +23,7 @@ import contextlib
 import json
 import logging
 import os
+import queue
 import socket
 import threading
 import time
@@ -608,7 +609,9 @@ def _send_claimed_rows(rows: list[Claimed], me: str, stats: DeliverStats, stop: 
     # Receipts of a far end that takes a send twice commit without waiting for their flush (_record).
     relaxed = all(getattr(transport(name), "relaxed_receipts", False) for name in names)
     width = 1 if ordered else max(1, min([SEND_THREADS, *(getattr(transport(n), "concurrent_sends", 1) for n in names)]))
-    flying: dict[concurrent.futures.Future, tuple[Claimed, Transport | None]] = {}
+    # The sends in flight, and where each comes back when done (a queue: no waiter per future and per wait).
+    flying = 0
+    back: queue.SimpleQueue = queue.SimpleQueue()
 
     def outcome(row: Claimed, t: Transport | None, result: tuple[dict | None, bool, Exception | None]) -> bool:
         """Write what one send came to; False when an ordered domain must stop behind it."""
@@ -640,14 +643,21 @@ def _send_claimed_rows(rows: list[Claimed], me: str, stats: DeliverStats, stop: 
         return not ordered
 
     def land(block: bool) -> None:
-        # Write the outcomes of the sends in flight that came back (all of them, when ``block``).
-        if not flying:
-            return
-        done, _ = concurrent.futures.wait(flying, return_when=(
-            concurrent.futures.ALL_COMPLETED if block else concurrent.futures.FIRST_COMPLETED))
-        for future in done:
-            row, t = flying.pop(future)
-            outcome(row, t, future.result())
+        # Write the outcome of one send that came back (of every one in flight, when ``block``).
+        nonlocal flying
+        while flying:
+            row, t, result = back.get()
+            flying -= 1
+            outcome(row, t, result)
+            if not block:
+                return
+
+    def fly(row: Claimed, t: Transport | None) -> None:
+        result: tuple = (None, False, RuntimeError("the send's thread stopped before it finished"))
+        try:
+            result = _attempt(t, row)
+        finally:  # always back: the claim's thread waits for every send it started
+            back.put((row, t, result))
 
     last = time.monotonic()
     try:
@@ -679,9 +689,10 @@ def _send_claimed_rows(rows: list[Claimed], me: str, stats: DeliverStats, stop: 
                     _release([r.id for r in rows[n + 1:] if r.id not in taken], me, domains)
                     return
                 continue
-            while len(flying) >= width:
+            while flying >= width:
                 land(False)
-            flying[_sender_pool().submit(_attempt, t, row)] = (row, t)
+            _sender_pool().submit(fly, row, t)
+            flying += 1
         land(True)
     finally:
         if flying:  # an error here: the sends already out still land before the claim is left
