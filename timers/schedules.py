@@ -306,16 +306,19 @@ def _http_settled(results: list[tuple[str, bool, Any]]) -> None:
     by_ref = {sid: (ok, detail) for sid, ok, detail in results}
     with transaction.atomic():
         # Values, not models: a claim settles 200 calls, and two model instances a call (the Run, its
-        # schedule by select_related) were most of its time.
-        runs = list(ScheduleRun.objects.select_for_update().filter(ref__in=list(by_ref), state=ScheduleRun.State.OPEN)
-                    .values_list("pk", "ref", "schedule_id"))
-        schedules = Schedule.objects.in_bulk({sid for _, _, sid in runs})
+        # schedule by select_related) were most of its time. A schedule's row is read only where it is
+        # needed: a refused call's dead letter, a buffered fire to start.
+        # FOR UPDATE of the Runs and their schedules' rows, as before (a fire reading the open Runs waits).
+        runs = list(ScheduleRun.objects.select_for_update()
+                    .filter(ref__in=list(by_ref), state=ScheduleRun.State.OPEN)
+                    .values_list("pk", "ref", "schedule_id", "schedule__domain", "schedule__overlap"))
+        wanted = {r[2] for r in runs if not by_ref[r[1]][0] or r[4] in BUFFERING}
+        schedules = Schedule.objects.in_bulk(wanted) if wanted else {}
         nows: dict[str, datetime] = {}
         closed: dict[tuple[datetime, str], list[str]] = {}
         succeeded: dict[datetime, list[str]] = {}
-        for pk, ref, schedule_id in runs:
-            sch = schedules[schedule_id]
-            now = nows.get(sch.domain) or nows.setdefault(sch.domain, _domain_now(sch.domain))
+        for pk, ref, schedule_id, domain, _ in runs:
+            now = nows.get(domain) or nows.setdefault(domain, _domain_now(domain))
             ok, detail = by_ref[ref]
             if ok:
                 status = detail.get("status") if isinstance(detail, dict) else None
@@ -326,7 +329,7 @@ def _http_settled(results: list[tuple[str, bool, Any]]) -> None:
             closed.setdefault((now, f"refused · {text[:180]}"), []).append(pk)
             tick = ScheduleTick.objects.filter(run_id=pk).first()
             if tick is not None:
-                _dead_letter(sch, tick, now, error=text, status=_http_status(text),
+                _dead_letter(schedules[schedule_id], tick, now, error=text, status=_http_status(text),
                              payload=Outbox.objects.filter(pk=ref).values_list("payload", flat=True).first())
         for now, pks in succeeded.items():
             ScheduleTick.objects.filter(run_id__in=pks, state=ScheduleTick.State.OPEN).update(
@@ -336,6 +339,9 @@ def _http_settled(results: list[tuple[str, bool, Any]]) -> None:
                 state=ScheduleRun.State.CLOSED, closed_at=now, outcome=outcome[:200])
         for sch in schedules.values():
             _release_buffered(sch, nows[sch.domain], _direct_arm(sch, runtime=True))
+
+
+BUFFERING = (Schedule.Overlap.BUFFER_ONE, Schedule.Overlap.BUFFER_ALL)  # what a closed Run may start
 
 
 def _http_status(text: str) -> int | None:
