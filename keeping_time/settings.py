@@ -229,6 +229,9 @@ KEEPING_TIME = {
     # The stamp's one statement is prepared per PostgreSQL connection; a pooler in transaction mode
     # (pgbouncer) cannot keep prepared statements: KT_FEED_PREPARE=0 there.
     "FEED_PREPARE": env.bool("KT_FEED_PREPARE", default=True),
+    # The API's fixed statements (a key's lookup, an arming's writes) are prepared per PostgreSQL connection
+    # (timers/prepared.py); KT_API_PREPARE=0 behind a pooler in transaction mode.
+    "API_PREPARE": env.bool("KT_API_PREPARE", default=True),
     # Outside systems the outbox sends to, by name: "recording" (in this process) or an http(s)://
     # submissions URL (timers/outbox.py, HttpTransport). Clock notices go to "notices".
     "TRANSPORTS": {"notices": env("KT_NOTICES_TRANSPORT", default="recording"),

@@ -125,6 +125,25 @@ def _value(row: Model, attname: str, field) -> object:
                                                                                 connection)
 
 
+def insert_one_sql(model: type[Model], *, omit: frozenset[str] = frozenset()) -> tuple[str, list[tuple]]:
+    """The INSERT of one row of ``model``, every concrete field but those in ``omit`` (attnames: their column's
+    default applies), with ``%s`` placeholders; and the plan ``values_of`` takes. Fixed text per model: one
+    statement to prepare (timers/prepared.py)."""
+    qn = connection.ops.quote_name
+    fields = [f for f in model._meta.concrete_fields if f.attname not in omit]
+    # psycopg takes most values as they are; elsewhere each goes through its field (SQLite keeps datetimes as
+    # naive UTC text, which string comparison orders).
+    plan = ([p for p in _plan(model) if p[0] not in omit] if connection.vendor == "postgresql"
+            else [(f.attname, f) for f in fields])
+    return (f"INSERT INTO {qn(model._meta.db_table)} ({', '.join(qn(f.column) for f in fields)}) "
+            f"VALUES ({', '.join(['%s'] * len(fields))})"), plan
+
+
+def values_of(row: Model, plan: list[tuple]) -> list:
+    """``row``'s values for its INSERT, in the order of ``plan`` (``insert_one_sql``'s)."""
+    return [_value(row, attname, field) for attname, field in plan]
+
+
 def _copy_rows(rows: list[Model]) -> None:
     meta = rows[0]._meta
     fields = meta.concrete_fields

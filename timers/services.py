@@ -6,24 +6,26 @@ time fires at once, in place, and is never late.
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import secrets
 from datetime import datetime, timedelta
 
-from django.db import IntegrityError, connections, transaction
+from django.db import IntegrityError, connection, connections, transaction
 from django.db.models import F
 from django.db.models.functions import Now
 from django.dispatch import Signal
 
-from . import gate, history, outbox
+from . import gate, history, outbox, prepared
 from .clock import MAX_SLEEP, wall_now
 from .errors import KeepingTimeError, NotFound, TestClockAdvancing, TestClockBackward, TestClockDeleted
 from .handlers import get as get_handler
 from .ids import SEED_PATTERN, SEED_RE, brand_domain, domain_seed, new_id
 from .keys import parse
 from .lease import lease
-from .models import ApiKey, Brand, Commit, Event, FireTally, LiveClock, TestClock, Timer, is_live
+from .models import ApiKey, Brand, Commit, Event, FireTally, TestClock, Timer, is_live
 from .rearm import UNHOLDABLE_KINDS, Rearm
+from .rows import insert_one_sql, values_of
 from .store import TALLY_ADD, TALLY_INSERT
 from .timeutil import iso_z
 
@@ -275,27 +277,75 @@ def timer_arm(*, brand: Brand, key: str, owed_at: datetime, domain: str | None =
     handler = handler or k.kind
     get_handler(handler)  # unknown handler: an error now, never at fire time
     now = domain_now(domain=domain) if checked else domain_writable(domain=domain, runtime=runtime)
+    timer = Timer(id=new_id("tmr", seed=f"{domain_seed(domain)}|{key}"), domain=domain, brand=brand, key=key,
+                  owner=k.owner, kind=k.kind, place=k.place, handler=handler, owed_at=owed_at,
+                  opened_at=opened_at or now, armed_at=now, version=version, data=data or {})
+    live = is_live(domain)
     try:
         with transaction.atomic():
-            timer = Timer.objects.create(
-                id=new_id("tmr", seed=f"{domain_seed(domain)}|{key}"), domain=domain, brand=brand, key=key,
-                owner=k.owner, kind=k.kind, place=k.place, handler=handler, owed_at=owed_at, opened_at=opened_at or now,
-                armed_at=now, version=version, data=data or {},
-            )
-            if Timer.objects.filter(domain=domain, key=key, status__in=history.LEFT).exists():
-                # Its key is in history (PostgreSQL keeps history apart: no one unique index spans both).
+            _arm_insert(timer)
+            # Its key may be in history (PostgreSQL keeps history apart: no one unique index spans both). Asked
+            # after the INSERT, in a statement of its own: the INSERT waits for a firing of the same key under
+            # way, and only a later statement's snapshot sees the row that firing moved to history.
+            # A brand's first live timer names its live clock: the live loop runs the domains LiveClock names.
+            # A near timer wakes the workers, in the arming's own transaction: PostgreSQL delivers it at the
+            # commit, and a NOTIFY of its own after the commit was a second commit (an XID, a WAL flush).
+            if _arm_check(timer, name_live_clock=live, notify=live and owed_at < now + WAKE_HORIZON):
                 raise IntegrityError(key)
-            if is_live(domain):
-                # The live loop runs the domains LiveClock names: a brand's first live timer names its own.
-                LiveClock.objects.bulk_create([LiveClock(id=domain)], ignore_conflicts=True)
-                if owed_at < now + WAKE_HORIZON:
-                    # In the arming's own transaction: PostgreSQL delivers it at the commit, and a NOTIFY
-                    # of its own after the commit was a second commit (an XID, a WAL flush) per arming.
-                    _notify_worker(domain, owed_at)
     except IntegrityError:
         raise KeepingTimeError(f"timer {key!r} is already armed on {domain}", code="timer_exists",
                                status=409) from None
     return timer
+
+
+@functools.cache
+def _arm_sql() -> tuple[str, list[tuple], bool]:
+    """The arming's INSERT: every column but ``moved_at``, whose default is the database's clock (read back, as
+    ``Timer.objects.create`` does, where the database can return it)."""
+    sql, plan = insert_one_sql(Timer, omit=frozenset({"moved_at"}))
+    returning = connection.features.can_return_columns_from_insert
+    return sql + (' RETURNING "moved_at"' if returning else ""), plan, returning
+
+
+def _arm_insert(timer: Timer) -> None:
+    """``Timer.objects.create`` for the arming, one prepared statement (timers/prepared.py): the ORM's
+    compiling of the INSERT cost more CPU than the database spent running it."""
+    sql, plan, returning = _arm_sql()
+    with prepared.cursor() as cur:
+        cur.execute(sql, values_of(timer, plan))
+        if returning:
+            timer.moved_at = cur.fetchone()[0]
+    timer._state.adding = False
+    timer._state.db = connection.alias
+
+
+_IN_HISTORY = ("SELECT 1 FROM timers_timer WHERE domain = %s AND key = %s AND status IN ("
+               + ", ".join(f"'{status}'" for status in history.LEFT) + ")")
+_NAME_LIVE_CLOCK = "INSERT INTO timers_liveclock (id, position) VALUES (%s, NULL) ON CONFLICT DO NOTHING"
+
+
+def _arm_check(timer: Timer, *, name_live_clock: bool, notify: bool) -> bool:
+    """Whether the armed key is in history; with the live clock named and the workers woken as asked. On
+    PostgreSQL one statement: the LiveClock upsert rides in it as a CTE (run whatever the SELECT reads) and the
+    NOTIFY in its row (undone with the transaction when the key is in history)."""
+    domain, key = timer.domain, timer.key
+    with prepared.cursor() as cur:
+        if connection.vendor != "postgresql":
+            cur.execute(_IN_HISTORY + " LIMIT 1", [domain, key])
+            found = cur.fetchone() is not None
+            if name_live_clock and not found:
+                cur.execute(_NAME_LIVE_CLOCK, [domain])
+            return found
+        sql = f"SELECT EXISTS ({_IN_HISTORY})"
+        params: list = [domain, key]
+        if name_live_clock:
+            sql = f"WITH named AS ({_NAME_LIVE_CLOCK}) {sql}"
+            params.insert(0, domain)
+        if notify:
+            sql += ", pg_notify('keeping_time_wake', %s)"
+            params.append(wake_payload(domain, timer.owed_at))
+        cur.execute(sql, params)
+        return cur.fetchone()[0]
 
 
 def timer_hold(*, timer: Timer, by: str, now: datetime) -> Timer:
