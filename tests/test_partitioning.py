@@ -51,7 +51,8 @@ def _partitioned_copies() -> None:
     with connection.cursor() as cur:
         cur.execute(f"CREATE SCHEMA {SCHEMA}")
         for table in TABLES:
-            cur.execute(f"CREATE TABLE {SCHEMA}.{table} (LIKE public.{table} INCLUDING DEFAULTS INCLUDING CONSTRAINTS)"
+            cur.execute(f"CREATE TABLE {SCHEMA}.{table} (LIKE public.{table} INCLUDING DEFAULTS INCLUDING IDENTITY "
+                        f"INCLUDING CONSTRAINTS)"
                         f" PARTITION BY HASH (domain)")
             for n in range(PARTS):
                 cur.execute(f"CREATE TABLE {SCHEMA}.{table}_p{n} PARTITION OF {SCHEMA}.{table} "
