@@ -211,8 +211,8 @@ KEEPING_TIME = {
     # A test clock's advance is a bulk job its caller waits on as a whole: larger batches (fewer reads of
     # what a batch's handlers share, fewer statements) at the price of holding the clock's row longer per
     # batch. The live tick keeps BATCH_SIZE, a turn's worth for one brand before the next. KT_BATCH_SIZE
-    # alone sets both.
-    "ADVANCE_BATCH_SIZE": env.int("KT_ADVANCE_BATCH_SIZE", default=env.int("KT_BATCH_SIZE", default=8000)),
+    # alone sets both. Either way a batch ends within a third of LEASE_SECONDS (timers/engine.py).
+    "ADVANCE_BATCH_SIZE": env.int("KT_ADVANCE_BATCH_SIZE", default=env.int("KT_BATCH_SIZE", default=50_000)),
     # The statements of a batch of a few timers (the guard, the claim, the writes) are prepared once per
     # PostgreSQL connection (timers/store.py); a pooler in transaction mode cannot keep them: KT_TICK_PREPARE=0.
     "TICK_PREPARE": env.bool("KT_TICK_PREPARE", default=True),

@@ -129,3 +129,62 @@ def test_an_advance_keeps_what_it_read_from_batch_to_batch(arm, clock, handler, 
     advance(clock.id, at("2026-11-27T00:00Z"))
     assert saw(clock.id) == [None, None]
     assert reads == [["job_a"]]  # batch 2 asked nothing: what batch 1 read of job_a still holds
+
+
+def test_a_long_chain_read_whole_by_its_first_fetch_keeps_its_rows_from_its_second_batch(arm, brand, clock, handler,
+                                                                                          small_batches):
+    """One timer armed, and each fire arms the next a day on: the first fetch reads every armed timer, and the
+    budget alone ends each batch (two fires). The run reads its token at the second batch's start, so the
+    handlers' rows are read in batches 1 and 2 and kept from then on; before, every batch read them again."""
+    from datetime import timedelta
+
+    from timers import batch as batches
+    from timers.models import Brand
+
+    loads = []
+
+    def load(keys):
+        loads.append(set(keys))
+        return {b.id: b for b in Brand.objects.filter(pk__in=keys)}
+
+    def chain(f):
+        got = batches.row(f, brand.id, name="t.brands", load=load, ahead=("t.chain",), key_of=lambda t: brand.id,
+                          tables=("timers_brand",), pk=lambda b, table: (b.pk,), carry=True)
+        assert got.id == brand.id
+        n = int(f.timer.key.rsplit(":", 1)[1])
+        if n < 8:
+            f.arm(f"job_a:ask:chain:{n + 1}", owed_at=f.timer.owed_at + timedelta(days=1), handler="t.chain")
+
+    handler("t.chain", chain)
+    arm("job_a:ask:chain:1", "2026-11-25T09:00Z", handler="t.chain")
+    stats = advance(clock.id, at("2026-12-10T00:00Z"))
+    assert stats.fired == 8
+    assert len(loads) == 2  # batches 1 and 2 of 4; 4 when every batch read them
+
+
+def test_a_batch_ends_within_a_third_of_the_lease_however_large_its_size(arm, clock, handler, settings, monkeypatch):
+    """The lease is renewed as a batch starts; a batch that outlived it could not commit. Each fire here takes
+    6 s (a fake monotonic clock) and the lease is 30 s: a batch ends after two fires, though its size is 1,000."""
+    from datetime import timedelta
+    from types import SimpleNamespace
+
+    from timers import engine
+
+    settings.KEEPING_TIME = {**settings.KEEPING_TIME, "ADVANCE_BATCH_SIZE": 1000, "LEASE_SECONDS": 30}
+    monkeypatch.setattr(engine, "BATCH_CLOCK_EVERY", 1)
+    elapsed = [0.0]
+    monkeypatch.setattr(engine, "time", SimpleNamespace(monotonic=lambda: elapsed[0]))  # the engine's alone
+
+    def chain(f):
+        elapsed[0] += 6
+        n = int(f.timer.key.rsplit(":", 1)[1])
+        if n < 6:
+            f.arm(f"job_a:ask:slow:{n + 1}", owed_at=f.timer.owed_at + timedelta(days=1), handler="t.slow")
+
+    handler("t.slow", chain)
+    arm("job_a:ask:slow:1", "2026-11-25T09:00Z", handler="t.slow")
+    flushes = []
+    with observing_flushes(lambda clock_id, at: flushes.append(at)):
+        stats = advance(clock.id, at("2026-12-10T00:00Z"))
+    assert stats.fired == 6
+    assert len(flushes) == 3  # 2 fires a batch; one batch of 6 without the time limit

@@ -20,6 +20,7 @@ import heapq
 import itertools
 import json
 import logging
+import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
@@ -33,6 +34,7 @@ from . import gcpause, handlers
 from .errors import Refused
 from .ids import domain_seed, new_id
 from .keys import PLACES, Key, parse
+from .lease import ttl
 from .models import LATE_BUCKETS
 from .rearm import UNHOLDABLE_KINDS, Rearm, rearm_cause
 
@@ -41,6 +43,14 @@ log = logging.getLogger(__name__)
 ZERO = timedelta(0)
 LATE_LOGGED = timedelta(minutes=5)
 HOLDING_REFRESH = 250  # fires after which Run.holding() looks at the heap again
+# Timers Run.holding() shows ahead of the tick, at most: enough for a set read to cover the next thousands of
+# fires, while taking them (every HOLDING_REFRESH fires) costs the heap's size, not a large batch's.
+READ_AHEAD = 8000
+# A batch's wall time, at most, as a share of the lease: the lease is renewed as a batch starts, and a batch that
+# outlived it could not commit (its fence would find the domain taken), so a large batch on a slow machine ends
+# early and the next one renews. Looked at every BATCH_CLOCK_EVERY fires.
+BATCH_LEASE_SHARE = 1 / 3
+BATCH_CLOCK_EVERY = 256
 HORIZON_REST_LIMIT = 20_000  # timers of the horizon's instant read at once by Run._rest_of_horizon()
 OWNER_READ_LIMIT = 200  # an owner with more timers than this is read a key at a time (Run._lookup)
 OWNERS_READ_AHEAD = 500  # owners of held timers read with the one asked after, at most (Run._lookup)
@@ -291,8 +301,10 @@ class Run:
         self._carry_token: object = None
         self._carried: dict | None = None  # the handlers' caches kept from the last batch (timers/batch.py)
         self._carry_ok = False  # this batch goes on from what the last one kept
+        self._ran = False  # a batch of this run has been written (the next one goes on from it)
         self._batch_fired: list[str] = []  # ids fired in the batch being written, for redelivery
         self.batch_size = int(batch_size or cfg["BATCH_SIZE"])
+        self.batch_seconds = ttl().total_seconds() * BATCH_LEASE_SHARE
         self.max_passes = int(cfg["MAX_PASSES"])
         self.stats = RunStats(domain=domain, start=floor, to=to)
         self.landed = RunStats(domain=domain, start=floor, to=to)
@@ -346,6 +358,7 @@ class Run:
                     self._flush()
                     if self._carry_token is not None:
                         self._carried = self._batch.carried()
+                    self._ran = True
             finally:
                 self._batch = None
             # What has landed so far: a run that fails in a later batch reports only this.
@@ -363,7 +376,14 @@ class Run:
         fetch says another batch will follow (``_fetch``): an advance of one batch asks nothing."""
         carried, self._carried = self._carried, None
         self._carry_ok = False
-        if self.carry is None or self._carry_token is None:
+        if self.carry is None:
+            return
+        if self._carry_token is None:
+            # A run whose first fetch read every armed timer can still take many batches (a long chain: the
+            # budget ends a batch). Its second batch is the first one the token can vouch for: read it now,
+            # before any handler of this batch reads a row, and keep from here on.
+            if self._ran:
+                self._carry_token = self.carry()
             return
         token = self.carry()
         self._carry_ok = token is not None and token == self._carry_token
@@ -433,12 +453,13 @@ class Run:
         """Fire from the heap; True when the next item waits on a fetch, False to flush and go on."""
         heap = self._heap
         budget = self.batch_size
+        ends = time.monotonic() + self.batch_seconds
         while heap:
             entry = heap[0]
             if self._horizon is not None and entry[:6] > self._horizon:
                 return True
-            if budget <= 0:
-                return False  # a long chain: write what fired so far, keep the rest in memory
+            if budget <= 0 or (budget % BATCH_CLOCK_EVERY == 0 and time.monotonic() > ends):
+                return False  # a long chain, or a slow one: write what fired so far, keep the rest in memory
             budget -= 1
             heapq.heappop(heap)
             item = entry[-1]
@@ -664,7 +685,7 @@ class Run:
         # (fires when taken, the heap's next batch of entries), taken again after HOLDING_REFRESH fires.
         fired = self.stats.fired + self.stats.refused + self.stats.failed
         if self._next is None or fired - self._next[0] >= HOLDING_REFRESH:
-            self._next = (fired, heapq.nsmallest(self.batch_size, self._heap))
+            self._next = (fired, heapq.nsmallest(min(self.batch_size, READ_AHEAD), self._heap))
         return self._next
 
     def holding(self, handler_names: tuple[str, ...]) -> list[Item]:
