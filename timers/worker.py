@@ -74,7 +74,13 @@ class Pinned:
     - an advance's last write, that puts the clock back to ready (``unready``): nothing of the way runs between
       two of its advances, so it is written with the next advance's mark (one update of the clock's row, where
       two left a version of it each inside the compare's transaction), or before a turn of the live loop, or
-      as the way ends.
+      as the way ends;
+    - an advance that would fire nothing (``idle``): where nothing is owed to the outbox, its mark asks in the
+      same statement whether any armed timer is owed by its end and, where none is, moves the frozen time
+      there, and that is the advance. It was five round trips (its mark, its batch's savepoint, the fetch,
+      the move, the release), the daily way's most. A turn of the live loop at the instant the last one ran
+      to asks the same, and is over where nothing is owed. It looks anew every time, never from what an
+      earlier look found, so a timer the way armed itself, by a firing or any other write, is seen.
     """
 
     clock: TestClock
@@ -86,6 +92,31 @@ class Pinned:
         if self.unready:
             TestClock.objects.filter(pk=self.clock.id).update(status=TestClock.Status.READY, advance_to=None)
             self.unready = False
+
+    def idle(self, to: datetime, *, mark: bool) -> bool:
+        """Whether no armed timer is owed by ``to``. With ``mark`` (an advance's), the advance's mark goes with
+        the look, and where nothing is owed the frozen time's move to ``to`` (the observers told, as a flush
+        tells them); without, the frozen time is at ``to`` already (a turn at the instant the last ran to)."""
+        if connection.vendor == "postgresql":
+            cur, _, prepare = kept_cursors()
+            if mark:
+                cur.execute(_IDLE_MARK.replace("%s", "%b"), [self.clock.id, to, to, to, self.clock.id],
+                            prepare=prepare)
+            else:
+                cur.execute(_OWED_BY.replace("%s", "%b"), [self.clock.id, to], prepare=prepare)
+            owed = bool(cur.fetchone()[0])
+        else:  # in the process: the ORM's, whose datetimes SQLite compares as text as it wrote them
+            owed = Timer.objects.filter(domain=self.clock.id, status="armed", owed_at__lte=to).exists()
+            if mark:
+                TestClock.objects.filter(pk=self.clock.id).update(
+                    status=TestClock.Status.ADVANCING, advance_to=to, **({} if owed else {"frozen_time": to}))
+        if owed:
+            return False
+        if mark:
+            self.clock.frozen_time = to
+            for report in _flush_observers.get():
+                report(self.clock.id, to)
+        return True
 
 
 _pinned: ContextVar[Pinned | None] = ContextVar("kt_pinned", default=None)
@@ -132,6 +163,14 @@ _MOVE_FROZEN = ("UPDATE timers_testclock SET frozen_time = %s WHERE id = %s AND 
 _OWED = "SELECT EXISTS (SELECT 1 FROM timers_outbox WHERE domain = %s AND status IN ('pending', 'sending'))"
 # PostgreSQL: the move and the look at the outbox in one round trip (a WITH's UPDATE runs whether read or not).
 _MOVE_FROZEN_LOOK = f"WITH moved AS ({_MOVE_FROZEN} RETURNING 1) {_OWED}"
+
+
+# Pinned.idle's: whether an armed timer is owed by then; with an advance's mark, and where none is owed the frozen
+# time's move, in the same round trip (a WITH's UPDATE runs whether read or not).
+_OWED_BY = "SELECT EXISTS (SELECT 1 FROM timers_timer WHERE domain = %s AND status = 'armed' AND owed_at <= %s)"
+_IDLE_MARK = (f"WITH o AS ({_OWED_BY} AS owed), m AS (UPDATE timers_testclock SET status = "
+              f"'{TestClock.Status.ADVANCING}', advance_to = %s, frozen_time = CASE WHEN (SELECT owed FROM o) "
+              "THEN frozen_time ELSE %s END WHERE id = %s) SELECT owed FROM o")
 
 
 def _set_frozen(clock_id: str):
@@ -223,13 +262,20 @@ def advance(clock_id: str, to: datetime, *, redeliver: bool = False, trace: bool
             raise NotFound(f"no test clock {clock_id!r}")
         if to < clock.frozen_time:
             raise TestClockBackward(backward_message(clock, to))
+        start = clock.frozen_time
         guard = _Guard(held, clock_id=clock.id, pinned=pin is not None)
         cfg = settings.KEEPING_TIME
         size = cfg.get("ADVANCE_BATCH_SIZE") or cfg["BATCH_SIZE"]
         # Stripe's rule for every advance, asked for or not: the clock's objects take no outside writes until
         # it is ready again (409 test_clock_advancing). An advance the API asked for is marked already; one
         # run here (tick 1y, a compare's ways) is marked for its length and put back to ready without an event.
-        if pin is not None and pin.unready:  # the row is still marked by the last advance (Pinned)
+        idle = False
+        if pin is not None and not pin.owed and not redeliver and (pin.unready
+                                                                   or clock.status == TestClock.Status.READY):
+            # The mark, and where nothing is owed by ``to`` the whole advance, in one statement (Pinned.idle).
+            idle, marked = pin.idle(to, mark=True), True
+            pin.unready = False
+        elif pin is not None and pin.unready:  # the row is still marked by the last advance (Pinned)
             marked = bool(TestClock.objects.filter(pk=clock.id).update(advance_to=to))
             pin.unready = False
         else:
@@ -238,6 +284,9 @@ def advance(clock_id: str, to: datetime, *, redeliver: bool = False, trace: bool
                     status=TestClock.Status.ADVANCING, advance_to=to))
         if marked and pin is not None:
             clock.status, clock.advance_to = TestClock.Status.ADVANCING, to
+        if idle:
+            _finish_pinned(pin, to, marked)
+            return RunStats(domain=clock.id, start=start, to=to)
         # So the run may keep its timers and its handlers' rows from one batch to the next (Run.carry): a
         # batch of thousands reads them once, not once a batch. Not worth a statement for small batches.
         carry = (lambda: _carry_token(clock.id)) if size >= CARRY_MIN_BATCH else None
@@ -450,7 +499,14 @@ def _turn(clock: Clock, domain: str, held: Held, *, trace: bool = False, on: set
     pin = _pin(domain)
     if pin is not None:
         pin.write_ready()
-    floor = pin.clock.frozen_time if pin is not None else _position(domain)
+        floor = pin.clock.frozen_time
+        # A turn at the instant the last one ran to (the live loop's look again after one that fired) finds only
+        # what was armed since: looked for in one statement. After the wall moved the turn runs: the loop sleeps
+        # until something is owed.
+        if not pin.owed and floor >= now and pin.idle(now, mark=False):
+            return RunStats(domain=domain, start=floor, to=now)
+    else:
+        floor = _position(domain)
     guard = _Guard(held, batches=batches, clock_id=None if is_live(domain) else domain, pinned=pin is not None)
 
     def run(keep_writes: bool, floor: datetime | None) -> Run:
