@@ -174,6 +174,21 @@ def test_an_idle_advance_is_one_round_trip_and_what_the_way_arms_is_seen(arm, br
         transaction.set_rollback(True)
 
 
+def test_a_delivered_send_leaves_the_next_advance_idle(arm, clock, handler, monkeypatch):
+    handler("t.notice", lambda f: f.send("notices", {"what": f.timer.key}))
+    arm("job_2:task:notice:1", T0 + timedelta(days=1), handler="t.notice")
+    with transaction.atomic(), lease(clock.id), outbox.capture(outbox.RecordingTransport()) as far:
+        with pinned(clock.id) as pin:
+            advance(clock.id, T0 + timedelta(days=2))
+            # The run looked again once it had sent the batch's send: nothing is owed, and the advance's settle
+            # and the next advance claim and count nothing.
+            assert len(far.received) == 1 and not pin.owed
+            with _sent(monkeypatch) as idle:
+                advance(clock.id, T0 + timedelta(days=3))
+            assert len(idle) == (1 if connection.vendor == "postgresql" else 2), idle
+        transaction.set_rollback(True)
+
+
 def test_a_turn_at_the_instant_the_last_ran_to_is_one_round_trip_and_sees_an_arming(brand, clock, handler,
                                                                                      monkeypatch):
     fired: list[str] = []

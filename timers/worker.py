@@ -67,7 +67,8 @@ class Pinned:
       way's own writes left;
     - whether the domain owes sends (``owed``): looked at in the statement that moves the frozen time with
       each batch's writes, which sees every row a handler wrote itself; a batch that queued sends of its own
-      (written after that statement) tells the run's deliver, which marks them owed. Where nothing was owed
+      (written after that statement) tells the run's deliver, which looks again once it has sent them (a send
+      in doubt, or waiting on its retry, is still owed). Where nothing was owed
       after the run's last batch, an advance or a turn has nothing to claim, count or wait for, and sends no
       statement to find that out. An advance that delivers every wake twice settles all the same: a refiring
       the gate let through would write after the last look;
@@ -92,6 +93,18 @@ class Pinned:
         if self.unready:
             TestClock.objects.filter(pk=self.clock.id).update(status=TestClock.Status.READY, advance_to=None)
             self.unready = False
+
+    def look(self) -> None:
+        """Whether the domain still owes sends, looked at after the run delivered a batch's: one statement, where
+        the advance's settle and the next advance or turn each claimed and counted again."""
+        if connection.vendor == "postgresql":
+            cur, _, prepare = kept_cursors()
+            cur.execute(_OWED.replace("%s", "%b"), [self.clock.id], prepare=prepare)
+            self.owed = bool(cur.fetchone()[0])
+        else:
+            with connection.cursor() as cur:
+                cur.execute(_OWED, [self.clock.id])
+                self.owed = bool(cur.fetchone()[0])
 
     def idle(self, to: datetime, *, mark: bool) -> bool:
         """Whether no armed timer is owed by ``to``. With ``mark`` (an advance's), the advance's mark goes with
@@ -153,9 +166,12 @@ def _pin(domain: str) -> Pinned | None:
 def _deliver(domain: str) -> outbox.DeliverStats:
     """A run's deliver, called after each batch that queued sends."""
     pin = _pin(domain)
-    if pin is not None:
-        pin.owed = True  # written after the batch's look (timers/store.py writes the sends last)
-    return outbox.deliver(domain)
+    if pin is None:
+        return outbox.deliver(domain)
+    pin.owed = True  # written after the batch's look (timers/store.py writes the sends last)
+    got = outbox.deliver(domain)
+    pin.look()
+    return got
 
 
 _MOVE_FROZEN = ("UPDATE timers_testclock SET frozen_time = %s WHERE id = %s AND frozen_time < %s AND status NOT IN ("
