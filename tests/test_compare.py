@@ -179,10 +179,14 @@ def test_a_delivered_send_leaves_the_next_advance_idle(arm, clock, handler, monk
     arm("job_2:task:notice:1", T0 + timedelta(days=1), handler="t.notice")
     with transaction.atomic(), lease(clock.id), outbox.capture(outbox.RecordingTransport()) as far:
         with pinned(clock.id) as pin:
-            advance(clock.id, T0 + timedelta(days=2))
-            # The run looked again once it had sent the batch's send: nothing is owed, and the advance's settle
-            # and the next advance claim and count nothing.
-            assert len(far.received) == 1 and not pin.owed
+            with _sent(monkeypatch) as sending:
+                advance(clock.id, T0 + timedelta(days=2))
+            # The run claimed once, sent, and looked at what is left: nothing is owed, and neither the advance's
+            # settle nor the next advance claims or counts anything (each deliver claimed until a claim came back
+            # empty, then counted the sends other senders held; the advance's settle did it again).
+            claims = [q for q in sending if "timers_outbox" in q and ("pg_stat_activity" in q or "COUNT(" in q
+                                                                      or "SET \"status\" = 'sending'" in q)]
+            assert len(far.received) == 1 and not pin.owed and len(claims) == 1, claims
             with _sent(monkeypatch) as idle:
                 advance(clock.id, T0 + timedelta(days=3))
             assert len(idle) == (1 if connection.vendor == "postgresql" else 2), idle

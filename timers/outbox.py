@@ -700,11 +700,15 @@ def _send_claimed_rows(rows: list[Claimed], me: str, stats: DeliverStats, stop: 
     _record(receipts, relaxed=relaxed)
 
 
-def deliver(domain: str | None, *, limit: int | None = None, stop: threading.Event | None = None) -> DeliverStats:
+def deliver(domain: str | None, *, limit: int | None = None, stop: threading.Event | None = None,
+            once: bool = False) -> DeliverStats:
     """Send everything owed that no live sender holds (settling what is in doubt first); in sets.
 
     With no domain (the worker loop), every domain that owes sends, a set from each in turn: each claim
-    stays on one domain's rows, and a domain with a backlog does not hold the others' sends back."""
+    stays on one domain's rows, and a domain with a backlog does not hold the others' sends back.
+
+    ``once``: one claim, and no count of what other senders hold, for a caller that looks at what is left
+    itself (a compare's pinned clock, timers/worker.py: its rows are uncommitted, no other sender sees them)."""
     stats = DeliverStats()
     me = sender_id()
     active = [domain] if domain is not None else _owed_domains()
@@ -723,8 +727,9 @@ def deliver(domain: str | None, *, limit: int | None = None, stop: threading.Eve
                 _send_claimed(rows, me, stats, stop, claimed_at)
                 still.append(d)
         else:
-            active = still
-    stats.held = _held_elsewhere(domain, me)
+            active = [] if once else still
+    if not once:
+        stats.held = _held_elsewhere(domain, me)
     return stats
 
 

@@ -169,7 +169,7 @@ def _deliver(domain: str) -> outbox.DeliverStats:
     if pin is None:
         return outbox.deliver(domain)
     pin.owed = True  # written after the batch's look (timers/store.py writes the sends last)
-    got = outbox.deliver(domain)
+    got = outbox.deliver(domain, once=True)  # what one claim leaves is the look's to see, and the settle's to send
     pin.look()
     return got
 
