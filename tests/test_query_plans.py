@@ -492,3 +492,42 @@ def test_a_large_batchs_timer_write_probes_each_key_not_the_whole_domain(brand, 
     with connection.cursor() as cur:  # the planner's settings are back as they were
         cur.execute("SELECT current_setting('enable_hashjoin'), current_setting('enable_mergejoin')")
         assert cur.fetchone() == ("on", "on")
+
+
+@pytest.mark.parametrize("state", ["never", "fresh"])
+def test_a_claims_settle_reads_its_open_runs_by_ref_never_every_run(brand, state, monkeypatch):
+    """A claim settles up to 200 HTTP calls at once: their open Runs are read through schedule_run_ref. PostgreSQL
+    proves a partial index's predicate (``ref <> ''``) from an IN list of at most 100 values, so the read says it
+    itself; without it, every settle read every Run of every schedule (100,000 here; a year of an hourly schedule is 8,760)."""
+    from timers.models import Schedule
+    from timers.schedules import _http_settled
+
+    clock = test_clock_create(brand=brand, frozen_time=START, name="settle")
+    sch = Schedule.objects.create(id="sch_settle", brand=brand, domain=clock.id, spec={"every": "1h"},
+                                  target_kind="http", target={"url": "http://127.0.0.1:9/x"}, created_at=START)
+    with connection.cursor() as cur:
+        cur.execute(
+            """INSERT INTO timers_schedulerun (id, schedule_id, intended_at, state, started_at, closed_at, ref, outcome)
+               SELECT 'run_settle' || g, %s, %s + make_interval(hours => g), CASE WHEN g > 100000 THEN 'open'
+                      ELSE 'closed' END, %s, NULL, CASE WHEN g %% 10 = 0 AND g <= 100000 THEN ''
+                      ELSE 'sub_settle' || g END,
+                      ''
+               FROM generate_series(1, 100200) g""", [sch.id, START, START])
+    if state == "never":
+        forget_statistics()
+        with connection.cursor() as cur:
+            cur.execute("DELETE FROM pg_statistic WHERE starelid = 'timers_schedulerun'::regclass")
+            cur.execute("UPDATE pg_class SET reltuples = -1, relpages = 0 WHERE oid = 'timers_schedulerun'::regclass")
+    else:
+        with connection.cursor() as cur:
+            cur.execute("ANALYZE timers_schedulerun")
+    settled = [(f"sub_settle{g}", True, {"status": 200}) for g in range(100001, 100201)]
+    with capture(monkeypatch) as got:
+        _http_settled(settled)
+    plan = explain(got.one('"timers_schedulerun"."ref" IN', "FOR UPDATE"))
+    # The schedules' table holds one row here: read whole, rightly. The Runs must not be.
+    assert not [n for n in nodes(plan) if n["Node Type"] == "Seq Scan"
+                and n.get("Relation Name") == "timers_schedulerun"], text(plan)
+    # By the settled refs, or (no statistics) by the schedule's open Runs: either reads what is open, not all.
+    assert any(n.get("Index Name") in ("schedule_run_ref", "schedule_run_state") for n in nodes(plan)), text(plan)
+    assert not Schedule.objects.get(pk=sch.pk).runs.filter(state="open").exists()

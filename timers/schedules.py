@@ -42,7 +42,7 @@ from django.db.models import F, QuerySet
 from django.db.models.signals import pre_delete
 
 from . import batch as batches
-from . import handlers, outbox, targets
+from . import handlers, outbox, rows, targets
 from . import schedule_spec as specs
 from .clock import wall_now
 from .errors import KeepingTimeError
@@ -210,7 +210,7 @@ def _http_open(runs: QuerySet, sch: Schedule) -> QuerySet:
         return runs.none()
     owed = list(Outbox.objects.filter(domain=sch.domain, transport=HTTP, status__in=["pending", "sending"])
                 .values_list("id", flat=True)[:1000])
-    return runs.filter(ref__in=owed) if owed else runs.none()
+    return runs.filter(ref__in=owed).exclude(ref="") if owed else runs.none()  # exclude: see _http_settled
 
 
 SECRETS_KEPT = 100_000  # schedules' secrets a sender keeps (a schedule's secret never changes)
@@ -309,8 +309,11 @@ def _http_settled(results: list[tuple[str, bool, Any]]) -> None:
         # schedule by select_related) were most of its time. A schedule's row is read only where it is
         # needed: a refused call's dead letter, a buffered fire to start.
         # FOR UPDATE of the Runs and their schedules' rows, as before (a fire reading the open Runs waits).
+        # ``ref <> ''`` says what schedule_run_ref's predicate says: PostgreSQL proves a partial index's predicate
+        # from an IN list of at most 100 values, and a claim settles 200, so without it each settle read every
+        # Run of every schedule (tests/test_query_plans.py).
         runs = list(ScheduleRun.objects.select_for_update()
-                    .filter(ref__in=list(by_ref), state=ScheduleRun.State.OPEN)
+                    .filter(ref__in=list(by_ref), state=ScheduleRun.State.OPEN).exclude(ref="")
                     .values_list("pk", "ref", "schedule_id", "schedule__domain", "schedule__overlap"))
         wanted = {r[2] for r in runs if not by_ref[r[1]][0] or r[4] in BUFFERING}
         schedules = Schedule.objects.in_bulk(wanted) if wanted else {}
@@ -434,8 +437,8 @@ def _http_open_runs(sch: Schedule) -> list[ScheduleRun] | None:
                         .values_list("id", flat=True)[:1000])
             by: dict[str, list[ScheduleRun]] = {}
             if owed:
-                for run in ScheduleRun.objects.filter(ref__in=owed, state=ScheduleRun.State.OPEN).order_by(
-                        "intended_at"):
+                for run in (ScheduleRun.objects.filter(ref__in=owed, state=ScheduleRun.State.OPEN).exclude(ref="")
+                            .order_by("intended_at")):  # exclude: see _http_settled
                     by.setdefault(run.schedule_id, []).append(run)
         cache[sch.domain] = by
     return list(cache[sch.domain].get(sch.id, ()))[:100]
@@ -472,8 +475,8 @@ def _begin(f: Firing, sch: Schedule, run: ScheduleRun, now: datetime, *, new: bo
     """The Run is open: its tick opens and its target starts. A ``new`` Run's row is not written yet: the
     target starts first (it needs the Run's id and instants, not its row), then the Run and its tick are
     written as they end up, kept by the batch and sent with its other Runs and ticks as one statement each."""
-    tick = ScheduleTick(id=new_id("tck", seed=f"{run.id}|tick"), schedule=sch, run=run,
-                        intended_at=run.intended_at, fired_at=now)
+    tick = rows.new(ScheduleTick, id=new_id("tck", seed=f"{run.id}|tick"), schedule=sch, run=run,
+                    intended_at=run.intended_at, fired_at=now)
     if not new:
         tick.save(force_insert=True)
     kind = _target(sch.target_kind)
@@ -535,8 +538,8 @@ def _insert_run(run: ScheduleRun) -> bool:
 
 
 def _start(f: Firing, sch: Schedule, at: datetime, now: datetime) -> ScheduleRun | None:
-    run = ScheduleRun(id=_seeded("run", sch.domain, f.timer.key, compact(at)), schedule=sch, intended_at=at,
-                      state=ScheduleRun.State.OPEN, started_at=now)
+    run = rows.new(ScheduleRun, id=_seeded("run", sch.domain, f.timer.key, compact(at)), schedule=sch,
+                   intended_at=at, state=ScheduleRun.State.OPEN, started_at=now)
     b = batches.current()
     if b is not None and b.keep_writes:
         # Kept, and sent with the batch's other Runs as one statement. Nothing is checked first: a second Run
@@ -623,10 +626,10 @@ def _read_ahead(f: Firing, sch: Schedule, ev: Any, nxt: datetime) -> None:
     key = fire_key(sch.id, nxt)
     if key in checked:
         return
-    rows = b.caches.get("timers.schedules") or {}
+    locked = b.caches.get("timers.schedules") or {}
     starts: dict[str, tuple[Any, datetime, bool]] = {sch.id: (ev, nxt, True)}
     for t in f.run.holding((FIRE,)):
-        other = rows.get(t.owner)
+        other = locked.get(t.owner)
         if other is not None and t.owner not in starts:
             with contextlib.suppress(KeepingTimeError):
                 starts[t.owner] = (_evaluator(other), _instant(t.data["at"]), False)
