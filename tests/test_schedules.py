@@ -504,6 +504,31 @@ def test_a_fires_rows_are_built_without_model_init(brand, clock, target, monkeyp
     assert ScheduleTick.objects.filter(schedule=sch, state="succeeded").count() == 48
 
 
+def test_an_advances_sends_are_written_claimed_by_its_sender_not_claimed_again(brand, clock, target, monkeypatch):
+    """An advance's batch writes its sends claimed by the advance's own sender (outbox.claim_ahead), which sends
+    them once the batch commits: a row is written twice (the batch's COPY, the receipt), where a claim wrote it
+    a third time, 200 rows a statement. Every call still arrives once."""
+    if connection.vendor != "postgresql":
+        pytest.skip("a sender is a PostgreSQL session; SQLite's batches leave their sends owed to any sender")
+    from timers import outbox
+
+    sch = schedule_create(brand=brand, domain=clock.id, spec={"every": "1h"}, target={"url": target.url})
+    claimed: list[int] = []
+    claim = outbox._claim
+
+    def counted(*args, **kwargs):
+        rows = claim(*args, **kwargs)
+        claimed.append(len(rows))
+        return rows
+
+    monkeypatch.setattr(outbox, "_claim", counted)
+    stats = advance(clock.id, clock.frozen_time + timedelta(days=3))
+    assert stats.fired == 72 and stats.sends.sent == 72 and sum(claimed) == 0, claimed
+    assert len(target.calls) == 72 and len({json.loads(c["body"])["id"] for c in target.calls}) == 72
+    assert set(Outbox.objects.filter(domain=clock.id).values_list("status", flat=True)) == {"sent"}
+    assert ScheduleRun.objects.filter(schedule=sch, state="closed", outcome="http 200").count() == 72
+
+
 def test_a_row_built_as_values_is_the_row_init_builds(brand, clock):
     from timers.rows import new
 

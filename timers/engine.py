@@ -277,7 +277,7 @@ class Run:
                  on: set[str] | None = None, on_flush: Callable[[datetime], None] | None = None,
                  deliver: Callable[[], None] | None = None, guard: Callable[[], bool] | None = None,
                  keep_writes: bool = True, batch_size: int | None = None,
-                 carry: Callable[[], object] | None = None):
+                 carry: Callable[[], object] | None = None, claim_sends: bool = False):
         cfg = settings.KEEPING_TIME
         # Handlers' row writes kept by the batch and sent as set statements (timers/batch.py); False writes
         # each in its firing's savepoint, the way a batch whose kept write failed runs again.
@@ -291,7 +291,11 @@ class Run:
         self.tracing = trace
         self.on = on
         self.on_flush = on_flush
-        self.deliver = deliver
+        self.deliver = deliver  # called with what the batch's write claimed for it (None: nothing claimed)
+        # The batch writes its sends claimed by this session's sender (the store's claim_sends), for ``deliver``
+        # to send once the batch commits: a deliver in this thread, on this connection (an advance's).
+        self.claim_sends = claim_sends
+        self.taken: Any = None
         self.guard = guard  # checked at each batch: False stops the run before it writes anything more
         # What the run may keep in memory from one batch to the next (its timers, and the rows its handlers
         # read) while nobody else writes to the domain: given only while a test clock advances, when its
@@ -366,7 +370,8 @@ class Run:
             if self._batch_fired:
                 self._redeliver()
             if self.deliver is not None and self.sends_flushed:
-                self.stats.add_sends(self.deliver())
+                taken, self.taken = self.taken, None
+                self.stats.add_sends(self.deliver(taken))
             if self._complete and not self._heap:
                 return self.stats
 
@@ -817,7 +822,7 @@ class Run:
         for i in dirty:
             i.tick_pass = i.pass_no
         at = self.to if (self._complete and not self._heap) else (self._instant or self.to)
-        self.store.write(
+        self.taken = self.store.write(
             domain=self.domain,
             new=[i for i in dirty if i.new],
             changed=[i for i in dirty if not i.new],
@@ -828,6 +833,7 @@ class Run:
             versions=[(i.id, i.version) for i in dirty if not i.new and i.id in self._repinned],
             # The domain's new position, written with the batch (in its round trip, where the store pipelines).
             also=None if self.on_flush is None else (lambda: self.on_flush(at)),
+            claim_sends=self.claim_sends,
         )
         self.sends_flushed = bool(self.sends)
         self._reset_buffers()

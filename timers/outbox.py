@@ -268,6 +268,27 @@ class Claimed:
     domain: str = ""  # its clock domain: every later write names it, so each stays on the domain's rows
 
 
+@dataclass
+class Taken:
+    """A batch's own sends, written already claimed by this sender (``claim_ahead``): sent by ``deliver`` once
+    the batch has committed, with no claim of their own."""
+
+    rows: list[Claimed]
+    sender: str
+    claimed_at: float  # monotonic, no later than the lease's start
+
+
+def claim_ahead(cur) -> tuple[str, datetime, float]:
+    """For sends a transaction is about to write and this same session sends once it commits (a test clock's
+    advance, batch by batch): this sender, the lease's end by the database's clock, and the monotonic instant
+    the lease counts from (just before it was read). Written so, a row is written once before its receipt, where
+    a claim wrote it a second time; a sender that dies before sending leaves it in doubt, as after a claim."""
+    me = sender_id()
+    at = time.monotonic()
+    cur.execute("SELECT clock_timestamp() + make_interval(secs => %s)", [_lease().total_seconds()])
+    return me, cur.fetchone()[0], at
+
+
 def _lease() -> timedelta:
     return timedelta(seconds=float(settings.KEEPING_TIME.get("OUTBOX_LEASE_SECONDS", 30)))
 
@@ -350,7 +371,10 @@ def _claim(domain: str, me: str, limit: int) -> list[Claimed]:
         return _claim_ordered(domain, order[0], me, limit)
     lease_s = _lease().total_seconds()
     if connection.vendor == "postgresql":
-        params: list = [domain, limit, me, lease_s]
+        # A row this very session claimed is in doubt here, never held: a session claims only inside deliver
+        # and sends what it claimed before it claims again, so such a row is one a deliver left (it raised) or a
+        # batch wrote for it and it never sent (claim_ahead): asked first, then sent.
+        params: list = [me, domain, limit, me, lease_s]
         with connection.cursor() as cur:
             cur.execute(
                 f"""
@@ -359,7 +383,7 @@ def _claim(domain: str, me: str, limit: int) -> list[Claimed]:
                     WHERE o.status IN ('pending', 'sending')
                       AND (o.next_try_at IS NULL OR o.next_try_at <= clock_timestamp())
                       AND (o.status = 'pending' OR o.lease_until IS NULL OR o.lease_until < clock_timestamp()
-                           OR o.claimed_by NOT IN (SELECT s FROM live))
+                           OR o.claimed_by NOT IN (SELECT s FROM live) OR o.claimed_by = %s)
                       AND o.domain = %s
                     ORDER BY o.created_at, o.id
                     LIMIT %s
@@ -701,16 +725,26 @@ def _send_claimed_rows(rows: list[Claimed], me: str, stats: DeliverStats, stop: 
 
 
 def deliver(domain: str | None, *, limit: int | None = None, stop: threading.Event | None = None,
-            once: bool = False) -> DeliverStats:
+            once: bool = False, taken: Taken | None = None) -> DeliverStats:
     """Send everything owed that no live sender holds (settling what is in doubt first); in sets.
 
     With no domain (the worker loop), every domain that owes sends, a set from each in turn: each claim
     stays on one domain's rows, and a domain with a backlog does not hold the others' sends back.
 
     ``once``: one claim, and no count of what other senders hold, for a caller that looks at what is left
-    itself (a compare's pinned clock, timers/worker.py: its rows are uncommitted, no other sender sees them)."""
+    itself (a compare's pinned clock, timers/worker.py: its rows are uncommitted, no other sender sees them).
+    ``taken``: a batch's sends written claimed by this sender (``claim_ahead``), sent first, CLAIM at a time, as
+    claims are (a session that is not the one they name, after a reconnect, leaves them to the claims: in doubt)."""
     stats = DeliverStats()
     me = sender_id()
+    if taken is not None and taken.sender == me:
+        for n in range(0, len(taken.rows), CLAIM):
+            rows = taken.rows[n:n + CLAIM]
+            if stop is not None and stop.is_set():
+                rest = taken.rows[n:]
+                _release([r.id for r in rest], me, sorted({r.domain for r in rest}))
+                break
+            _send_claimed(rows, me, stats, stop, taken.claimed_at)
     active = [domain] if domain is not None else _owed_domains()
     while active:
         still = []

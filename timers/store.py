@@ -21,6 +21,7 @@ from django.db.models import Q
 from django.db.models.functions import Now
 from psycopg.types.json import Jsonb
 
+from . import outbox
 from .engine import TIMER_FIELDS, Item
 from .history import LEFT
 from .models import Commit, Event, Outbox, Timer
@@ -136,7 +137,9 @@ class PostgresStore:
 
     def write(self, *, domain: str, new: list[Item], changed: list[Item], commits: list[tuple],
               events: list[tuple], sends: list[tuple], tallies: list[tuple] = (), versions: list[tuple] = (),
-              also: Callable[[], None] | None = None) -> None:
+              also: Callable[[], None] | None = None, claim_sends: bool = False) -> outbox.Taken | None:
+        """The batch's rows. ``claim_sends``: its sends are written claimed by this session's sender, which sends
+        them once the batch commits (the Taken returned, for outbox.deliver); else they are owed to any."""
         small = max(len(new), len(commits), len(events), len(changed)) <= PIPELINED_UP_TO
         if small:
             # One statement for the rows (each table's write a data-modifying WITH of it), sent with the rest in
@@ -195,19 +198,29 @@ class PostgresStore:
         endpoints = read.fetchall() if brands else None
         if events:
             fan_out(events, endpoints=endpoints)
-        if sends:
-            # Straight from the batch's tuples, as its events go: an Outbox instance a send (and its payload
-            # through the model field) cost the process more than the COPY itself.
-            with self._cursor() as cur:
-                copy_in(cur, "timers_outbox", _SEND_COLUMNS, _SEND_TYPES,
-                        ((*s, "pending", "", "") for s in sends))
+        if not sends:
+            return None
+        # Straight from the batch's tuples, as its events go: an Outbox instance a send (and its payload through
+        # the model field) cost the process more than the COPY itself.
+        claim = claim_sends and outbox._order_of(domain) is None  # an ordered domain's line is claimed in order
+        with self._cursor() as cur:
+            status, claimer, until, at = "pending", "", None, 0.0
+            if claim:
+                status = "sending"
+                claimer, until, at = outbox.claim_ahead(cur)
+            copy_in(cur, "timers_outbox", _SEND_COLUMNS, _SEND_TYPES,
+                    ((*s, status, "", claimer, until) for s in sends))
+        if not claim:
+            return None
+        return outbox.Taken([outbox.Claimed(s[0], s[5], s[6], False, s[1]) for s in sends], claimer, at)
 
 
 # A batch's sends as Firing.send queued them (id, domain, brand, key, attempt, transport, payload, created_at,
-# seq), then owed: pending, no error, claimed by nobody.
+# seq), then: owed (pending, claimed by nobody), or claimed already by the sender that sends them (claim_sends).
 _SEND_COLUMNS = ["id", "domain", "brand_id", "key", "attempt", "transport", "payload", "created_at", "seq", "status",
-                 "error", "claimed_by"]
-_SEND_TYPES = ["varchar"] * 4 + ["integer", "varchar", "jsonb", "timestamptz", "smallint", "varchar", "text", "varchar"]
+                 "error", "claimed_by", "lease_until"]
+_SEND_TYPES = (["varchar"] * 4 + ["integer", "varchar", "jsonb", "timestamptz", "smallint", "varchar", "text", "varchar",
+                                  "timestamptz"])
 
 
 @functools.lru_cache(maxsize=256)
@@ -336,7 +349,8 @@ class OrmStore:
 
     def write(self, *, domain: str, new: list[Item], changed: list[Item], commits: list[tuple],
               events: list[tuple], sends: list[tuple], tallies: list[tuple] = (), versions: list[tuple] = (),
-              also: Callable[[], None] | None = None) -> None:
+              also: Callable[[], None] | None = None, claim_sends: bool = False) -> None:
+        # claim_sends: PostgreSQL's (a sender is a database session); here the sends are owed to any sender.
         if new:
             Timer.objects.bulk_create(
                 [Timer(domain=domain, **{f: getattr(i, f) for f in TIMER_FIELDS}) for i in new]

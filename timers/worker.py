@@ -163,13 +163,14 @@ def _pin(domain: str) -> Pinned | None:
     return pin
 
 
-def _deliver(domain: str) -> outbox.DeliverStats:
-    """A run's deliver, called after each batch that queued sends."""
+def _deliver(domain: str, taken: outbox.Taken | None = None) -> outbox.DeliverStats:
+    """A run's deliver, called after each batch that queued sends (``taken``: those the batch claimed for it)."""
     pin = _pin(domain)
     if pin is None:
-        return outbox.deliver(domain)
+        return outbox.deliver(domain, taken=taken)
     pin.owed = True  # written after the batch's look (timers/store.py writes the sends last)
-    got = outbox.deliver(domain, once=True)  # what one claim leaves is the look's to see, and the settle's to send
+    # What one claim leaves is the look's to see, and the settle's to send.
+    got = outbox.deliver(domain, once=True, taken=taken)
     pin.look()
     return got
 
@@ -309,8 +310,8 @@ def advance(clock_id: str, to: datetime, *, redeliver: bool = False, trace: bool
 
         def run(keep_writes: bool, floor: datetime) -> Run:
             return Run(domain=clock.id, floor=floor, to=to, store=get_store(), redeliver=redeliver, trace=trace,
-                       on=on, on_flush=_set_frozen(clock.id), deliver=lambda: _deliver(clock.id),
-                       guard=guard, keep_writes=keep_writes, batch_size=size, carry=carry)
+                       on=on, on_flush=_set_frozen(clock.id), deliver=lambda taken: _deliver(clock.id, taken),
+                       guard=guard, keep_writes=keep_writes, batch_size=size, carry=carry, claim_sends=True)
 
         try:
             stats = _execute(clock.id, run, clock.frozen_time, lambda: _reread(clock.id, pin))
@@ -527,7 +528,7 @@ def _turn(clock: Clock, domain: str, held: Held, *, trace: bool = False, on: set
 
     def run(keep_writes: bool, floor: datetime | None) -> Run:
         return Run(domain=domain, floor=floor, to=now, store=get_store(), now=clock.now, trace=trace, on=on,
-                   on_flush=lambda at: _set_position(domain, at), deliver=lambda: _deliver(domain),
+                   on_flush=lambda at: _set_position(domain, at), deliver=lambda taken: _deliver(domain, taken),
                    guard=guard, keep_writes=keep_writes)
 
     stats = _execute(domain, run, floor, lambda: _reread(domain, pin))
