@@ -81,6 +81,11 @@ class Receiver:
         self.port = int(self.proc.stdout.readline())
         self.url = f"http://127.0.0.1:{self.port}/fire"
 
+    def cpu(self) -> float:
+        """The far end's CPU so far (user + sys, from /proc): it shares this machine's cores with the year."""
+        fields = open(f"/proc/{self.proc.pid}/stat").read().rsplit(")", 1)[1].split()
+        return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
     def count(self) -> int:
         import urllib.request
 
@@ -177,16 +182,18 @@ def year(brand, receiver: Receiver, run: int, *, count_shapes: bool) -> dict:
     got0 = receiver.count()
     pid = backend_pid()
     py0, pg0 = cpu_seconds(pid)
+    far0 = receiver.cpu()
     with Statements(attribute=count_shapes) as meter, timed_sends() as sends, copies() as copied:
         t = time.perf_counter()
         stats = worker.advance(clock.id, START + timedelta(days=365))
         seconds = time.perf_counter() - t
     py1, pg1 = cpu_seconds(pid)
+    far = receiver.cpu() - far0
     runs = ScheduleRun.objects.filter(schedule=sch).count()
     n, digest = worker.record_hash(clock.id)
     out = {"run": run, "seconds": seconds, "send_seconds": sends["seconds"], "fired": stats.fired, "runs": runs, "statements": meter.total + copied["n"],
-           "copies": copied["n"], "commits": meter.commits, "cpu_py": py1 - py0, "cpu_pg": pg1 - pg0, "received": receiver.count() - got0,
-           "sent": Outbox.objects.filter(domain=clock.id, status="sent").count(), "record": f"{n}:{digest[:16]}",
+           "copies": copied["n"], "commits": meter.commits, "cpu_py": py1 - py0, "cpu_pg": pg1 - pg0, "cpu_far": far,
+           "received": receiver.count() - got0, "sent": Outbox.objects.filter(domain=clock.id, status="sent").count(), "record": f"{n}:{digest[:16]}",
            "load": load()}
     if count_shapes:
         out["shapes"] = meter.shapes.most_common(15)
@@ -278,8 +285,8 @@ def main(argv: list[str] | None = None) -> int:
                   f"{r['seconds'] - r['send_seconds']:.2f}s) · {r['fired']} fires = {r['fired'] / r['seconds']:.0f}/s "
                   f"({r['fired'] / r['seconds'] / noop['rate']:.1%} of noop) · "
                   f"{r['statements'] / r['fired']:.3f} statements/fire (+{r['commits']} commits) · "
-                  f"cpu py {r['cpu_py']:.2f}s pg {r['cpu_pg']:.2f}s · received {r['received']} sent {r['sent']} · "
-                  f"record {r['record']} · load {r['load']}")
+                  f"cpu py {r['cpu_py']:.2f}s pg {r['cpu_pg']:.2f}s, the far end {r['cpu_far']:.2f}s · received {r['received']} "
+                  f"sent {r['sent']} · record {r['record']} · load {r['load']}")
             if "shapes" in r:
                 print("  statements by label:", json.dumps(r["by_label"]))
                 for shape, c in r["shapes"]:
