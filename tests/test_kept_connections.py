@@ -27,8 +27,11 @@ class KeepAlive:
     and ``acked`` (answered 200, the answer written whole); ``connections`` it accepted. ``die_at=n``: on the
     n-th request it stops, that request unanswered: every connection closed, no new one answered."""
 
-    def __init__(self, port: int = 0, *, die_at: int | None = None, host: str = "127.0.0.1") -> None:
+    def __init__(self, port: int = 0, *, die_at: int | None = None, host: str = "127.0.0.1",
+                 linger: float = 0.0) -> None:
         self.got: Counter[str] = Counter()
+        self.linger = linger  # seconds each request is held before its answer, so sends overlap
+        self.peak = 0  # the most requests in the middle of being answered at once
         self.acked: Counter[str] = Counter()
         self.connections = 0
         self.die_at = die_at
@@ -61,7 +64,9 @@ class KeepAlive:
             def do_POST(self) -> None:  # noqa: N802 - http.server's name
                 with far.lock:
                     far.open[self.connection] = True
+                    far.peak = max(far.peak, sum(far.open.values()))
                 self.rfile.read(int(self.headers["Content-Length"]))
+                time.sleep(far.linger)
                 key = self.headers["Idempotency-Key"]
                 with far.lock:
                     if far.dead:
@@ -174,3 +179,17 @@ def test_a_far_end_that_dies_mid_claim_loses_nothing_and_gets_nothing_it_answere
     assert not set(first.acked) & set(second.acked) and set((first.acked + second.acked).values()) == {1}
     assert set(Outbox.objects.filter(domain=clock.id).values_list("status", flat=True)) == {"sent"}
     assert set(ScheduleRun.objects.filter(schedule=sch).values_list("outcome", flat=True)) == {"http 200"}
+
+
+def test_the_sends_in_flight_at_once_are_bounded_by_kt_send_threads(brand, clock, settings):
+    """A claim's 24 calls against a far end that holds each for 30 ms: at most KT_SEND_THREADS arrive at once
+    (2 here; the transport alone would allow 8)."""
+    settings.KEEPING_TIME = {**settings.KEEPING_TIME, "SEND_THREADS": 2}
+    far = KeepAlive(linger=0.03)
+    try:
+        schedule_create(brand=brand, domain=clock.id, spec={"every": "1h"}, target={"url": far.url})
+        advance(clock.id, T0 + timedelta(days=1))
+    finally:
+        far.close()
+    assert len(far.acked) == 24 and set(far.acked.values()) == {1}
+    assert far.peak == 2

@@ -589,13 +589,17 @@ def _attempt(t: Transport | None, row: Claimed) -> tuple[dict | None, bool, Exce
         return None, False, exc
 
 
-SEND_THREADS = 8  # the most sends of one claim in flight at once (a transport's concurrent_sends, bounded)
 _senders: list[concurrent.futures.ThreadPoolExecutor] = []
+
+
+def send_threads() -> int:
+    """The most sends of one claim in flight at once (a transport's concurrent_sends, bounded): KT_SEND_THREADS."""
+    return max(1, int(settings.KEEPING_TIME.get("SEND_THREADS", 8)))
 
 
 def _sender_pool() -> concurrent.futures.ThreadPoolExecutor:
     if not _senders:
-        _senders.append(concurrent.futures.ThreadPoolExecutor(SEND_THREADS, thread_name_prefix="kt-send"))
+        _senders.append(concurrent.futures.ThreadPoolExecutor(send_threads(), thread_name_prefix="kt-send"))
     return _senders[0]
 
 
@@ -613,7 +617,7 @@ def _send_claimed_rows(rows: list[Claimed], me: str, stats: DeliverStats, stop: 
     that check and the request leaving: the far end sees the same submission id twice, and a far end that
     keeps submissions by id answers the second with the first's receipt.
 
-    The rows leave in order; a transport with ``concurrent_sends`` has up to that many (at most SEND_THREADS) in
+    The rows leave in order; a transport with ``concurrent_sends`` has up to that many (at most send_threads()) in
     flight at once, each started only after the checks above, and each outcome (a receipt, a failed try, a
     failure for good) is written here as it comes back, by this thread."""
     receipts: list[tuple[str, dict]] = []
@@ -632,7 +636,8 @@ def _send_claimed_rows(rows: list[Claimed], me: str, stats: DeliverStats, stop: 
             prepare([(r.id, r.payload) for r in rows if r.transport == name])
     # Receipts of a far end that takes a send twice commit without waiting for their flush (_record).
     relaxed = all(getattr(transport(name), "relaxed_receipts", False) for name in names)
-    width = 1 if ordered else max(1, min([SEND_THREADS, *(getattr(transport(n), "concurrent_sends", 1) for n in names)]))
+    width = 1 if ordered else max(1, min([send_threads(), *(getattr(transport(n), "concurrent_sends", 1)
+                                                             for n in names)]))
     # The sends in flight, and where each comes back when done (a queue: no waiter per future and per wait).
     flying = 0
     back: queue.SimpleQueue = queue.SimpleQueue()
