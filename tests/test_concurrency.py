@@ -19,7 +19,8 @@ from timers.services import timer_arm
 from timers.worker import advance, record_hash
 
 ROOT = Path(__file__).resolve().parent.parent
-pytestmark = [pytest.mark.slow, pytest.mark.django_db(transaction=True)]
+# Kill drills and workers racing each other: on one test process (scripts/test, --dist loadgroup), one at a time.
+pytestmark = [pytest.mark.slow, pytest.mark.django_db(transaction=True), pytest.mark.xdist_group("processes")]
 
 
 def _env(batch: int = 50) -> dict:

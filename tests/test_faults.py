@@ -25,7 +25,8 @@ from timers.models import Commit, Event, FireTally, Outbox, TestClock, Timer
 from timers.timeutil import iso_z
 from timers.worker import advance, record_hash
 
-pytestmark = [pytest.mark.slow, pytest.mark.django_db(transaction=True)]
+# Kill drills and workers racing each other: on one test process (scripts/test, --dist loadgroup), one at a time.
+pytestmark = [pytest.mark.slow, pytest.mark.django_db(transaction=True), pytest.mark.xdist_group("processes")]
 
 START = datetime(2027, 1, 20, 14, tzinfo=UTC)
 YEAR = START + timedelta(days=366)

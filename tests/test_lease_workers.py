@@ -26,7 +26,8 @@ from timers.models import Commit, Lease, LeaseTerm, Timer, live_domain
 from timers.services import brand_get_or_create, timer_arm
 
 ROOT = Path(__file__).resolve().parent.parent
-pytestmark = [pytest.mark.slow, pytest.mark.django_db(transaction=True)]
+# Kill drills and workers racing each other: on one test process (scripts/test, --dist loadgroup), one at a time.
+pytestmark = [pytest.mark.slow, pytest.mark.django_db(transaction=True), pytest.mark.xdist_group("processes")]
 BRANDS, PER_BRAND = 6, 120  # enough sends that a worker still holds a domain when the test looks
 
 
