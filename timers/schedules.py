@@ -37,7 +37,6 @@ from datetime import UTC, datetime, timedelta
 from functools import partial
 from typing import TYPE_CHECKING, Any
 
-import psycopg
 from django.db import IntegrityError, connection, transaction
 from django.db.models import F, QuerySet
 from django.db.models.signals import pre_delete
@@ -211,7 +210,14 @@ def _http_open(runs: QuerySet, sch: Schedule) -> QuerySet:
         return runs.none()
     owed = list(Outbox.objects.filter(domain=sch.domain, transport=HTTP, status__in=["pending", "sending"])
                 .values_list("id", flat=True)[:1000])
-    return runs.filter(ref__in=owed).exclude(ref="") if owed else runs.none()  # exclude: see _http_settled
+    return _by_ref(runs, owed) if owed else runs.none()
+
+
+def _by_ref(runs: QuerySet, refs: list[str]) -> QuerySet:
+    """The Runs whose call is one of ``refs``, by schedule_run_ref. ``ref <> ''`` says what that partial index's
+    predicate says: PostgreSQL proves a predicate from an IN list of at most 100 values, and a claim settles 200,
+    so without it each settle read every Run of every schedule (tests/test_query_plans.py)."""
+    return runs.filter(ref__in=refs).exclude(ref="")
 
 
 SECRETS_KEPT = 100_000  # schedules' secrets a sender keeps (a schedule's secret never changes)
@@ -310,11 +316,7 @@ def _http_settled(results: list[tuple[str, bool, Any]]) -> None:
         # schedule by select_related) were most of its time. A schedule's row is read only where it is
         # needed: a refused call's dead letter, a buffered fire to start.
         # FOR UPDATE of the Runs and their schedules' rows, as before (a fire reading the open Runs waits).
-        # ``ref <> ''`` says what schedule_run_ref's predicate says: PostgreSQL proves a partial index's predicate
-        # from an IN list of at most 100 values, and a claim settles 200, so without it each settle read every
-        # Run of every schedule (tests/test_query_plans.py).
-        runs = list(ScheduleRun.objects.select_for_update()
-                    .filter(ref__in=list(by_ref), state=ScheduleRun.State.OPEN).exclude(ref="")
+        runs = list(_by_ref(ScheduleRun.objects.select_for_update().filter(state=ScheduleRun.State.OPEN), list(by_ref))
                     .values_list("pk", "ref", "schedule_id", "schedule__domain", "schedule__overlap"))
         wanted = {r[2] for r in runs if not by_ref[r[1]][0] or r[4] in BUFFERING}
         schedules = Schedule.objects.in_bulk(wanted) if wanted else {}
@@ -360,11 +362,10 @@ def _settle_rows(succeeded: dict[datetime, list[str]], closed: dict[tuple[dateti
               for (now, outcome), pks in closed.items()]
     if not parts:
         return
-    from .store import _together
+    from .store import _together, kept_cursors
 
-    connection.ensure_connection()
-    with psycopg.Cursor(connection.connection) as cur:
-        cur.execute(_together(tuple(sql for sql, _ in parts)), [v for _, ps in parts for v in ps], binary=True)
+    cur, _, _ = kept_cursors()
+    cur.execute(_together(tuple(sql for sql, _ in parts)), [v for _, ps in parts for v in ps], binary=True)
 
 
 BUFFERING = (Schedule.Overlap.BUFFER_ONE, Schedule.Overlap.BUFFER_ALL)  # what a closed Run may start
@@ -460,8 +461,8 @@ def _http_open_runs(sch: Schedule) -> list[ScheduleRun] | None:
                         .values_list("id", flat=True)[:1000])
             by: dict[str, list[ScheduleRun]] = {}
             if owed:
-                for run in (ScheduleRun.objects.filter(ref__in=owed, state=ScheduleRun.State.OPEN).exclude(ref="")
-                            .order_by("intended_at")):  # exclude: see _http_settled
+                for run in _by_ref(ScheduleRun.objects.filter(state=ScheduleRun.State.OPEN), owed).order_by(
+                        "intended_at"):
                     by.setdefault(run.schedule_id, []).append(run)
         cache[sch.domain] = by
     return list(cache[sch.domain].get(sch.id, ()))[:100]
