@@ -239,11 +239,11 @@ KEEPING_TIME = {
                    "email": env("KT_EMAIL_TRANSPORT", default="django-email")},
     # How long a sender's claim on an outbox row holds; a claim whose sender's session died frees at once.
     "OUTBOX_LEASE_SECONDS": env.float("KT_OUTBOX_LEASE_SECONDS", default=30.0),
-    # The most sends of one claim in flight at once, on threads of their own (a schedule's HTTP calls). A far end
-    # across a network is bounded by its latency: more in flight sends more a second. One that answers in well
-    # under a millisecond (on the same host) is bounded by this process's CPU, and 4 did better than 8 there
-    # (bench/README.md, schedule_year.py).
-    "SEND_THREADS": env.int("KT_SEND_THREADS", default=8),
+    # The most sends of one claim in flight at once, on threads of their own (a schedule's HTTP calls). 4: a far
+    # end that answers in well under a millisecond is bounded by this process's CPU, and 8 threads under one GIL
+    # cost more of it than 4 (bench/README.md, schedule_year.py); 4 in flight at 50 ms a call still send 80 a
+    # second, over twice what 10,000 schedules every 5 minutes ask. Raise it for far ends slower than that.
+    "SEND_THREADS": env.int("KT_SEND_THREADS", default=4),
     # How long a worker's lease on a clock domain holds unrenewed (timers/lease.py): it is renewed at every
     # batch, and a worker that died is taken over this long after its last batch.
     "LEASE_SECONDS": env.float("KT_LEASE_SECONDS", default=30.0),

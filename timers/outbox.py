@@ -594,7 +594,7 @@ _senders: list[concurrent.futures.ThreadPoolExecutor] = []
 
 def send_threads() -> int:
     """The most sends of one claim in flight at once (a transport's concurrent_sends, bounded): KT_SEND_THREADS."""
-    return max(1, int(settings.KEEPING_TIME.get("SEND_THREADS", 8)))
+    return max(1, int(settings.KEEPING_TIME.get("SEND_THREADS", 4)))
 
 
 def _sender_pool() -> concurrent.futures.ThreadPoolExecutor:
