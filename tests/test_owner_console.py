@@ -486,6 +486,10 @@ def test_the_owner_assigns_a_date_to_a_member_of_the_brand(world, client):
     carol = get_user_model().objects.create_user(username="carol", password="pw")
     Membership.objects.create(user=carol, brand=world["a"], role=Membership.Role.MEMBER, name="Carol Shaw")
     as_user(client, world["ada"])
+    # The dashboard's "Who for" names the brand's people as they are known; the username is only the value sent.
+    board = client.get("/admin/").content.decode()
+    assert '<option value="carol">Carol Shaw</option>' in board
+    assert ">carol</option>" not in board
     r = client.post("/admin/settle/", {"kind": "item", "id": item.pk, "act": "reassign", "member": "bob"},
                     follow=True)
     assert "Choose one of the brand&#x27;s people" in r.content.decode()  # bob is api.forsale's

@@ -23,7 +23,7 @@ from services import registry
 from services.api import usage_json
 from services.costs import usd
 from services.declare import ServiceError
-from services.members import pool_usernames, pool_usernames_of
+from services.members import pool_named, pool_usernames_of
 from services.models import (
     Ask,
     Grant,
@@ -284,8 +284,9 @@ class AssignForm(forms.Form):
     member = forms.ChoiceField(help_text="A member of the Task's pool")
 
     def __init__(self, *args, members=(), **kwargs):
+        # members: (username, the name shown)
         super().__init__(*args, **kwargs)
-        self.fields["member"].choices = [(m, m) for m in members]
+        self.fields["member"].choices = list(members)
 
 
 def _pools(brands) -> list[dict]:
@@ -321,7 +322,7 @@ class TaskAdmin(SettleMixin, ReadOnlyAdmin):
     def assign(self, request, queryset):
         tasks = list(queryset.select_related("job").order_by("id"))
         members = sorted({m for brand_id, pool in {(t.brand_id, t.pool) for t in tasks}
-                          for m in pool_usernames(brand_id=brand_id, pool=pool)})  # once per pool, not per Task
+                          for m in pool_named(brand_id=brand_id, pool=pool)})  # once per pool, not per Task
         if "apply" in request.POST:
             form = AssignForm(request.POST, members=members)
             if form.is_valid():

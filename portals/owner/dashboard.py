@@ -29,7 +29,7 @@ from portals.words import day, local, until
 from services import registry
 from services.costs import Cost, clock_costs, job_costs, usd
 from services.declare import ServiceError
-from services.members import STAFF_NAMES, pool_usernames
+from services.members import STAFF_NAMES, pool_named
 from services.models import Ask, Grant, Job, Notification, Subscription, Task, Window
 from timers.models import Brand, Event, Membership, Timer, in_domain
 from timers.timeutil import duration_text
@@ -55,7 +55,8 @@ class Control:
     id: str
     act: str  # satisfy | choose | deliver | done | assign | answer | read | reassign | remind
     option: str = ""
-    members: tuple[str, ...] = ()  # assign: the pool's members, a select beside the button
+    # assign: whom to, a select beside the button: (username, the name people know them by), the name shown
+    members: tuple[tuple[str, str], ...] = ()
     step: str = ""
 
 
@@ -136,10 +137,10 @@ def _days(n: int) -> str:
 class _Rosters(dict):
     """Who is in each pool (the brand's data, PoolMember), asked once per brand and pool a page."""
 
-    def of(self, job: Job, pool: str) -> tuple[str, ...]:
+    def of(self, job: Job, pool: str) -> tuple[tuple[str, str], ...]:
         key = (job.brand_id, pool)
         if key not in self:
-            self[key] = pool_usernames(brand_id=job.brand_id, pool=pool)
+            self[key] = pool_named(brand_id=job.brand_id, pool=pool)
         return self[key]
 
 
@@ -148,12 +149,12 @@ class _People:
     ``services.members.brand_people``: "the brand", each member's and owner's name and username)."""
 
     def __init__(self, brand_ids):
-        self.members: dict[str, tuple[str, ...]] = {}
+        self.members: dict[str, tuple[tuple[str, str], ...]] = {}
         self.names: dict[str, set[str]] = {}
         self.brands = dict(Brand.objects.filter(pk__in=list(brand_ids)).values_list("id", "name"))
         for brand_id, username, name in (Membership.objects.filter(brand_id__in=list(brand_ids))
                                          .order_by("user__username").values_list("brand_id", "user__username", "name")):
-            self.members[brand_id] = (*self.members.get(brand_id, ()), username)
+            self.members[brand_id] = (*self.members.get(brand_id, ()), (username, name or username))
             self.names.setdefault(brand_id, set(STAFF_NAMES)).update(n for n in (name, username) if n)
 
     def customers(self, clock: Clock) -> bool:
