@@ -460,11 +460,10 @@ def pool_members(*, brand: Brand, pool: str) -> list[Membership]:
 
 
 def pool_named(*, brand_id: str, pool: str) -> tuple[tuple[str, str], ...]:
-    """The pool's members (whom a Task of the pool may be assigned to) as (username, the name people know them
-    by: their membership's name, else the username), by username."""
+    """The pool's members (whom a Task of the pool may be assigned to) as (username, member_says), by username."""
     rows = (PoolMember.objects.filter(brand_id=brand_id, pool=pool, membership__user__is_active=True)
-            .order_by("membership__user__username").values_list("membership__user__username", "membership__name"))
-    return tuple((username, name or username) for username, name in rows)
+            .select_related("membership__user").order_by("membership__user__username"))
+    return tuple((row.membership.user.get_username(), member_says(row.membership)) for row in rows)
 
 
 def pool_usernames_of(*, brand_ids: Iterable[str] | None) -> dict[str, list[str]]:

@@ -284,7 +284,7 @@ class AssignForm(forms.Form):
     member = forms.ChoiceField(help_text="A member of the Task's pool")
 
     def __init__(self, *args, members=(), **kwargs):
-        # members: (username, the name shown)
+        # members: (username sent, the name shown), as services.members.pool_named gives them
         super().__init__(*args, **kwargs)
         self.fields["member"].choices = list(members)
 

@@ -29,7 +29,7 @@ from portals.words import day, local, until
 from services import registry
 from services.costs import Cost, clock_costs, job_costs, usd
 from services.declare import ServiceError
-from services.members import STAFF_NAMES, pool_named
+from services.members import STAFF_NAMES, member_says, pool_named
 from services.models import Ask, Grant, Job, Notification, Subscription, Task, Window
 from timers.models import Brand, Event, Membership, Timer, in_domain
 from timers.timeutil import duration_text
@@ -55,7 +55,7 @@ class Control:
     id: str
     act: str  # satisfy | choose | deliver | done | assign | answer | read | reassign | remind
     option: str = ""
-    # assign: whom to, a select beside the button: (username, the name people know them by), the name shown
+    # assign: whom to, a select beside the button: (username sent, the name shown: member_says)
     members: tuple[tuple[str, str], ...] = ()
     step: str = ""
 
@@ -152,10 +152,10 @@ class _People:
         self.members: dict[str, tuple[tuple[str, str], ...]] = {}
         self.names: dict[str, set[str]] = {}
         self.brands = dict(Brand.objects.filter(pk__in=list(brand_ids)).values_list("id", "name"))
-        for brand_id, username, name in (Membership.objects.filter(brand_id__in=list(brand_ids))
-                                         .order_by("user__username").values_list("brand_id", "user__username", "name")):
-            self.members[brand_id] = (*self.members.get(brand_id, ()), (username, name or username))
-            self.names.setdefault(brand_id, set(STAFF_NAMES)).update(n for n in (name, username) if n)
+        for m in Membership.objects.filter(brand_id__in=list(brand_ids)).select_related("user").order_by("user__username"):
+            username = m.user.get_username()
+            self.members[m.brand_id] = (*self.members.get(m.brand_id, ()), (username, member_says(m)))
+            self.names.setdefault(m.brand_id, set(STAFF_NAMES)).update(n for n in (m.name, username) if n)
 
     def customers(self, clock: Clock) -> bool:
         """Whether the customer answers for the clock (anyone but the brand's people; nobody named: the
