@@ -320,7 +320,10 @@ def test_a_key_sent_while_its_first_request_runs_is_409_and_the_first_lands_once
     try:
         for _ in range(100):  # wait until the first request is waiting on the row lock
             cur2 = connection.cursor()
-            cur2.execute("SELECT count(*) FROM pg_locks WHERE NOT granted AND locktype = 'transactionid'")
+            # A wait in this database only: the other test process's database is on the same server, and a
+            # second request sent while that one waits would take the key first and wait behind the blocker.
+            cur2.execute("SELECT count(*) FROM pg_stat_activity WHERE datname = current_database() "
+                         "AND wait_event_type = 'Lock'")
             if cur2.fetchone()[0]:
                 break
             threading.Event().wait(0.05)
