@@ -15,13 +15,12 @@ from typing import Any
 from calendars.acts import clock_acknowledge
 from calendars.api import calendar_domain, calendar_json, get_subject, parse_from
 from calendars.entries import subject_calendar as build_subject_calendar
-from calendars.services import DirectArmer
 from services import registry
 from services.api import get_clock, get_item, through_the_gate
 from services.declare import ServiceError
 from services.people import policy_set
 from services.people_api import PolicySerializer
-from timers import services as timer_services
+from timers import test_clocks
 from timers.api.auth import SecretKeyAuthentication
 from timers.api.serializers import (
     EventListQuerySerializer,
@@ -31,6 +30,7 @@ from timers.api.serializers import (
     timer_json,
 )
 from timers.api.views import arm_domain_of, events_page, get_test_clock, get_timer, timers_page
+from timers.armer import DirectArmer
 from timers.errors import KeepingTimeError
 from timers.models import Brand
 from timers.timeutil import after_span
@@ -119,7 +119,7 @@ def advance_test_clock(brand: Brand, *, test_clock: str, to: str | None = None, 
         except KeepingTimeError as exc:
             exc.param = "span"
             raise
-    clock = timer_services.test_clock_request_advance(clock=clock, to=target, redeliver=body["redeliver"])
+    clock = test_clocks.test_clock_request_advance(clock=clock, to=target, redeliver=body["redeliver"])
     return test_clock_json(clock)
 
 

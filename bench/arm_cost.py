@@ -98,7 +98,7 @@ def main() -> int:
     from django.db import connection
 
     from timers.models import ApiKey, Brand, Timer, live_domain
-    from timers.services import api_key_create, brand_get_or_create
+    from timers.tenants import api_key_create, brand_get_or_create
 
     if connection.vendor != "postgresql":
         print("arm_cost: PostgreSQL only (DATABASE_URL=postgres://…)", file=sys.stderr)

@@ -270,9 +270,9 @@ def rss_mb() -> float:
 def noop_rate(n: int) -> dict:
     """The engine's rate in this process: n noop timers drained by advance (bench/tick_throughput.py's way)."""
     from bench import tick_throughput as tt
-    from timers import services, worker
+    from timers import tenants, worker
 
-    brand = services.brand_get_or_create(name=NOOP_BRAND)
+    brand = tenants.brand_get_or_create(name=NOOP_BRAND)
     tt.cleanup(brand)
     clock = tt.new_clock(brand, f"noop n={n}")
     tt.arm(clock.id, brand.id, n)
@@ -367,12 +367,12 @@ def cap_year(cap: float, holder: dict) -> contextlib.ExitStack:
 def domain_year(k: int, *, mode: str, cap: float) -> dict:
     from django.db import connection
 
-    from timers import services, worker
+    from timers import tenants, test_clocks, worker
     from timers.models import Event, Outbox, Timer
 
-    brand = services.brand_get_or_create(name=BRAND)
+    brand = tenants.brand_get_or_create(name=BRAND)
     remove(brand)
-    clock = services.test_clock_create(brand=brand, frozen_time=START, name=f"domain K={k}",
+    clock = test_clocks.test_clock_create(brand=brand, frozen_time=START, name=f"domain K={k}",
                                        seed=f"bench12-k{k}")
     t = time.perf_counter()
     tax_plan_subscribers(brand, clock, k)

@@ -74,9 +74,9 @@ def drain(brand, n: int) -> dict:
     from django.db import connection
 
     from bench.tick_throughput import arm
-    from timers import services, worker
+    from timers import test_clocks, worker
 
-    clock = services.test_clock_create(brand=brand, frozen_time=T0, name="history bench")
+    clock = test_clocks.test_clock_create(brand=brand, frozen_time=T0, name="history bench")
     arm(clock.id, brand.id, n)
     with connection.cursor() as cur:
         cur.execute("SELECT pg_backend_pid()")
@@ -87,7 +87,7 @@ def drain(brand, n: int) -> dict:
     cpu, db = time.process_time() - cpu0, cpu_of(backend) - db0
     assert stats.fired == n, stats
     armed, hist = sizes()
-    services.test_clock_delete(clock=clock)
+    test_clocks.test_clock_delete(clock=clock)
     return {"seconds": seconds, "rate": n / seconds, "cpu": cpu + db, "armed": armed, "history": hist}
 
 
@@ -136,12 +136,12 @@ def main(argv: list[str] | None = None) -> int:
         print(f"history_growth: needs PostgreSQL; this is {connection.vendor}", file=sys.stderr)
         return 2
     call_command("migrate", verbosity=0)
-    from timers import history, services
+    from timers import history, tenants
 
     if not history.partitioned():
         print("history_growth: timers_timer is not split (migration 0022)", file=sys.stderr)
         return 2
-    brand = services.brand_get_or_create(name=BRAND)
+    brand = tenants.brand_get_or_create(name=BRAND)
     print(f"machine: nproc={os.cpu_count()} · load {os.getloadavg()[0]:.1f} · N={args.n:,} noop timers a drain, "
           f"median of {args.repeat}")
     with connection.cursor() as cur:

@@ -256,7 +256,7 @@ def main() -> int:
     from django.db import connection
 
     from timers.models import ApiKey, Brand, live_domain
-    from timers.services import api_key_create, brand_get_or_create
+    from timers.tenants import api_key_create, brand_get_or_create
 
     if connection.vendor != "postgresql":
         print("live: PostgreSQL only (DATABASE_URL=postgres://…)", file=sys.stderr)

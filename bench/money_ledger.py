@@ -60,7 +60,7 @@ def main() -> int:
     from calendars.models import Subject
     from services.ledger import KINDS, brand_balance, member_earnings, statements_of
     from services.models import Job, MoneyLine
-    from timers.services import brand_get_or_create
+    from timers.tenants import brand_get_or_create
 
     if connection.vendor != "postgresql":
         print("money_ledger: needs PostgreSQL (DATABASE_URL=postgres://…)")

@@ -70,7 +70,7 @@ def stop(procs: list[subprocess.Popen]) -> list[dict]:
 
 # -- the bench ------------------------------------------------------------------------------------------------
 def brands(n: int) -> list:
-    from timers.services import brand_get_or_create
+    from timers.tenants import brand_get_or_create
 
     return [brand_get_or_create(name=f"{PREFIX}{i:03d}") for i in range(n)]
 
@@ -91,7 +91,8 @@ def arm(rows: list, per_brand: int, round_no: int) -> int:
     from django.db import transaction
 
     from timers.clock import wall_now
-    from timers.ids import domain_seed, new_id
+    from timers.domains import domain_seed
+    from timers.ids import new_id
     from timers.keys import parse
     from timers.models import LiveClock, Timer, live_domain
 

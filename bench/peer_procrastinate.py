@@ -54,10 +54,10 @@ what each guarantees (the work compared is "an owed thing runs once and that it 
 # -- ours ---------------------------------------------------------------------------------------------
 def drain_ours(n: int) -> float:
     from bench import tick_throughput as tt
-    from timers import services, worker
+    from timers import tenants, worker
     from timers.models import Event
 
-    brand = services.brand_get_or_create(name=BRAND)
+    brand = tenants.brand_get_or_create(name=BRAND)
     tt.cleanup(brand)
     clock = tt.new_clock(brand, f"peer n={n}")
     tt.arm(clock.id, brand.id, n)

@@ -152,10 +152,10 @@ def lane_ours(dsn: str, n: int) -> None:
     from django.db import connection
 
     from bench import tick_throughput as tt
-    from timers import services, worker
+    from timers import tenants, worker
     from timers.models import Commit, Event, Timer
 
-    brand = services.brand_get_or_create(name="bench.peers")
+    brand = tenants.brand_get_or_create(name="bench.peers")
     tt.cleanup(brand)
     clock = tt.new_clock(brand, f"peers n={n}")
     tt.arm(clock.id, brand.id, n)
@@ -184,7 +184,7 @@ def lane_ours_year(dsn: str) -> None:
     from django.db import connection
 
     from bench import tick_throughput as tt
-    from timers import services, worker
+    from timers import tenants, test_clocks, worker
     from timers.models import ScheduleRun
     from timers.schedules import Started, TargetKind, register_target, schedule_create
 
@@ -192,9 +192,9 @@ def lane_ours_year(dsn: str) -> None:
     # replaced by one that sends nothing and settles its run at once (the schedule's row names a known kind).
     register_target("http", TargetKind(clean=lambda target, brand, domain: {"url": "https://noop.invalid/"},
                                        start=lambda f, sch, run: Started(tick="succeeded"), atomic=False))
-    brand = services.brand_get_or_create(name="bench.peers.year")
+    brand = tenants.brand_get_or_create(name="bench.peers.year")
     tt.cleanup(brand)
-    clock = services.test_clock_create(brand=brand, frozen_time=YEAR_START, name="peers year")
+    clock = test_clocks.test_clock_create(brand=brand, frozen_time=YEAR_START, name="peers year")
     sch = schedule_create(brand=brand, domain=clock.id, spec={"every": "1h"}, target={"url": "https://noop.invalid/"},
                           overlap="allow")
     end = YEAR_START + timedelta(hours=YEAR_FIRES)

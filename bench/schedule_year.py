@@ -170,11 +170,11 @@ def year(brand, receiver: Receiver, run: int, *, count_shapes: bool) -> dict:
     from django.db import connection
     from domain_throughput import Statements, backend_pid, cpu_seconds
 
-    from timers import services, worker
+    from timers import test_clocks, worker
     from timers.models import Outbox, ScheduleRun
     from timers.schedules import schedule_create
 
-    clock = services.test_clock_create(brand=brand, frozen_time=START, name=f"schedule year {run}",
+    clock = test_clocks.test_clock_create(brand=brand, frozen_time=START, name=f"schedule year {run}",
                                        seed=f"schedule-year-{run}")
     sch = schedule_create(brand=brand, domain=clock.id, spec={"every": "1h"}, target={"url": receiver.url},
                           name="hourly")
@@ -206,11 +206,11 @@ def many(brand, receiver: Receiver, n: int, every: str, span: timedelta) -> dict
     from django.db import connection
     from domain_throughput import Statements, backend_pid, cpu_seconds
 
-    from timers import services, worker
+    from timers import test_clocks, worker
     from timers.schedules import schedule_create
     from timers.timeutil import parse_span
 
-    clock = services.test_clock_create(brand=brand, frozen_time=START, name=f"{n} schedules", seed=f"schedules-{n}")
+    clock = test_clocks.test_clock_create(brand=brand, frozen_time=START, name=f"{n} schedules", seed=f"schedules-{n}")
     t = time.perf_counter()
     for i in range(n):
         schedule_create(brand=brand, domain=clock.id, spec={"every": every}, target={"url": receiver.url},
@@ -250,7 +250,7 @@ def main(argv: list[str] | None = None) -> int:
     from django.db import connection
     from domain_throughput import noop_rate
 
-    from timers import services
+    from timers import tenants
     from timers.timeutil import parse_span
 
     if connection.vendor != "postgresql":
@@ -259,7 +259,7 @@ def main(argv: list[str] | None = None) -> int:
     from django.core.management import call_command
 
     call_command("migrate", verbosity=0)
-    brand = services.brand_get_or_create(name=BRAND)
+    brand = tenants.brand_get_or_create(name=BRAND)
     remove_all(brand)
     receiver = Receiver()
     print(f"schedule_year · {machine()} · commit {commit()} · load {load()}")

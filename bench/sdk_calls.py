@@ -77,15 +77,15 @@ def backends() -> list[int]:
 def seed(n: int) -> tuple[str, str]:
     from django.core.management import call_command
 
-    from timers import services
+    from timers import arming, tenants, test_clocks
 
     call_command("migrate", "--noinput", verbosity=0)
-    brand = services.brand_get_or_create(name="bench.sdk_calls")
-    clock = services.test_clock_create(brand=brand, frozen_time=T0, name="sdk calls")
+    brand = tenants.brand_get_or_create(name="bench.sdk_calls")
+    clock = test_clocks.test_clock_create(brand=brand, frozen_time=T0, name="sdk calls")
     for i in range(n):
-        services.timer_arm(brand=brand, key=f"job_b{i % 20}:task:call:{i}", owed_at=T0 + timedelta(hours=i + 1),
+        arming.timer_arm(brand=brand, key=f"job_b{i % 20}:task:call:{i}", owed_at=T0 + timedelta(hours=i + 1),
                            domain=clock.id, handler="noop")
-    _, secret = services.api_key_create(brand=brand)
+    _, secret = tenants.api_key_create(brand=brand)
     return clock.id, secret
 
 

@@ -182,7 +182,7 @@ def main() -> int:
     from django.utils import timezone
 
     from timers.models import ApiKey, Brand, Commit, Event, Outbox, Timer, WebhookEndpoint, live_domain
-    from timers.services import api_key_create, brand_get_or_create
+    from timers.tenants import api_key_create, brand_get_or_create
     from timers.webhooks import endpoint_create
 
     if connection.vendor != "postgresql":

@@ -256,9 +256,9 @@ def cleanup(brand) -> None:
 
 # -- the two ways ------------------------------------------------------------------------------------
 def new_clock(brand, label: str):
-    from timers import services
+    from timers import test_clocks
 
-    return services.test_clock_create(brand=brand, frozen_time=T0, name=f"bench {label}")
+    return test_clocks.test_clock_create(brand=brand, frozen_time=T0, name=f"bench {label}")
 
 
 @contextlib.contextmanager
@@ -496,9 +496,9 @@ def main(argv: list[str] | None = None) -> int:
         settings.KEEPING_TIME["BATCH_SIZE"] = settings.KEEPING_TIME["ADVANCE_BATCH_SIZE"] = args.batch
     batch = int(settings.KEEPING_TIME.get("ADVANCE_BATCH_SIZE") or settings.KEEPING_TIME["BATCH_SIZE"])
 
-    from timers import services
+    from timers import tenants
 
-    brand = services.brand_get_or_create(name=BRAND_NAME)
+    brand = tenants.brand_get_or_create(name=BRAND_NAME)
     cleanup(brand)
     info = machine()
     overhead = xact_overhead()

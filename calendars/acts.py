@@ -8,11 +8,12 @@ from __future__ import annotations
 
 from django.db import transaction
 
+from timers.armer import Armer
 from timers.errors import KeepingTimeError
 
 from . import specs
 from .models import Clock, ClockItem
-from .services import Armer, _ack_keys
+from .services import _ack_keys
 
 STEWARD = "the brand"  # who keeps a date the customer hands over
 

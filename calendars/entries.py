@@ -30,10 +30,10 @@ from django.db.models import Case, CharField, F, QuerySet, TextField, Value, Whe
 from django.db.models.functions import Cast, Concat
 
 from keeping_time import glossary
+from timers.domains import domain_now
 from timers.keys import format_key
 from timers.keys import parse as parse_key
 from timers.models import Event, TestClock, Timer, brand_domain, is_live
-from timers.services import domain_now
 
 from .models import ClockItem, Subject
 from .services import business_calendar

@@ -40,8 +40,8 @@ from django.db import IntegrityError, connection, transaction
 from django.db.backends.utils import CursorDebugWrapper, CursorWrapper
 from django.db.models import QuerySet
 
+from timers.domains import domain_now
 from timers.models import LIVE, TestClock
-from timers.services import domain_now
 
 from . import entries
 from .models import ClosedDay, FeedStamp, Subject

@@ -6,6 +6,7 @@ from datetime import timedelta
 
 from timers import batch as batches
 from timers import handlers
+from timers.armer import FiringArmer
 from timers.engine import Firing
 from timers.timeutil import day_text, iso_z
 
@@ -14,7 +15,6 @@ from .models import ClockItem
 from .services import (
     DUE_HANDLER,
     RUNG_HANDLER,
-    FiringArmer,
     batch_item,
     business_calendar,
     clock_lapsed,

@@ -11,8 +11,9 @@ from datetime import time
 from django.db import models
 from django.db.models import Q
 
+from timers.domains import domain_id
 from timers.fields import IdField
-from timers.ids import LIVE, domain_id, is_live, new_id
+from timers.ids import LIVE, is_live, new_id
 from timers.models import Brand
 
 from .civil import BusinessCalendar, calendar_from

@@ -17,10 +17,11 @@ from datetime import datetime
 
 from django.db import transaction
 
+from timers.armer import Armer
 from timers.errors import KeepingTimeError, Refused
 
 from .models import ClockItem, Proposal
-from .services import Armer, business_calendar, clock_step
+from .services import business_calendar, clock_step
 
 
 def clock_propose(*, armer: Armer, item: ClockItem, step: str, waits_on: str = "") -> Proposal:

@@ -11,20 +11,18 @@ import secrets
 from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import UTC, date, datetime, timedelta
-from typing import Protocol
 
 from django.db import IntegrityError, transaction
 from django.db.models import Q
-from django.db.models.functions import Now
 
 from timers import batch as batches
+from timers.armer import Armer, DirectArmer
+from timers.domains import domain_id
 from timers.engine import Firing
 from timers.errors import KeepingTimeError, Refused, TestClockDeleted
-from timers.ids import domain_id, new_id
-from timers.models import Brand, Event, Outbox, Timer
-from timers.rearm import Rearm, rearm_cause
+from timers.models import Brand, Outbox
+from timers.rearm import Rearm
 from timers.rows import insert, read
-from timers.services import domain_writable, timer_arm, timer_hold, timer_resume
 from timers.timeutil import iso_z
 
 from . import specs
@@ -36,150 +34,6 @@ from .specs import ClockSpec, DueInput
 RUNG_HANDLER = "calendars.rung"
 DUE_HANDLER = "calendars.due"
 MOVING_RUNGS = ("notice", "escalate", "ack")
-
-
-class Armer(Protocol):
-    now: datetime
-
-    def arm(self, key: str, *, owed_at: datetime, handler: str, data: dict, opened_at: datetime,
-            version: str = "") -> None: ...
-
-    # A supersede with a successor, a retime and a hold are re-arms: ``by`` is from the closed list
-    # (timers.rearm.Rearm), or ValueError. A supersede with no successor only ends the timer.
-    def supersede(self, key: str, *, by: Rearm | str, successor: str = "") -> None: ...
-
-    def supersede_all(self, keys: list[str], *, by: Rearm | str) -> None: ...
-
-    def retime(self, key: str, *, owed_at: datetime, by: Rearm) -> None: ...
-
-    # Pin armed and held timers to another version under their own keys and times (a clock's repin).
-    def repin(self, keys: list[str], *, version: str) -> None: ...
-
-    def record(self, type: str, *, subject: str, data: dict) -> None: ...
-
-    def state(self, key: str) -> tuple[str, datetime | None] | None: ...
-
-    def hold(self, key: str, *, by: Rearm, who: str = "") -> None: ...
-
-    def resume(self, key: str, *, cap: datetime | None = None) -> None: ...
-
-    # An outside send (a submit step's submission): it leaves through the outbox after the commit.
-    def send(self, transport: str, payload: dict, *, key: str) -> str: ...
-
-
-class FiringArmer:
-    """Inside the tick: every write is part of the firing's proposal, committed by the gate."""
-
-    def __init__(self, f: Firing):
-        self.f = f
-        self.now = f.now
-
-    def arm(self, key, *, owed_at, handler, data, opened_at, version=""):
-        # A timer is pinned to the bundle it was armed under: the job's or subscription's, else its parent's.
-        self.f.arm(key, owed_at=owed_at, handler=handler, data=data, opened_at=opened_at, version=version or None)
-
-    def supersede(self, key, *, by, successor=""):
-        self.f.supersede(key, by=by, successor=successor)
-
-    def supersede_all(self, keys, *, by):
-        for key in keys:
-            self.f.supersede(key, by=by)
-
-    def retime(self, key, *, owed_at, by):
-        self.f.retime(key, owed_at=owed_at, by=by)
-
-    def repin(self, keys, *, version):
-        for key in keys:
-            self.f.repin(key, version=version)
-
-    def record(self, type, *, subject, data):
-        self.f.record(type, subject=subject, data=data, key=self.f.timer.key)
-
-    def state(self, key):
-        return self.f.state(key)
-
-    def hold(self, key, *, by, who=""):
-        self.f.hold(key, by=by, who=who)
-
-    def resume(self, key, *, cap=None):
-        self.f.resume(key, cap=cap)
-
-    def send(self, transport, payload, *, key):
-        return self.f.send(transport, payload)
-
-
-class DirectArmer:
-    """Outside the tick (an API call, the console, a command): writes the timers and the record directly."""
-
-    def __init__(self, *, brand: Brand | str, domain: str, now: datetime | None = None, runtime: bool = False):
-        self.brand_id = brand if isinstance(brand, str) else brand.id
-        self.domain = domain
-        # A write on a deleted or advancing test clock's objects is refused here, whoever makes it (the API, a
-        # portal, the console, a command): 409 test_clock_deleted / test_clock_advancing, nothing written.
-        # ``runtime``: the runtime's own write during an advance (a receipt), which an advance may take.
-        writable_now = domain_writable(domain=domain, runtime=runtime)
-        self.now = now or writable_now
-
-    def arm(self, key, *, owed_at, handler, data, opened_at, version=""):
-        try:
-            timer_arm(brand=Brand(id=self.brand_id), key=key, owed_at=owed_at, domain=self.domain, handler=handler,
-                      data=data, opened_at=opened_at, version=version, checked=True)
-        except KeepingTimeError as exc:
-            if exc.code != "timer_exists":  # a replay arms the same keys: nothing changes
-                raise
-
-    def supersede(self, key, *, by, successor=""):
-        if successor:  # a re-arm: its cause is on the closed list (as Firing.supersede)
-            by = rearm_cause(by)
-        succ = Timer.objects.filter(domain=self.domain, key=successor).values_list("id", flat=True).first()
-        self._supersede(Q(key=key), by=str(by), successor=succ or successor)
-
-    def supersede_all(self, keys, *, by):
-        self._supersede(Q(key__in=list(keys)), by=str(by))
-
-    def _supersede(self, which: Q, *, by: str, successor: str = "") -> None:
-        # As the tick supersedes: the timer keeps the time it was owed (history a list sorts by).
-        Timer.objects.filter(which, domain=self.domain, status__in=["armed", "held"]).update(
-            status="superseded", by=by, superseded_by=successor, held_since=None, remaining=None, held_by="",
-            moved_at=Now(),  # its month of history (timers/history.py)
-        )
-
-    def retime(self, key, *, owed_at, by):
-        by = rearm_cause(by)
-        # An unchanged time stays as it is, cause and all (as the tick's retime).
-        Timer.objects.filter(domain=self.domain, key=key, status="armed").exclude(owed_at=owed_at).update(
-            owed_at=owed_at, by=by.value, tick_pass=1)
-
-    def repin(self, keys, *, version):
-        Timer.objects.filter(domain=self.domain, key__in=list(keys), status__in=["armed", "held"]).update(
-            version=version)
-
-    def record(self, type, *, subject, data):
-        Event.objects.create(domain=self.domain, brand_id=self.brand_id, type=type, subject=subject,
-                             owed_at=self.now, data=data, fired_at=self.now)
-
-    def state(self, key):
-        row = Timer.objects.filter(domain=self.domain, key=key).values_list("status", "owed_at").first()
-        return None if row is None else tuple(row)
-
-    def hold(self, key, *, by, who=""):
-        by = rearm_cause(by)
-        timer = Timer.objects.filter(domain=self.domain, key=key, status="armed").first()
-        if timer is not None:
-            timer_hold(timer=timer, by=who or by.value, now=self.now)
-
-    def resume(self, key, *, cap=None):
-        timer = Timer.objects.filter(domain=self.domain, key=key, status="held").first()
-        if timer is not None:
-            timer_resume(timer=timer, now=self.now, cap=cap)
-
-    def send(self, transport, payload, *, key):
-        # One submission per attempt, its id derived from the domain, key and attempt (as a firing's sends).
-        attempt = Outbox.objects.filter(domain=self.domain, key=key).count() + 1
-        submission = new_id("sub", seed=f"{self.domain}|{key}|{attempt}")
-        Outbox.objects.create(id=submission, domain=self.domain, brand_id=self.brand_id, key=key, attempt=attempt,
-                              transport=transport, payload=payload, created_at=self.now)
-        return submission
 
 
 # -- keys --------------------------------------------------------------------------------------------
@@ -320,10 +174,10 @@ def _owner_clocks(f: Firing, owner_ref: str) -> list[tuple[str, str, str]]:
     b = batches.current()
     cache = b.cache(OWNER_CLOCKS, tables=(), carry=True)
     if owner_ref not in cache:
-        refs = {owner_ref} | {r for t in f.run.holding((RUNG_HANDLER,)) if (r := (t.data or {}).get("of"))
+        refs = {owner_ref} | {r for t in f.holding((RUNG_HANDLER,)) if (r := (t.data or {}).get("of"))
                               and r not in cache}
         with b.quiet():
-            rows = (Clock.objects.filter(domain=f.run.domain, owner_ref__in=refs).order_by("name")
+            rows = (Clock.objects.filter(domain=f.domain, owner_ref__in=refs).order_by("name")
                     .values_list("owner_ref", "id", "name", "period"))
             for r in refs:
                 cache[r] = []
@@ -332,7 +186,7 @@ def _owner_clocks(f: Firing, owner_ref: str) -> list[tuple[str, str, str]]:
             # A move keeps its siblings' items (_keep_with): those of these owners' clocks, read with them.
             items = b.cache(ITEMS, tables=ITEM_TABLES, pk=item_pks, carry=True)
             clocks = {(cid, "") for r in refs for cid, _, _ in cache[r]}
-            batches._fill(items, set(), lambda _: load_items(clocks) if clocks else {})
+            items.fill(set(), lambda _: load_items(clocks) if clocks else {})
     return cache[owner_ref]
 
 
@@ -414,11 +268,9 @@ def clock_open(*, armer: Armer, brand: Brand | str, domain: str, subject: Subjec
         for item, key in zip(items, keys, strict=True):
             item.pk = key
             batches.create(item, kept_by=(ITEMS,))
-    f = getattr(armer, "f", None)
     for item in items:
         item.clock = clock
-        if f is not None:
-            f.new_owner(item.owner_key)  # a new clock's: its timers are all armed here (Firing.new_owner)
+        armer.made(item.owner_key)  # a new clock's: its timers are all armed here
         _arm_item(armer, item, spec, cal, move=0)
     _opened_in_batch(clock, items)
     clock.opened_items = items  # what its opener may read without asking the database again (job_open)
@@ -693,7 +545,7 @@ def hear_submissions(spec: ClockSpec) -> None:
 def _followers(armer: Armer, leader: ClockItem, spec: ClockSpec) -> list[ClockItem]:
     if spec.follows is None:
         return []
-    f = getattr(armer, "f", None)
+    f = armer.firing
     b = batches.current()
     names = None
     if f is not None and b is not None:
@@ -714,7 +566,7 @@ def _keep_with(armer: Armer, moved: ClockItem, move: str, *, proposed_at: dateti
     """A move that keeps a sibling clock (its spec's ``kept_with``): the sibling's step commits with it and its
     date is kept (the extension pays: "clock pay · satisfied · pay committed")."""
     clock = moved.clock
-    f = getattr(armer, "f", None)
+    f = armer.firing
     if f is None or batches.current() is None:
         siblings = (ClockItem.objects.filter(clock__domain=clock.domain, clock__owner_ref=clock.owner_ref,
                                              clock__period=clock.period, item=moved.item, status=ClockItem.Status.OPEN)
@@ -865,8 +717,6 @@ def calendar_postpone(*, calendar: Calendar, items: list[ClockItem], to: date, n
 
 
 __all__ = [
-    "DirectArmer",
-    "FiringArmer",
     "calendar_close_day",
     "calendar_open_day",
     "calendar_postpone",

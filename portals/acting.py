@@ -9,8 +9,8 @@ from django.contrib import messages
 from django.db import transaction
 from django.http import HttpRequest, HttpResponse
 
-from calendars.services import DirectArmer
 from keeping_time.glossary import refusal
+from timers.armer import DirectArmer
 from timers.errors import KeepingTimeError, Refused
 
 

@@ -26,7 +26,7 @@ from rest_framework import serializers
 from rest_framework.response import Response
 
 from calendars.models import Clock, ClockItem, Subject
-from calendars.services import DirectArmer, clock_choose, clock_satisfy
+from calendars.services import clock_choose, clock_satisfy
 from timers.api.serializers import (
     Choice,
     ListQuerySerializer,
@@ -50,10 +50,11 @@ from timers.api.views import (
     owned,
     page,
 )
+from timers.armer import DirectArmer
+from timers.domains import domain_now
 from timers.errors import KeepingTimeError, NotFound, Refused
 from timers.keys import KINDS
 from timers.models import Brand, Timer, is_live
-from timers.services import domain_now
 from timers.timeutil import iso_z
 
 from . import registry

@@ -12,7 +12,7 @@ class ServicesConfig(AppConfig):
         from calendars import entries
         from timers import owners
         from timers.models import Version
-        from timers.services import test_clock_deleted, worker_starting
+        from timers.signals import test_clock_deleted, worker_starting
 
         from . import calendar, handlers, people, registry
         from . import owners as timer_owners

@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from calendars.services import FiringArmer
 from timers import batch as batches
 from timers import handlers
+from timers.armer import FiringArmer
 from timers.engine import Firing
 from timers.rows import read
 from timers.timeutil import iso_z, trace_z

@@ -32,7 +32,7 @@ from django.utils.http import urlsafe_base64_encode
 
 from calendars.acts import clock_reassign
 from calendars.models import Clock, ClockItem
-from calendars.services import DirectArmer
+from timers.armer import DirectArmer
 from timers.clock import wall_now
 from timers.errors import KeepingTimeError, NotFound
 from timers.ids import brand_domain

@@ -55,13 +55,13 @@ def notify(armer: Any, *, kind: str, subject: str, recipients: list[str], messag
            key: str | None = None) -> list[Notification]:
     """Notify each recipient (a person or role by name) of a lapse once; returns the rows created now.
 
-    ``armer`` is the lapse's Firing, a calendars FiringArmer (its ``f``), or a DirectArmer outside the tick
+    ``armer`` is the lapse's Firing, a FiringArmer (its ``firing``), or a DirectArmer outside the tick
     (then ``key`` names what raised it). A future ``job.lapsed`` (a link expired twice) calls
     ``notify(f, kind="job.lapsed", subject=job.id, recipients=[buyer, "owner"], message=…)`` from its handler.
     """
-    firing: Firing | None = armer if isinstance(armer, Firing) else getattr(armer, "f", None)
+    firing: Firing | None = armer if isinstance(armer, Firing) else armer.firing
     if firing is not None:
-        domain, brand_id, now, key = firing.run.domain, firing.timer.brand_id, firing.now, key or firing.timer.key
+        domain, brand_id, now, key = firing.domain, firing.timer.brand_id, firing.now, key or firing.timer.key
     else:
         domain, brand_id, now = armer.domain, armer.brand_id, armer.now
         if not key:
@@ -102,7 +102,7 @@ def _heard(f: Firing, domain: str, key: str) -> set | None:
     if key not in cache:
         from calendars.services import DUE_HANDLER
 
-        keys = {key} | {t.key for t in f.run.holding((DUE_HANDLER,)) if t.key not in cache}
+        keys = {key} | {t.key for t in f.holding((DUE_HANDLER,)) if t.key not in cache}
         cache.loaded = True
         with b.quiet():
             for k in keys:

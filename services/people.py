@@ -25,8 +25,8 @@ from dateutil.relativedelta import relativedelta
 from django.contrib.auth import get_user_model
 from django.db import IntegrityError, transaction
 
-from calendars.services import Armer, FiringArmer
 from timers import handlers
+from timers.armer import Armer, FiringArmer
 from timers.engine import Firing
 from timers.errors import KeepingTimeError, Refused
 from timers.ids import new_id
@@ -451,9 +451,9 @@ def window_open(*, armer: Armer, member: str, span: timedelta | relativedelta, b
         raise KeepingTimeError("a standby window lasts a positive span", code="invalid_span")
     try:
         with transaction.atomic():
-            win = Window.objects.create(id=new_id("win", seed=_seed(_domain(armer), member, now.isoformat()),
+            win = Window.objects.create(id=new_id("win", seed=_seed(armer.domain, member, now.isoformat()),
                                                   length=10),
-                                        brand_id=brand_id, domain=_domain(armer), member=user, opened_at=now,
+                                        brand_id=brand_id, domain=armer.domain, member=user, opened_at=now,
                                         closes_at=closes)
     except IntegrityError:
         raise KeepingTimeError(f"{member} has a standby window open already", code="window_open",
@@ -462,11 +462,6 @@ def window_open(*, armer: Armer, member: str, span: timedelta | relativedelta, b
               opened_at=now)
     armer.record("window.opened", subject=win.id, data={"member": member, "closes": iso_z(closes)})
     return win
-
-
-def _domain(armer: Armer) -> str:
-    f = getattr(armer, "f", None)
-    return f.run.domain if f is not None else armer.domain
 
 
 def window_close(*, armer: Armer, window: Window, why: str = "closed") -> Window:
@@ -518,7 +513,7 @@ def policy_set(*, armer: Armer, service: str, name: str, value: int) -> list[str
     if isinstance(value, bool) or not isinstance(value, int) or not 1 <= value <= 3650:
         raise KeepingTimeError(f"{name} is a whole number of days from 1 to 3650, not {value!r}",
                                code="invalid_policy_value")
-    domain, brand_id = _domain(armer), armer.brand_id if hasattr(armer, "brand_id") else armer.f.timer.brand_id
+    domain, brand_id = armer.domain, armer.brand_id
     old = PolicyValue.objects.filter(brand_id=brand_id, domain=domain, service=service, name=name).first()
     PolicyValue.objects.update_or_create(brand_id=brand_id, domain=domain, service=service, name=name,
                                          defaults={"value": value, "set_at": armer.now})
@@ -578,7 +573,7 @@ def fire_act(f: Firing) -> None:
                               brand_id=f.timer.brand_id)
             f.what = f"{d['member']} on standby until {iso_z(win.closes_at)}"
             return
-        job = Job.objects.get(domain=f.run.domain, subject_id=d["subject"], period=d["period"], service=d["service"])
+        job = Job.objects.get(domain=f.domain, subject_id=d["subject"], period=d["period"], service=d["service"])
         if act in ("take", "extend", "release"):
             task = Task.objects.select_related("job", "member").filter(job=job, entry=job.step_entry).first()
             if task is None:

@@ -13,7 +13,7 @@ from drf_spectacular.utils import extend_schema
 from rest_framework import serializers
 from rest_framework.response import Response
 
-from calendars.services import DirectArmer, calendar_postpone, clock_inputs_changed
+from calendars.services import calendar_postpone, clock_inputs_changed
 from timers.api.serializers import StrictIntegerField
 from timers.api.views import (
     ERRORS,
@@ -24,6 +24,7 @@ from timers.api.views import (
     arm_domain_of,
     get_owned,
 )
+from timers.armer import DirectArmer
 from timers.errors import KeepingTimeError
 from timers.timeutil import iso_z
 

@@ -15,9 +15,9 @@ from django.db.models import QuerySet
 from calendars.entries import Entry, uid_for
 from calendars.models import Subject
 from calendars.services import business_calendar
+from timers.domains import domain_now
 from timers.keys import parse as parse_key
 from timers.models import Timer
-from timers.services import domain_now
 
 from . import registry
 from .models import Ask, Grant, Job, Task

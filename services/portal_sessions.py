@@ -10,9 +10,9 @@ from datetime import datetime, timedelta
 
 from calendars.models import Subject
 from timers.clock import wall_now
+from timers.domains import domain_writable
 from timers.errors import KeepingTimeError
 from timers.models import Brand, brand_domain
-from timers.services import domain_writable
 
 from .models import PortalSession
 

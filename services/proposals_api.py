@@ -13,9 +13,9 @@ from rest_framework.response import Response
 
 from calendars.models import Clock, Proposal
 from calendars.proposals import clock_propose, proposal_approve, proposals_commit
-from calendars.services import DirectArmer
 from timers.api.serializers import NameField, StrictRegexField
 from timers.api.views import ERRORS, NOT_FOUND, BrandAPIView, _error, get_owned
+from timers.armer import DirectArmer
 from timers.errors import NotFound
 from timers.timeutil import iso_z
 

@@ -16,7 +16,8 @@ from django.db.models import Q
 
 from calendars import specs
 from calendars.models import Clock, ClockItem
-from calendars.services import Armer, _arm_item, business_calendar, rung_key, subject_clocks
+from calendars.services import _arm_item, business_calendar, rung_key, subject_clocks
+from timers.armer import Armer
 from timers.errors import KeepingTimeError
 from timers.models import Timer, Version
 from timers.rearm import Rearm
@@ -68,9 +69,9 @@ class _Held:
 def _in_memory(armer: Armer, plans: dict, armed: dict, existing: set) -> None:
     """Inside the tick what the batch armed or changed is in memory, not yet in the table: read each timer the
     repin weighs as the tick sees it, so one advance and many small ones repin alike."""
-    state = getattr(getattr(armer, "f", None), "state", None)
-    if state is None:
+    if armer.firing is None:
         return
+    state = armer.firing.state
     for key in sorted(set(plans) | set(armed)):
         now = state(key)
         if now is None:
@@ -175,7 +176,7 @@ def job_repin(*, armer: Armer, job: Job, to: Version, dry_run: bool = False) -> 
 def repin_subject_clocks(*, armer: Armer, job: Job) -> list[Clock]:
     """A newer job of a Service joins a subject: its clocks that live on the subject repin to the job's version."""
     moved = []
-    f = getattr(armer, "f", None)
+    f = armer.firing
     lives = None if f is None else subject_clocks(domain=job.domain, subject_id=job.subject_id,
                                                   ahead=lambda: _minting_subjects(f))
     if lives is not None and not any(spec.startswith(f"{job.service}.") and version != job.version and ref != job.id
@@ -197,4 +198,4 @@ def _minting_subjects(f) -> set[str]:
     from .services import SCHEDULE
 
     subs = batches.current().caches.get("services.subscriptions") or {}
-    return {s.subject_id for t in f.run.holding((SCHEDULE,)) if (s := subs.get(t.owner)) is not None}
+    return {s.subject_id for t in f.holding((SCHEDULE,)) if (s := subs.get(t.owner)) is not None}

@@ -21,12 +21,13 @@ from zoneinfo import ZoneInfo
 
 from calendars.models import Subject
 from calendars.offsets import OffsetError, parse_offset
-from calendars.services import FiringArmer
 from timers import batch as batches
 from timers import schedule_spec
+from timers.armer import FiringArmer
+from timers.domains import domain_seed
 from timers.engine import Firing
 from timers.errors import KeepingTimeError, NotFound
-from timers.ids import domain_seed, new_id
+from timers.ids import new_id
 from timers.models import Brand, Schedule, ScheduleRun, ScheduleTick
 from timers.rows import insert_new
 from timers.schedules import Started, TargetKind, compact, register_target
@@ -244,7 +245,7 @@ def mints_held(f: Firing) -> list:
     """The mints the batch holds (what a mint reads ahead for)."""
     from .services import SCHEDULE
 
-    return f.run.holding((SCHEDULE,))
+    return f.holding((SCHEDULE,))
 
 
 def _runs_started(f: Firing, sch: Schedule) -> set | None:

@@ -12,12 +12,14 @@ from django.db import IntegrityError, transaction
 from django.db.models import Q
 
 from calendars.models import Clock, ClockItem, Subject
-from calendars.services import RUNG_HANDLER, Armer, DirectArmer, business_calendar, clock_open
+from calendars.services import RUNG_HANDLER, business_calendar, clock_open
 from calendars.specs import DueInput
 from timers import batch as batches
+from timers.armer import Armer, DirectArmer
+from timers.domains import domain_seed
 from timers.engine import Firing
 from timers.errors import KeepingTimeError
-from timers.ids import domain_seed, new_id
+from timers.ids import new_id
 from timers.models import Brand, Timer
 from timers.owners import owner_filter
 from timers.rearm import Rearm
@@ -292,13 +294,6 @@ def subscription_uncancel(*, armer: Armer, sub: Subscription) -> Subscription:
 
 
 # -- jobs --------------------------------------------------------------------------------------------
-def _made(armer: Armer, owner: str) -> None:
-    # In the tick: the owner's row is new, so the keys it arms need no look in the database (Firing.new_owner).
-    f = getattr(armer, "f", None)
-    if f is not None:
-        f.new_owner(owner)
-
-
 def job_open(*, armer: Armer, brand_id: str, domain: str, service: str, subject: Subject, period: str,
              input: dict, subscription: Subscription | None = None, schedule: str = "", price_cents: int = 0,
              job_id: str | None = None, if_new: bool = False) -> Job | None:
@@ -328,7 +323,7 @@ def job_open(*, armer: Armer, brand_id: str, domain: str, service: str, subject:
             batches.create(job, kept_by=(PERIODS_TAKEN,))
     else:
         job.save(force_insert=True)
-    _made(armer, job.id)
+    armer.made(job.id)  # in the tick: its keys need no look in the database
     title = (svc.title or "{service} {period}").format(service=service, period=period)
     opened: dict[str, list] = {}
     for name in svc.clocks:
@@ -367,7 +362,7 @@ def _periods_taken(armer: Armer, domain: str) -> set | None:
     holds (``period_taken`` backs it); None outside a batch that keeps writes (timers.batch.taken)."""
     from .schedules import mints_held
 
-    f = getattr(armer, "f", None)
+    f = armer.firing
     if f is None:
         return None
 
@@ -542,7 +537,7 @@ def deadline_follows_clock(armer: Armer, item: ClockItem) -> None:
     clock = item.clock
     if not clock.owner_ref.startswith("job_"):
         return
-    f = getattr(armer, "f", None)
+    f = armer.firing
     if f is None:
         job = Job.objects.filter(pk=clock.owner_ref, domain=clock.domain, status=Job.Status.OPEN, late=False).first()
     else:
@@ -710,7 +705,7 @@ def live_keys(armer: Armer, *, domain: str, owner: str, clocks: bool = True) -> 
     batch armed or changed in memory (not yet in the table). ``clocks``: its clocks' timers too."""
     which = owner_filter(domain, owner) if clocks else Q(owner=owner)
     keys = set(Timer.objects.filter(which, domain=domain, status__in=["armed", "held"]).values_list("key", flat=True))
-    f = getattr(armer, "f", None)
+    f = armer.firing
     if f is not None:
         for key, head, data in f.touched():
             if head == owner or (clocks and (head.startswith(f"{owner}#") or data.get("of") == owner)):

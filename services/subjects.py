@@ -19,7 +19,7 @@ from django.db import IntegrityError, transaction
 
 from calendars.brand_calendars import brand_default_calendar, check_closes, check_metadata, merge_metadata
 from calendars.models import Calendar, ClockItem, ClosedDay, Subject, seeded_subject_id
-from calendars.services import DirectArmer
+from timers.armer import DirectArmer
 from timers.errors import KeepingTimeError, NotFound
 from timers.models import Brand
 

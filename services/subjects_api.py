@@ -37,10 +37,10 @@ from timers.api.views import (
     owned,
     page,
 )
+from timers.domains import domain_now
 from timers.errors import NotFound
 from timers.ids import is_live
 from timers.models import Brand
-from timers.services import domain_now
 from timers.timeutil import iso_z
 
 from .api import (

@@ -6,8 +6,9 @@ from datetime import UTC, date, datetime
 
 from calendars import specs
 from calendars.models import Calendar, Subject
-from calendars.services import DirectArmer, clock_open
+from calendars.services import clock_open
 from calendars.specs import ClockSpec, DueInput
+from timers.armer import DirectArmer
 
 STATES = ("US", "US-CA", "US-NY", "US-NJ")
 

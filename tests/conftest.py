@@ -5,7 +5,9 @@ from datetime import UTC, datetime, timedelta
 import pytest
 
 from timers import handlers
-from timers.services import brand_get_or_create, test_clock_create, timer_arm
+from timers.arming import timer_arm
+from timers.tenants import brand_get_or_create
+from timers.test_clocks import test_clock_create
 
 T0 = datetime(2026, 11, 24, 9, 0, tzinfo=UTC)
 

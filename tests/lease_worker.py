@@ -32,10 +32,10 @@ PAUSE = float(os.environ.get("FAR_FIRE_SECONDS", "0"))
 
 
 def far(f) -> None:
-    held = lease.current(f.run.domain)
+    held = lease.current(f.domain)
     if PAUSE:
         time.sleep(PAUSE)  # a slow firing: the turn is long enough to be killed in
-    f.send("notices", {"key": f.timer.key, "domain": f.run.domain, "holder": held.holder, "epoch": held.epoch})
+    f.send("notices", {"key": f.timer.key, "domain": f.domain, "holder": held.holder, "epoch": held.epoch})
 
 
 def main() -> None:

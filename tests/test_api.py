@@ -10,7 +10,7 @@ from dataclasses import dataclass
 
 import pytest
 
-from timers import services
+from timers import tenants
 from timers.models import Event, Timer
 from timers.worker import run_requested_advances
 
@@ -71,8 +71,8 @@ class Client:
 @pytest.fixture
 def client_for(live_server, transactional_db):
     def make(brand_name: str, *, live: bool = False) -> Client:
-        brand = services.brand_get_or_create(name=brand_name)
-        _, secret = services.api_key_create(brand=brand, live=live)
+        brand = tenants.brand_get_or_create(name=brand_name)
+        _, secret = tenants.api_key_create(brand=brand, live=live)
         return Client(live_server.url, secret)
 
     return make

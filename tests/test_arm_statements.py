@@ -16,8 +16,9 @@ from django.test.utils import CaptureQueriesContext
 from timers.api.serializers import timer_json
 from timers.clock import wall_now
 from timers.models import ApiKey, LiveClock, Timer, live_domain
-from timers.services import WAKE_HORIZON, api_key_create, brand_get_or_create
+from timers.tenants import api_key_create, brand_get_or_create
 from timers.timeutil import iso_z
+from timers.wakes import WAKE_HORIZON
 
 pytestmark = pytest.mark.django_db
 

@@ -21,7 +21,8 @@ from services.services import subscription_create
 from timers import keys
 from timers.errors import InvalidKey, KeepingTimeError
 from timers.models import Commit, Event, Outbox, TestClock, Timer
-from timers.services import api_key_create, test_clock_create
+from timers.tenants import api_key_create
+from timers.test_clocks import test_clock_create
 from timers.timeutil import parse_instant
 
 pytestmark = pytest.mark.django_db
@@ -515,7 +516,7 @@ def test_a_window_opens_only_for_the_keys_brands_members_with_one_answer_for_any
 
     from services.models import Window
     from timers.models import Membership
-    from timers.services import brand_get_or_create
+    from timers.tenants import brand_get_or_create
 
     users = get_user_model().objects
     Membership.objects.create(user=users.create_user("ada"), brand=brand, role="member", name="Ada")

@@ -13,9 +13,10 @@ from calendars.models import ClockItem
 from services.models import Notification
 from tests.acme import acme_subject, open_return
 from tests.conftest import T0, at
+from timers.arming import timer_arm
 from timers.errors import Refused
 from timers.models import Commit, Event, Timer
-from timers.services import test_clock_create, timer_arm
+from timers.test_clocks import test_clock_create
 from timers.worker import advance
 
 from .test_tick import fired_keys
@@ -52,7 +53,7 @@ def test_an_atomic_handler_that_asks_the_database_nothing_costs_no_savepoint(bra
 
 
 def writes_then_fails(f):
-    Notification.objects.create(brand_id=f.timer.brand_id, domain=f.run.domain, recipient="x", kind="t",
+    Notification.objects.create(brand_id=f.timer.brand_id, domain=f.domain, recipient="x", kind="t",
                                 subject="s", key=f.timer.key, message="left behind?", created_at=f.instant)
     _fail(f, "after a write")
 
@@ -192,8 +193,8 @@ def test_a_row_a_loader_adds_unasked_is_dropped_by_its_write_like_any_other(bran
     other = Brand.objects.create(name="other.test", created_at=T0)
     with transaction.atomic(), batches.batch(keep_writes=True) as b:
         rows = b.cache("t.brands", tables=("timers_brand",), pk=lambda v, table: (v.pk,))
-        batches._fill(rows, {"asked"}, lambda keys: {"asked": Brand.objects.get(pk=brand.pk),
-                                                     "unasked": Brand.objects.get(pk=other.pk)})
+        rows.fill({"asked"}, lambda keys: {"asked": Brand.objects.get(pk=brand.pk),
+                                           "unasked": Brand.objects.get(pk=other.pk)})
         assert set(rows) == {"asked", "unasked"}
         other.name = "kept.test"
         batches.save(other, fields=["name"])  # kept: the cached row takes the new value
@@ -301,7 +302,7 @@ def test_the_rest_of_the_horizons_instant_fires_in_the_batch_that_read_it_and_is
 
 # -- writes the batch keeps (batches.save / batches.create) ---------------------------------------------
 def _note(f, recipient: str = "x") -> Notification:
-    return Notification(brand_id=f.timer.brand_id, domain=f.run.domain, recipient=recipient, kind="t",
+    return Notification(brand_id=f.timer.brand_id, domain=f.domain, recipient=recipient, kind="t",
                         subject="s", key=f.timer.key, message="kept", created_at=f.instant)
 
 
@@ -312,7 +313,7 @@ def keeps(f):
 
 
 def counts_notes(f):
-    f.record("t.notes", data={"n": Notification.objects.filter(domain=f.run.domain).count()})
+    f.record("t.notes", data={"n": Notification.objects.filter(domain=f.domain).count()})
 
 
 def test_kept_inserts_cost_the_handlers_nothing_and_land_as_one_statement_before_they_are_read(
@@ -389,7 +390,7 @@ def reads_notes_then_fails(f):
     from timers.models import Brand
 
     Brand.objects.filter(pk=f.timer.brand_id).count()  # its savepoint is open from here
-    Notification.objects.filter(domain=f.run.domain).count()  # earlier handlers' kept rows are sent in it
+    Notification.objects.filter(domain=f.domain).count()  # earlier handlers' kept rows are sent in it
     raise RuntimeError("failed after reading")
 
 

@@ -20,7 +20,7 @@ from calendars.services import subject_feed_rotate
 from tests.acme import acme_subject, open_return
 from tests.conftest import at
 from timers import outbox
-from timers.services import test_clock_create
+from timers.test_clocks import test_clock_create
 
 CHROMIUM = "/usr/bin/chromium"
 CHROMIUM_ARGS = [

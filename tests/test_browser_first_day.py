@@ -26,7 +26,8 @@ from tests.axe import assert_accessible
 from tests.browser import VIEWPORTS, browser, expect  # noqa: F401  (browser is a fixture)
 from timers import outbox
 from timers.models import Membership
-from timers.services import brand_get_or_create, test_clock_create
+from timers.tenants import brand_get_or_create
+from timers.test_clocks import test_clock_create
 from timers.worker import advance
 
 T0 = datetime(2027, 1, 20, 14, 0, tzinfo=UTC)

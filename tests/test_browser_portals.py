@@ -15,12 +15,12 @@ from django.contrib.auth import get_user_model
 from django.core.management import call_command
 
 from calendars.models import Subject
-from calendars.services import DirectArmer
 from services.models import Subscription, Task
 from services.portal_sessions import portal_session_create
 from services.services import subject_event
 from tests.axe import assert_accessible
 from tests.browser import VIEWPORTS, browser, expect  # noqa: F401  (browser is a fixture)
+from timers.armer import DirectArmer
 from timers.worker import advance
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]

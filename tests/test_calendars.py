@@ -8,7 +8,6 @@ import pytest
 
 from calendars.models import ClockItem
 from calendars.services import (
-    DirectArmer,
     calendar_close_day,
     calendar_postpone,
     clock_choose,
@@ -20,9 +19,10 @@ from calendars.services import (
 from tests.acme import acme_subject, open_return
 from tests.conftest import at
 from timers import outbox
+from timers.armer import DirectArmer
 from timers.errors import Refused
 from timers.models import Commit, Event, Timer
-from timers.services import test_clock_create
+from timers.test_clocks import test_clock_create
 from timers.worker import advance
 
 

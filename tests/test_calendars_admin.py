@@ -14,7 +14,7 @@ from tests.acme import acme_subject
 from tests.conftest import admin_url, at
 from tests.test_subject_calendar import ics, open_return
 from timers.models import Event
-from timers.services import test_clock_create
+from timers.test_clocks import test_clock_create
 
 pytestmark = pytest.mark.django_db
 

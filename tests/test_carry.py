@@ -9,9 +9,9 @@ import pytest
 
 from tests.conftest import at
 from timers import outbox, worker
+from timers.arming import timer_arm, timer_wake
 from timers.errors import TestClockAdvancing
 from timers.models import Event, TestClock
-from timers.services import timer_arm, timer_wake
 from timers.worker import advance, observing_flushes
 
 

@@ -103,8 +103,8 @@ def test_owner_console_lists_timers_that_fired_late(admin_client, brand):
     from datetime import timedelta
 
     from tests.conftest import at
+    from timers.arming import timer_arm
     from timers.clock import VirtualWallClock
-    from timers.services import timer_arm
     from timers.worker import live_step
 
     for key, owed in (("job_L:deadline:late:1", "2026-11-20T09:00Z"), ("job_L:deadline:ontime:1", "2026-11-20T09:58Z")):
@@ -142,11 +142,12 @@ def test_timers_list_after_each_kind_of_act_outside_the_tick(brand):
 
     from calendars.brand_calendars import calendar_create
     from calendars.models import ClockItem
-    from calendars.services import DirectArmer, calendar_postpone, clock_satisfy
+    from calendars.services import calendar_postpone, clock_satisfy
     from services.orders import job_order
     from services.services import job_resume_work, job_wait
     from services.subjects import subject_create
-    from timers.services import test_clock_create
+    from timers.armer import DirectArmer
+    from timers.test_clocks import test_clock_create
 
     start = T0.replace(year=2027, month=1, day=20)
     tc = test_clock_create(brand=brand, frozen_time=start, name="acts")

@@ -21,7 +21,7 @@ from keeping_time_client import (
 )
 from keeping_time_client.generate import COMMAND, OUTPUT, generate
 from tests.conftest import T0
-from timers import services
+from timers import arming, tenants, test_clocks
 
 REGENERATE = (f"keeping_time_client/_generated.py is not what /openapi.json makes: the API changed. Run "
               f"`{COMMAND}` (scripts/gen_client) and commit the result.")
@@ -74,12 +74,12 @@ def test_a_key_is_needed_and_said_so(monkeypatch):
 # -- over real HTTP ------------------------------------------------------------------------------------
 @pytest.fixture
 def kt(live_server, transactional_db):
-    brand = services.brand_get_or_create(name="apis.client")
-    clock = services.test_clock_create(brand=brand, frozen_time=T0, name="client")
+    brand = tenants.brand_get_or_create(name="apis.client")
+    clock = test_clocks.test_clock_create(brand=brand, frozen_time=T0, name="client")
     for i in range(5):
-        services.timer_arm(brand=brand, key=f"job_c{i % 2}:task:call:{i}", owed_at=T0 + timedelta(days=i + 1),
+        arming.timer_arm(brand=brand, key=f"job_c{i % 2}:task:call:{i}", owed_at=T0 + timedelta(days=i + 1),
                            domain=clock.id, handler="noop")
-    _, secret = services.api_key_create(brand=brand)
+    _, secret = tenants.api_key_create(brand=brand)
     with KeepingTime(secret, base_url=live_server.url) as client:
         client.test_clock_id = clock.id
         yield client

@@ -14,11 +14,11 @@ from django.test.utils import CaptureQueriesContext
 
 from tests.conftest import T0
 from timers import outbox
+from timers.arming import timer_arm
 from timers.clock import VirtualWallClock
 from timers.compare import compare
 from timers.lease import lease
 from timers.models import Lease, LeaseTerm, Outbox, TestClock, Timer
-from timers.services import timer_arm
 from timers.worker import advance, live_step, pinned
 
 DAYS = 60
@@ -26,7 +26,7 @@ DAYS = 60
 
 def _write_a_send(f) -> None:
     """A send written to the outbox by the handler itself (as calendars' actions do), not queued by the run."""
-    Outbox.objects.create(id=f"sub_direct_{f.timer.id}", domain=f.run.domain, brand_id=f.timer.brand_id,
+    Outbox.objects.create(id=f"sub_direct_{f.timer.id}", domain=f.domain, brand_id=f.timer.brand_id,
                           key=f.timer.key, attempt=1, transport="notices", payload={}, created_at=f.instant)
 
 

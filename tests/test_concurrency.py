@@ -13,9 +13,9 @@ from django.db import connection
 from django.db.models import Count
 
 from tests.conftest import T0
-from timers import services
+from timers import test_clocks
+from timers.arming import timer_arm
 from timers.models import Commit, Event, TestClock, Timer
-from timers.services import timer_arm
 from timers.worker import advance, record_hash
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -44,8 +44,8 @@ def _spawn(*args: str, env: dict) -> subprocess.Popen:
 
 
 def test_two_tick_processes_on_one_advance_make_one_record(brand):
-    reference = services.test_clock_create(brand=brand, frozen_time=T0, name="reference")
-    raced = services.test_clock_create(brand=brand, frozen_time=T0, name="raced")
+    reference = test_clocks.test_clock_create(brand=brand, frozen_time=T0, name="reference")
+    raced = test_clocks.test_clock_create(brand=brand, frozen_time=T0, name="raced")
     _scenario(brand, reference)
     _scenario(brand, raced)
     to = T0 + timedelta(days=40)
@@ -69,10 +69,10 @@ def test_two_tick_processes_on_one_advance_make_one_record(brand):
 
 
 def test_requested_advances_are_claimed_once_across_workers(brand):
-    clocks = [services.test_clock_create(brand=brand, frozen_time=T0, name=f"c{i}") for i in range(4)]
+    clocks = [test_clocks.test_clock_create(brand=brand, frozen_time=T0, name=f"c{i}") for i in range(4)]
     for c in clocks:
         _scenario(brand, c, n=60)
-        services.test_clock_request_advance(clock=c, to=T0 + timedelta(days=10))
+        test_clocks.test_clock_request_advance(clock=c, to=T0 + timedelta(days=10))
     env = _env(batch=20)
     procs = [_spawn("tick", env=env) for _ in range(2)]
     for p in procs:
@@ -123,9 +123,9 @@ def test_a_write_racing_a_test_clock_delete_lands_before_it_or_not_at_all(brand)
 
     from django.db import close_old_connections, transaction
 
-    from calendars.services import DirectArmer
+    from timers.armer import DirectArmer
 
-    clock = services.test_clock_create(brand=brand, frozen_time=T0, name="racing a delete")
+    clock = test_clocks.test_clock_create(brand=brand, frozen_time=T0, name="racing a delete")
     checked, go = threading.Event(), threading.Event()
     errors: list[BaseException] = []
 
@@ -144,7 +144,7 @@ def test_a_write_racing_a_test_clock_delete_lands_before_it_or_not_at_all(brand)
     def delete() -> None:
         try:
             checked.wait(5)
-            services.test_clock_delete(clock=TestClock.objects.get(pk=clock.id))
+            test_clocks.test_clock_delete(clock=TestClock.objects.get(pk=clock.id))
         except BaseException as exc:  # noqa: BLE001
             errors.append(exc)
         finally:

@@ -15,7 +15,8 @@ from calendars.models import Subject
 from services.models import Job, Subscription
 from tests.conftest import admin_url
 from timers.models import ApiKey, Brand, Membership
-from timers.services import api_key_brand, brand_get_or_create, test_clock_create
+from timers.tenants import api_key_brand, brand_get_or_create
+from timers.test_clocks import test_clock_create
 
 pytestmark = pytest.mark.django_db
 

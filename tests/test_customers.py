@@ -258,7 +258,7 @@ def test_the_same_key_and_body_replays_the_first_answer(api):
     assert Calendar.objects.count() == 1
     # Another mode's key, or another brand's, has answers of its own under the same key.
     live = Client(api.base, None)
-    from timers.services import api_key_create
+    from timers.tenants import api_key_create
     _, secret = api_key_create(brand=Brand.objects.get(name="apis.tax"), live=True)
     live.key = secret
     r = live.post("/calendars", {**NY, "name": "Live"}, headers={"Idempotency-Key": key})

@@ -7,12 +7,14 @@ from datetime import UTC, datetime
 import pytest
 
 from calendars.models import ClockItem
-from calendars.services import DirectArmer, clock_step
+from calendars.services import clock_step
 from services.models import Job
 from tests.acme import tax_plan_subscribers
+from timers.armer import DirectArmer
+from timers.arming import timer_arm
 from timers.errors import KeepingTimeError
 from timers.models import Event, Timer
-from timers.services import test_clock_create, timer_arm
+from timers.test_clocks import test_clock_create
 from timers.worker import advance
 
 START = datetime(2027, 1, 20, 14, tzinfo=UTC)
@@ -62,7 +64,8 @@ def test_an_extension_before_the_deadline_moves_it_with_the_file_date(brand):
 
 
 def _extends_in_the_tick(f):
-    from calendars.services import FiringArmer, batch_item
+    from calendars.services import batch_item
+    from timers.armer import FiringArmer
 
     for name in f.timer.data["items"]:  # each as the batch has it: read ahead, changes kept
         clock_step(armer=FiringArmer(f), item=batch_item(f, (f.timer.data["clock"], name)), step="extend")

@@ -16,7 +16,7 @@ from django.core.management import call_command
 
 from calendars import specs
 from calendars.models import Clock, ClockItem
-from calendars.services import DirectArmer, clock_open
+from calendars.services import clock_open
 from calendars.specs import ClockSpec
 from services.api import jobs_json
 from services.models import Job, Subscription
@@ -24,7 +24,8 @@ from services.services import next_timer
 from tests.acme import acme_subject, open_return
 from tests.conftest import at
 from tests.test_api import Client
-from timers import services
+from timers import tenants, test_clocks
+from timers.armer import DirectArmer
 from timers.models import Brand, Event, Timer
 from timers.worker import advance
 
@@ -57,13 +58,13 @@ def tax(live_server, transactional_db) -> Tax:
     subject = text.split("subject ")[1].split()[0]
     sub = text.split("subscription ")[1].split()[0]
     call_command("tick", "--to", NOW, "--test-clock", tc, stdout=StringIO())
-    _, secret = services.api_key_create(brand=Brand.objects.get(name="apis.tax"))
+    _, secret = tenants.api_key_create(brand=Brand.objects.get(name="apis.tax"))
     return Tax(Client(live_server.url, secret), tc, subject, sub)
 
 
 @pytest.fixture
 def globex(live_server, transactional_db) -> Client:
-    _, secret = services.api_key_create(brand=services.brand_get_or_create(name="globex"))
+    _, secret = tenants.api_key_create(brand=tenants.brand_get_or_create(name="globex"))
     return Client(live_server.url, secret)
 
 
@@ -262,10 +263,10 @@ def test_the_file_clock_shows_its_dates_in_new_york(tax):
 
 
 def test_a_passed_hard_date_refuses_the_step_with_409(live_server, transactional_db):
-    brand = services.brand_get_or_create(name="apis.test")
-    _, secret = services.api_key_create(brand=brand)
+    brand = tenants.brand_get_or_create(name="apis.test")
+    _, secret = tenants.api_key_create(brand=brand)
     api = Client(live_server.url, secret)
-    tc = services.test_clock_create(brand=brand, frozen_time=at("2027-06-01T12:00Z"), name="acme")
+    tc = test_clocks.test_clock_create(brand=brand, frozen_time=at("2027-06-01T12:00Z"), name="acme")
     file, pay = open_return(brand, tc, acme_subject(brand, tc.id))
     advance(tc.id, at("2028-04-20T00:00Z"))
     r = api.get(f"/clocks/{pay.id}")

@@ -20,7 +20,7 @@ from tests.acme import tax_plan_subscribers
 from tests.far_end import FarEnd
 from tests.test_api import Client
 from tests.test_concurrency import _env, _spawn
-from timers import outbox, services
+from timers import arming, outbox, tenants, test_clocks
 from timers.models import Commit, Event, FireTally, Outbox, TestClock, Timer
 from timers.timeutil import iso_z
 from timers.worker import advance, record_hash
@@ -52,7 +52,7 @@ def _no_key_twice(domain: str) -> None:
 
 
 def test_kill_9_at_random_points_of_a_years_advance_then_tick_again(brand):
-    clock = services.test_clock_create(brand=brand, frozen_time=START)
+    clock = test_clocks.test_clock_create(brand=brand, frozen_time=START)
     tax_plan_subscribers(brand, clock, 4)
     ref_hash, ref_sends, ref_commits = _reference(clock.id, YEAR)
     assert len(ref_sends) > 100
@@ -102,7 +102,7 @@ def test_kill_9_at_random_points_of_a_years_advance_then_tick_again(brand):
 
 
 def test_four_workers_with_slow_sends_send_every_submission_once(brand):
-    clock = services.test_clock_create(brand=brand, frozen_time=START)
+    clock = test_clocks.test_clock_create(brand=brand, frozen_time=START)
     tax_plan_subscribers(brand, clock, 1)
     with FarEnd(delay=0.3) as far:
         env = _env()
@@ -110,7 +110,7 @@ def test_four_workers_with_slow_sends_send_every_submission_once(brand):
         procs = [_spawn("tick", "--forever", env=env) for _ in range(4)]
         try:
             time.sleep(1.0)
-            services.test_clock_request_advance(clock=clock, to=YEAR)
+            test_clocks.test_clock_request_advance(clock=clock, to=YEAR)
             deadline = time.monotonic() + 180
             while time.monotonic() < deadline:
                 clock.refresh_from_db()
@@ -136,7 +136,7 @@ def test_four_workers_with_slow_sends_send_every_submission_once(brand):
 
 def _slow_scenario(brand, clock, n: int = 3000) -> None:
     for i in range(n):
-        services.timer_arm(brand=brand, key=f"job_{i % 31}:task:r:{i}", owed_at=START + timedelta(minutes=11 * i),
+        arming.timer_arm(brand=brand, key=f"job_{i % 31}:task:r:{i}", owed_at=START + timedelta(minutes=11 * i),
                            domain=clock.id, handler="repeat", data={"every": {"days": 2}, "count": 3})
 
 
@@ -161,9 +161,9 @@ def _nothing_after_the_delete(clock_id: str) -> None:
 
 
 def test_a_delete_over_the_api_while_the_clock_advances(brand, live_server):
-    _, secret = services.api_key_create(brand=brand)
+    _, secret = tenants.api_key_create(brand=brand)
     api = Client(live_server.url, secret)
-    clock = services.test_clock_create(brand=brand, frozen_time=START)
+    clock = test_clocks.test_clock_create(brand=brand, frozen_time=START)
     _slow_scenario(brand, clock)
     proc = _spawn("tick", "--to", iso_z(START + timedelta(days=20)), "--test-clock", clock.id, env=_env(batch=10))
     _wait_for_progress(clock.id, proc)
@@ -180,12 +180,12 @@ def test_a_delete_over_the_api_while_the_clock_advances(brand, live_server):
 
 
 def test_a_delete_from_the_cli_while_a_worker_advances_the_clock(brand):
-    clock = services.test_clock_create(brand=brand, frozen_time=START)
+    clock = test_clocks.test_clock_create(brand=brand, frozen_time=START)
     _slow_scenario(brand, clock)
     env = _env(batch=10)
     worker = _spawn("tick", "--forever", env=env)
     try:
-        services.test_clock_request_advance(clock=clock, to=START + timedelta(days=20))
+        test_clocks.test_clock_request_advance(clock=clock, to=START + timedelta(days=20))
         _wait_for_progress(clock.id, worker)
         delete = _spawn("testclocks", "delete", clock.id, env=env)
         out, err = delete.communicate(timeout=120)
@@ -205,7 +205,7 @@ def test_a_delete_from_the_cli_while_a_worker_advances_the_clock(brand):
 def test_a_sender_stopped_past_its_lease_sends_nothing_another_sender_took(brand, far_end, monkeypatch):
     """A worker frozen mid-claim (SIGSTOP: a long GC, a paused VM) past its lease wakes to find its rows taken:
     it must not send them again. Counted at the far end, which the frozen worker and this process share."""
-    clock = services.test_clock_create(brand=brand, frozen_time=START)
+    clock = test_clocks.test_clock_create(brand=brand, frozen_time=START)
     tax_plan_subscribers(brand, clock, 1)
     with monkeypatch.context() as m:  # leave the year's sends owed: the worker below makes them
         m.setattr(outbox, "deliver", lambda *a, **k: outbox.DeliverStats())

@@ -25,16 +25,17 @@ from calendars import entries, feed
 from calendars import feed_stamp as stamps
 from calendars.entries import subject_calendar
 from calendars.models import Calendar, Clock, ClockItem, ClosedDay, FeedStamp, Subject
-from calendars.services import DirectArmer, clock_move, clock_satisfy, subject_feed_rotate
+from calendars.services import clock_move, clock_satisfy, subject_feed_rotate
 from keeping_time import wsgi as kt_wsgi
 from services.models import Ask, Grant, Job, Subscription, Task
 from services.services import subscription_create
 from tests.acme import acme_subject, open_return
 from tests.conftest import at
 from timers import outbox
+from timers.armer import DirectArmer
 from timers.clock import wall_now
 from timers.models import Brand, Event, TestClock, Timer
-from timers.services import test_clock_create
+from timers.test_clocks import test_clock_create
 from timers.worker import advance
 
 pytestmark = pytest.mark.django_db

@@ -36,7 +36,7 @@ from services import people_dates
 from tests.conftest import at
 from timers import outbox
 from timers.models import TestClock
-from timers.services import api_key_create
+from timers.tenants import api_key_create
 from timers.worker import advance
 
 pytestmark = pytest.mark.django_db

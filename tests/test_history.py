@@ -13,7 +13,7 @@ from timers import history, worker
 from timers.errors import KeepingTimeError
 from timers.gate import wake
 from timers.models import Timer
-from timers.services import test_clock_delete
+from timers.test_clocks import test_clock_delete
 
 pytestmark = pytest.mark.django_db
 

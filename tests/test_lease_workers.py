@@ -21,9 +21,10 @@ from django.db import connection, transaction
 
 from tests.far_end import FarEnd
 from timers import lease as leases
+from timers.arming import timer_arm
 from timers.clock import wall_now
 from timers.models import Commit, Lease, LeaseTerm, Timer, live_domain
-from timers.services import brand_get_or_create, timer_arm
+from timers.tenants import brand_get_or_create
 
 ROOT = Path(__file__).resolve().parent.parent
 # Kill drills and workers racing each other: on one test process (scripts/test, --dist loadgroup), one at a time.

@@ -12,9 +12,10 @@ from django.db.migrations.executor import MigrationExecutor
 
 from tests.conftest import at
 from timers import lease as leases
+from timers.arming import timer_arm
 from timers.clock import VirtualWallClock
 from timers.models import Commit, Event, Lease, LeaseTerm, LiveClock, Timer, live_domain
-from timers.services import brand_get_or_create, timer_arm
+from timers.tenants import brand_get_or_create
 from timers.worker import LeaseLost, Worker, _turn, live_step
 
 NOW = at("2026-11-20T10:00Z")

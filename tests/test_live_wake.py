@@ -14,9 +14,11 @@ import pytest
 from django.db import connection, transaction
 from django.test.utils import CaptureQueriesContext
 
+from timers.arming import timer_arm
 from timers.clock import MAX_SLEEP, WallClock, wall_now
 from timers.models import live_domain
-from timers.services import WAKE_HORIZON, brand_get_or_create, timer_arm, wake_payload
+from timers.tenants import brand_get_or_create
+from timers.wakes import WAKE_HORIZON, wake_payload
 from timers.worker import TEST_CLOCK_POLL, Worker
 
 pytestmark = pytest.mark.django_db(transaction=True)

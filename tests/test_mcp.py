@@ -19,10 +19,11 @@ from mcp.client.session import ClientSession
 from mcp.client.stdio import StdioServerParameters, stdio_client
 
 from calendars.models import Calendar, Clock, Subject
-from calendars.services import DirectArmer, clock_open
+from calendars.services import clock_open
 from services.models import Job, PolicyValue
 from tests.conftest import T0
-from timers import services
+from timers import arming, tenants, test_clocks
+from timers.armer import DirectArmer
 from timers.models import Brand, Event, Timer
 from timers.worker import advance
 
@@ -87,7 +88,7 @@ def _forsale() -> dict:
 def test_the_seed_agent_moves_stall_days_and_reads_what_it_did(_postgresql_only):
     world = _forsale()
     tc, brand = world["tc"], world["brand"]
-    _, secret = services.api_key_create(brand=brand)
+    _, secret = tenants.api_key_create(brand=brand)
     b = Job.objects.get(domain=tc, service="deal", period="B-2001")
 
     async def script(call):
@@ -128,7 +129,7 @@ def test_the_seed_agent_moves_stall_days_and_reads_what_it_did(_postgresql_only)
 
 def _ack_clock(brand) -> Clock:
     """apis.tax's file clock for 2027 on a test clock a week before its date: its ack rung asks daily."""
-    tc = services.test_clock_create(brand=brand, frozen_time=datetime(2028, 4, 11, 14, tzinfo=UTC))
+    tc = test_clocks.test_clock_create(brand=brand, frozen_time=datetime(2028, 4, 11, 14, tzinfo=UTC))
     cal = Calendar.objects.create(brand=brand, name="Acme", zone="America/New_York", holiday_country="US",
                                   holiday_subdiv="DC")
     subject = Subject.objects.create(brand=brand, domain=tc.id, kind="taxpayer", key_name="ein", key="12-3456789",
@@ -140,13 +141,13 @@ def _ack_clock(brand) -> Clock:
 def test_reads_and_acts_are_the_keys_brand_and_mode_only(brand, clock, arm):
     mine = arm("job_m1:task:call:1", "2026-11-25T09:00Z")
     other = Brand.objects.create(name="apis.other", created_at=T0)
-    theirs = services.timer_arm(brand=other, key="job_o1:task:call:1", owed_at=T0,
-                                domain=services.test_clock_create(brand=other, frozen_time=T0).id, handler="noop")
+    theirs = arming.timer_arm(brand=other, key="job_o1:task:call:1", owed_at=T0,
+                                domain=test_clocks.test_clock_create(brand=other, frozen_time=T0).id, handler="noop")
     ack = _ack_clock(brand)
     asking = Timer.objects.filter(domain=ack.domain, owner=f"{ack.id}#US", key__contains=":ack ", status="armed")
     assert asking.count() == 1
-    _, test_key = services.api_key_create(brand=brand)
-    _, live_key = services.api_key_create(brand=brand, live=True)
+    _, test_key = tenants.api_key_create(brand=brand)
+    _, live_key = tenants.api_key_create(brand=brand, live=True)
 
     async def as_test(call):
         return [await call("get_timer", timer_id=mine.id),

@@ -34,7 +34,7 @@ from services.members import WAITING, member_id
 from services.models import PoolMember, Task
 from tests.test_bad_input import one_line, run
 from timers.models import Brand, Event, Membership, Timer
-from timers.services import api_key_create, brand_get_or_create
+from timers.tenants import api_key_create, brand_get_or_create
 from timers.worker import advance
 
 pytestmark = pytest.mark.django_db

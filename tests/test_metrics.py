@@ -17,7 +17,7 @@ from prometheus_client.parser import text_string_to_metric_families
 from tests.acme import tax_plan_subscribers
 from tests.conftest import T0
 from tests.test_query_plans import nodes
-from timers import outbox, services
+from timers import arming, outbox, test_clocks
 from timers.clock import wall_now
 from timers.errors import Refused
 from timers.ids import live_domain
@@ -120,9 +120,9 @@ def test_late_by_and_lag_on_the_live_clock(brand):
 
     # late_by counts from when a timer was owed, or armed if later: arming one already owed is not lateness.
     now = wall_now()
-    services.timer_arm(brand=brand, key="job_1:ask:overdue:1", owed_at=now - timedelta(hours=1), domain=LIVE,
+    arming.timer_arm(brand=brand, key="job_1:ask:overdue:1", owed_at=now - timedelta(hours=1), domain=LIVE,
                        handler="noop")
-    services.timer_arm(brand=brand, key="job_2:ask:soon:1", owed_at=now + timedelta(minutes=1), domain=LIVE,
+    arming.timer_arm(brand=brand, key="job_2:ask:soon:1", owed_at=now + timedelta(minutes=1), domain=LIVE,
                        handler="noop")
     behind = scrape()
     live_step(FrozenClock(now + timedelta(minutes=11)))
@@ -146,7 +146,7 @@ def test_late_by_buckets_show_tens_of_milliseconds(brand):
     from timers.worker import live_step
 
     now = wall_now()
-    services.timer_arm(brand=brand, key="job_3:ask:quick:1", owed_at=now + timedelta(seconds=1), domain=LIVE,
+    arming.timer_arm(brand=brand, key="job_3:ask:quick:1", owed_at=now + timedelta(seconds=1), domain=LIVE,
                        handler="noop")
     live_step(FrozenClock(now + timedelta(seconds=1, milliseconds=20)))
     m = scrape()
@@ -157,7 +157,7 @@ def test_late_by_buckets_show_tens_of_milliseconds(brand):
 
 def test_tick_lag_of_a_requested_advance(clock, arm):
     arm("job_1:ask:a:1", T0 + timedelta(days=3))
-    services.test_clock_request_advance(clock=clock, to=T0 + timedelta(days=7))
+    test_clocks.test_clock_request_advance(clock=clock, to=T0 + timedelta(days=7))
     m = scrape()
     assert value(m, "kt_tick_lag_seconds", domain=clock.id) == 7 * 86400
     advance(clock.id, T0 + timedelta(days=7))
@@ -262,7 +262,7 @@ def test_the_fire_tally_each_batch_writes_agrees_with_the_fired_timers_and_their
     live = live_domain(brand.id)
     lates = (0, 3, 70, 400, 5000, 90000)
     for i, late in enumerate(lates):
-        services.timer_arm(brand=brand, key=f"job_l{i}:ask:late:{i}", owed_at=now + timedelta(days=2, seconds=-late),
+        arming.timer_arm(brand=brand, key=f"job_l{i}:ask:late:{i}", owed_at=now + timedelta(days=2, seconds=-late),
                            domain=LIVE, handler="noop")
     live_step(FrozenClock(now + timedelta(days=2)))
 
@@ -324,7 +324,7 @@ def test_tick_lag_probes_each_live_clocks_oldest_timer_and_reads_no_other(brand)
 
     now = wall_now()
     for i in range(300):
-        services.timer_arm(brand=brand, key=f"job_{i}:ask:lag:{i}", owed_at=now + timedelta(minutes=i - 60),
+        arming.timer_arm(brand=brand, key=f"job_{i}:ask:lag:{i}", owed_at=now + timedelta(minutes=i - 60),
                            domain=LIVE, handler="noop")
     sent: list = []
 
@@ -352,13 +352,13 @@ def test_a_deleted_test_clocks_fires_stay_counted_in_rows_that_do_not_grow_with_
     for i in range(3):
         arm(f"job_{i}:ask:gone:{i}", T0 + timedelta(hours=i + 1))
     advance(clock.id, T0 + timedelta(days=1))
-    other = services.test_clock_create(brand=brand, frozen_time=T0, name="other")
-    services.timer_arm(brand=brand, key="job_9:ask:gone:9", owed_at=T0 + timedelta(hours=1), domain=other.id,
+    other = test_clocks.test_clock_create(brand=brand, frozen_time=T0, name="other")
+    arming.timer_arm(brand=brand, key="job_9:ask:gone:9", owed_at=T0 + timedelta(hours=1), domain=other.id,
                        handler="noop")
     advance(other.id, T0 + timedelta(days=1))
     before = scrape()
     for c in (clock, other):
-        services.test_clock_delete(clock=c)
+        test_clocks.test_clock_delete(clock=c)
     finish_deletes()
     after = scrape()
     fires = "kt_timer_fires", "kt_timer_fires_total"

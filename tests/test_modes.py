@@ -11,12 +11,13 @@ from datetime import UTC, datetime
 import pytest
 
 from calendars.models import Calendar, Clock, Subject
-from calendars.services import DirectArmer
 from services.models import Job, Subscription
 from services.services import job_open, subscription_create
 from tests.conftest import at
+from timers.armer import DirectArmer
 from timers.models import Event, TestClock, Timer, live_domain
-from timers.services import api_key_create, test_clock_create
+from timers.tenants import api_key_create
+from timers.test_clocks import test_clock_create
 
 pytestmark = pytest.mark.django_db
 

@@ -17,16 +17,16 @@ from django.core.management import call_command
 from django.db import IntegrityError, transaction
 
 from calendars.models import Clock
-from calendars.services import DirectArmer
 from services.ledger import brand_balance, job_ledgers, member_earnings, subject_statements
 from services.models import Job, MoneyLine
 from services.services import job_end, job_open, job_resume_work, job_wait, penalty_notice, post_money
 from tests.acme import acme_subject
 from tests.test_api import Client
-from timers import services
+from timers import tenants
+from timers.armer import DirectArmer
 from timers.errors import KeepingTimeError
 from timers.models import Brand, Event, Membership
-from timers.services import test_clock_create
+from timers.test_clocks import test_clock_create
 from timers.worker import advance
 
 END = datetime(2027, 12, 1, tzinfo=UTC)
@@ -69,7 +69,7 @@ def test_a_members_act_puts_their_pay_on_its_own_line_and_a_lapse_leaves_it_whol
 
 def test_the_ledger_balances_and_says_so_over_http(live_server, transactional_db):
     brand, tc, subjects = forsale()
-    _, secret = services.api_key_create(brand=brand)
+    _, secret = tenants.api_key_create(brand=brand)
     api = Client(live_server.url, secret)
     bal = api.get(f"/balance?test_clock={tc}")
     assert bal.status == 200, bal.body
@@ -208,7 +208,7 @@ def test_the_console_says_the_balance_earnings_and_statements_and_exports_them_a
     assert statements["Content-Type"].startswith("text/csv") and "200.00" in statements.content.decode()
     # Another brand's owner sees none of it.
     other = get_user_model().objects.create_user(username="otto", password="pw", is_staff=True)
-    Membership.objects.create(user=other, brand=services.brand_get_or_create(name="globex"), role="owner")
+    Membership.objects.create(user=other, brand=tenants.brand_get_or_create(name="globex"), role="owner")
     client.force_login(other)
     assert "Grace Hopper" not in client.get("/admin/services/moneyline/money/?month=2027-10").content.decode()
 

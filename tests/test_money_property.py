@@ -21,16 +21,17 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from calendars.models import Clock, Subject
-from calendars.services import DirectArmer
 from services import registry
 from services.ledger import brand_balance, job_ledgers
 from services.members import pool_add
 from services.models import Job, MoneyLine, Subscription, Task
 from services.people import step_done, task_extend, task_take
 from services.services import job_end, job_open, penalty_notice, subscription_create
+from timers.armer import DirectArmer
+from timers.domains import domain_now
 from timers.errors import KeepingTimeError, Refused
 from timers.models import Membership
-from timers.services import domain_now, test_clock_create
+from timers.test_clocks import test_clock_create
 from timers.worker import advance
 
 HOLD, CAP = 100_000, 25_000

@@ -16,7 +16,7 @@ from tests.conftest import at
 from timers import outbox
 from timers.clock import wall_now
 from timers.models import Outbox
-from timers.services import test_clock_create
+from timers.test_clocks import test_clock_create
 from timers.worker import advance
 
 START = datetime(2027, 1, 20, 14, tzinfo=UTC)

@@ -31,8 +31,8 @@ from portals.owner.dashboard import dashboard, dates_at_risk
 from portals.owner.scope import AsOf
 from services.models import Job, Notification
 from timers import outbox
+from timers.domains import domain_now
 from timers.models import Brand, Event, Membership, TestClock
-from timers.services import domain_now
 from timers.worker import advance
 
 pytestmark = pytest.mark.django_db

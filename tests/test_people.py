@@ -16,12 +16,12 @@ import pytest
 from django.core import mail
 from django.core.management import call_command
 
-from calendars.services import DirectArmer
 from services import registry
 from services.declare import Pool, Scope, Service, ServiceError, Signal, Step, SubjectSpec
 from services.models import Ask, Grant, Job, MoneyLine, Notification, PolicyValue, Task, Window
 from services.people import task_extend, task_release, task_take
 from timers import outbox
+from timers.armer import DirectArmer
 from timers.errors import KeepingTimeError
 from timers.models import Brand, Event, Timer
 from timers.worker import advance
@@ -260,10 +260,10 @@ def test_the_example_runs_the_same_four_ways(forsale):
 @pytest.fixture
 def http(live_server, transactional_db):
     from tests.test_api import Client
-    from timers import services
+    from timers import tenants
 
     ids = load()
-    _, secret = services.api_key_create(brand=Brand.objects.get(name="api.forsale"))
+    _, secret = tenants.api_key_create(brand=Brand.objects.get(name="api.forsale"))
     return Client(live_server.url, secret), ids
 
 
@@ -320,7 +320,7 @@ def test_policy_set_over_http_re_arms_now_when_the_new_time_passed(http):
 
 
 def test_deleting_the_test_clock_ends_its_tasks_links_and_windows(forsale):
-    from timers.services import test_clock_delete
+    from timers.test_clocks import test_clock_delete
 
     tc = forsale["tc"]
     advance(tc, at(11, 1, 10))  # linus on standby; B's offer link open; A's offer link open

@@ -25,7 +25,7 @@ from services.models import Subscription, Task
 from services.portal_sessions import portal_session_create
 from timers.clock import wall_now
 from timers.models import Brand, Event, Membership, Timer
-from timers.services import brand_get_or_create
+from timers.tenants import brand_get_or_create
 from timers.worker import advance
 
 ACME_AT = datetime(2028, 4, 11, 14, tzinfo=UTC)
@@ -321,10 +321,10 @@ def test_a_standby_window_opens_and_closes_from_the_portal(forsale):
 # -- the API's side -----------------------------------------------------------------------------------
 def test_portal_sessions_over_http_and_a_json_body_without_its_type_is_415(live_server, transactional_db):
     from tests.test_api import Client as API
-    from timers import services
+    from timers import tenants
 
     ids = _load("apis_tax")
-    _, secret = services.api_key_create(brand=ids["brand"])
+    _, secret = tenants.api_key_create(brand=ids["brand"])
     api = API(live_server.url, secret)
     r = api.post("/portal_sessions", {"subject": ids["subjects"][0]})
     assert r.status == 200 and r.body["url"].startswith(f"{live_server.url}/portal/customer/session?token=")

@@ -18,8 +18,8 @@ import pytest
 from django.db import connection
 
 from tests.conftest import T0
-from timers import services
-from timers.services import timer_arm
+from timers import test_clocks
+from timers.arming import timer_arm
 
 ROOT = Path(__file__).resolve().parent.parent
 pytestmark = [pytest.mark.slow, pytest.mark.django_db(transaction=True)]
@@ -84,7 +84,7 @@ def printed(terminal: str) -> str:
 
 
 def _clock(brand, name: str):
-    clock = services.test_clock_create(brand=brand, frozen_time=T0, name=name)
+    clock = test_clocks.test_clock_create(brand=brand, frozen_time=T0, name=name)
     for i in range(200):
         timer_arm(brand=brand, key=f"job_{i % 13}:task:r:{i}", owed_at=T0 + timedelta(hours=7 * i),
                   domain=clock.id, handler="noop")

@@ -38,8 +38,8 @@ from tests.acme import acme_subject, open_return
 from timers import outbox, worker
 from timers import store as tick_store
 from timers.models import Event, Outbox, TestClock
-from timers.services import test_clock_create
 from timers.store import PostgresStore
+from timers.test_clocks import test_clock_create
 
 pytestmark = pytest.mark.django_db
 
@@ -408,7 +408,7 @@ def drive(world: World, monkeypatch, settings) -> dict[str, tuple[Capture, Hot]]
             "event_clock_satisfied"),
         Hot("calendar: a subject's rungs (entries._rung_entries)", ('"timers_timer"', '"owner" IN'),
             "timer_domain_owner"),
-        Hot("calendar: the clock domain's now (services.domain_now)", ('SELECT "timers_testclock"."frozen_time" AS',),
+        Hot("calendar: the clock domain's now (domains.domain_now)", ('SELECT "timers_testclock"."frozen_time" AS',),
             "timers_testclock_pkey"))
     return runs
 

@@ -23,7 +23,7 @@ from django.contrib.auth import get_user_model
 from django.test import Client, override_settings
 
 from timers.models import TestClock
-from timers.services import api_key_create
+from timers.tenants import api_key_create
 
 pytestmark = pytest.mark.django_db
 

@@ -11,15 +11,16 @@ import pytest
 from django.core.management import call_command
 
 from calendars.models import ClockItem
-from calendars.services import DirectArmer, calendar_close_day, calendar_postpone
+from calendars.services import calendar_close_day, calendar_postpone
 from services.models import Job, Subscription
 from services.services import job_activity, subscription_pause, subscription_resume, subscription_update
 from tests.conftest import T0
+from timers.armer import DirectArmer
+from timers.arming import timer_hold
 from timers.engine import Firing, Item
 from timers.errors import KeepingTimeError, Refused
 from timers.models import Commit, Timer
 from timers.rearm import Rearm
-from timers.services import timer_hold
 from timers.worker import advance
 
 CAUSES = {r.value for r in Rearm}

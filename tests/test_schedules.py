@@ -17,12 +17,13 @@ from django.core.management.base import CommandError
 from django.db import connection
 
 from calendars.models import Calendar, Subject
-from calendars.services import DirectArmer
 from services import registry
 from services.models import Job
 from services.services import job_deliver
 from tests.conftest import admin_url, at
 from timers import schedule_spec
+from timers.armer import DirectArmer
+from timers.arming import timer_arm
 from timers.clock import VirtualWallClock
 from timers.errors import KeepingTimeError
 from timers.models import DeadLetter, Event, Outbox, Schedule, ScheduleRun, ScheduleTick
@@ -37,7 +38,8 @@ from timers.schedules import (
     schedule_trigger,
     verify,
 )
-from timers.services import api_key_create, test_clock_create, timer_arm
+from timers.tenants import api_key_create
+from timers.test_clocks import test_clock_create
 from timers.worker import advance, live_step
 
 NY = "America/New_York"

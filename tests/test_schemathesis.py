@@ -26,7 +26,7 @@ from schemathesis.engine import events
 from services import registry
 from services.models import Job
 from timers.models import Brand, Event, Timer
-from timers.services import api_key_create
+from timers.tenants import api_key_create
 
 pytestmark = [pytest.mark.django_db(transaction=True)]
 

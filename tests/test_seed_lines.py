@@ -13,15 +13,17 @@ from icalendar import Calendar
 
 from calendars import specs
 from calendars.models import ClockItem, Subject
-from calendars.services import DirectArmer, clock_open, clock_step, subject_feed_rotate
+from calendars.services import clock_open, clock_step, subject_feed_rotate
 from calendars.specs import ClockSpec, DueInput
 from tests.acme import acme_subject, open_return
 from tests.conftest import at
 from tests.test_feed_words import khal_calendar
 from timers import outbox
+from timers.armer import DirectArmer
 from timers.compare import compare
 from timers.models import Commit, Event, TestClock, Timer
-from timers.services import api_key_create, brand_get_or_create, test_clock_create
+from timers.tenants import api_key_create, brand_get_or_create
+from timers.test_clocks import test_clock_create
 from timers.worker import advance, run_requested_advances
 
 pytestmark = pytest.mark.django_db

@@ -16,17 +16,19 @@ from rest_framework.test import APIClient
 from calendars import specs
 from calendars.models import ClockItem
 from calendars.proposals import clock_propose, proposal_approve, proposals_commit
-from calendars.services import DirectArmer, clock_open
+from calendars.services import clock_open
 from calendars.specs import ClockSpec
 from services.declare import Service, ServiceError, SubjectSpec
 from services.declare import clock as declared
 from tests.acme import acme_subject, open_return
 from tests.conftest import at
 from timers import keys
+from timers.armer import DirectArmer
 from timers.errors import KeepingTimeError
 from timers.models import Event, Schedule, TestClock, Timer
 from timers.schedules import ScheduleError, schedule_create
-from timers.services import api_key_create, brand_get_or_create, test_clock_create
+from timers.tenants import api_key_create, brand_get_or_create
+from timers.test_clocks import test_clock_create
 
 HOOK = {"url": "https://example.com/hooks/fire"}
 

@@ -19,10 +19,11 @@ from services.declare import Price, Schedule, Service, ServiceError, SubjectSpec
 from services.models import Job, MoneyLine, Subscription
 from services.services import job_open, subscription_cancel, subscription_create
 from tests.conftest import at
+from timers.arming import timer_wake
 from timers.clock import VirtualWallClock
 from timers.errors import KeepingTimeError
 from timers.models import Event, Membership, Timer
-from timers.services import test_clock_create, timer_wake
+from timers.test_clocks import test_clock_create
 from timers.worker import Worker, advance
 
 
@@ -137,7 +138,7 @@ def test_a_late_jobs_charge_is_reduced_by_price_late(world):
     armer_job = None
     advance(tc.id, at("2027-01-03T00:00Z"))
     with transaction.atomic():
-        from calendars.services import DirectArmer
+        from timers.armer import DirectArmer
 
         armer = DirectArmer(brand=sub.brand_id, domain=tc.id)
         armer_job = job_open(armer=armer, brand_id=sub.brand_id, domain=tc.id, service="t-task",
@@ -157,7 +158,7 @@ def test_a_late_jobs_charge_is_reduced_by_price_late(world):
 def test_cancel_at_the_cycles_end_stops_the_next_renewal_not_this_periods_jobs(world):
     tc, sub = world("2027-01-02T14:00Z", "t-monthly")
     advance(tc.id, at("2027-01-05T00:00Z"))
-    from calendars.services import DirectArmer
+    from timers.armer import DirectArmer
 
     subscription_cancel(armer=DirectArmer(brand=sub.brand_id, domain=tc.id), sub=sub)
     advance(tc.id, at("2027-04-01T00:00Z"))
@@ -241,9 +242,9 @@ def test_the_subject_calendar_lists_mints_and_renewals(db):
 
 
 def test_a_guarantee_credits_a_penalty_notice_up_to_its_cap(brand):
-    from calendars.services import DirectArmer
     from services.services import penalty_notice
     from tests.acme import acme_subject
+    from timers.armer import DirectArmer
 
     tc = test_clock_create(brand=brand, frozen_time=at("2027-06-01T12:00Z"), name="g")
     subject = acme_subject(brand, tc.id)
@@ -273,9 +274,9 @@ def test_a_guarantee_credits_a_penalty_notice_up_to_its_cap(brand):
 
 
 def test_cancel_before_delivery_returns_the_hold_and_stops_the_jobs_timers(brand):
-    from calendars.services import DirectArmer
     from services.services import job_end, post_money
     from tests.acme import acme_subject
+    from timers.armer import DirectArmer
 
     tc = test_clock_create(brand=brand, frozen_time=at("2027-06-01T12:00Z"), name="c")
     subject = acme_subject(brand, tc.id)
@@ -313,8 +314,8 @@ def test_a_quiet_job_reads_its_last_activity_when_the_silent_timer_fires(world):
     """Activity is not on the closed re-arm list: it moves no timer. The silent timer, when it fires, reads
     the last activity: some within the span arms the next check (@1) from it and raises nothing; with none
     since, the check raises the signal."""
-    from calendars.services import DirectArmer
     from services.services import job_activity
+    from timers.armer import DirectArmer
 
     tc, sub = world("2027-11-01T14:00Z", "t-monthly")
     armer = DirectArmer(brand=sub.brand_id, domain=tc.id)
@@ -345,8 +346,8 @@ def test_a_quiet_job_reads_its_last_activity_when_the_silent_timer_fires(world):
 
 
 def test_delivering_a_job_carries_what_the_subject_keeps(world):
-    from calendars.services import DirectArmer
     from services.services import job_deliver
+    from timers.armer import DirectArmer
     from timers.errors import KeepingTimeError
 
     tc, sub = world("2027-01-02T14:00Z", "t-monthly")
@@ -384,8 +385,8 @@ def test_timers_list_on_a_job_shows_its_mint_its_clocks_and_the_next_armed(db):
 
 
 def test_a_minted_return_carries_carryforwards_to_the_subject(db):
-    from calendars.services import DirectArmer
     from services.services import job_deliver
+    from timers.armer import DirectArmer
 
     out = StringIO()
     call_command("loadexample", "apis_tax", "--reset", stdout=out)
@@ -400,8 +401,8 @@ def test_a_minted_return_carries_carryforwards_to_the_subject(db):
 @pytest.mark.parametrize(("service", "minted_at_resume"), [("t-yearly-open", ["2028", "2029"]),
                                                            ("t-yearly-latest", ["2029"])])
 def test_a_paused_schedule_mints_nothing_and_resume_follows_catch_up(world, service, minted_at_resume):
-    from calendars.services import DirectArmer
     from services.services import subscription_pause, subscription_resume
+    from timers.armer import DirectArmer
 
     tc, sub = world("2027-06-01T14:00Z", service)
     advance(tc.id, at("2028-03-01T00:00Z"))  # the 2027 period is minted on 2028-02-01
@@ -425,8 +426,8 @@ def test_a_paused_schedule_mints_nothing_and_resume_follows_catch_up(world, serv
 
 
 def test_a_notice_received_mints_its_reply_once_within_the_plans_allowance(db):
-    from calendars.services import DirectArmer
     from services.services import subject_event
+    from timers.armer import DirectArmer
 
     out = StringIO()
     call_command("loadexample", "apis_tax", "--reset", stdout=out)
@@ -452,8 +453,8 @@ def test_a_notice_received_mints_its_reply_once_within_the_plans_allowance(db):
 
 
 def test_a_job_opened_past_its_own_deadline_records_at_risk_then_late_in_order(db):
-    from calendars.services import DirectArmer
     from services.services import subject_event
+    from timers.armer import DirectArmer
     from timers.models import Event
 
     out = StringIO()

@@ -22,7 +22,8 @@ from calendars.services import subject_feed_rotate
 from keeping_time.log_filters import RedactURLTokens, redact
 from tests.acme import acme_subject
 from tests.conftest import at
-from timers.services import brand_get_or_create, test_clock_create
+from timers.tenants import brand_get_or_create
+from timers.test_clocks import test_clock_create
 
 ROOT = Path(__file__).resolve().parent.parent
 START = "import django; django.setup(); from django.conf import settings; print('started', settings.DEBUG)"

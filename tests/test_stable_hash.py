@@ -27,17 +27,14 @@ from services.management.commands.loadexample import START, _remove
 from services.models import Job, MoneyLine, Subscription
 from services.services import subscription_create
 from timers import outbox
+from timers.arming import timer_arm
+from timers.domains import domain_id, domain_seed
 from timers.errors import KeepingTimeError
-from timers.ids import domain_id, domain_seed, live_domain, new_id
+from timers.ids import live_domain, new_id
 from timers.models import Outbox, TestClock, Timer
 from timers.outbox import RecordingTransport
-from timers.services import (
-    api_key_create,
-    brand_get_or_create,
-    test_clock_create,
-    test_clock_delete,
-    timer_arm,
-)
+from timers.tenants import api_key_create, brand_get_or_create
+from timers.test_clocks import test_clock_create, test_clock_delete
 from timers.worker import advance
 
 ROOT = Path(__file__).resolve().parent.parent

@@ -28,7 +28,8 @@ from services.versions import version_deploy
 from tests.acme import tax_plan_subscribers
 from timers import webhooks
 from timers.models import ApiKey, Brand, Membership, TestClock
-from timers.services import api_key_create, test_clock_create
+from timers.tenants import api_key_create
+from timers.test_clocks import test_clock_create
 from timers.worker import advance
 
 pytestmark = pytest.mark.django_db

@@ -18,12 +18,14 @@ from icalendar import Calendar
 from calendars import entries
 from calendars.entries import Entry, uid_for
 from calendars.models import ClockItem, Subject
-from calendars.services import DirectArmer, clock_open, subject_feed_revoke, subject_feed_rotate
+from calendars.services import clock_open, subject_feed_revoke, subject_feed_rotate
 from tests.acme import acme_subject, open_return
 from tests.conftest import at
 from timers import outbox
+from timers.armer import DirectArmer
 from timers.models import live_domain
-from timers.services import api_key_create, brand_get_or_create, test_clock_create
+from timers.tenants import api_key_create, brand_get_or_create
+from timers.test_clocks import test_clock_create
 from timers.worker import advance
 
 pytestmark = pytest.mark.django_db

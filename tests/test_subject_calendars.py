@@ -13,7 +13,7 @@ from services import registry
 from services.declare import CalendarSpec, Price, Service, ServiceError, SubjectSpec
 from services.subjects import subject_create
 from timers.errors import KeepingTimeError
-from timers.services import test_clock_create
+from timers.test_clocks import test_clock_create
 
 pytestmark = pytest.mark.django_db
 

@@ -27,6 +27,7 @@ from tests import test_schedules
 from tests.conftest import T0
 from tests.test_kept_connections import KeepAlive
 from timers import outbox, targets, webhooks
+from timers.arming import timer_arm
 from timers.models import (
     DeadLetter,
     Event,
@@ -38,7 +39,7 @@ from timers.models import (
     WebhookEndpoint,
 )
 from timers.schedules import schedule_create
-from timers.services import test_clock_create, timer_arm
+from timers.test_clocks import test_clock_create
 from timers.worker import advance
 
 LOCAL = "127.0.0.1"

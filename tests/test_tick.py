@@ -10,12 +10,12 @@ from django.test import override_settings
 
 from tests.conftest import T0, at
 from timers import outbox
+from timers.arming import timer_hold, timer_resume, timer_wake
 from timers.clock import VirtualWallClock
 from timers.compare import compare
 from timers.errors import Refused, TestClockBackward
 from timers.models import LIVE, Commit, Event, Outbox, Timer, live_domain
 from timers.rearm import Rearm
-from timers.services import timer_hold, timer_resume, timer_wake
 from timers.worker import Worker, advance, live_step, record_hash
 
 
@@ -117,7 +117,7 @@ def test_a_chain_deeper_than_32_passes_stops_with_tick_runaway(arm, clock, handl
 
 # -- lateness, live --------------------------------------------------------------------------------
 def test_live_timers_fired_late_record_late_by(brand, handler, caplog):
-    from timers.services import timer_arm
+    from timers.arming import timer_arm
 
     timer_arm(brand=brand, key="job_L:deadline:a:1", owed_at=at("2026-11-20T10:00Z"), domain=LIVE, handler="noop")
     # The worker was down: it runs ten minutes after the owed time.
@@ -135,7 +135,7 @@ def test_live_timers_fired_late_record_late_by(brand, handler, caplog):
 
 
 def test_a_timer_armed_after_its_owed_time_is_never_late(brand):
-    from timers.services import timer_arm
+    from timers.arming import timer_arm
 
     Timer.objects.filter(domain=live_domain(brand.id)).delete()
     t = timer_arm(brand=brand, key="job_L:deadline:b:1", owed_at=at("2020-01-01T00:00Z"), domain=LIVE,

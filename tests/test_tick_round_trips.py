@@ -14,9 +14,10 @@ import psycopg
 import pytest
 from django.db import connection
 
+from timers.arming import timer_arm
 from timers.clock import FrozenClock
 from timers.models import Commit, Event, Timer
-from timers.services import test_clock_create, timer_arm
+from timers.test_clocks import test_clock_create
 from timers.worker import advance, live_step
 
 pytestmark = pytest.mark.django_db

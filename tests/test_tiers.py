@@ -11,7 +11,8 @@ from services.services import subscription_create
 from services.tiers import needs
 from timers.errors import KeepingTimeError
 from timers.models import Brand, live_domain
-from timers.services import brand_get_or_create, test_clock_create
+from timers.tenants import brand_get_or_create
+from timers.test_clocks import test_clock_create
 
 from .conftest import T0
 

@@ -14,17 +14,18 @@ from django.test import override_settings
 
 from calendars import specs
 from calendars.models import Clock
-from calendars.services import DirectArmer
 from calendars.specs import DueInput
 from services import bundles, registry
 from services.models import Job
 from services.repin import job_repin
 from services.versions import version_deploy, versions_summary
 from tests.acme import tax_plan_subscribers
+from timers.armer import DirectArmer
+from timers.arming import timer_arm
 from timers.compare import compare
 from timers.errors import KeepingTimeError
 from timers.models import Event, TestClock, Timer, Version
-from timers.services import test_clock_create, timer_arm
+from timers.test_clocks import test_clock_create
 from timers.worker import advance
 
 START = datetime(2027, 1, 20, 14, tzinfo=UTC)
@@ -183,12 +184,12 @@ def test_services_from_a_brands_own_package_outside_the_project(db, tmp_path, re
 @pytest.mark.django_db(transaction=True)
 def test_get_versions_pinned_over_http_counts_only_the_callers_timers(brand, live_server):
     from tests.test_api import Client
-    from timers import services
+    from timers import tenants
 
     clock = test_clock_create(brand=brand, frozen_time=START)
     tax_plan_subscribers(brand, clock, 2)
     advance(clock.id, datetime(2027, 3, 1, 14, tzinfo=UTC))
-    _, secret = services.api_key_create(brand=brand)
+    _, secret = tenants.api_key_create(brand=brand)
     r = Client(live_server.url, secret).get(f"/versions?pinned=true&test_clock={clock.id}")
     assert r.status == 200, r.body
     by_service = {tuple(v["services"]): v for v in r.body["data"]}
@@ -196,8 +197,8 @@ def test_get_versions_pinned_over_http_counts_only_the_callers_timers(brand, liv
     armed = Timer.objects.filter(domain=clock.id, version=ar["id"], status__in=["armed", "held"])
     assert ar["armed_timers"] == armed.count() > 0 and ar["subjects"] == 2 and ar["live"] is True
     assert "services/examples/apis_tax/tax.py" in ar["files"]
-    other = services.brand_get_or_create(name="globex")
-    _, globex = services.api_key_create(brand=other)
+    other = tenants.brand_get_or_create(name="globex")
+    _, globex = tenants.api_key_create(brand=other)
     theirs = test_clock_create(brand=other, frozen_time=START)
     r = Client(live_server.url, globex).get(f"/versions?pinned=true&test_clock={theirs.id}")
     assert r.status == 200 and r.body["data"] == []
@@ -272,10 +273,10 @@ def test_a_repin_prints_its_diff_then_supersedes_by_repin(brand):
 @pytest.mark.django_db(transaction=True)
 def test_repin_over_http_dry_run_then_real(brand, live_server):
     from tests.test_api import Client
-    from timers import services
+    from timers import tenants
 
     clock, job, june = _open_2026_return_and_store_june(brand)
-    _, secret = services.api_key_create(brand=brand)
+    _, secret = tenants.api_key_create(brand=brand)
     api = Client(live_server.url, secret)
     r = api.post(f"/owner/jobs/{job.id}/repin", {"to": "2027-06", "dry_run": True})
     assert r.status == 200, r.body
@@ -365,9 +366,10 @@ def test_a_subject_clock_opened_in_a_batch_repins_when_a_newer_job_joins_in_the_
         brand, tmp_path, registry_state, monkeypatch, handler):
     # The batch reads a subject's clocks once (calendars.services.subject_clocks) and keeps the list current
     # as clocks open: the repin of the first job's clock must not be skipped by the batch's older list.
-    from calendars.services import FiringArmer, subject_clocks
+    from calendars.services import subject_clocks
     from services.services import job_open
     from tests.acme import acme_subject
+    from timers.armer import FiringArmer
 
     clock = _two_versions(tmp_path, monkeypatch, brand, "carry_batch", CARRY.replace("{rungs}", '"notice 90d",'),
                           CARRY.replace("{rungs}", '"notice 90d", "notice 30d"'))
@@ -375,11 +377,11 @@ def test_a_subject_clock_opened_in_a_batch_repins_when_a_newer_job_joins_in_the_
     opened = {}
 
     def reads(f):
-        assert subject_clocks(domain=f.run.domain, subject_id=subject.id, ahead=set) == []
+        assert subject_clocks(domain=f.domain, subject_id=subject.id, ahead=set) == []
 
     def opens(f):
         period = f.timer.data["period"]
-        opened[period] = job_open(armer=FiringArmer(f), brand_id=brand.id, domain=f.run.domain,
+        opened[period] = job_open(armer=FiringArmer(f), brand_id=brand.id, domain=f.domain,
                                   service="carry-watch", subject=subject, period=period, input={})
         if period == "2026":  # a deploy between the two jobs
             with override_settings(KEEPING_TIME_SERVICES=[*LIVE_PATHS, "carry_batch.v2"]):
@@ -409,9 +411,9 @@ def test_a_stored_subject_clock_repinned_by_a_firing_keeps_its_alike_timers_pinn
         brand, tmp_path, registry_state, monkeypatch, handler):
     # The first job's timers are in the table before the tick; the newer job opens inside a firing, so the
     # repin of the kept rung is the batch's own write of a stored timer (not an insert of a new one).
-    from calendars.services import FiringArmer
     from services.services import job_open
     from tests.acme import acme_subject
+    from timers.armer import FiringArmer
 
     clock = _two_versions(tmp_path, monkeypatch, brand, "carry_stored", CARRY.replace("{rungs}", '"notice 90d",'),
                           CARRY.replace("{rungs}", '"notice 90d", "notice 30d"'))
@@ -423,7 +425,7 @@ def test_a_stored_subject_clock_repinned_by_a_firing_keeps_its_alike_timers_pinn
     opened = {}
 
     def opens(f):
-        opened["job"] = job_open(armer=FiringArmer(f), brand_id=brand.id, domain=f.run.domain,
+        opened["job"] = job_open(armer=FiringArmer(f), brand_id=brand.id, domain=f.domain,
                                  service="carry-watch", subject=subject, period="2027", input={})
 
     handler("t.opens", opens, atomic=True)

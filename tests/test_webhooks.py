@@ -32,16 +32,11 @@ from django.urls import reverse
 from tests.conftest import admin_url
 from timers import outbox, webhooks
 from timers.api.serializers import event_json
+from timers.arming import timer_arm
 from timers.models import Event, Outbox, TestClock, WebhookAttempt, WebhookEndpoint, live_domain
 from timers.schedules import SIGNATURE_HEADER, schedule_create, schedule_pause, verify
-from timers.services import (
-    api_key_create,
-    brand_get_or_create,
-    test_clock_create,
-    test_clock_delete,
-    test_clock_request_advance,
-    timer_arm,
-)
+from timers.tenants import api_key_create, brand_get_or_create
+from timers.test_clocks import test_clock_create, test_clock_delete, test_clock_request_advance
 from timers.worker import advance, run_requested_advances
 
 T0 = datetime(2027, 1, 20, 14, tzinfo=UTC)
@@ -398,7 +393,7 @@ def test_a_batch_that_rolls_back_leaves_no_delivery(brand, clock, hooks):
 
 
 def test_every_other_writer_fans_out(brand, clock, hooks):
-    from calendars.services import DirectArmer
+    from timers.armer import DirectArmer
 
     test, live = hooks
     # DirectArmer.record (the API's, the console's and the commands' writes outside the tick), on each clock.

@@ -97,6 +97,16 @@ class Cache(dict):
         for key in list(self._none):
             del self[key]
 
+    def fill(self, keys: set, load: Callable[[set], dict]) -> None:
+        """Read ``keys`` with one call of ``load`` ({key: row}): a key it does not return has no row, and what it
+        returns beyond them (a clock's other items) is kept too."""
+        found = load(keys)
+        for k in keys:
+            self[k] = found.get(k)
+        for k, v in found.items():
+            if k not in self:  # not dict.setdefault: it would skip the index of rows by primary key
+                self[k] = v
+
     def drop(self, table: str, pk: Any | None) -> None:
         if pk is None or self.pk is None:
             self.clear()
@@ -581,15 +591,6 @@ def create(obj: Model, *, skip_taken: bool = False, kept_by: tuple[str, ...] = (
     b.keep_create(obj, skip_taken=skip_taken, kept_by=kept_by)
 
 
-def _fill(cache: Cache, keys: set, load: Callable[[set], dict]) -> None:
-    found = load(keys)
-    for k in keys:
-        cache[k] = found.get(k)
-    for k, v in found.items():  # a loader may return more than it was asked for (a clock's other items)
-        if k not in cache:  # not dict.setdefault: it would skip the index of rows by primary key
-            cache[k] = v
-
-
 def row(f: Any, key: Any, *, name: str, load: Callable[[set], dict], ahead: tuple[str, ...],
         key_of: Callable[[Any], Any], tables: tuple[str, ...], pk: Callable[[Any, str], tuple],
         read_ahead: bool = True, carry: bool = False) -> Any:
@@ -612,7 +613,7 @@ def row(f: Any, key: Any, *, name: str, load: Callable[[set], dict], ahead: tupl
             cache.loaded = True
             keys.update(k for k in map(key_of, f.run.holding(ahead)) if k is not None and k not in cache)
         with b.quiet():
-            _fill(cache, keys, load)
+            cache.fill(keys, load)
     value = cache[key]
     return None if value is None else clone(value)
 

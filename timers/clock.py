@@ -23,7 +23,7 @@ class Clock(Protocol):
 
 
 # The live loop's longest sleep: arming a timer owed later than this (and a margin) from now notifies no worker,
-# since every sleeping worker wakes before it is owed and finds it (timers.services.WAKE_HORIZON).
+# since every sleeping worker wakes before it is owed and finds it (timers.wakes.WAKE_HORIZON).
 MAX_SLEEP = 5.0
 
 

@@ -31,8 +31,9 @@ from django.db import transaction
 
 from . import batch as batches
 from . import gcpause, handlers
+from .domains import domain_seed
 from .errors import Refused
-from .ids import domain_seed, new_id
+from .ids import new_id
 from .keys import PLACES, Key, parse
 from .lease import ttl
 from .models import LATE_BUCKETS
@@ -147,6 +148,15 @@ class Firing:
         if self._key is None:
             self._key = parse(self.timer.key)
         return self._key
+
+    @property
+    def domain(self) -> str:
+        return self.run.domain
+
+    def holding(self, handler_names: tuple[str, ...]) -> list[Item]:
+        """The armed timers the tick holds next with one of these handlers (``Run.holding``): what a handler
+        may read ahead for, with one set query, before the firings that will ask."""
+        return self.run.holding(handler_names)
 
     def record(self, type: str, *, subject: str | None = None, data: dict | None = None,
                key: str | None = None) -> None:

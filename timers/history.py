@@ -19,7 +19,7 @@ DEFAULT partition, so a fire never fails for want of one. A month that already h
 partition is left there (PostgreSQL would refuse the new partition).
 
 Keys stay unique per domain in the armed table (its unique index). Across the two, arming a key that is
-in history is refused by the arming paths (``timers.services.timer_arm``, the tick's own read of its keys);
+in history is refused by the arming paths (``timers.arming.timer_arm``, the tick's own read of its keys);
 exactly once is the commit table's constraint either way (``commit_key_once_per_domain``).
 """
 

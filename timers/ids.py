@@ -25,9 +25,6 @@ LIVE_PREFIX = "live_"
 SEED_PATTERN = r"^(?!live$|live_|tc_)[A-Za-z0-9_.:-]{1,64}$"
 SEED_RE = re.compile(SEED_PATTERN)
 
-_seeds: dict[str, str] = {}
-_SEEDS_KEPT = 4096  # a worker visits many clocks over its life; the cache stays small
-
 
 def new_id(prefix: str, *, seed: str | None = None, length: int = 14) -> str:
     """``prefix_`` and ``length`` letters and digits (about 6 bits each): random, or derived from ``seed``.
@@ -52,27 +49,3 @@ def brand_domain(domain: str | None, brand_id: str) -> str:
 def is_live(domain: str | None) -> bool:
     """Whether ``domain`` is a live clock (a brand's, or "live" itself, where Deploys go)."""
     return domain is not None and (domain == LIVE or domain.startswith(LIVE_PREFIX))
-
-
-def domain_seed(domain: str) -> str:
-    """What ids minted in ``domain`` derive from: a live domain's own id (live_<brand>); a test clock's
-    seed, or its id when it has none. Cached per process: a clock's seed is set at its creation and never
-    changes."""
-    if is_live(domain):
-        return domain
-    seed = _seeds.get(domain)
-    if seed is None:
-        from .models import TestClock  # models import this module for their random ids
-
-        row = TestClock.objects.filter(pk=domain).values_list("seed", flat=True).first()
-        if row is None:
-            return domain  # not a clock (yet): nothing to remember, the next call asks again
-        if len(_seeds) >= _SEEDS_KEPT:
-            _seeds.clear()
-        seed = _seeds[domain] = row or domain
-    return seed
-
-
-def domain_id(prefix: str, domain: str, *parts: str, length: int = 14) -> str:
-    """An id minted inside ``domain``, derived from the domain's seed and ``parts`` (what the id names)."""
-    return new_id(prefix, seed="|".join((domain_seed(domain), *parts)), length=length)

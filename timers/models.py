@@ -176,7 +176,7 @@ class TestClock(models.Model):
     redeliver = models.BooleanField(default=False)
     failure = models.TextField(blank=True)
     # Writes the runtime made to the clock's objects outside the tick's batches while it advanced (a send's
-    # receipt, timers.services.domain_writable(runtime=True)): a run that keeps rows from one batch to the
+    # receipt, timers.domains.domain_writable(runtime=True)): a run that keeps rows from one batch to the
     # next lets them go when this moves (timers/worker.py, advance).
     runtime_writes = models.BigIntegerField(default=0, db_default=0)
     seed = models.CharField(
@@ -420,7 +420,7 @@ class FireTally(models.Model):
     where it used to count every fired timer at every scrape. A domain's rows are written only by its lease
     holder, so two workers never wait on one row."""
 
-    # Where the counts of deleted test clocks are folded (timers.services.fire_tally_retire): no clock id has a
+    # Where the counts of deleted test clocks are folded (timers.test_clocks.fire_tally_retire): no clock id has a
     # colon, and the label it scrapes under is clock="test", like theirs.
     RETIRED = "test:retired"
 

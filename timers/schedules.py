@@ -45,8 +45,9 @@ from . import batch as batches
 from . import handlers, outbox, rows, targets
 from . import schedule_spec as specs
 from .clock import wall_now
+from .domains import domain_seed
 from .errors import KeepingTimeError
-from .ids import domain_seed, is_live, new_id
+from .ids import is_live, new_id
 from .models import (
     CATCHUP_MAX,
     CATCHUP_MIN,
@@ -380,14 +381,14 @@ def _http_status(text: str) -> int | None:
 
 # -- counting and settling ---------------------------------------------------------------------------
 def _domain_now(domain: str) -> datetime:
-    from .services import domain_now
+    from .domains import domain_now
 
     return domain_now(domain=domain)
 
 
 def _writable_now(domain: str) -> datetime:
     # An outside write to a schedule: refused while its test clock advances or once it is deleted (409).
-    from .services import domain_writable
+    from .domains import domain_writable
 
     return domain_writable(domain=domain)
 
@@ -412,9 +413,9 @@ def _close(run: ScheduleRun, now: datetime, outcome: str) -> None:
 
 
 def _direct_arm(sch: Schedule, *, runtime: bool = False) -> Callable[..., None]:
-    # runtime: a settle's release, which lands between an advance's batches (timers.services.domain_writable)
+    # runtime: a settle's release, which lands between an advance's batches (timers.domains.domain_writable)
     def arm(key: str, *, owed_at: datetime, handler: str, data: dict, opened_at: datetime, version: str = "") -> None:
-        from .services import timer_arm
+        from .arming import timer_arm
 
         try:
             timer_arm(brand=Brand(id=sch.brand_id), key=key, owed_at=owed_at, domain=sch.domain, handler=handler,
@@ -856,7 +857,7 @@ def _managed(sch: Schedule, what: str) -> None:
 @transaction.atomic
 def schedule_pause(*, schedule: Schedule, note: str = "") -> Schedule:
     """Pause: the fire timer is held; the spec, zone, target and revision stay as they are."""
-    from .services import timer_hold
+    from .arming import timer_hold
 
     sch = Schedule.objects.select_for_update().get(pk=schedule.pk)
     _managed(sch, "pause")
@@ -877,7 +878,7 @@ def schedule_pause(*, schedule: Schedule, note: str = "") -> Schedule:
 def schedule_resume(*, schedule: Schedule) -> Schedule:
     """Resume: the held fire comes back at its own instant; one whose instant passed fires at once, and the
     catch-up window decides which of the fires missed while paused still start."""
-    from .services import timer_resume
+    from .arming import timer_resume
 
     sch = Schedule.objects.select_for_update().get(pk=schedule.pk)
     _managed(sch, "resume")
@@ -899,7 +900,7 @@ def schedule_resume(*, schedule: Schedule) -> Schedule:
 def schedule_trigger(*, schedule: Schedule) -> Timer:
     """Fire now, as if the spec said so (the overlap policy applies): a timer owed now, which the tick fires
     at once on the live clock and at the next advance (``advance`` to its frozen time) on a test clock."""
-    from .services import timer_arm
+    from .arming import timer_arm
 
     sch = Schedule.objects.select_for_update().get(pk=schedule.pk)
     _managed(sch, "trigger")

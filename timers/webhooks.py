@@ -503,7 +503,7 @@ def owed_summary(endpoint: WebhookEndpoint) -> dict:
 
 def register() -> None:
     """Called once per process (timers.apps): the transport, its ordered domains, and the fan-out's hooks."""
-    from .services import test_clock_deleted
+    from .signals import test_clock_deleted
 
     outbox.register(TRANSPORT, WebhookTransport())
     outbox.order_domains(DOMAIN_PREFIX, transport=TRANSPORT, held=held)

@@ -31,8 +31,8 @@ from .engine import Run, RunStats, canonical
 from .errors import KeepingTimeError, NotFound, TestClockBackward, TestClockDeleted
 from .lease import _LIVE_SESSIONS, Held, current, holder, lease
 from .models import LIVE, Event, Lease, LiveClock, TestClock, Timer, is_live
-from .services import backward_message, test_clock_finish_delete
 from .store import get_store, kept_cursors
+from .test_clocks import backward_message, test_clock_finish_delete
 from .timeutil import iso_z
 
 log = logging.getLogger(__name__)

@@ -28,8 +28,8 @@ from services.costs import clock_costs
 from services.members import member_names
 from services.models import PoolMember, Task, Window
 from services.people import step_done, task_extend, task_release, task_take, window_close, window_open
+from timers.domains import domain_now
 from timers.models import Membership, TestClock, Timer, brand_domain, is_live, live_domain
-from timers.services import domain_now
 
 from .. import words
 from ..acting import act

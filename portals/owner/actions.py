@@ -22,7 +22,7 @@ from django.db import transaction
 from calendars.acts import clock_reassign
 from calendars.entries import clock_what
 from calendars.models import ClockItem
-from calendars.services import DirectArmer, calendar_postpone, clock_choose, clock_satisfy
+from calendars.services import calendar_postpone, clock_choose, clock_satisfy
 from portals.words import day
 from services.members import brand_people
 from services.models import Job, Notification, Subscription, Task
@@ -35,9 +35,10 @@ from services.services import (
     subscription_pause,
     subscription_resume,
 )
+from timers.armer import DirectArmer
+from timers.domains import domain_now
 from timers.errors import KeepingTimeError, Refused
 from timers.models import Membership
-from timers.services import domain_now
 
 from .scope import scope
 

@@ -28,9 +28,10 @@ from services.services import usd
 from services.subjects import subject_create, subject_kinds
 from timers.admin import ApiKeyAdmin as RuntimeApiKeyAdmin
 from timers.clock import wall_now
+from timers.domains import domain_now
 from timers.errors import KeepingTimeError
 from timers.models import ApiKey, Brand, TestClock, is_live, live_domain
-from timers.services import api_key_create, domain_now
+from timers.tenants import api_key_create
 
 from .scope import as_of, request_brands, test_clocks
 from .site import site

@@ -14,8 +14,8 @@ from zoneinfo import ZoneInfo
 
 from django.db.models import Model, QuerySet
 
+from timers.domains import domain_now
 from timers.models import LIVE, LIVE_PREFIX, Brand, Commit, Membership, TestClock, Timer, in_domain
-from timers.services import domain_now
 
 AS_OF = "owner_as_of"  # the session key: "live" (the brands' live clocks) or a test clock id
 

@@ -21,7 +21,7 @@ from rest_framework.authentication import BaseAuthentication, get_authorization_
 from rest_framework.exceptions import AuthenticationFailed
 from rest_framework.permissions import BasePermission
 
-from .. import prepared, services
+from .. import prepared, tenants
 from ..models import ApiKey, Brand
 
 INVALID_KEY = "Invalid API key provided. Send it as 'Authorization: Bearer sk_test_…'."
@@ -106,7 +106,7 @@ class SecretKeyAuthentication(BaseAuthentication):
         secret = _secret_from(header)
         if not secret or "\x00" in secret:
             raise AuthenticationFailed(INVALID_KEY)
-        found = key_brand(services.api_key_digest(secret))
+        found = key_brand(tenants.api_key_digest(secret))
         if found is None:
             raise AuthenticationFailed(INVALID_KEY)
         key_id, prefix, brand = found

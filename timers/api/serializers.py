@@ -15,12 +15,13 @@ from drf_spectacular.plumbing import ResolvedComponent
 from drf_spectacular.utils import extend_schema_field, inline_serializer
 from rest_framework import serializers
 
+from timers.record import commit_json
+
 from .. import handlers
 from ..errors import KeepingTimeError
 from ..ids import SEED_PATTERN
 from ..keys import KEY_PATTERN, KINDS, MAX_KEY_LENGTH
 from ..models import Commit, Event, TestClock, Timer, is_live
-from ..services import commit_json
 from ..timeutil import SPAN_PATTERN, duration_text, iso_z, parse_instant, parse_span
 
 

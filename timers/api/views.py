@@ -22,7 +22,7 @@ from rest_framework.parsers import FormParser, JSONParser
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from .. import services
+from .. import arming, test_clocks
 from ..errors import KeepingTimeError, NotFound
 from ..models import LIVE_PREFIX, Brand, Event, TestClock, Timer, is_live, live_domain
 from ..owners import owner_filter
@@ -163,9 +163,9 @@ def get_test_clock(brand: Brand, clock_id: str, *, param: str | None = None) -> 
     try:
         if not _ID.match(clock_id) or livemode(brand):
             raise _missing("test clock", clock_id)
-        if clock_id == services.DEFAULT_TEST_CLOCK:
-            return services.test_clock_default(brand=brand)
-        return services.test_clock_get(clock_id=clock_id, brand=brand)
+        if clock_id == test_clocks.DEFAULT_TEST_CLOCK:
+            return test_clocks.test_clock_default(brand=brand)
+        return test_clocks.test_clock_get(clock_id=clock_id, brand=brand)
     except NotFound as exc:
         exc.param = param
         raise
@@ -285,7 +285,7 @@ class TimerListView(BrandAPIView):
     )
     def post(self, request):
         body = self.body(TimerCreateSerializer)
-        timer = services.timer_arm(
+        timer = arming.timer_arm(
             brand=self.brand, key=body["key"], owed_at=body["owed_at"],
             domain=arm_domain_of(self.brand, body.get("test_clock")), handler=body.get("handler") or None,
             data=body.get("data") or {},
@@ -308,7 +308,7 @@ class TimerWakeView(BrandAPIView):
         responses={200: WakeSerializer, 401: ERRORS[401], **NOT_FOUND},
     )
     def post(self, request, timer_id: str):
-        return Response(services.timer_wake(timer=get_timer(self.brand, timer_id)))
+        return Response(arming.timer_wake(timer=get_timer(self.brand, timer_id)))
 
 
 # -- test clocks ------------------------------------------------------------------------------------------
@@ -336,7 +336,7 @@ class TestClockListView(BrandAPIView):
             raise KeepingTimeError("test clocks are test mode: create one with a test key (sk_test_…), not a "
                                    "live key (sk_live_…)", code="test_mode_only", status=403)
         body = self.body(TestClockCreateSerializer)
-        clock = services.test_clock_create(brand=self.brand, frozen_time=body["frozen_time"],
+        clock = test_clocks.test_clock_create(brand=self.brand, frozen_time=body["frozen_time"],
                                            name=body.get("name") or "", seed=body.get("seed") or "")
         return Response(test_clock_json(clock), status=201)
 
@@ -352,7 +352,7 @@ class TestClockDetailView(BrandAPIView):
                                "by test_clock.deleted.",
                    responses={200: DeletedTestClockSerializer, 401: ERRORS[401], **NOT_FOUND})
     def delete(self, request, clock_id: str):
-        clock = services.test_clock_delete(clock=get_test_clock(self.brand, clock_id))
+        clock = test_clocks.test_clock_delete(clock=get_test_clock(self.brand, clock_id))
         return Response({"id": clock.id, "object": "test_clock", "deleted": True})
 
 
@@ -376,7 +376,7 @@ class TestClockAdvanceView(BrandAPIView):
             except KeepingTimeError as exc:
                 exc.param = "span"
                 raise
-        clock = services.test_clock_request_advance(clock=clock, to=to, redeliver=body["redeliver"])
+        clock = test_clocks.test_clock_request_advance(clock=clock, to=to, redeliver=body["redeliver"])
         return Response(test_clock_json(clock), status=202)
 
 

@@ -60,7 +60,7 @@ class Command(KTCommand):
         """Acme's 2026 return dates that came unsatisfied go to apis.tax, and from the owner to Hedy."""
         from calendars.acts import STEWARD, clock_reassign
         from calendars.models import Clock
-        from calendars.services import DirectArmer
+        from timers.armer import DirectArmer
 
         clock = (Clock.objects.filter(brand__name="apis.tax", subject__name="Acme Robotics", name="file",
                                       period="2026", items__status="due").exclude(answers_for="Hedy Lamarr")

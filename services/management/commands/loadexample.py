@@ -18,9 +18,11 @@ from services.models import Job, MoneyLine, Notification, PolicyValue, Subscript
 from services.services import SUBJECT_EVENT, UPDATE, subscription_create
 from services.versions import version_deploy
 from timers import progress
+from timers.arming import timer_arm
 from timers.management.base import KTCommand
 from timers.models import Brand, Commit, Deploy, Event, Outbox, TestClock, Timer, Version
-from timers.services import brand_get_or_create, fire_tally_retire, test_clock_create, timer_arm
+from timers.tenants import brand_get_or_create
+from timers.test_clocks import fire_tally_retire, test_clock_create
 
 START = datetime(2027, 1, 20, 14, 0, tzinfo=UTC)
 DEPLOY_AT = datetime(2027, 6, 15, 14, 0, tzinfo=UTC)

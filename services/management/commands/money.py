@@ -10,11 +10,11 @@ from __future__ import annotations
 import re
 
 from calendars.models import Clock, Subject
-from calendars.services import DirectArmer
 from services.costs import usd
 from services.ledger import brand_balance, member_earnings, subject_statements
 from services.members import member_get, member_says
 from services.services import check_amount, penalty_notice
+from timers.armer import DirectArmer
 from timers.errors import NotFound
 from timers.management.base import KTCommand
 from timers.models import live_domain

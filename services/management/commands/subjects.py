@@ -15,9 +15,9 @@ from calendars.models import Subject
 from calendars.services import subject_feed_revoke, subject_feed_rotate
 from services.management.cli import brand_and_domain, pairs_option
 from services.subjects import get_calendar, subject_create
+from timers.domains import domain_now
 from timers.management.base import KTCommand
 from timers.models import brand_domain, is_live
-from timers.services import domain_now
 
 COLUMNS = ("date", "what", "kind", "answers for", "status")
 

@@ -9,12 +9,12 @@ from __future__ import annotations
 
 from django.db.models import Q
 
-from calendars.services import DirectArmer
 from services import registry
 from services.declare import ServiceError
 from services.models import Job
 from services.repin import job_repin
 from services.versions import version_check, version_deploy, versions_summary
+from timers.armer import DirectArmer
 from timers.clock import wall_now
 from timers.management.base import KTCommand
 from timers.models import LIVE, LIVE_PREFIX

@@ -9,7 +9,7 @@ from __future__ import annotations
 from django.core.management.base import CommandError
 
 from timers.api.serializers import name_problem
-from timers.services import api_key_create, brand_get_or_create
+from timers.tenants import api_key_create, brand_get_or_create
 
 from ..base import KTCommand
 

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from timers.models import TestClock
-from timers.services import test_clock_create, test_clock_delete
+from timers.test_clocks import test_clock_create, test_clock_delete
 from timers.timeutil import parse_instant, trace_z
 
 from ..base import KTCommand

@@ -17,7 +17,7 @@ from timers import cli, progress
 from timers.clock import WallClock
 from timers.compare import compare
 from timers.models import Outbox, in_domain
-from timers.services import worker_starting
+from timers.signals import worker_starting
 from timers.timeutil import after_span, parse_instant, parse_span
 from timers.worker import Worker, advance, live_step, run_requested_advances
 

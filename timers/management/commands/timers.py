@@ -10,9 +10,10 @@ from rest_framework.exceptions import ValidationError
 
 from timers import cli
 from timers.api.serializers import _plain_json, timer_json
+from timers.arming import timer_arm
+from timers.domains import domain_now
 from timers.models import LIVE, LIVE_PREFIX, Timer, live_domain
 from timers.owners import describe, owner_filter
-from timers.services import domain_now, timer_arm
 from timers.timeutil import parse_instant, trace_z
 
 from ..base import KTCommand

@@ -1,0 +1,146 @@
+"""Arming and holding timers outside a firing: keyword-only writes that views, commands and domain code call.
+
+A timer armed here fires on the next tick of its domain; one armed after its owed time fires at once, in
+place, and is never late.
+"""
+
+from __future__ import annotations
+
+import functools
+from datetime import datetime, timedelta
+
+from django.db import IntegrityError, connection, transaction
+
+from . import gate, history, prepared
+from .domains import domain_now, domain_seed, domain_writable
+from .errors import KeepingTimeError
+from .handlers import get as get_handler
+from .ids import brand_domain, new_id
+from .keys import parse
+from .models import Brand, Commit, Timer, is_live
+from .rearm import UNHOLDABLE_KINDS, Rearm
+from .record import commit_json
+from .rows import insert_one_sql, values_of
+from .wakes import CHANNEL, WAKE_HORIZON, wake_payload
+
+
+def timer_arm(*, brand: Brand, key: str, owed_at: datetime, domain: str | None = None, handler: str | None = None,
+              data: dict | None = None, opened_at: datetime | None = None, version: str = "",
+              runtime: bool = False, checked: bool = False) -> Timer:
+    """Arm ``key`` on ``domain``: a test clock, or the brand's live clock (None or "live" name it). Refused on
+    a test clock that is advancing or deleted (domain_writable; ``runtime``: the runtime's own write between
+    an advance's batches); ``checked``: the caller has asked already (a DirectArmer)."""
+    domain = brand_domain(domain, brand.id)
+    k = parse(key)
+    handler = handler or k.kind
+    get_handler(handler)  # unknown handler: an error now, never at fire time
+    now = domain_now(domain=domain) if checked else domain_writable(domain=domain, runtime=runtime)
+    timer = Timer(id=new_id("tmr", seed=f"{domain_seed(domain)}|{key}"), domain=domain, brand=brand, key=key,
+                  owner=k.owner, kind=k.kind, place=k.place, handler=handler, owed_at=owed_at,
+                  opened_at=opened_at or now, armed_at=now, version=version, data=data or {})
+    live = is_live(domain)
+    try:
+        with transaction.atomic():
+            _arm_insert(timer)
+            # Its key may be in history (PostgreSQL keeps history apart: no one unique index spans both). Asked
+            # after the INSERT, in a statement of its own: the INSERT waits for a firing of the same key under
+            # way, and only a later statement's snapshot sees the row that firing moved to history.
+            # A brand's first live timer names its live clock: the live loop runs the domains LiveClock names.
+            # A near timer wakes the workers, in the arming's own transaction: PostgreSQL delivers it at the
+            # commit, and a NOTIFY of its own after the commit was a second commit (an XID, a WAL flush).
+            if _arm_check(timer, name_live_clock=live, notify=live and owed_at < now + WAKE_HORIZON):
+                raise IntegrityError(key)
+    except IntegrityError:
+        raise KeepingTimeError(f"timer {key!r} is already armed on {domain}", code="timer_exists",
+                               status=409) from None
+    return timer
+
+
+@functools.cache
+def _arm_sql() -> tuple[str, list[tuple], bool]:
+    """The arming's INSERT: every column but ``moved_at``, whose default is the database's clock (read back, as
+    ``Timer.objects.create`` does, where the database can return it)."""
+    sql, plan = insert_one_sql(Timer, omit=frozenset({"moved_at"}))
+    returning = connection.features.can_return_columns_from_insert
+    return sql + (' RETURNING "moved_at"' if returning else ""), plan, returning
+
+
+def _arm_insert(timer: Timer) -> None:
+    """``Timer.objects.create`` for the arming, one prepared statement (timers/prepared.py): the ORM's
+    compiling of the INSERT cost more CPU than the database spent running it."""
+    sql, plan, returning = _arm_sql()
+    with prepared.cursor() as cur:
+        cur.execute(sql, values_of(timer, plan))
+        if returning:
+            timer.moved_at = cur.fetchone()[0]
+    timer._state.adding = False
+    timer._state.db = connection.alias
+
+
+_IN_HISTORY = ("SELECT 1 FROM timers_timer WHERE domain = %s AND key = %s AND status IN ("
+               + ", ".join(f"'{status}'" for status in history.LEFT) + ")")
+_NAME_LIVE_CLOCK = "INSERT INTO timers_liveclock (id, position) VALUES (%s, NULL) ON CONFLICT DO NOTHING"
+
+
+def _arm_check(timer: Timer, *, name_live_clock: bool, notify: bool) -> bool:
+    """Whether the armed key is in history; with the live clock named and the workers woken as asked. On
+    PostgreSQL one statement: the LiveClock upsert rides in it as a CTE (run whatever the SELECT reads) and the
+    NOTIFY in its row (undone with the transaction when the key is in history)."""
+    domain, key = timer.domain, timer.key
+    with prepared.cursor() as cur:
+        if connection.vendor != "postgresql":
+            cur.execute(_IN_HISTORY + " LIMIT 1", [domain, key])
+            found = cur.fetchone() is not None
+            if name_live_clock and not found:
+                cur.execute(_NAME_LIVE_CLOCK, [domain])
+            return found
+        sql = f"SELECT EXISTS ({_IN_HISTORY})"
+        params: list = [domain, key]
+        if name_live_clock:
+            sql = f"WITH named AS ({_NAME_LIVE_CLOCK}) {sql}"
+            params.insert(0, domain)
+        if notify:
+            sql += ", pg_notify(%s, %s)"
+            params += [CHANNEL, wake_payload(domain, timer.owed_at)]
+        cur.execute(sql, params)
+        return cur.fetchone()[0]
+
+
+def timer_hold(*, timer: Timer, by: str, now: datetime) -> Timer:
+    """Hold an armed timer (``by``: who or what holds it). A clock's rungs and due timer ring on the clock's
+    date whoever the work waits on, so they are never held."""
+    if timer.kind in UNHOLDABLE_KINDS:
+        raise KeepingTimeError(f"timer {timer.id} is a clock's {timer.kind} timer; clock rungs are never held",
+                               code="rung_not_holdable", status=409)
+    if timer.status != Timer.Status.ARMED:
+        raise KeepingTimeError(f"timer {timer.id} is {timer.status}; only an armed timer can be held",
+                               code="timer_not_armed", status=409)
+    timer.remaining = max(timedelta(0), timer.owed_at - now)
+    timer.status, timer.owed_at, timer.held_since, timer.held_by = "held", None, now, by
+    timer.save(update_fields=["status", "owed_at", "held_since", "held_by", "remaining"])
+    return timer
+
+
+def timer_resume(*, timer: Timer, now: datetime, cap: datetime | None = None) -> Timer:
+    """Resume under the same key at now + remaining (or the cap, if earlier)."""
+    if timer.status != Timer.Status.HELD:
+        raise KeepingTimeError(f"timer {timer.id} is {timer.status}; only a held timer resumes",
+                               code="timer_not_held", status=409)
+    owed = now + timer.remaining
+    timer.owed_at = min(owed, cap) if cap is not None else owed
+    timer.status, timer.held_since, timer.held_by, timer.remaining = "armed", None, "", None
+    timer.by = Rearm.RESUME.value  # a re-arm names its cause from the closed list
+    timer.tick_pass = 1  # resumed from outside a firing: it starts its instant's first pass
+    timer.save(update_fields=["status", "owed_at", "held_since", "held_by", "remaining", "by", "tick_pass"])
+    return timer
+
+
+def timer_wake(*, timer: Timer) -> dict:
+    """A wake delivered outside the tick, through the gate's wake path (timers/gate.py): a fired timer
+    answers replayed: true with its first commit. Refused while its test clock advances, like any write."""
+    domain_writable(domain=timer.domain)
+    result = gate.wake(domain=timer.domain, timer_ids=[timer.id])[0]
+    if not result.replayed:
+        return {"replayed": False, "status": result.status, "commit": None}
+    commit = Commit.objects.filter(domain=timer.domain, key=timer.key).order_by("at", "id").first()
+    return {"replayed": True, "status": result.status, "commit": commit_json(commit)}
