@@ -60,8 +60,8 @@ def seed() -> tuple[str, str]:
     from django.core.management import call_command
     from django.db import connection
 
+    from calendars.feed_tokens import subject_feed_rotate
     from calendars.models import Subject
-    from calendars.services import subject_feed_rotate
 
     out = StringIO()
     call_command("migrate", "--noinput", verbosity=0)

@@ -1,4 +1,4 @@
-"""What the people who answer for a clock do with it, beside marking it kept and choosing (services.py):
+"""What the people who answer for a clock do with it, beside marking it kept and choosing (clocks.py):
 acknowledge its ack rung, hand it to the brand's steward, or pass it to a successor when they withdraw.
 
 Keyword-only functions taking an ``armer`` (a DirectArmer from the portals and the API), each on the record.
@@ -12,8 +12,8 @@ from timers.armer import Armer
 from timers.errors import KeepingTimeError
 
 from . import specs
+from .clock_keys import ack_keys
 from .models import Clock, ClockItem
-from .services import _ack_keys
 
 STEWARD = "the brand"  # who keeps a date the customer hands over
 
@@ -30,7 +30,7 @@ def clock_acknowledge(*, armer: Armer, item: ClockItem, by: str = "") -> int:
     if item.status != ClockItem.Status.OPEN:
         raise KeepingTimeError(f"{item.owner_key} is {item.status}; only an open date is acknowledged",
                                code="clock_not_open", status=409)
-    keys = [k for rung in acks for k in _ack_keys(item, rung, item.moves, due=item.due_date)]
+    keys = [k for rung in acks for k in ack_keys(item, rung, item.moves, due=item.due_date)]
     live = [k for k in keys if (armer.state(k) or ("",))[0] == "armed"]
     if live:
         armer.supersede_all(live, by="clock.acknowledged")

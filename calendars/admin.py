@@ -20,14 +20,16 @@ from timers.errors import KeepingTimeError
 from . import feed
 from .brand_calendars import (
     WEEKDAY_NAMES,
+    calendar_close_day,
     calendar_create,
+    calendar_open_day,
     calendar_update,
     check_holidays,
     check_weekends,
     check_zone,
 )
+from .feed_tokens import subject_feed_rotate
 from .models import Calendar, Clock, ClockItem, ClosedDay, Subject
-from .services import calendar_close_day, calendar_open_day, subject_feed_rotate
 
 WEEKDAYS = [name.capitalize() for name in WEEKDAY_NAMES]
 

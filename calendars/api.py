@@ -36,8 +36,8 @@ from timers.timeutil import iso_z
 
 from . import feed, feed_stamp
 from .entries import Entry, SubjectCalendar, subject_calendar
+from .feed_tokens import feed_token_digest, subject_by_feed_token
 from .models import Subject
-from .services import feed_token_digest, subject_by_feed_token
 
 _DATE = re.compile(r"^\d{4}-\d{2}-\d{2}$")
 

@@ -7,11 +7,11 @@ class CalendarsConfig(AppConfig):
     default_auto_field = "django.db.models.BigAutoField"
 
     def ready(self) -> None:
-        from timers import batch
+        from timers import batch  # noqa: PLC0415 - an app's modules load once the app registry is ready
 
-        from . import handlers, services, specs
+        from . import closed_days, handlers, receipts, specs  # noqa: PLC0415 - as above
 
         handlers.register()
-        batch.on_carry_check(services.calendars_token)
+        batch.on_carry_check(closed_days.calendars_token)
         # A submit step's receipts are heard whichever process delivers them.
-        specs.on_register(services.hear_submissions)
+        specs.on_register(receipts.hear_submissions)

@@ -7,7 +7,9 @@ first subject (``calendar_required``), never silently UTC with no weekends.
 What a change may touch: the closed days (weekends, the holiday country and subdivision, the brand's own days)
 re-roll every open date on the calendar (``calendar.closed_days``, on the closed re-arm list); the zone and
 the closing minute are not on that list, so they change only while no open date falls on the calendar
-(``409 calendar_in_use``): make another calendar for the subjects that need it.
+(``409 calendar_in_use``): make another calendar for the subjects that need it. Closing or opening one day
+and a postponement (a disaster-relief notice, which moves hard dates too) move the calendar's open dates the
+same way, each through ``clock_move`` on its clock's own domain.
 """
 
 from __future__ import annotations
@@ -22,11 +24,14 @@ from zoneinfo import ZoneInfo, ZoneInfoNotFoundError, available_timezones
 import holidays as holidays_lib
 from django.db import IntegrityError, transaction
 
+from timers.armer import DirectArmer
 from timers.errors import KeepingTimeError
 from timers.models import Brand
+from timers.rearm import Rearm
 
+from .clocks import clock_move
+from .closed_days import business_calendar
 from .models import Calendar, ClockItem, ClosedDay
-from .services import _reroll, calendar_close_day, calendar_open_day
 
 _CLOSES = re.compile(r"^([01][0-9]|2[0-3]):([0-5][0-9])$")
 # A calendar's closed days are civil dates the runtime can roll over: the same bounds as a date input.
@@ -265,3 +270,69 @@ def closed_days_json(calendar: Calendar, years: Iterable[int]) -> list[dict]:
     """Every closed day of ``years`` besides the weekends: the holidays' and the brand's own, with why."""
     civil = calendar.civil()
     return [{"date": d.isoformat(), "why": why} for year in years for d, why in sorted(civil.closed_in(year).items())]
+
+
+# -- closing or opening a day and a postponement move the calendar's open dates --------------------------
+def _open_items(calendar: Calendar):
+    return (ClockItem.objects.filter(clock__subject__calendar=calendar, status=ClockItem.Status.OPEN)
+            .select_related("clock__subject__calendar"))
+
+
+def _reroll(calendar: Calendar, why: str) -> int:
+    """Every open date on the calendar is rolled again: calendars are never pinned."""
+    moved = 0
+    armers: dict[str, DirectArmer] = {}
+    for item in _open_items(calendar):
+        clock = item.clock
+        cal = business_calendar(clock.subject)
+        rolled = cal.roll(item.civil)
+        if rolled.date == item.due_date:
+            continue
+        armer = armers.get(clock.domain) or armers.setdefault(
+            clock.domain, DirectArmer(brand=clock.brand_id, domain=clock.domain))
+        # The civil date stays what the due function said; only the roll changed.
+        clock_move(armer=armer, item=item, civil=item.civil, by="calendar", cause={"calendar": why},
+                   rearm=Rearm.CLOSED_DAYS)
+        moved += 1
+    return moved
+
+
+@transaction.atomic
+def calendar_close_day(*, calendar: Calendar, day: date, why: str) -> int:
+    try:
+        with transaction.atomic():
+            ClosedDay.objects.create(calendar=calendar, date=day, why=why)
+    except IntegrityError:
+        ClosedDay.objects.filter(calendar=calendar, date=day).update(why=why)
+    return _reroll(calendar, f"closed {day.isoformat()}: {why}")
+
+
+@transaction.atomic
+def calendar_open_day(*, calendar: Calendar, day: date) -> int:
+    ClosedDay.objects.filter(calendar=calendar, date=day).delete()
+    return _reroll(calendar, f"opened {day.isoformat()}")
+
+
+POSTPONE_LAST = date(9000, 12, 31)  # the calendar's range: a date and its year of rolling stay far from 9999
+
+
+@transaction.atomic
+def calendar_postpone(*, calendar: Calendar, items: list[ClockItem], to: date, notice: str) -> int:
+    """A postponement (a disaster-relief notice): moves each clock it names, hard dates included. It moves a
+    date later, within the calendar's range: anything else is ``400 invalid_postpone`` and moves nothing."""
+    if to > POSTPONE_LAST:
+        raise KeepingTimeError(f"a postponement moves a date to {POSTPONE_LAST} at the latest, not {to}",
+                               code="invalid_postpone")
+    earlier = [i for i in items if i.status != ClockItem.Status.SATISFIED and to <= i.due_date]
+    if earlier:
+        raise KeepingTimeError(f"a postponement moves a date later: {earlier[0].owner_key} is due "
+                               f"{earlier[0].due_date}, not after {to}", code="invalid_postpone")
+    moved = 0
+    for item in items:
+        if item.clock.subject.calendar_id != calendar.id or item.status == ClockItem.Status.SATISFIED:
+            continue
+        armer = DirectArmer(brand=item.clock.brand_id, domain=item.clock.domain)
+        clock_move(armer=armer, item=item, civil=to, by="calendar", cause={"notice": notice},
+                   rearm=Rearm.CALENDAR_POSTPONE)
+        moved += 1
+    return moved

@@ -35,8 +35,8 @@ from timers.keys import format_key
 from timers.keys import parse as parse_key
 from timers.models import Event, TestClock, Timer, brand_domain, is_live
 
+from .closed_days import business_calendar
 from .models import ClockItem, Subject
-from .services import business_calendar
 
 UID_DOMAIN = "keeping-time"
 

@@ -11,17 +11,11 @@ from timers.engine import Firing
 from timers.timeutil import day_text, iso_z
 
 from . import specs
+from .clock_keys import DUE_HANDLER, RUNG_HANDLER, rung_key
+from .clock_reads import batch_item
+from .clocks import clock_lapsed, clock_step, lapse_hears
+from .closed_days import business_calendar
 from .models import ClockItem
-from .services import (
-    DUE_HANDLER,
-    RUNG_HANDLER,
-    batch_item,
-    business_calendar,
-    clock_lapsed,
-    clock_step,
-    lapse_hears,
-    rung_key,
-)
 
 NOTICES_TRANSPORT = "notices"  # configured in KEEPING_TIME["TRANSPORTS"]
 GAP = "gap"  # a rung's ``by`` when a later rung owed by now stands for it (timers-and-replay's gap table)

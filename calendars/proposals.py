@@ -20,8 +20,9 @@ from django.db import transaction
 from timers.armer import Armer
 from timers.errors import KeepingTimeError, Refused
 
+from .clocks import clock_step
+from .closed_days import business_calendar
 from .models import ClockItem, Proposal
-from .services import business_calendar, clock_step
 
 
 def clock_propose(*, armer: Armer, item: ClockItem, step: str, waits_on: str = "") -> Proposal:

@@ -25,8 +25,8 @@ from drf_spectacular.utils import extend_schema
 from rest_framework import serializers
 from rest_framework.response import Response
 
+from calendars.clocks import clock_choose, clock_satisfy
 from calendars.models import Clock, ClockItem, Subject
-from calendars.services import clock_choose, clock_satisfy
 from timers.api.serializers import (
     Choice,
     ListQuerySerializer,

@@ -24,7 +24,7 @@ class ServicesConfig(AppConfig):
         from . import schedules
 
         schedules.register()  # calendar-period specs and Service targets of timers' Schedules
-        from calendars.services import on_clock_lapsed, on_clock_moved
+        from calendars.clocks import on_clock_lapsed, on_clock_moved
 
         from .notifications import clock_lapsed
         from .services import deadline_follows_clock

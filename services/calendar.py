@@ -8,9 +8,9 @@ from datetime import date
 from django.db.models import QuerySet, TextField
 from django.db.models.functions import Cast
 
+from calendars.closed_days import business_calendar
 from calendars.entries import Entry, uid_for
 from calendars.models import Subject
-from calendars.services import business_calendar
 from timers.models import Timer
 
 from . import registry

@@ -100,7 +100,7 @@ def _heard(f: Firing, domain: str, key: str) -> set | None:
         return None
     cache = b.cache(HEARD, tables=("services_notification",))
     if key not in cache:
-        from calendars.services import DUE_HANDLER
+        from calendars.clock_keys import DUE_HANDLER
 
         keys = {key} | {t.key for t in f.holding((DUE_HANDLER,)) if t.key not in cache}
         cache.loaded = True

@@ -16,8 +16,8 @@ from typing import Any
 
 from django.db import IntegrityError, transaction
 
+from calendars.closed_days import business_calendar
 from calendars.models import Subject
-from calendars.services import business_calendar
 from timers.armer import DirectArmer
 from timers.errors import KeepingTimeError
 from timers.models import Brand

@@ -13,7 +13,8 @@ from drf_spectacular.utils import extend_schema
 from rest_framework import serializers
 from rest_framework.response import Response
 
-from calendars.services import calendar_postpone, clock_inputs_changed
+from calendars.brand_calendars import calendar_postpone
+from calendars.clocks import clock_inputs_changed
 from timers.api.serializers import StrictIntegerField
 from timers.api.views import (
     ERRORS,

@@ -12,9 +12,9 @@ from datetime import date, datetime
 
 from django.db.models import QuerySet
 
+from calendars.closed_days import business_calendar
 from calendars.entries import Entry, uid_for
 from calendars.models import Subject
-from calendars.services import business_calendar
 from timers.domains import domain_now
 from timers.keys import parse as parse_key
 from timers.models import Timer

@@ -15,8 +15,11 @@ from django.db import transaction
 from django.db.models import Q
 
 from calendars import specs
+from calendars.clock_keys import rung_key
+from calendars.clock_reads import subject_clocks
+from calendars.clocks import arm_item
+from calendars.closed_days import business_calendar
 from calendars.models import Clock, ClockItem
-from calendars.services import _arm_item, business_calendar, rung_key, subject_clocks
 from timers.armer import Armer
 from timers.errors import KeepingTimeError
 from timers.models import Timer, Version
@@ -101,7 +104,7 @@ def clock_repin(*, armer: Armer, clock: Clock, version: str, dry_run: bool,
     for item in items:
         item.clock = clock
         planner = _Planner(armer.now)
-        _arm_item(planner, item, spec, cal, move=item.moves)
+        arm_item(planner, item, spec, cal, move=item.moves)
         for rung in spec.parsed_rungs:
             if rung.kind != "ack":
                 continue

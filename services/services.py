@@ -11,8 +11,10 @@ from datetime import datetime, time, timedelta
 from django.db import IntegrityError, transaction
 from django.db.models import Q
 
+from calendars.clock_keys import RUNG_HANDLER
+from calendars.clocks import clock_open
+from calendars.closed_days import business_calendar
 from calendars.models import Clock, ClockItem, Subject
-from calendars.services import RUNG_HANDLER, business_calendar, clock_open
 from calendars.specs import DueInput
 from timers import batch as batches
 from timers.armer import Armer, DirectArmer

@@ -5,8 +5,8 @@ from __future__ import annotations
 from datetime import UTC, date, datetime
 
 from calendars import specs
+from calendars.clocks import clock_open
 from calendars.models import Calendar, Subject
-from calendars.services import clock_open
 from calendars.specs import ClockSpec, DueInput
 from timers.armer import DirectArmer
 

@@ -13,8 +13,8 @@ from django.core.management import call_command
 from django.core.management.base import CommandError
 from django.test import Client
 
+from calendars.feed_tokens import subject_feed_rotate
 from calendars.models import Calendar, Clock, ClockItem, Subject
-from calendars.services import subject_feed_rotate
 from services.declare import Input, InvalidInput, Service, ServiceError, SubjectSpec
 from services.models import Job, MoneyLine, Subscription
 from services.services import subscription_create

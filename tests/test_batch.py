@@ -183,7 +183,7 @@ def test_what_a_write_drops_from_the_batch_caches(brand):
 
 
 def test_a_row_a_loader_adds_unasked_is_dropped_by_its_write_like_any_other(brand):
-    # A clock's other items come with the one asked for (calendars.services.load_items): a write to one of
+    # A clock's other items come with the one asked for (calendars.clock_reads.load_items): a write to one of
     # them must drop it (or, kept, reach it) as it does a row that was asked for.
     from django.db import transaction
 

@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from calendars.services import subject_feed_rotate
+from calendars.feed_tokens import subject_feed_rotate
 from tests.acme import acme_subject, open_return
 from tests.conftest import at
 from timers import outbox

@@ -18,8 +18,8 @@ from django.core import mail
 from django.db import connection
 
 from calendars.brand_calendars import calendar_create
+from calendars.feed_tokens import subject_feed_rotate
 from calendars.models import Subject
-from calendars.services import subject_feed_rotate
 from services.models import Subscription
 from services.portal_sessions import portal_session_create
 from tests.axe import assert_accessible

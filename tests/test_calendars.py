@@ -6,16 +6,9 @@ from datetime import date
 
 import pytest
 
+from calendars.brand_calendars import calendar_close_day, calendar_postpone
+from calendars.clocks import clock_choose, clock_inputs_changed, clock_open, clock_satisfy, clock_step
 from calendars.models import ClockItem
-from calendars.services import (
-    calendar_close_day,
-    calendar_postpone,
-    clock_choose,
-    clock_inputs_changed,
-    clock_open,
-    clock_satisfy,
-    clock_step,
-)
 from tests.acme import acme_subject, open_return
 from tests.conftest import at
 from timers import outbox

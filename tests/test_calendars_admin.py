@@ -8,8 +8,8 @@ from datetime import date
 
 import pytest
 
+from calendars.feed_tokens import subject_feed_rotate
 from calendars.models import Calendar, ClockItem, ClosedDay, Subject
-from calendars.services import subject_feed_rotate
 from tests.acme import acme_subject
 from tests.conftest import admin_url, at
 from tests.test_subject_calendar import ics, open_return

@@ -104,7 +104,7 @@ def test_a_runtime_write_between_batches_lets_go_of_what_the_advance_kept(arm, b
     heard = []
 
     def deliver(domain, **kw):
-        if not heard:  # after batch 1: what a settled hook does (calendars.services.submissions_settled)
+        if not heard:  # after batch 1: what a settled hook does (calendars.receipts.submissions_settled)
             heard.append(timer_arm(brand=brand, key="job_a:ask:extra:1", owed_at=at("2026-12-20T09:00Z"),
                                    domain=domain, handler="noop", runtime=True))
         return real(domain, **kw)

@@ -140,9 +140,9 @@ def test_timers_list_after_each_kind_of_act_outside_the_tick(brand):
     superseded timer with no owed time)."""
     from datetime import date
 
-    from calendars.brand_calendars import calendar_create
+    from calendars.brand_calendars import calendar_create, calendar_postpone
+    from calendars.clocks import clock_satisfy
     from calendars.models import ClockItem
-    from calendars.services import calendar_postpone, clock_satisfy
     from services.orders import job_order
     from services.services import job_resume_work, job_wait
     from services.subjects import subject_create

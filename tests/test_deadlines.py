@@ -6,8 +6,8 @@ from datetime import UTC, datetime
 
 import pytest
 
+from calendars.clocks import clock_step
 from calendars.models import ClockItem
-from calendars.services import clock_step
 from services.models import Job
 from tests.acme import tax_plan_subscribers
 from timers.armer import DirectArmer
@@ -64,7 +64,7 @@ def test_an_extension_before_the_deadline_moves_it_with_the_file_date(brand):
 
 
 def _extends_in_the_tick(f):
-    from calendars.services import batch_item
+    from calendars.clock_reads import batch_item
     from timers.armer import FiringArmer
 
     for name in f.timer.data["items"]:  # each as the batch has it: read ahead, changes kept
@@ -91,7 +91,7 @@ def test_a_move_of_another_clock_leaves_the_deadline(brand):
     before = list(Timer.objects.filter(domain=clock.id, owner=job.id, kind="deadline").values_list("key", "status"))
     armer = DirectArmer(brand=brand, domain=clock.id)
     pay = ClockItem.objects.select_related("clock").get(clock__owner_ref=job.id, clock__name="pay")
-    from calendars.services import clock_move
+    from calendars.clocks import clock_move
 
     clock_move(armer=armer, item=pay, civil=datetime(2028, 5, 1).date(), by="test")
     after = list(Timer.objects.filter(domain=clock.id, owner=job.id, kind="deadline").values_list("key", "status"))

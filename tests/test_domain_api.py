@@ -15,8 +15,8 @@ import pytest
 from django.core.management import call_command
 
 from calendars import specs
+from calendars.clocks import clock_open
 from calendars.models import Clock, ClockItem
-from calendars.services import clock_open
 from calendars.specs import ClockSpec
 from services.api import jobs_json
 from services.models import Job, Subscription

@@ -23,9 +23,10 @@ from django.test.utils import CaptureQueriesContext, override_settings
 
 from calendars import entries, feed
 from calendars import feed_stamp as stamps
+from calendars.clocks import clock_move, clock_satisfy
 from calendars.entries import subject_calendar
+from calendars.feed_tokens import subject_feed_rotate
 from calendars.models import Calendar, Clock, ClockItem, ClosedDay, FeedStamp, Subject
-from calendars.services import clock_move, clock_satisfy, subject_feed_rotate
 from keeping_time import wsgi as kt_wsgi
 from services.models import Ask, Grant, Job, Subscription, Task
 from services.services import subscription_create

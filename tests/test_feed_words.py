@@ -29,8 +29,8 @@ from django.db import connection
 from django.test.utils import CaptureQueriesContext
 from icalendar import Calendar
 
+from calendars.feed_tokens import subject_feed_rotate
 from calendars.models import Subject
-from calendars.services import subject_feed_rotate
 from keeping_time.glossary import ID_PATTERN, runtime_words
 from services import people_dates
 from tests.conftest import at

@@ -18,8 +18,8 @@ from django.db import connection
 from mcp.client.session import ClientSession
 from mcp.client.stdio import StdioServerParameters, stdio_client
 
+from calendars.clocks import clock_open
 from calendars.models import Calendar, Clock, Subject
-from calendars.services import clock_open
 from services.models import Job, PolicyValue
 from tests.conftest import T0
 from timers import arming, tenants, test_clocks

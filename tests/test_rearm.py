@@ -10,8 +10,8 @@ from types import SimpleNamespace
 import pytest
 from django.core.management import call_command
 
+from calendars.brand_calendars import calendar_close_day, calendar_postpone
 from calendars.models import ClockItem
-from calendars.services import calendar_close_day, calendar_postpone
 from services.models import Job, Subscription
 from services.services import job_activity, subscription_pause, subscription_resume, subscription_update
 from tests.conftest import T0

@@ -12,8 +12,9 @@ from django.core.management import call_command
 from icalendar import Calendar
 
 from calendars import specs
+from calendars.clocks import clock_open, clock_step
+from calendars.feed_tokens import subject_feed_rotate
 from calendars.models import ClockItem, Subject
-from calendars.services import clock_open, clock_step, subject_feed_rotate
 from calendars.specs import ClockSpec, DueInput
 from tests.acme import acme_subject, open_return
 from tests.conftest import at

@@ -14,9 +14,9 @@ from django.db import IntegrityError, transaction
 from rest_framework.test import APIClient
 
 from calendars import specs
+from calendars.clocks import clock_open
 from calendars.models import ClockItem
 from calendars.proposals import clock_propose, proposal_approve, proposals_commit
-from calendars.services import clock_open
 from calendars.specs import ClockSpec
 from services.declare import Service, ServiceError, SubjectSpec
 from services.declare import clock as declared

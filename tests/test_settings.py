@@ -18,7 +18,7 @@ from django.core.handlers.wsgi import WSGIHandler
 from django.core.servers.basehttp import WSGIRequestHandler, WSGIServer
 from django.db import connection
 
-from calendars.services import subject_feed_rotate
+from calendars.feed_tokens import subject_feed_rotate
 from keeping_time.log_filters import RedactURLTokens, redact
 from tests.acme import acme_subject
 from tests.conftest import at

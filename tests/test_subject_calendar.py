@@ -16,9 +16,10 @@ from django.urls import reverse
 from icalendar import Calendar
 
 from calendars import entries
+from calendars.clocks import clock_open
 from calendars.entries import Entry, uid_for
+from calendars.feed_tokens import subject_feed_revoke, subject_feed_rotate
 from calendars.models import ClockItem, Subject
-from calendars.services import clock_open, subject_feed_revoke, subject_feed_rotate
 from tests.acme import acme_subject, open_return
 from tests.conftest import at
 from timers import outbox

@@ -364,9 +364,9 @@ def test_a_subject_clock_repins_when_a_newer_job_of_its_service_joins(brand, tmp
 
 def test_a_subject_clock_opened_in_a_batch_repins_when_a_newer_job_joins_in_the_same_batch(
         brand, tmp_path, registry_state, monkeypatch, handler):
-    # The batch reads a subject's clocks once (calendars.services.subject_clocks) and keeps the list current
+    # The batch reads a subject's clocks once (calendars.clock_reads.subject_clocks) and keeps the list current
     # as clocks open: the repin of the first job's clock must not be skipped by the batch's older list.
-    from calendars.services import subject_clocks
+    from calendars.clock_reads import subject_clocks
     from services.services import job_open
     from tests.acme import acme_subject
     from timers.armer import FiringArmer

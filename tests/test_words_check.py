@@ -16,8 +16,8 @@ from django.core.management import call_command
 from django.test import Client
 from icalendar import Calendar
 
+from calendars.feed_tokens import subject_feed_rotate
 from calendars.models import Subject
-from calendars.services import subject_feed_rotate
 from keeping_time.glossary import runtime_words
 from services.portal_sessions import portal_session_create
 from timers.worker import advance

@@ -19,9 +19,10 @@ from django.views.decorators.http import require_POST
 
 from calendars import feed, specs
 from calendars.acts import STEWARD, clock_acknowledge, clock_reassign
+from calendars.clocks import clock_choose, clock_satisfy
 from calendars.entries import subject_calendar
+from calendars.feed_tokens import subject_feed_rotate
 from calendars.models import ClockItem, Subject
-from calendars.services import clock_choose, clock_satisfy, subject_feed_rotate
 from keeping_time import glossary
 from services import registry
 from services.costs import clock_costs, usd

@@ -11,7 +11,7 @@ from django.shortcuts import render
 
 from calendars import feed
 from calendars.entries import Entry, subject_calendar
-from calendars.services import subject_by_feed_token
+from calendars.feed_tokens import subject_by_feed_token
 from keeping_time import glossary
 from timers.api.errors import read_only
 

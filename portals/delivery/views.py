@@ -21,8 +21,8 @@ from django.views.decorators.http import require_POST
 
 from calendars import specs
 from calendars.acts import clock_acknowledge, clock_reassign
+from calendars.clocks import clock_choose, clock_satisfy
 from calendars.models import ClockItem, Subject
-from calendars.services import clock_choose, clock_satisfy
 from keeping_time import glossary
 from services.costs import clock_costs
 from services.members import member_names

@@ -20,9 +20,10 @@ from datetime import date
 from django.db import transaction
 
 from calendars.acts import clock_reassign
+from calendars.brand_calendars import calendar_postpone
+from calendars.clocks import clock_choose, clock_satisfy
 from calendars.entries import clock_what
 from calendars.models import ClockItem
-from calendars.services import calendar_postpone, clock_choose, clock_satisfy
 from portals.words import day
 from services.members import brand_people
 from services.models import Job, Notification, Subscription, Task

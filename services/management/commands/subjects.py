@@ -11,8 +11,8 @@ from django.core.management.base import CommandError
 from calendars import feed
 from calendars.api import parse_from
 from calendars.entries import subject_calendar
+from calendars.feed_tokens import subject_feed_revoke, subject_feed_rotate
 from calendars.models import Subject
-from calendars.services import subject_feed_revoke, subject_feed_rotate
 from services.management.cli import brand_and_domain, pairs_option
 from services.subjects import get_calendar, subject_create
 from timers.domains import domain_now

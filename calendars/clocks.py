@@ -1,4 +1,5 @@
-"""Clocks: open, move, satisfy, step through the gate; calendar edits and postponements.
+"""A clock's life: open, move, satisfy, step through the gate, choose, new inputs; the items that follow a
+moved one and the sibling dates kept with it; and the hooks other apps hang on a move and a lapse.
 
 Every write goes through an Armer, which is either the firing in hand (inside the tick, so the gate
 commits it) or the domain directly (a call from the API, the console or a command, outside the tick).
@@ -6,98 +7,33 @@ commits it) or the domain directly (a call from the API, the console or a comman
 
 from __future__ import annotations
 
-import hashlib
-import secrets
 from collections.abc import Callable
 from dataclasses import dataclass
-from datetime import UTC, date, datetime, timedelta
-
-from django.db import IntegrityError, transaction
-from django.db.models import Q
+from datetime import date, datetime, timedelta
 
 from timers import batch as batches
-from timers.armer import Armer, DirectArmer
+from timers.armer import Armer
 from timers.domains import domain_id
-from timers.engine import Firing
-from timers.errors import KeepingTimeError, Refused, TestClockDeleted
-from timers.models import Brand, Outbox
+from timers.errors import KeepingTimeError, Refused
+from timers.models import Brand
 from timers.rearm import Rearm
-from timers.rows import insert, read
+from timers.rows import insert
 from timers.timeutil import iso_z
 
 from . import specs
-from .civil import BusinessCalendar, local_instant
-from .models import Calendar, Clock, ClockItem, ClosedDay, Subject
+from .civil import BusinessCalendar
+from .clock_keys import DUE_HANDLER, RUNG_HANDLER, ack_keys, due_key, item_keys, rung_key
+from .clock_reads import ITEM_NAMES, ITEMS, SUBJECT_CLOCKS, batch_item, opened_in_batch, owner_clocks
+from .closed_days import business_calendar
+from .models import Clock, ClockItem, Subject
 from .offsets import Rung
 from .specs import ClockSpec, DueInput
-
-RUNG_HANDLER = "calendars.rung"
-DUE_HANDLER = "calendars.due"
-MOVING_RUNGS = ("notice", "escalate", "ack")
-
-
-# -- keys --------------------------------------------------------------------------------------------
-def rung_key(item: ClockItem, rung: Rung, *, move: int, day: int | None = None) -> str:
-    period = item.clock.period
-    if rung.kind == "run":
-        return f"{item.owner_key}:rung:{rung.text}:{period}"  # no @move: a move never arms a second run
-    occurrence = period if day is None else f"{period} day {day}"
-    return f"{item.owner_key}:rung:{rung.text}:{occurrence}@{move}"
-
-
-def due_key(item: ClockItem, *, move: int) -> str:
-    return f"{item.owner_key}:due:{item.clock.name}:{item.clock.period}@{move}"
-
-
-# -- calendars ---------------------------------------------------------------------------------------
-_calendars: dict[tuple, BusinessCalendar] = {}
-
-
-def _closed_days(calendar_id: str) -> tuple:
-    b = batches.current()
-    if b is None:
-        return tuple(sorted(ClosedDay.objects.filter(calendar_id=calendar_id).values_list("date", "why")))
-    # Once a batch for each calendar (a closed day added since is a write, which drops the cache).
-    cache = b.cache("calendars.closed", tables=("calendars_closedday",))
-    found = cache.get(calendar_id)
-    if found is None:
-        with b.quiet():
-            found = cache[calendar_id] = tuple(sorted(
-                ClosedDay.objects.filter(calendar_id=calendar_id).values_list("date", "why")))
-    return found
-
-
-def calendars_token(domain: str) -> tuple:
-    """The calendars of the brand whose test clock ``domain`` is, as they are now: an advance keeps its clock
-    items (with their calendars) from batch to batch only while this holds (timers.batch.on_carry_check). A
-    brand's calendar is not the clock's object, so the clock's refusal of outside writes does not cover it."""
-    from timers.models import TestClock
-
-    brand = TestClock.objects.filter(pk=domain).values("brand_id")
-    return tuple(Calendar.objects.filter(brand_id__in=brand).order_by("id").values_list(
-        "id", "zone", "weekends", "closes", "holiday_country", "holiday_subdiv"))
-
-
-def business_calendar(subject: Subject) -> BusinessCalendar:
-    """The subject's calendar, cached by everything that decides it (an edit makes a new entry)."""
-    cal = subject.calendar
-    if cal is None:
-        return subject.business_calendar()
-    closed = _closed_days(cal.id)
-    sig = (cal.id, cal.zone, tuple(cal.weekends), cal.closes, cal.holiday_country, cal.holiday_subdiv, closed)
-    found = _calendars.get(sig)
-    if found is None:
-        if len(_calendars) > 256:
-            _calendars.clear()
-        found = _calendars[sig] = cal.civil()
-    return found
 
 
 def _inputs(clock: Clock, item: str, due: date | None = None) -> DueInput:
     return DueInput(input=clock.inputs, keeps=clock.subject.keeps, period=clock.period, item=item, due=due)
 
 
-# -- clocks ------------------------------------------------------------------------------------------
 @dataclass
 class Dated:
     civil: date
@@ -110,121 +46,6 @@ class Dated:
 def _date(cal: BusinessCalendar, civil: date) -> Dated:
     rolled = cal.roll(civil)
     return Dated(civil, rolled.date, cal.close_of(rolled.date), rolled.why, rolled.reason)
-
-
-# The batch's clock items (timers/batch.py): each with its clock, subject and calendar, by (clock id, item).
-ITEMS = "calendars.items"
-ITEM_TABLES = ("calendars_clockitem", "calendars_clock", "calendars_subject", "calendars_calendar")
-SUBJECT_CLOCKS = "calendars.subject_clocks"  # a subject's clocks that live on it: (spec, version, owner_ref)
-ITEM_NAMES = "calendars.item_names"  # a clock's items' names, by clock id
-OWNER_CLOCKS = "calendars.owner_clocks"  # an owner's clocks (id, name, period), by owner_ref
-
-
-def item_pks(item: ClockItem, table: str) -> tuple:
-    if table == "calendars_clockitem":
-        return (item.pk,)
-    if table == "calendars_clock":
-        return (item.clock_id,)
-    clock = item.clock
-    return (clock.subject_id,) if table == "calendars_subject" else (clock.subject.calendar_id,)
-
-
-def load_items(wanted: set) -> dict:
-    # The items asked for (a superset: the clocks' items of the names asked for); a clock asked for by the
-    # item "" (no clock's item is named so but a single-item clock's) comes whole, with its items' names.
-    clocks = {c for c, _ in wanted}
-    whole = {c for c, i in wanted if i == ""}
-    rows = ClockItem.objects.filter(clock_id__in=clocks)
-    if len(whole) < len(clocks):
-        rows = rows.filter(Q(clock_id__in=whole) | Q(item__in={i for _, i in wanted}))
-    rows = read(rows.order_by("clock_id", "item"), related=("clock",))
-    # Each subject (with its calendar) once, shared by its clocks' items: a handler gets its own copy anyway.
-    subjects = {s.pk: s for s in read(Subject.objects.filter(pk__in={r.clock.subject_id for r in rows}),
-                                      related=("calendar",))}
-    for r in rows:
-        r.clock._state.fields_cache["subject"] = subjects[r.clock.subject_id]
-    found = {(r.clock_id, r.item): r for r in rows}
-    b = batches.current()
-    if b is not None:
-        # A clock's items are made all at once when it opens (clock_open) and never added to: their names, in
-        # the database's order, hold for the batch whatever is written since.
-        names = b.cache(ITEM_NAMES, tables=(), carry=True)
-        for c in whole:
-            names[c] = []
-        for c, name in found:
-            if c in whole:
-                names[c].append(name)
-    return found
-
-
-def _item_of(timer) -> tuple[str, str]:
-    return timer.data["clock"], timer.data.get("item", "")
-
-
-def batch_item(f: Firing, key: tuple[str, str], *, read_ahead: bool = True) -> ClockItem | None:
-    """The clock item (clock id, item) with its clock, subject and calendar, from the batch (read ahead for
-    the batch's rungs and dues; a sibling of the firing's item, ``read_ahead=False``, is read alone)."""
-    return batches.row(f, key, name=ITEMS, load=load_items, ahead=(RUNG_HANDLER, DUE_HANDLER), key_of=_item_of,
-                       tables=ITEM_TABLES, pk=item_pks, read_ahead=read_ahead, carry=True)
-
-
-def _owner_clocks(f: Firing, owner_ref: str) -> list[tuple[str, str, str]]:
-    """An owner's clocks (id, name, period) by name, from the batch. A job opens its clocks all at once
-    (job_open) and none later, so the list holds for the batch whatever is written since."""
-    b = batches.current()
-    cache = b.cache(OWNER_CLOCKS, tables=(), carry=True)
-    if owner_ref not in cache:
-        refs = {owner_ref} | {r for t in f.holding((RUNG_HANDLER,)) if (r := (t.data or {}).get("of"))
-                              and r not in cache}
-        with b.quiet():
-            rows = (Clock.objects.filter(domain=f.domain, owner_ref__in=refs).order_by("name")
-                    .values_list("owner_ref", "id", "name", "period"))
-            for r in refs:
-                cache[r] = []
-            for ref, *clock in rows:
-                cache[ref].append(tuple(clock))
-            # A move keeps its siblings' items (_keep_with): those of these owners' clocks, read with them.
-            items = b.cache(ITEMS, tables=ITEM_TABLES, pk=item_pks, carry=True)
-            clocks = {(cid, "") for r in refs for cid, _, _ in cache[r]}
-            items.fill(set(), lambda _: load_items(clocks) if clocks else {})
-    return cache[owner_ref]
-
-
-def subject_clocks(*, domain: str, subject_id: str, ahead: Callable[[], set[str]]) -> list[tuple] | None:
-    """The clocks that live on a subject (spec, version, owner_ref), in a batch that keeps writes: read once
-    for the subject and those ``ahead`` names, and kept current by clock_open; None outside one."""
-    b = batches.current()
-    if b is None or not b.keep_writes:
-        return None
-    cache = b.cache(SUBJECT_CLOCKS, tables=("calendars_clock",), carry=True)  # any other write to clocks drops it
-    if subject_id not in cache:
-        subjects = {subject_id} if cache.loaded else {subject_id} | ahead()
-        cache.loaded = True
-        with b.quiet():
-            rows = Clock.objects.filter(domain=domain, lives_on=Clock.LivesOn.SUBJECT, subject_id__in=subjects)
-            found = list(rows.values_list("subject_id", "spec", "version", "owner_ref"))
-        for s in subjects:
-            cache[s] = []
-        for s, *clock in found:
-            cache[s].append(tuple(clock))
-    return cache[subject_id]
-
-
-def _opened_in_batch(clock: Clock, items: list[ClockItem]) -> None:
-    # What a batch's later reads would ask the database for, they find: the new items, and the subject's clocks.
-    b = batches.current()
-    if b is None or not b.keep_writes:
-        return
-    cache = b.cache(ITEMS, tables=ITEM_TABLES, pk=item_pks, carry=True)
-    for item in items:
-        copy = cache[(clock.id, item.item)] = batches.clone(item)
-        copy._state.adding = copy.clock._state.adding = False  # rows now (the clock's is kept): saved by update
-    owners = b.caches.get(OWNER_CLOCKS)
-    if owners is not None:
-        owners.pop(clock.owner_ref, None)  # read again, with this clock, if asked
-    lives = b.caches.get(SUBJECT_CLOCKS)
-    if lives is not None and clock.lives_on == Clock.LivesOn.SUBJECT and clock.subject_id in lives:
-        lives[clock.subject_id].append((clock.spec, clock.version, clock.owner_ref))
 
 
 def clock_open(*, armer: Armer, brand: Brand | str, domain: str, subject: Subject, spec_name: str,
@@ -271,13 +92,13 @@ def clock_open(*, armer: Armer, brand: Brand | str, domain: str, subject: Subjec
     for item in items:
         item.clock = clock
         armer.made(item.owner_key)  # a new clock's: its timers are all armed here
-        _arm_item(armer, item, spec, cal, move=0)
-    _opened_in_batch(clock, items)
+        arm_item(armer, item, spec, cal, move=0)
+    opened_in_batch(clock, items)
     clock.opened_items = items  # what its opener may read without asking the database again (job_open)
     return clock
 
 
-def _arm_item(armer: Armer, item: ClockItem, spec: ClockSpec, cal: BusinessCalendar, *, move: int,
+def arm_item(armer: Armer, item: ClockItem, spec: ClockSpec, cal: BusinessCalendar, *, move: int,
               supersede_prev: bool = False, include_run: bool = True, by: Rearm = Rearm.CLOCK_MOVED,
               prev_due: date | None = None) -> None:
     """Arm an item's rungs and due timer at ``move``; after a move (``supersede_prev``), the previous move's
@@ -331,16 +152,9 @@ def _still_ahead(armer: Armer, key: str) -> bool:
     return state is not None and state[0] in ("armed", "held")
 
 
-def _ack_keys(item: ClockItem, rung: Rung, move: int, *, due: date) -> list[str]:
-    """Every day's key of an ``ack daily`` rung whose chain ran up to ``due`` (the chain arms them one day
-    at a time): as many days as lie between its first day and the date, so ``ack daily 1mo`` has 28 to 31."""
-    days = (due - rung.day(due)).days
-    return [rung_key(item, rung, move=move, day=day) for day in range(1, max(1, days) + 1)]
-
-
 def _supersede_acks(armer: Armer, item: ClockItem, rung: Rung, move: int, successor: str, *, by: Rearm,
                     due: date) -> None:
-    for key in _ack_keys(item, rung, move, due=due):
+    for key in ack_keys(item, rung, move, due=due):
         armer.supersede(key, by=by, successor=successor)
 
 
@@ -373,7 +187,7 @@ def clock_move(*, armer: Armer, item: ClockItem, civil: date, by: str, cause: di
                                                            "from": d.civil.isoformat(), "to": d.due_date.isoformat(),
                                                            "why": d.reason, "skipped": d.why})
     if item.status == ClockItem.Status.OPEN:
-        _arm_item(armer, item, spec, cal, move=item.moves, supersede_prev=True, include_run=False, by=rearm,
+        arm_item(armer, item, spec, cal, move=item.moves, supersede_prev=True, include_run=False, by=rearm,
                   prev_due=before[0])
     for hook in _moved_hooks:  # what follows the date (a job deadline written '5d before file') moves with it
         hook(armer, item)
@@ -424,23 +238,13 @@ def clock_satisfy(*, armer: Armer, item: ClockItem, by: str = "", kept_with: str
     spec = specs.get(clock.spec)
     item.status, item.satisfied_at, item.changed_at = ClockItem.Status.SATISFIED, armer.now, armer.now
     batches.save(item, fields=["status", "satisfied_at", "changed_at"])
-    armer.supersede_all(_item_keys(item, spec), by="clock.satisfied")
+    armer.supersede_all(item_keys(item, spec), by="clock.satisfied")
     on_time = business_calendar(clock.subject).on_time(judged_at or armer.now, item.due_date)
     judged = {"judged_by": judged_by, "judged_at": iso_z(judged_at)} if judged_at else {}
     armer.record("clock.satisfied", subject=item.owner_key,
                  data={"clock": clock.name, "item": item.item, "due": item.due_date.isoformat(),
                        "on_time": on_time, "by": by, **({"with": kept_with} if kept_with else {}), **judged})
     return item
-
-
-def _item_keys(item: ClockItem, spec: ClockSpec) -> list[str]:
-    keys = [due_key(item, move=item.moves)]
-    for rung in spec.parsed_rungs:
-        if rung.kind == "ack":
-            keys += _ack_keys(item, rung, item.moves, due=item.due_date)
-        else:
-            keys.append(rung_key(item, rung, move=item.moves))
-    return keys
 
 
 def clock_step(*, armer: Armer, item: ClockItem, step: str, proposed_at: datetime | None = None) -> str:
@@ -471,7 +275,6 @@ def clock_step(*, armer: Armer, item: ClockItem, step: str, proposed_at: datetim
     return "committed"
 
 
-# -- whose time decides: a submit step's outside receipt -------------------------------------------------------
 def _submit(armer: Armer, item: ClockItem, step: str, transport: str, cal: BusinessCalendar) -> str:
     """A submit step commits and sends its submission; the date is kept when the outside system's receipt
     comes back (``clock_receipt``), judged by the receipt's time."""
@@ -483,63 +286,6 @@ def _submit(armer: Armer, item: ClockItem, step: str, transport: str, cal: Busin
                  data={"clock": clock.name, "item": item.item, "step": step, "transport": transport,
                        "submission": submission})
     return "submitted"
-
-
-def receipt_time(receipt: dict | None, cal: BusinessCalendar) -> tuple[datetime, str] | None:
-    """Whose time decides, from an outside system's receipt: an e-filed return's ``postmark``, read in the
-    filer's own zone (the subject calendar's) when it carries no offset; else the system's ``received_at``.
-    None when the receipt carries neither (then the commit's time decides)."""
-    for name in ("postmark", "received_at"):
-        raw = (receipt or {}).get(name)
-        if not raw:
-            continue
-        try:
-            when = datetime.fromisoformat(str(raw).replace("Z", "+00:00"))
-        except ValueError:
-            continue  # a receipt that cannot be read does not decide
-        if when.tzinfo is None:
-            when = local_instant(when.date(), when.time(), cal.zone)
-        return when.astimezone(UTC), name
-    return None
-
-
-def clock_receipt(*, armer: Armer, item: ClockItem, step: str, receipt: dict | None) -> ClockItem:
-    """The outside system answered a submit step: the date is kept, on time or not by the receipt's time
-    (the postmark of an e-filed return, in the filer's zone; else when the system received it)."""
-    judged = receipt_time(receipt, business_calendar(item.clock.subject))
-    if judged is None:
-        return clock_satisfy(armer=armer, item=item, by=step)
-    return clock_satisfy(armer=armer, item=item, by=step, judged_at=judged[0], judged_by=judged[1])
-
-
-def submissions_settled(results: list[tuple[str, bool, object]]) -> None:
-    """The outbox's hook for a submit transport: each receipt keeps its clock's date (outside the tick)."""
-    rows = {r.id: r for r in Outbox.objects.filter(pk__in=[sid for sid, ok, _ in results if ok])}
-    for sid, ok, receipt in results:
-        row = rows.get(sid)
-        if not ok or row is None or "clock" not in (row.payload or {}):
-            continue
-        item = (ClockItem.objects.select_related("clock__subject__calendar")
-                .filter(clock_id=row.payload["clock"], item=row.payload.get("item", "")).first())
-        if item is None or item.status in (ClockItem.Status.SATISFIED, ClockItem.Status.VOIDED):
-            continue
-        # One transaction a receipt: the clock's row is read FOR SHARE in it (domain_writable), so the receipt
-        # lands whole between an advance's batches, never inside one.
-        with transaction.atomic():
-            try:
-                armer = DirectArmer(brand=row.brand_id, domain=row.domain, runtime=True)
-            except TestClockDeleted:
-                continue  # its clock was deleted since the send: the receipt changes nothing
-            clock_receipt(armer=armer, item=item, step=row.payload.get("step", ""),
-                          receipt=receipt if isinstance(receipt, dict) else None)
-
-
-def hear_submissions(spec: ClockSpec) -> None:
-    """Each transport a spec's submit steps send through has its settled receipts heard."""
-    from timers import outbox
-
-    for transport in spec.submits.values():
-        outbox.on_settled(transport, submissions_settled)
 
 
 def _followers(armer: Armer, leader: ClockItem, spec: ClockSpec) -> list[ClockItem]:
@@ -574,7 +320,7 @@ def _keep_with(armer: Armer, moved: ClockItem, move: str, *, proposed_at: dateti
     else:  # the batch's: the owner's clocks by name, each one's item as the batch has it now
         names = batches.current().caches.get(ITEM_NAMES) or {}  # a clock known not to have the item is skipped
         siblings = [i for i in (batch_item(f, (cid, moved.item), read_ahead=False)
-                                for cid, _, period in _owner_clocks(f, clock.owner_ref)
+                                for cid, _, period in owner_clocks(f, clock.owner_ref)
                                 if period == clock.period and cid != clock.id
                                 and moved.item in names.get(cid, (moved.item,)))
                     if i is not None and i.status == ClockItem.Status.OPEN]
@@ -648,123 +394,3 @@ def clock_inputs_changed(*, armer: Armer, clock: Clock, inputs: dict) -> list[Cl
         if civil != item.civil:
             moved.append(clock_move(armer=armer, item=item, civil=civil, by="due", rearm=Rearm.DUE_INPUT))
     return moved
-
-
-# -- calendar edits ----------------------------------------------------------------------------------
-def _open_items(calendar: Calendar):
-    return (ClockItem.objects.filter(clock__subject__calendar=calendar, status=ClockItem.Status.OPEN)
-            .select_related("clock__subject__calendar"))
-
-
-def _reroll(calendar: Calendar, why: str) -> int:
-    """Every open date on the calendar is rolled again: calendars are never pinned."""
-    moved = 0
-    armers: dict[str, DirectArmer] = {}
-    for item in _open_items(calendar):
-        clock = item.clock
-        cal = business_calendar(clock.subject)
-        rolled = cal.roll(item.civil)
-        if rolled.date == item.due_date:
-            continue
-        armer = armers.get(clock.domain) or armers.setdefault(
-            clock.domain, DirectArmer(brand=clock.brand_id, domain=clock.domain))
-        # The civil date stays what the due function said; only the roll changed.
-        clock_move(armer=armer, item=item, civil=item.civil, by="calendar", cause={"calendar": why},
-                   rearm=Rearm.CLOSED_DAYS)
-        moved += 1
-    return moved
-
-
-@transaction.atomic
-def calendar_close_day(*, calendar: Calendar, day: date, why: str) -> int:
-    try:
-        with transaction.atomic():
-            ClosedDay.objects.create(calendar=calendar, date=day, why=why)
-    except IntegrityError:
-        ClosedDay.objects.filter(calendar=calendar, date=day).update(why=why)
-    return _reroll(calendar, f"closed {day.isoformat()}: {why}")
-
-
-@transaction.atomic
-def calendar_open_day(*, calendar: Calendar, day: date) -> int:
-    ClosedDay.objects.filter(calendar=calendar, date=day).delete()
-    return _reroll(calendar, f"opened {day.isoformat()}")
-
-
-POSTPONE_LAST = date(9000, 12, 31)  # the calendar's range: a date and its year of rolling stay far from 9999
-
-
-@transaction.atomic
-def calendar_postpone(*, calendar: Calendar, items: list[ClockItem], to: date, notice: str) -> int:
-    """A postponement (a disaster-relief notice): moves each clock it names, hard dates included. It moves a
-    date later, within the calendar's range: anything else is ``400 invalid_postpone`` and moves nothing."""
-    if to > POSTPONE_LAST:
-        raise KeepingTimeError(f"a postponement moves a date to {POSTPONE_LAST} at the latest, not {to}",
-                               code="invalid_postpone")
-    earlier = [i for i in items if i.status != ClockItem.Status.SATISFIED and to <= i.due_date]
-    if earlier:
-        raise KeepingTimeError(f"a postponement moves a date later: {earlier[0].owner_key} is due "
-                               f"{earlier[0].due_date}, not after {to}", code="invalid_postpone")
-    moved = 0
-    for item in items:
-        if item.clock.subject.calendar_id != calendar.id or item.status == ClockItem.Status.SATISFIED:
-            continue
-        armer = DirectArmer(brand=item.clock.brand_id, domain=item.clock.domain)
-        clock_move(armer=armer, item=item, civil=to, by="calendar", cause={"notice": notice},
-                   rearm=Rearm.CALENDAR_POSTPONE)
-        moved += 1
-    return moved
-
-
-__all__ = [
-    "calendar_close_day",
-    "calendar_open_day",
-    "calendar_postpone",
-    "clock_choose",
-    "clock_inputs_changed",
-    "clock_move",
-    "clock_open",
-    "clock_satisfy",
-    "clock_step",
-]
-
-
-# -- the subject's calendar feed: a token per subject, stored only as its sha256 ---------------------
-def subject_feed_digest(token: str) -> str:
-    # A feed token is 256 random bits: a fast hash is right, as for API keys.
-    return hashlib.sha256(token.encode("utf-8", "replace")).hexdigest()
-
-
-def subject_feed_rotate(*, subject: Subject) -> str:
-    """Issue a new feed token and return it (shown once); the old one stops working at once."""
-    token = secrets.token_urlsafe(32)
-    subject.feed_digest = subject_feed_digest(token)
-    Subject.objects.filter(pk=subject.pk).update(feed_digest=subject.feed_digest)
-    return token
-
-
-def subject_feed_revoke(*, subject: Subject) -> None:
-    """No token works any more until the next rotate."""
-    subject.feed_digest = ""
-    Subject.objects.filter(pk=subject.pk).update(feed_digest="")
-
-
-def subject_by_feed_token(*, subject_id: str, token: str | None) -> Subject | None:
-    """The subject whose feed this token opens, or None: an unknown subject, a wrong token and a revoked
-    feed look the same (one query by id and digest, the digest never empty). Its calendar and the feed's
-    last stamp (``subject.feed_stamp``, when it has one) come with it."""
-    digest = feed_token_digest(subject_id=subject_id, token=token)
-    if digest is None:
-        return None
-    return (Subject.objects.select_related("calendar", "brand", "feed_stamp")
-            .filter(pk=subject_id, feed_digest=digest).first())
-
-
-def feed_token_digest(*, subject_id: str, token: str | None) -> str | None:
-    """The digest a feed token is stored under, or None when the id or the token cannot open any feed."""
-    if not subject_id or not token or len(token) > 256 or "\x00" in subject_id or len(subject_id) > 32:
-        return None
-    return subject_feed_digest(token)
-
-
-__all__ += ["feed_token_digest", "subject_by_feed_token", "subject_feed_revoke", "subject_feed_rotate"]
