@@ -18,8 +18,8 @@ from calendars.entries import subject_calendar as build_subject_calendar
 from services import registry
 from services.api import get_clock, get_item, through_the_gate
 from services.declare import ServiceError
-from services.people import policy_set
 from services.people_api import PolicySerializer
+from services.policies import policy_set
 from timers import test_clocks
 from timers.api.auth import SecretKeyAuthentication
 from timers.api.serializers import (

@@ -7,9 +7,9 @@ class CalendarsConfig(AppConfig):
     default_auto_field = "django.db.models.BigAutoField"
 
     def ready(self) -> None:
-        from timers import batch  # noqa: PLC0415 - an app's modules load once the app registry is ready
+        from timers import batch  # noqa: PLC0415 - models load after this module
 
-        from . import closed_days, handlers, receipts, specs  # noqa: PLC0415 - as above
+        from . import closed_days, handlers, receipts, specs  # noqa: PLC0415 - models load after this module
 
         handlers.register()
         batch.on_carry_check(closed_days.calendars_token)

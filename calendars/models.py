@@ -162,7 +162,7 @@ class Clock(models.Model):
         indexes = [
             # A subject's calendar (calendars/entries.py, clock_entries): its clocks on one clock domain.
             models.Index(fields=["subject", "domain"], name="clock_subject"),
-            # A job's clocks (services/services.py: _deadline_times, job_end; services/repin.py, clock_repin_job):
+            # A job's clocks (services/deadlines.py: _deadline_times; services/jobs.py: job_end; services/repin.py):
             # without it a lagging statistic nests a scan of every clock under each item (bench/README.md).
             models.Index(fields=["owner_ref", "domain"], name="clock_owner"),
         ]

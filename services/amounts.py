@@ -12,7 +12,7 @@ from rest_framework import serializers
 from timers.api.serializers import Choice
 from timers.errors import KeepingTimeError
 
-from .services import CURRENCIES, MAX_AMOUNT, check_amount
+from .money import CURRENCIES, MAX_AMOUNT, check_amount
 
 _DIGITS_ONLY = re.compile(r"[0-9]{1,15}")
 

@@ -60,22 +60,13 @@ from timers.timeutil import iso_z
 from . import registry
 from .amounts import AmountField, CurrencyField
 from .declare import Service, ServiceError
+from .guarantees import penalty_notice
+from .jobs import job_activity, job_deliver, job_end, job_resume_work, job_wait
 from .models import Job, Subscription
+from .money import usd
 from .repin import job_repin
-from .services import (
-    job_activity,
-    job_deliver,
-    job_end,
-    job_resume_work,
-    job_wait,
-    penalty_notice,
-    subject_event,
-    subscription_cancel,
-    subscription_pause,
-    subscription_resume,
-    subscription_update,
-    usd,
-)
+from .subject_events import subject_event
+from .subscriptions import subscription_cancel, subscription_pause, subscription_resume, subscription_update
 from .versions import versions_summary
 
 _ITEM = re.compile(r"^[A-Za-z0-9_.-]{1,32}$")

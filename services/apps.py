@@ -7,28 +7,28 @@ class ServicesConfig(AppConfig):
     default_auto_field = "django.db.models.BigAutoField"
 
     def ready(self) -> None:
-        from django.db.models.signals import pre_delete, pre_save
+        from django.db.models.signals import pre_delete, pre_save  # noqa: PLC0415 - models load after this module
 
-        from calendars import entries
-        from timers import owners
-        from timers.models import Version
-        from timers.signals import test_clock_deleted, worker_starting
+        from calendars import entries  # noqa: PLC0415 - models load after this module
+        from calendars.clocks import on_clock_lapsed, on_clock_moved  # noqa: PLC0415 - models load after this module
+        from timers import owners  # noqa: PLC0415 - models load after this module
+        from timers.models import Version  # noqa: PLC0415 - models load after this module
+        from timers.signals import test_clock_deleted, worker_starting  # noqa: PLC0415 - models load after this module
 
-        from . import calendar, handlers, people, registry
-        from . import owners as timer_owners
-        from .signals import keep_pinned_versions, keep_versions_unedited, void_on_test_clock_delete
+        from . import calendar, handlers, people_handlers, registry, schedules  # noqa: PLC0415 - models load after this module
+        from . import owners as timer_owners  # noqa: PLC0415 - models load after this module
+        from .deadlines import deadline_follows_clock  # noqa: PLC0415 - models load after this module
+        from .notifications import clock_lapsed  # noqa: PLC0415 - models load after this module
+        from .signals import (  # noqa: PLC0415 - models load after this module
+            keep_pinned_versions,
+            keep_versions_unedited,
+            void_on_test_clock_delete,
+        )
 
         registry.load()  # a malformed Service is an error now, at start, naming its file and field
         handlers.register()
-        people.register()
-        from . import schedules
-
+        people_handlers.register()
         schedules.register()  # calendar-period specs and Service targets of timers' Schedules
-        from calendars.clocks import on_clock_lapsed, on_clock_moved
-
-        from .notifications import clock_lapsed
-        from .services import deadline_follows_clock
-
         on_clock_moved(deadline_follows_clock)
         on_clock_lapsed(clock_lapsed)  # who hears a lapse: Notification rows and their emails
         entries.register(calendar.schedule_and_cycle_dates, inputs=calendar.schedule_and_cycle_inputs)
@@ -41,6 +41,6 @@ class ServicesConfig(AppConfig):
 
 
 def _record_working_tree(sender, now, **kwargs) -> None:
-    from . import registry
+    from . import registry  # noqa: PLC0415 - models load after this module
 
     registry.record_working_tree(now=now)

@@ -15,8 +15,8 @@ from timers.models import Timer
 
 from . import registry
 from .models import Job, Subscription
+from .money import usd
 from .people_dates import people_dates, people_inputs  # the people's dates: links, grants, tasks, deadlines
-from .services import usd
 
 __all__ = ["people_dates", "people_inputs", "schedule_and_cycle_dates", "schedule_and_cycle_inputs"]
 

@@ -11,16 +11,13 @@ from calendars.models import Clock
 
 from . import registry
 from .models import Job, MoneyLine
+from .money import usd
 
 
 @dataclass(frozen=True)
 class Cost:
     cents: int  # what the brand pays or returns if it is missed (0: nothing charged)
     says: str  # readable: "$60.00 off the return's price if late; a hard date: the step is refused after it"
-
-
-def usd(cents: int) -> str:
-    return f"${cents / 100:,.2f}"
 
 
 def clock_costs(clocks: Iterable[Clock]) -> dict[str, Cost]:

@@ -511,7 +511,7 @@ class Service:
         cal = self.calendar
         if cal is None:
             return
-        from calendars.brand_calendars import (
+        from calendars.brand_calendars import (  # noqa: PLC0415 - a Service file imports declare before any app loads
             check_closed_days,
             check_closes,
             check_holidays,

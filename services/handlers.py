@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from calendars.models import Subject
 from timers import batch as batches
 from timers import handlers
 from timers.armer import FiringArmer
@@ -10,27 +11,17 @@ from timers.rows import read
 from timers.timeutil import iso_z, trace_z
 
 from . import registry, schedules
+from .deadlines import batch_job, signal_key
+from .jobs import job_open
+from .kinds import CYCLE, DEADLINE, MONEY, SCHEDULE, SIGNAL, SUBJECT_EVENT, UPDATE
+from .mints import mint_at, period_ends
 from .models import Job, MoneyLine, Subscription
-from .people import signal_span, step_goto
+from .money import post_money, usd
 from .periods import next_period, period_named
-from .services import (
-    CYCLE,
-    DEADLINE,
-    MONEY,
-    SCHEDULE,
-    SIGNAL,
-    SUBJECT_EVENT,
-    UPDATE,
-    _ends,
-    batch_job,
-    job_open,
-    mint_at,
-    post_money,
-    signal_key,
-    subject_event,
-    subscription_update,
-    usd,
-)
+from .policies import signal_span
+from .steps import step_goto
+from .subject_events import subject_event
+from .subscriptions import subscription_update
 
 
 def _load_subs(ids: set) -> dict:
@@ -86,7 +77,7 @@ def fire_schedule(f: Firing) -> None:
     svc = registry.get(sub.service, sub.version)
     name, period_name = f.timer.data["schedule"], f.timer.data["period"]
     sch = svc.schedule[name]
-    ends = _ends(svc, sub.input)
+    ends = period_ends(svc, sub.input)
     period = period_named(sch.each, period_name, ends=ends)
     if sub.status != Subscription.Status.ACTIVE:
         f.record("schedule.skipped", subject=sub.id, data={"schedule": name, "period": period_name,
@@ -230,8 +221,6 @@ def fire_update(f: Firing) -> None:
 
 def fire_subject_event(f: Firing) -> None:
     """An event on the subject scheduled on the clock (the example's 'the books arrive')."""
-    from calendars.models import Subject
-
     data = f.timer.data
     subject = Subject.objects.get(pk=data["subject"])
     jobs = subject_event(armer=FiringArmer(f), subject=subject, type=data["type"], key=data["key"],

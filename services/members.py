@@ -7,7 +7,7 @@ brand, so a member added to ``brokers`` takes the next open Task at once, with n
 changes are wall-clock acts on the tenant, not domain time: nothing of them is on the record. A member who
 leaves hands over what they answer for, and that is on the record of each clock domain it touches
 (``clock.reassigned``, ``task.handed_over``, ``task.reopened``, ``window.closed``, each with why
-``member_left``): see ``member_remove``.
+``member_left``): see ``handovers.member_remove``, which sits above Tasks and windows.
 """
 
 from __future__ import annotations
@@ -15,7 +15,7 @@ from __future__ import annotations
 import re
 import smtplib
 from collections.abc import Iterable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from datetime import datetime
 
 from django.conf import settings
@@ -30,25 +30,16 @@ from django.urls import reverse
 from django.utils.encoding import force_bytes
 from django.utils.http import urlsafe_base64_encode
 
-from calendars.acts import clock_reassign
-from calendars.models import Clock, ClockItem
-from timers.armer import DirectArmer
 from timers.clock import wall_now
 from timers.errors import KeepingTimeError, NotFound
-from timers.ids import brand_domain
-from timers.models import Brand, Membership, TestClock
-from timers.timeutil import iso_z
+from timers.models import Brand, Membership
 
 from . import registry
-from .models import PoolMember, Task, Window
+from .models import PoolMember
 
 STAFF_NAMES = ("the brand",)
 MEMBER_ID = re.compile(r"^mem_([0-9]{1,18})$")
 ROLES = tuple(Membership.Role.values)
-LEFT = "member_left"  # the why of every handover a removal records
-# What a removal hands over: the clocks that still have a date to keep (one that lives on the subject comes
-# again each period, so it is handed over even while all its dates are kept).
-WAITING = (ClockItem.Status.OPEN, ClockItem.Status.DUE, ClockItem.Status.PASSED)
 
 
 def brand_people(brand_id: str) -> set[str]:
@@ -108,6 +99,15 @@ def member_get(*, brand: Brand, ref: str, param: str | None = None) -> Membershi
     return found
 
 
+def brand_member(username: str, brand_id: str):
+    """The brand's member of that username. Anyone else, of another brand or of none, is the same answer,
+    so a key can't tell another brand's usernames from names nobody has."""
+    user = get_user_model().objects.filter(username=username, is_active=True, memberships__brand_id=brand_id).first()
+    if user is None:
+        raise KeepingTimeError(f"no member {username!r} in this brand", code="unknown_member", status=404)
+    return user
+
+
 def _bad(message: str, *, code: str, param: str, status: int = 400) -> KeepingTimeError:
     err = KeepingTimeError(message, code=code, status=status)
     err.param = param
@@ -127,7 +127,7 @@ def _name(name: str) -> str:
     return name
 
 
-def _sync_staff(user) -> None:
+def sync_staff(user) -> None:
     """An owner of a brand is staff (the owner console lets in staff who own a brand); one who owns none no
     longer is. A superuser is left as they are."""
     if user.is_superuser:
@@ -138,7 +138,7 @@ def _sync_staff(user) -> None:
         user.save(update_fields=["is_staff"])
 
 
-def _keep_an_owner(brand: Brand, membership: Membership, doing: str) -> None:
+def keep_an_owner(brand: Brand, membership: Membership, doing: str) -> None:
     """A brand that has an owner keeps one: the last may not leave or become a member."""
     if membership.role != Membership.Role.OWNER:
         return
@@ -217,7 +217,7 @@ def member_invite(*, brand: Brand, email: str, name: str = "", role: str = Membe
         except IntegrityError:  # the same invite, sent at the same time
             raise _bad(f"{email} is a member of {brand.name} already", code="member_exists", param="email",
                        status=409) from None
-        _sync_staff(user)
+        sync_staff(user)
         link = "" if user.has_usable_password() else invite_link(user, link_base=link_base)
         _send_invite(membership, link=link, link_base=link_base, by=by)
     return Invite(membership, link)
@@ -266,23 +266,24 @@ def member_change(*, brand: Brand, membership: Membership, name: str | None = No
                   role: str | None = None) -> Membership:
     """A member's name (what clocks and messages call them) or role. The last owner stays an owner."""
     with transaction.atomic():
-        membership = _locked(brand, membership)
+        membership = membership_locked(brand, membership)
         fields = []
         if name is not None:
             membership.name = _name(name)
             fields.append("name")
         if role is not None and _role(role) != membership.role:
             if role == Membership.Role.MEMBER:
-                _keep_an_owner(brand, membership, "become a member")
+                keep_an_owner(brand, membership, "become a member")
             membership.role = role
             fields.append("role")
         if fields:
             membership.save(update_fields=fields)
-            _sync_staff(membership.user)
+            sync_staff(membership.user)
     return membership
 
 
-def _locked(brand: Brand, membership: Membership) -> Membership:
+def membership_locked(brand: Brand, membership: Membership) -> Membership:
+    """The brand's membership read FOR UPDATE, with its user and brand, for a change or a removal."""
     found = (Membership.objects.select_for_update().select_related("user", "brand")
              .filter(pk=membership.pk, brand=brand).first())
     if found is None:  # removed meanwhile
@@ -290,125 +291,6 @@ def _locked(brand: Brand, membership: Membership) -> Membership:
     return found
 
 
-# -- remove, handing over what they answer for -------------------------------------------------------------
-@dataclass
-class Handover:
-    """What a removal handed over: clock ids to the successor, Task ids to the successor (in that Task's pool)
-    or back to their pool (the successor is not in it), standby windows closed."""
-
-    member: str
-    successor: str = ""
-    clocks: list[str] = field(default_factory=list)
-    tasks: list[str] = field(default_factory=list)
-    reopened: list[str] = field(default_factory=list)
-    windows: list[str] = field(default_factory=list)
-
-    def says(self) -> str:
-        """In people's words: "Grace Hopper left; 2 dates and 1 Task went to Linus Pauling."."""
-        parts = []
-        if self.clocks or self.tasks:
-            what = " and ".join(p for p in (_count(len(self.clocks), "date"), _count(len(self.tasks), "Task")) if p)
-            parts.append(f"{what} went to {self.successor}")
-        if self.reopened:
-            n = len(self.reopened)
-            parts.append(f"{_count(n, 'Task')} went back to {'its pool' if n == 1 else 'their pools'} "
-                         f"({self.successor or 'no successor'} is not in {'it' if n == 1 else 'them'})")
-        if self.windows:
-            parts.append("their standby window closed")
-        return f"{self.member} left" + (f"; {'; '.join(parts)}." if parts else ".")
-
-
-def _count(n: int, what: str) -> str:
-    return "" if not n else f"{n} {what}{'s' if n != 1 else ''}"
-
-
-def _live_domains(qs, brand: Brand):
-    """Rows of ``qs`` not on a deleted test clock: nothing lands on one after test_clock.deleted."""
-    gone = TestClock.objects.filter(brand=brand, status__in=TestClock.GONE).values("id")
-    return qs.exclude(domain__in=gone)
-
-
-def member_holds(*, brand: Brand, membership: Membership) -> tuple[list[Clock], list[Task]]:
-    """What the member answers for in the brand: the clocks that still have a date to keep and name them
-    (their name or username), on every clock domain, and the Tasks they hold."""
-    names = {n for n in (membership.name, membership.user.get_username()) if n}
-    clocks = _live_domains(Clock.objects.filter(brand=brand, answers_for__in=names), brand).filter(
-        Q(lives_on=Clock.LivesOn.SUBJECT) | Q(items__status__in=WAITING)).distinct().order_by("domain", "id")
-    tasks = _live_domains(Task.objects.filter(brand=brand, member=membership.user, status=Task.Status.TAKEN),
-                          brand).select_related("job", "member").order_by("domain", "id")
-    return list(clocks), list(tasks)
-
-
-def member_remove(*, brand: Brand, membership: Membership, successor: Membership | None,
-                  by: str = "the brand") -> Handover:
-    """The member leaves the brand. Everything they answer for goes to ``successor``, a member of the same
-    brand, each on its own clock domain (a DirectArmer there) and on its record:
-
-    - every clock that names them and still has a date to keep answers for the successor (``clock.reassigned``);
-    - each Task they hold goes to the successor if the successor is in that Task's pool (``task.handed_over``:
-      the hold runs on as it stood, its timers unchanged, since the hold's end reads the Task when it fires),
-      else back to its pool, open for anyone in it (``task.reopened``): a Task is never given to someone
-      outside its pool;
-    - a standby window they have open closes (``window.closed``).
-
-    Then their pool places and their membership go (the account stays: it may belong to another brand; one
-    that owns no brand is no longer staff). Refused, with nothing changed: a successor of another brand or
-    none (``successor_not_member``), the member themself (``successor_is_leaver``), no successor while they
-    answer for something (``successor_required``), the brand's last owner (``last_owner``)."""
-    from .people import _reopen_task, window_close
-
-    with transaction.atomic():
-        membership = _locked(brand, membership)
-        if successor is not None:
-            if successor.brand_id != brand.id:
-                raise _bad(f"{member_says(successor)} is not a member of {brand.name}", code="successor_not_member",
-                           param="successor")
-            if successor.pk == membership.pk:
-                raise _bad(f"{member_says(membership)} cannot succeed themself: name another member",
-                           code="successor_is_leaver", param="successor")
-            successor = _locked(brand, successor)
-        _keep_an_owner(brand, membership, "leave")
-        clocks, tasks = member_holds(brand=brand, membership=membership)
-        tasks = list(Task.objects.select_for_update(of=("self",)).filter(pk__in=[t.pk for t in tasks])
-                     .select_related("job", "member").order_by("domain", "id"))  # no take or release meanwhile
-        if (clocks or tasks) and successor is None:
-            raise _bad(f"{member_says(membership)} answers for "
-                       f"{' and '.join(p for p in (_count(len(clocks), 'date'), _count(len(tasks), 'Task')) if p)}: "
-                       f"name a successor from {brand.name}'s members", code="successor_required", param="successor")
-        user, leaver = membership.user, membership.user.get_username()
-        done = Handover(member=member_says(membership), successor=member_says(successor) if successor else "")
-        armers: dict[str, DirectArmer] = {}
-
-        def armer(domain: str) -> DirectArmer:
-            domain = brand_domain(domain, brand.id)
-            if domain not in armers:
-                armers[domain] = DirectArmer(brand=brand.id, domain=domain)
-            return armers[domain]
-
-        for clock in clocks:
-            clock_reassign(armer=armer(clock.domain), clock=clock, to=answers_as(successor), by=by, why=LEFT)
-            done.clocks.append(clock.id)
-        their_pools = set(PoolMember.objects.filter(brand=brand, membership=successor).values_list("pool", flat=True)
-                          ) if successor else set()
-        for task in tasks:
-            a = armer(task.domain)
-            if task.pool in their_pools:
-                task.member = successor.user
-                task.save(update_fields=["member"])
-                a.record("task.handed_over", subject=task.job_id, data={
-                    "task": task.id, "step": task.step, "from": leaver, "to": successor.user.get_username(),
-                    "hold_until": iso_z(task.hold_until), "by": by, "why": LEFT})
-                done.tasks.append(task.id)
-            else:
-                _reopen_task(a, task, why=LEFT)
-                done.reopened.append(task.id)
-        for win in _live_domains(Window.objects.filter(brand=brand, member=user, status=Window.Status.OPEN),
-                                 brand).select_related("member").order_by("domain", "id"):
-            window_close(armer=armer(win.domain), window=win)
-            done.windows.append(win.id)
-        membership.delete()  # its PoolMember rows with it (CASCADE)
-        _sync_staff(user)
-    return done
 
 
 # -- pools ----------------------------------------------------------------------------------------------------

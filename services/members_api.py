@@ -30,15 +30,14 @@ from timers.api.views import ERRORS, NOT_FOUND, BrandAPIView, SafeJSONParser, _e
 from timers.errors import KeepingTimeError, NotFound
 from timers.models import Brand, Membership
 
+from .handovers import Handover, member_remove
 from .members import (
     MEMBER_ID,
     ROLES,
     Declared,
-    Handover,
     member_change,
     member_get,
     member_invite,
-    member_remove,
     member_status,
     members_of,
     pool_add,
@@ -47,9 +46,7 @@ from .members import (
     pool_rosters,
     pools_declared,
 )
-from .members import (
-    member_id as id_of,
-)
+from .members import member_id as id_of
 from .models import PoolMember
 
 STATUSES = ("invited", "active")

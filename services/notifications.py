@@ -14,6 +14,8 @@ from zoneinfo import ZoneInfo
 from django.conf import settings
 from django.db import transaction
 
+from calendars.clock_keys import DUE_HANDLER
+from calendars.models import Calendar
 from timers import batch as batches
 from timers import outbox
 from timers.clock import wall_now
@@ -30,8 +32,6 @@ EMAIL_TRANSPORT = "email"  # KEEPING_TIME["TRANSPORTS"]["email"]
 
 def brand_zone(brand_id: str) -> ZoneInfo:
     """The zone a brand's notices say times in: its default calendar's (read once a batch), else UTC."""
-    from calendars.models import Calendar
-
     b = batches.current()
     cache = None if b is None else b.cache("services.brand_zones", tables=("calendars_calendar",))
     if cache is not None and brand_id in cache:
@@ -100,8 +100,6 @@ def _heard(f: Firing, domain: str, key: str) -> set | None:
         return None
     cache = b.cache(HEARD, tables=("services_notification",))
     if key not in cache:
-        from calendars.clock_keys import DUE_HANDLER
-
         keys = {key} | {t.key for t in f.holding((DUE_HANDLER,)) if t.key not in cache}
         cache.loaded = True
         with b.quiet():

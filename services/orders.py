@@ -24,9 +24,11 @@ from timers.models import Brand
 
 from . import registry, tiers
 from .declare import Service, ServiceError, check_input
+from .jobs import job_open
 from .models import Job, Subscription
+from .money import post_money
 from .periods import period_of
-from .services import job_open, post_money, subscription_create
+from .subscriptions import subscription_create
 
 # A period's name by the kind a Service declares (services/periods.py names them so).
 PERIOD_NAMES = {

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from django.db.models import Q
 
+from timers.models import Version
+
 from .models import Job, Subscription
 
 
@@ -19,8 +21,6 @@ def related(domain: str, owner: str) -> Q | None:
 
 def version_label(digest: str) -> str:
     """How headers name a version: its name (2027-06) where it has one, else its short hash."""
-    from timers.models import Version
-
     name = Version.objects.filter(pk=digest).values_list("name", flat=True).first()
     return name or f"{digest[:15]}…"
 

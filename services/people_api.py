@@ -29,6 +29,8 @@ from timers.armer import DirectArmer
 from timers.errors import KeepingTimeError
 from timers.timeutil import iso_z
 
+from . import registry
+from .acts import ask_answer, grant_give, step_done
 from .api import (
     CONFLICT,
     GATE,
@@ -40,18 +42,11 @@ from .api import (
     get_job,
     through_the_gate,
 )
+from .declare import ServiceError
 from .models import Job, Task, Window
-from .people import (
-    ask_answer,
-    grant_give,
-    policy_set,
-    step_done,
-    task_extend,
-    task_release,
-    task_take,
-    window_close,
-    window_open,
-)
+from .policies import policy_set
+from .tasks import task_extend, task_release, task_take
+from .windows import window_close, window_open
 
 STEP_ACTS = ("take", "extend", "release", "done", "answer")
 
@@ -157,9 +152,6 @@ class PolicySetView(BrandAPIView):
     def post(self, request):
         body = self.body(PolicySerializer)
         domain = arm_domain_of(self.brand, body["test_clock"] or None)
-        from . import registry
-        from .declare import ServiceError
-
         try:
             registry.get(body["service"])
         except ServiceError as exc:

@@ -20,12 +20,14 @@ from calendars.clock_reads import subject_clocks
 from calendars.clocks import arm_item
 from calendars.closed_days import business_calendar
 from calendars.models import Clock, ClockItem
+from timers import batch as batches
 from timers.armer import Armer
 from timers.errors import KeepingTimeError
 from timers.models import Timer, Version
 from timers.rearm import Rearm
 
 from . import registry
+from .kinds import SCHEDULE
 from .models import Job
 
 
@@ -196,9 +198,5 @@ def repin_subject_clocks(*, armer: Armer, job: Job) -> list[Clock]:
 
 def _minting_subjects(f) -> set[str]:
     """The subjects of the subscriptions whose mints the batch holds (from the batch's subscriptions)."""
-    from timers import batch as batches
-
-    from .services import SCHEDULE
-
     subs = batches.current().caches.get("services.subscriptions") or {}
     return {s.subject_id for t in f.holding((SCHEDULE,)) if (s := subs.get(t.owner)) is not None}

@@ -24,19 +24,22 @@ from calendars.offsets import OffsetError, parse_offset
 from timers import batch as batches
 from timers import schedule_spec
 from timers.armer import FiringArmer
-from timers.domains import domain_seed
+from timers.domains import domain_id
 from timers.engine import Firing
 from timers.errors import KeepingTimeError, NotFound
 from timers.ids import new_id
 from timers.models import Brand, Schedule, ScheduleRun, ScheduleTick
 from timers.rows import insert_new
-from timers.schedules import Started, TargetKind, compact, register_target
-from timers.timeutil import iso_z, local_instant, zone_named
+from timers.schedules import Started, TargetKind, close_run, compact, dead_letter, register_target
+from timers.timeutil import local_instant, zone_named
 
 from . import registry
 from .declare import Period as DeclaredPeriod
 from .declare import ServiceError, check_input
-from .models import Job
+from .jobs import job_end, job_open
+from .kinds import SCHEDULE
+from .mints import first_period, mint_at, mints_held
+from .models import Job, Subscription
 from .periods import EACH, Period, next_period, period_of, previous_period
 
 # -- calendar periods --------------------------------------------------------------------------------
@@ -140,14 +143,12 @@ def _service_schema() -> dict:
 
 
 def _start_service(f: Firing, sch: Schedule, run: ScheduleRun) -> Started:
-    from .services import job_open
-
     subject = Subject.objects.get(pk=sch.target["subject"])
     service, data = sch.target["service"], dict(sch.target.get("input") or {})
     svc = registry.get(service, registry.live_version(service, domain=sch.domain, now=f.now))
     job = job_open(armer=FiringArmer(f), brand_id=sch.brand_id, domain=sch.domain, service=service,
                    subject=subject, period=job_period(sch, svc.subject.period, data, run.intended_at), input=data,
-                   schedule=sch.id, job_id=new_id("job", seed=f"{domain_seed(sch.domain)}|{run.id}", length=10))
+                   schedule=sch.id, job_id=domain_id("job", sch.domain, run.id, length=10))
     return Started(ref=job.id, tick="succeeded")
 
 
@@ -177,8 +178,6 @@ def job_period(sch: Schedule, declared: DeclaredPeriod | None, data: dict, inten
 
 
 def _cancel_service(f: Firing, run: ScheduleRun) -> bool:
-    from .services import job_end
-
     job = Job.objects.filter(pk=run.ref, status=Job.Status.OPEN).first()
     if job is None:
         return False
@@ -204,7 +203,7 @@ def service_schedule(*, sub, name: str, now: datetime) -> Schedule:
     svc = registry.get(sub.service, sub.version)
     decl = svc.schedule[name]
     return Schedule.objects.create(
-        id=new_id("sch", seed=f"{domain_seed(sub.domain)}|{ref}"), brand_id=sub.brand_id, domain=sub.domain,
+        id=domain_id("sch", sub.domain, ref), brand_id=sub.brand_id, domain=sub.domain,
         name=f"{sub.service} · {name}", spec={"each": decl.each, "at": decl.at, "time": decl.time,
                                              "service": sub.service},
         zone=sub.subject.calendar.zone if sub.subject.calendar_id else "UTC",
@@ -216,15 +215,13 @@ def service_fire(f: Firing, *, sub, name: str, intended: datetime) -> tuple[Sche
     """A subscription's mint is due for ``intended``: the Run of (schedule, intended), once; None when that
     instant's Run started already (a wake that arrived twice). The Service's ``catch_up`` (each missed period,
     or only the latest) decides what a gap mints, before this: its mints are not held to a window."""
-    from .services import SCHEDULE  # services imports this module
-
     sch = batches.row(f, f"{sub.id}:{name}", name="services.schedules", load=partial(_load_schedules, sub.domain),
                       ahead=(SCHEDULE,), key_of=lambda t: f"{t.owner}:{t.data['schedule']}",
                       tables=("timers_schedule",), pk=lambda v, _: (v.pk,))
     if sch is None:  # a subscription made before schedules were rows
         sch = service_schedule(sub=sub, name=name, now=sub.opened_at)
     now = max(f.now, f.instant)
-    run = ScheduleRun(id=new_id("run", seed=f"{domain_seed(sub.domain)}|{f.timer.key}"), schedule=sch,
+    run = ScheduleRun(id=domain_id("run", sub.domain, f.timer.key), schedule=sch,
                       intended_at=intended, state=ScheduleRun.State.OPEN, started_at=now)
     started = _runs_started(f, sch)
     if started is None:
@@ -239,13 +236,6 @@ def service_fire(f: Firing, *, sub, name: str, intended: datetime) -> tuple[Sche
 
 
 RUNS_STARTED = "services.runs_started"
-
-
-def mints_held(f: Firing) -> list:
-    """The mints the batch holds (what a mint reads ahead for)."""
-    from .services import SCHEDULE
-
-    return f.holding((SCHEDULE,))
 
 
 def _runs_started(f: Firing, sch: Schedule) -> set | None:
@@ -268,8 +258,6 @@ def _load_schedules(domain: str, refs: set) -> dict:
 
 def service_minted(*, sch: Schedule, run: ScheduleRun, job: Job | None, now: datetime, error: str = "") -> None:
     """The mint's tick: succeeded with its job (the Run open until the job ends), or dead-lettered."""
-    from timers.schedules import _close, _dead_letter
-
     tick = ScheduleTick(id=new_id("tck", seed=f"{run.id}|tick"), schedule=sch, run=run,
                         intended_at=run.intended_at, fired_at=now,
                         state=ScheduleTick.State.SUCCEEDED if job else ScheduleTick.State.OPEN,
@@ -280,15 +268,12 @@ def service_minted(*, sch: Schedule, run: ScheduleRun, job: Job | None, now: dat
         batches.save(run, fields=["ref"])
         return
     tick.save(force_insert=True)
-    _dead_letter(sch, tick, now, error=error or "not minted", status=None, payload={"period": run.intended_at.isoformat()})
-    _close(run, now, f"refused · {error}"[:200])
+    dead_letter(sch, tick, now, error=error or "not minted", status=None, payload={"period": run.intended_at.isoformat()})
+    close_run(run, now, f"refused · {error}"[:200])
 
 
 def next_service_fire(sch: Schedule, after: datetime) -> datetime | None:
     """A Service schedule's next mint (its 'at' may name a clock of the Service it orders)."""
-    from .models import Subscription
-    from .services import first_period, mint_at
-
     sub = Subscription.objects.filter(pk=sch.target.get("subscription")).select_related("subject__calendar").first()
     if sub is None:
         return None
@@ -308,5 +293,3 @@ def register() -> None:
                                           schema=_service_schema))
     register_target("subscription", TargetKind(clean=_clean_subscription, start=_start_subscription))
 
-
-__all__ = ["iso_z", "register", "service_schedule", "service_fire", "service_minted", "next_service_fire"]

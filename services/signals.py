@@ -1,5 +1,9 @@
 from __future__ import annotations
 
+from calendars.models import Clock
+from timers.errors import KeepingTimeError
+from timers.models import Deploy, Timer
+
 from .models import Ask, Job, MoneyLine, Subscription, Task, Window
 
 
@@ -17,10 +21,6 @@ def void_on_test_clock_delete(sender, clock, **kwargs) -> None:
 
 def keep_pinned_versions(sender, instance, **kwargs) -> None:
     """A version is never deleted while a timer, job, clock or subscription pins it."""
-    from calendars.models import Clock
-    from timers.errors import KeepingTimeError
-    from timers.models import Deploy, Timer
-
     pinned = {
         "timers": Timer.objects.filter(version=instance.digest).count(),
         "jobs": Job.objects.filter(version=instance.digest).count(),
@@ -37,8 +37,6 @@ def keep_pinned_versions(sender, instance, **kwargs) -> None:
 
 def keep_versions_unedited(sender, instance, **kwargs) -> None:
     """A version is content-addressed: its files never change; only a missing name may be given once."""
-    from timers.errors import KeepingTimeError
-
     old = type(instance).objects.filter(pk=instance.pk).values("module", "sources", "services", "name").first()
     if old is None:
         return

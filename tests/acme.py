@@ -61,7 +61,7 @@ def open_return(brand, tc, subject, *, now=None):
 
 def tax_plan_subscribers(brand, clock, n: int) -> list:
     """``n`` C corps on the Tax Plan on one test clock, each as loadexample makes Acme (CA, NY, NJ)."""
-    from services.services import subscription_create
+    from services.subscriptions import subscription_create
 
     cal, _ = Calendar.objects.get_or_create(
         brand=brand, name="apis.tax", defaults={"zone": "America/New_York", "holiday_country": "US",

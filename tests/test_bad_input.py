@@ -17,7 +17,7 @@ from calendars.feed_tokens import subject_feed_rotate
 from calendars.models import Calendar, Clock, ClockItem, Subject
 from services.declare import Input, InvalidInput, Service, ServiceError, SubjectSpec
 from services.models import Job, MoneyLine, Subscription
-from services.services import subscription_create
+from services.subscriptions import subscription_create
 from timers import keys
 from timers.errors import InvalidKey, KeepingTimeError
 from timers.models import Commit, Event, Outbox, TestClock, Timer

@@ -17,7 +17,7 @@ from django.core.management import call_command
 from calendars.models import Subject
 from services.models import Subscription, Task
 from services.portal_sessions import portal_session_create
-from services.services import subject_event
+from services.subject_events import subject_event
 from tests.axe import assert_accessible
 from tests.browser import VIEWPORTS, browser, expect  # noqa: F401  (browser is a fixture)
 from timers.armer import DirectArmer

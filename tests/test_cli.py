@@ -143,8 +143,8 @@ def test_timers_list_after_each_kind_of_act_outside_the_tick(brand):
     from calendars.brand_calendars import calendar_create, calendar_postpone
     from calendars.clocks import clock_satisfy
     from calendars.models import ClockItem
+    from services.jobs import job_resume_work, job_wait
     from services.orders import job_order
-    from services.services import job_resume_work, job_wait
     from services.subjects import subject_create
     from timers.armer import DirectArmer
     from timers.test_clocks import test_clock_create

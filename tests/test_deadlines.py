@@ -22,7 +22,7 @@ START = datetime(2027, 1, 20, 14, tzinfo=UTC)
 
 def _return_2027(brand):
     """The 2027 return on 2028-03-01, its books in since the mint (it opens waiting on the organizer)."""
-    from services.services import job_resume_work
+    from services.jobs import job_resume_work
 
     clock = test_clock_create(brand=brand, frozen_time=START)
     tax_plan_subscribers(brand, clock, 1)
@@ -115,7 +115,7 @@ def _at_risk(clock, job) -> Timer:
 
 
 def test_the_deadline_counts_only_while_the_work_is_the_brands(brand):
-    from services.services import job_resume_work, job_wait
+    from services.jobs import job_resume_work, job_wait
 
     clock, job = _return_2027(brand)  # on 2028-03-01 14:00Z; at risk 2028-03-27 00:30Z, late 2028-04-14 04:00Z
     late_at = job.late_at
@@ -138,7 +138,7 @@ def test_the_deadline_counts_only_while_the_work_is_the_brands(brand):
 
 
 def test_a_resume_is_capped_at_late_and_one_whose_time_passed_fires_at_once(brand):
-    from services.services import job_resume_work, job_wait
+    from services.jobs import job_resume_work, job_wait
 
     clock, job = _return_2027(brand)
     job_wait(armer=DirectArmer(brand=brand, domain=clock.id), job=job, on="the organizer")
@@ -161,7 +161,7 @@ def test_a_resume_is_capped_at_late_and_one_whose_time_passed_fires_at_once(bran
 
 
 def test_waiting_twice_is_refused(brand):
-    from services.services import job_wait
+    from services.jobs import job_wait
 
     clock, job = _return_2027(brand)
     job_wait(armer=DirectArmer(brand=brand, domain=clock.id), job=job, on="the organizer")

@@ -19,8 +19,8 @@ from calendars.clocks import clock_open
 from calendars.models import Clock, ClockItem
 from calendars.specs import ClockSpec
 from services.api import jobs_json
+from services.jobs import next_timer
 from services.models import Job, Subscription
-from services.services import next_timer
 from tests.acme import acme_subject, open_return
 from tests.conftest import at
 from tests.test_api import Client

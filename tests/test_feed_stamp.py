@@ -29,7 +29,7 @@ from calendars.feed_tokens import subject_feed_rotate
 from calendars.models import Calendar, Clock, ClockItem, ClosedDay, FeedStamp, Subject
 from keeping_time import wsgi as kt_wsgi
 from services.models import Ask, Grant, Job, Subscription, Task
-from services.services import subscription_create
+from services.subscriptions import subscription_create
 from tests.acme import acme_subject, open_return
 from tests.conftest import at
 from timers import outbox

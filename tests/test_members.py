@@ -30,7 +30,8 @@ from django.test.utils import CaptureQueriesContext
 
 from calendars.models import Clock
 from portals.delivery.views import _my_tasks
-from services.members import WAITING, member_id
+from services.handovers import WAITING
+from services.members import member_id
 from services.models import PoolMember, Task
 from tests.test_bad_input import one_line, run
 from timers.models import Brand, Event, Membership, Timer

@@ -11,8 +11,9 @@ from datetime import UTC, datetime
 import pytest
 
 from calendars.models import Calendar, Clock, Subject
+from services.jobs import job_open
 from services.models import Job, Subscription
-from services.services import job_open, subscription_create
+from services.subscriptions import subscription_create
 from tests.conftest import at
 from timers.armer import DirectArmer
 from timers.models import Event, TestClock, Timer, live_domain

@@ -17,9 +17,11 @@ from django.core.management import call_command
 from django.db import IntegrityError, transaction
 
 from calendars.models import Clock
+from services.guarantees import penalty_notice
+from services.jobs import job_end, job_open, job_resume_work, job_wait
 from services.ledger import brand_balance, job_ledgers, member_earnings, subject_statements
 from services.models import Job, MoneyLine
-from services.services import job_end, job_open, job_resume_work, job_wait, penalty_notice, post_money
+from services.money import post_money
 from tests.acme import acme_subject
 from tests.test_api import Client
 from timers import tenants
@@ -166,7 +168,7 @@ def test_amounts_are_whole_cents(brand):
 
 
 def test_a_statement_for_each_cycle(brand, django_assert_num_queries, django_assert_max_num_queries):
-    from services.services import subscription_create
+    from services.subscriptions import subscription_create
 
     tc = test_clock_create(brand=brand, frozen_time=datetime(2027, 1, 20, 12, tzinfo=UTC), name="s")
     subject = acme_subject(brand, tc.id)

@@ -22,11 +22,14 @@ from hypothesis import strategies as st
 
 from calendars.models import Clock, Subject
 from services import registry
+from services.acts import step_done
+from services.guarantees import penalty_notice
+from services.jobs import job_end, job_open
 from services.ledger import brand_balance, job_ledgers
 from services.members import pool_add
 from services.models import Job, MoneyLine, Subscription, Task
-from services.people import step_done, task_extend, task_take
-from services.services import job_end, job_open, penalty_notice, subscription_create
+from services.subscriptions import subscription_create
+from services.tasks import task_extend, task_take
 from timers.armer import DirectArmer
 from timers.domains import domain_now
 from timers.errors import KeepingTimeError, Refused

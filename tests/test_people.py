@@ -19,7 +19,7 @@ from django.core.management import call_command
 from services import registry
 from services.declare import Pool, Scope, Service, ServiceError, Signal, Step, SubjectSpec
 from services.models import Ask, Grant, Job, MoneyLine, Notification, PolicyValue, Task, Window
-from services.people import task_extend, task_release, task_take
+from services.tasks import task_extend, task_release, task_take
 from timers import outbox
 from timers.armer import DirectArmer
 from timers.errors import KeepingTimeError
@@ -337,7 +337,7 @@ def test_a_clock_that_lives_on_the_subject_outlives_its_job(db):
     """Acme's 2026 return carries a carryforward clock (lives_on subject, to 2046): canceling the return voids
     its file and pay dates, never the carryforward."""
     from calendars.models import ClockItem
-    from services.services import job_end
+    from services.jobs import job_end
 
     out = StringIO()
     call_command("loadexample", "apis_tax", stdout=out)

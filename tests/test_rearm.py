@@ -12,8 +12,9 @@ from django.core.management import call_command
 
 from calendars.brand_calendars import calendar_close_day, calendar_postpone
 from calendars.models import ClockItem
+from services.jobs import job_activity
 from services.models import Job, Subscription
-from services.services import job_activity, subscription_pause, subscription_resume, subscription_update
+from services.subscriptions import subscription_pause, subscription_resume, subscription_update
 from tests.conftest import T0
 from timers.armer import DirectArmer
 from timers.arming import timer_hold

@@ -18,8 +18,8 @@ from django.db import connection
 
 from calendars.models import Calendar, Subject
 from services import registry
+from services.jobs import job_deliver
 from services.models import Job
-from services.services import job_deliver
 from tests.conftest import admin_url, at
 from timers import schedule_spec
 from timers.armer import DirectArmer
@@ -569,7 +569,7 @@ def test_the_four_ways_agree_on_a_clock_with_schedules(brand, subject, target):
 def test_a_services_schedule_mints_through_the_same_runs_and_ticks(brand, subject):
     """A subscription's schedule is a Schedule row: each mint a Run of (schedule, its instant) with a tick that
     succeeds with its job, and the Run closes when the job is delivered."""
-    from services.services import subscription_create
+    from services.subscriptions import subscription_create
 
     tc = clock_at(brand, "2027-01-02T14:00Z")
     sub = subscription_create(brand=brand, domain=tc.id, subject=subject(tc), service="t-monthly")

@@ -208,7 +208,7 @@ def test_versions_check_prints_bundle_rungs_lib_armed_pinned_and_next_as_the_see
     from django.test import override_settings
 
     from services import registry
-    from services.services import job_open
+    from services.jobs import job_open
     from services.versions import version_deploy
     from tests.test_versions import LIVE_PATHS, START
 
@@ -265,8 +265,8 @@ def test_get_versions_pinned_names_a_version_held_only_by_a_subjects_clock(brand
     from django.test import override_settings
 
     from services import registry
+    from services.jobs import job_open
     from services.models import Job
-    from services.services import job_open
     from services.versions import version_deploy
     from tests.test_versions import LIVE_PATHS, START
 

@@ -16,8 +16,9 @@ from django.db import IntegrityError, transaction
 from calendars.models import Calendar, Subject
 from services import registry
 from services.declare import Price, Schedule, Service, ServiceError, SubjectSpec, clock
+from services.jobs import job_open
 from services.models import Job, MoneyLine, Subscription
-from services.services import job_open, subscription_cancel, subscription_create
+from services.subscriptions import subscription_cancel, subscription_create
 from tests.conftest import at
 from timers.arming import timer_wake
 from timers.clock import VirtualWallClock
@@ -242,7 +243,7 @@ def test_the_subject_calendar_lists_mints_and_renewals(db):
 
 
 def test_a_guarantee_credits_a_penalty_notice_up_to_its_cap(brand):
-    from services.services import penalty_notice
+    from services.guarantees import penalty_notice
     from tests.acme import acme_subject
     from timers.armer import DirectArmer
 
@@ -274,7 +275,8 @@ def test_a_guarantee_credits_a_penalty_notice_up_to_its_cap(brand):
 
 
 def test_cancel_before_delivery_returns_the_hold_and_stops_the_jobs_timers(brand):
-    from services.services import job_end, post_money
+    from services.jobs import job_end
+    from services.money import post_money
     from tests.acme import acme_subject
     from timers.armer import DirectArmer
 
@@ -314,7 +316,7 @@ def test_a_quiet_job_reads_its_last_activity_when_the_silent_timer_fires(world):
     """Activity is not on the closed re-arm list: it moves no timer. The silent timer, when it fires, reads
     the last activity: some within the span arms the next check (@1) from it and raises nothing; with none
     since, the check raises the signal."""
-    from services.services import job_activity
+    from services.jobs import job_activity
     from timers.armer import DirectArmer
 
     tc, sub = world("2027-11-01T14:00Z", "t-monthly")
@@ -346,7 +348,7 @@ def test_a_quiet_job_reads_its_last_activity_when_the_silent_timer_fires(world):
 
 
 def test_delivering_a_job_carries_what_the_subject_keeps(world):
-    from services.services import job_deliver
+    from services.jobs import job_deliver
     from timers.armer import DirectArmer
     from timers.errors import KeepingTimeError
 
@@ -385,7 +387,7 @@ def test_timers_list_on_a_job_shows_its_mint_its_clocks_and_the_next_armed(db):
 
 
 def test_a_minted_return_carries_carryforwards_to_the_subject(db):
-    from services.services import job_deliver
+    from services.jobs import job_deliver
     from timers.armer import DirectArmer
 
     out = StringIO()
@@ -401,7 +403,7 @@ def test_a_minted_return_carries_carryforwards_to_the_subject(db):
 @pytest.mark.parametrize(("service", "minted_at_resume"), [("t-yearly-open", ["2028", "2029"]),
                                                            ("t-yearly-latest", ["2029"])])
 def test_a_paused_schedule_mints_nothing_and_resume_follows_catch_up(world, service, minted_at_resume):
-    from services.services import subscription_pause, subscription_resume
+    from services.subscriptions import subscription_pause, subscription_resume
     from timers.armer import DirectArmer
 
     tc, sub = world("2027-06-01T14:00Z", service)
@@ -426,7 +428,7 @@ def test_a_paused_schedule_mints_nothing_and_resume_follows_catch_up(world, serv
 
 
 def test_a_notice_received_mints_its_reply_once_within_the_plans_allowance(db):
-    from services.services import subject_event
+    from services.subject_events import subject_event
     from timers.armer import DirectArmer
 
     out = StringIO()
@@ -453,7 +455,7 @@ def test_a_notice_received_mints_its_reply_once_within_the_plans_allowance(db):
 
 
 def test_a_job_opened_past_its_own_deadline_records_at_risk_then_late_in_order(db):
-    from services.services import subject_event
+    from services.subject_events import subject_event
     from timers.armer import DirectArmer
     from timers.models import Event
 

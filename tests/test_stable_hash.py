@@ -25,7 +25,7 @@ from django.test import Client
 from calendars.models import Clock, Subject, seeded_subject_id
 from services.management.commands.loadexample import START, _remove
 from services.models import Job, MoneyLine, Subscription
-from services.services import subscription_create
+from services.subscriptions import subscription_create
 from timers import outbox
 from timers.arming import timer_arm
 from timers.domains import domain_id, domain_seed

@@ -7,7 +7,7 @@ import pytest
 
 from calendars.models import Calendar, Subject
 from services import registry
-from services.services import subscription_create
+from services.subscriptions import subscription_create
 from services.tiers import needs
 from timers.errors import KeepingTimeError
 from timers.models import Brand, live_domain

@@ -336,7 +336,7 @@ carry = Service(name="carry-watch", subject=SubjectSpec(kind="taxpayer", key="ei
 
 
 def test_a_subject_clock_repins_when_a_newer_job_of_its_service_joins(brand, tmp_path, registry_state, monkeypatch):
-    from services.services import job_open
+    from services.jobs import job_open
     from tests.acme import acme_subject
 
     clock = _two_versions(tmp_path, monkeypatch, brand, "carry_brand", CARRY.replace("{rungs}", '"notice 90d",'),
@@ -367,7 +367,7 @@ def test_a_subject_clock_opened_in_a_batch_repins_when_a_newer_job_joins_in_the_
     # The batch reads a subject's clocks once (calendars.clock_reads.subject_clocks) and keeps the list current
     # as clocks open: the repin of the first job's clock must not be skipped by the batch's older list.
     from calendars.clock_reads import subject_clocks
-    from services.services import job_open
+    from services.jobs import job_open
     from tests.acme import acme_subject
     from timers.armer import FiringArmer
 
@@ -411,7 +411,7 @@ def test_a_stored_subject_clock_repinned_by_a_firing_keeps_its_alike_timers_pinn
         brand, tmp_path, registry_state, monkeypatch, handler):
     # The first job's timers are in the table before the tick; the newer job opens inside a firing, so the
     # repin of the kept rung is the batch's own write of a stored timer (not an insert of a new one).
-    from services.services import job_open
+    from services.jobs import job_open
     from tests.acme import acme_subject
     from timers.armer import FiringArmer
 
@@ -449,7 +449,7 @@ plan = Service(name="watch-plan", subject=SubjectSpec(kind="taxpayer", key="ein"
 def test_a_subscription_renews_at_the_price_of_the_plan_it_was_made_under(brand, tmp_path, registry_state,
                                                                          monkeypatch):
     from services.models import MoneyLine
-    from services.services import subscription_create
+    from services.subscriptions import subscription_create
     from tests.acme import acme_subject
 
     clock = _two_versions(tmp_path, monkeypatch, brand, "plan_brand", PLAN.replace("{usd}", "1_000"),

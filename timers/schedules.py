@@ -336,7 +336,7 @@ def _http_settled(results: list[tuple[str, bool, Any]]) -> None:
             closed.setdefault((now, f"refused · {text[:180]}"), []).append(pk)
             tick = ScheduleTick.objects.filter(run_id=pk).first()
             if tick is not None:
-                _dead_letter(schedules[schedule_id], tick, now, error=text, status=_http_status(text),
+                dead_letter(schedules[schedule_id], tick, now, error=text, status=_http_status(text),
                              payload=Outbox.objects.filter(pk=ref).values_list("payload", flat=True).first())
         _settle_rows(succeeded, closed)
         for sch in schedules.values():
@@ -398,15 +398,17 @@ def _settle_tick(tick: ScheduleTick, state: str, now: datetime) -> None:
     tick.state, tick.settled_at = state, now
 
 
-def _dead_letter(sch: Schedule, tick: ScheduleTick, now: datetime, *, error: str, status: int | None,
-                 payload: dict | None) -> None:
+def dead_letter(sch: Schedule, tick: ScheduleTick, now: datetime, *, error: str, status: int | None,
+                payload: dict | None) -> None:
+    """A tick that will not succeed: settled dead-lettered, with its DeadLetter row (once)."""
     _settle_tick(tick, ScheduleTick.State.DEAD_LETTERED, now)
     DeadLetter.objects.get_or_create(tick=tick, defaults={
         "id": new_id("dlq", seed=f"{tick.id}|dead"), "schedule": sch, "at": now, "status": status,
         "error": error[:2000], "payload": payload or {}})
 
 
-def _close(run: ScheduleRun, now: datetime, outcome: str) -> None:
+def close_run(run: ScheduleRun, now: datetime, outcome: str) -> None:
+    """An open Run closes with its outcome (a Service's mint refused, a job's end, a target's refusal)."""
     ScheduleRun.objects.filter(pk=run.pk, state=ScheduleRun.State.OPEN).update(
         state=ScheduleRun.State.CLOSED, closed_at=now, outcome=outcome[:200])
     run.state, run.closed_at, run.outcome = ScheduleRun.State.CLOSED, now, outcome[:200]
@@ -488,7 +490,7 @@ def schedule_run_closed(*, armer: Any, ref: str, outcome: str) -> ScheduleRun | 
     run = ScheduleRun.objects.select_related("schedule").filter(ref=ref, state=ScheduleRun.State.OPEN).first()
     if run is None:
         return None
-    _close(run, armer.now, outcome)
+    close_run(run, armer.now, outcome)
     if run.schedule.target_kind != Schedule.Target.SUBSCRIPTION:  # a Service's mints keep their record as it was
         armer.record("schedule.run_closed", subject=run.schedule_id, data={"run": run.id, "outcome": outcome})
     _release_buffered(run.schedule, armer.now, armer.arm)
@@ -536,8 +538,8 @@ def _begin(f: Firing, sch: Schedule, run: ScheduleRun, now: datetime, *, new: bo
         if got.tick == "succeeded":
             _settle_tick(tick, "succeeded", now)
         elif got.tick == "dead_lettered":
-            _dead_letter(sch, tick, now, error=got.error, status=got.status, payload=got.payload)
-            _close(run, now, f"refused · {got.error[:180]}")
+            dead_letter(sch, tick, now, error=got.error, status=got.status, payload=got.payload)
+            close_run(run, now, f"refused · {got.error[:180]}")
     # Not the ref: an HTTP call's submission id derives from the clock's id, which never reaches the record.
     f.record("schedule.fired", subject=sch.id, data={"at": iso_z(run.intended_at), "run": run.id,
                                                      "tick": tick.state})

@@ -25,11 +25,12 @@ from calendars.feed_tokens import subject_feed_rotate
 from calendars.models import ClockItem, Subject
 from keeping_time import glossary
 from services import registry
-from services.costs import clock_costs, usd
+from services.costs import clock_costs
 from services.members import brand_people
 from services.models import Subscription
+from services.money import usd
 from services.portal_sessions import portal_session_open
-from services.services import subscription_cancel, subscription_uncancel
+from services.subscriptions import subscription_cancel, subscription_uncancel
 from timers.models import Timer, brand_domain
 
 from .. import words

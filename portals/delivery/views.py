@@ -24,10 +24,12 @@ from calendars.acts import clock_acknowledge, clock_reassign
 from calendars.clocks import clock_choose, clock_satisfy
 from calendars.models import ClockItem, Subject
 from keeping_time import glossary
+from services.acts import step_done
 from services.costs import clock_costs
 from services.members import member_names
 from services.models import PoolMember, Task, Window
-from services.people import step_done, task_extend, task_release, task_take, window_close, window_open
+from services.tasks import task_extend, task_release, task_take
+from services.windows import window_close, window_open
 from timers.domains import domain_now
 from timers.models import Membership, TestClock, Timer, brand_domain, is_live, live_domain
 

@@ -25,17 +25,13 @@ from calendars.clocks import clock_choose, clock_satisfy
 from calendars.entries import clock_what
 from calendars.models import ClockItem
 from portals.words import day
+from services.acts import ask_answer, step_done
+from services.jobs import job_deliver, job_end
 from services.members import brand_people
 from services.models import Job, Notification, Subscription, Task
 from services.notifications import notify
-from services.people import ask_answer, step_done, task_take
-from services.services import (
-    job_deliver,
-    job_end,
-    subscription_cancel,
-    subscription_pause,
-    subscription_resume,
-)
+from services.subscriptions import subscription_cancel, subscription_pause, subscription_resume
+from services.tasks import task_take
 from timers.armer import DirectArmer
 from timers.domains import domain_now
 from timers.errors import KeepingTimeError, Refused

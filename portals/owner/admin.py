@@ -21,7 +21,6 @@ from calendars.entries import clock_what
 from calendars.models import Clock, ClockItem
 from services import registry
 from services.api import usage_json
-from services.costs import usd
 from services.declare import ServiceError
 from services.members import pool_named, pool_usernames_of
 from services.models import (
@@ -36,6 +35,7 @@ from services.models import (
     Task,
     Window,
 )
+from services.money import usd
 from timers.admin import ReadOnlyAdmin, ReadOnlyMixin
 from timers.models import Timer
 

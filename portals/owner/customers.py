@@ -23,8 +23,8 @@ from calendars.models import Calendar, Subject
 from services import registry
 from services.declare import Input, Service
 from services.models import Job, Subscription
+from services.money import usd
 from services.orders import PERIOD_NAMES, is_plan, job_order, subscription_start
-from services.services import usd
 from services.subjects import subject_create, subject_kinds
 from timers.admin import ApiKeyAdmin as RuntimeApiKeyAdmin
 from timers.clock import wall_now

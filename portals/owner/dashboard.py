@@ -27,10 +27,11 @@ from calendars.entries import clock_what
 from calendars.models import Clock, ClockItem
 from portals.words import day, local, until
 from services import registry
-from services.costs import Cost, clock_costs, job_costs, usd
+from services.costs import Cost, clock_costs, job_costs
 from services.declare import ServiceError
 from services.members import STAFF_NAMES, member_says, pool_named
 from services.models import Ask, Grant, Job, Notification, Subscription, Task, Window
+from services.money import usd
 from timers.models import Brand, Event, Membership, Timer, in_domain
 from timers.timeutil import duration_text
 

@@ -19,14 +19,13 @@ from django.http import HttpResponseRedirect
 from django.template.response import TemplateResponse
 from django.urls import reverse
 
+from services.handovers import member_holds, member_remove
 from services.members import (
     Declared,
     answers_as,
     member_change,
-    member_holds,
     member_invite,
     member_reinvite,
-    member_remove,
     member_says,
     member_status,
     pool_add,

@@ -12,9 +12,9 @@ from django.http import HttpRequest, HttpResponse
 from django.template.response import TemplateResponse
 
 from calendars.models import Subject
-from services.costs import usd
 from services.ledger import brand_balance, statements_of
 from services.models import Job, MoneyLine
+from services.money import usd
 from timers.models import LIVE, Brand, Membership, live_domain
 
 from .scope import as_of, request_brands

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from calendars.models import Subject
 from services.management.cli import json_option, pairs_option
+from services.money import usd
 from services.orders import job_order
-from services.services import usd
 from timers.errors import NotFound
 from timers.management.base import KTCommand
 from timers.timeutil import trace_z

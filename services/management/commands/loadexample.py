@@ -10,17 +10,20 @@ from __future__ import annotations
 
 from datetime import UTC, datetime, time
 
+from django.contrib.auth import get_user_model
 from django.db import transaction
 
 from calendars.models import Calendar, ClosedDay, Subject, seeded_subject_id
 from services import registry
+from services.kinds import ACT, SUBJECT_EVENT, UPDATE
+from services.members import pool_add, pools_of
 from services.models import Job, MoneyLine, Notification, PolicyValue, Subscription, Window
-from services.services import SUBJECT_EVENT, UPDATE, subscription_create
+from services.subscriptions import subscription_create
 from services.versions import version_deploy
 from timers import progress
 from timers.arming import timer_arm
 from timers.management.base import KTCommand
-from timers.models import Brand, Commit, Deploy, Event, Outbox, TestClock, Timer, Version
+from timers.models import Brand, Commit, Deploy, Event, Membership, Outbox, TestClock, Timer, Version
 from timers.tenants import brand_get_or_create
 from timers.test_clocks import fire_tally_retire, test_clock_create
 
@@ -103,12 +106,6 @@ class Command(KTCommand):
         its hold returned less the appraisal already done); a registrar grant that ends and refuses the
         transfer needs_grant; a standby window; and gone_dark, which stall_days 14 → 7 brings to 10 November
         from the account's last reply on 3 November."""
-        from django.contrib.auth import get_user_model
-
-        from services.members import pool_add, pools_of
-        from services.people import ACT
-        from timers.models import Membership
-
         self.bar.step("loading api_forsale: the test clock, the members and the calendar")
         clock = test_clock_create(brand=brand, frozen_time=FORSALE_START, name="api.forsale deals", seed=seed)
         for username, name in (("grace", "Grace Hopper"), ("linus", "Linus Pauling")):

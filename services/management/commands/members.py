@@ -4,16 +4,15 @@ brand when there are several). A member is named by its id (mem_12) or username.
 
 from __future__ import annotations
 
+from services.handovers import member_holds, member_remove
 from services.members import (
     ROLES,
     answers_as,
     default_link_base,
     member_change,
     member_get,
-    member_holds,
     member_id,
     member_invite,
-    member_remove,
     member_says,
     member_status,
     members_of,

@@ -10,10 +10,10 @@ from __future__ import annotations
 import re
 
 from calendars.models import Clock, Subject
-from services.costs import usd
+from services.guarantees import penalty_notice
 from services.ledger import brand_balance, member_earnings, subject_statements
 from services.members import member_get, member_says
-from services.services import check_amount, penalty_notice
+from services.money import check_amount, usd
 from timers.armer import DirectArmer
 from timers.errors import NotFound
 from timers.management.base import KTCommand

@@ -14,6 +14,7 @@ from calendars.entries import subject_calendar
 from calendars.feed_tokens import subject_feed_revoke, subject_feed_rotate
 from calendars.models import Subject
 from services.management.cli import brand_and_domain, pairs_option
+from services.portal_sessions import portal_session_create
 from services.subjects import get_calendar, subject_create
 from timers.domains import domain_now
 from timers.management.base import KTCommand
@@ -98,8 +99,6 @@ class Command(KTCommand):
                            f"{cal.zone} ({cal.name}, {cal.id})" if cal else "UTC", where])
 
     def _portal(self, o):
-        from services.portal_sessions import portal_session_create
-
         subject = self.subject(o["subject_id"])
         session, path = portal_session_create(brand=subject.brand, subject=subject)
         self.stdout.write(f"http://{settings.KEEPING_TIME['FEED_HOST']}{path}")

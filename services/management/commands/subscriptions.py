@@ -8,8 +8,8 @@ from services import registry
 from services.api import usage_json
 from services.management.cli import brand_and_domain, json_option, pairs_option
 from services.models import Subscription
+from services.money import usd
 from services.orders import subscription_start
-from services.services import usd
 from timers.errors import NotFound
 from timers.management.base import KTCommand
 from timers.timeutil import trace_z

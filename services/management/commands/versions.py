@@ -7,6 +7,7 @@
 
 from __future__ import annotations
 
+from django.core.management.base import CommandError
 from django.db.models import Q
 
 from services import registry
@@ -53,8 +54,6 @@ class Command(KTCommand):
             self._fail(f"invalid_version: {exc}")
 
     def _fail(self, line: str) -> None:
-        from django.core.management.base import CommandError
-
         raise CommandError(line)
 
     def _deploy(self, o) -> None:
