@@ -16,10 +16,11 @@ from calendars.acts import clock_acknowledge
 from calendars.api import calendar_domain, calendar_json, get_subject, parse_from
 from calendars.entries import subject_calendar as build_subject_calendar
 from services import registry
-from services.api import get_clock, get_item, through_the_gate
 from services.declare import ServiceError
+from services.outside_writes import through_the_gate
 from services.people_api import PolicySerializer
 from services.policies import policy_set
+from services.selectors import get_clock, get_item
 from timers import test_clocks
 from timers.api.auth import SecretKeyAuthentication
 from timers.api.serializers import (

@@ -15,7 +15,7 @@ from rest_framework.response import Response
 
 from calendars.brand_calendars import calendar_postpone
 from calendars.clocks import clock_inputs_changed
-from timers.api.serializers import StrictIntegerField
+from timers.api.serializers import StrictCharField, StrictIntegerField
 from timers.api.views import (
     ERRORS,
     NOT_FOUND,
@@ -31,20 +31,13 @@ from timers.timeutil import iso_z
 
 from . import registry
 from .acts import ask_answer, grant_give, step_done
-from .api import (
-    CONFLICT,
-    GATE,
-    StrictCharField,
-    _render_job,
-    clock_json,
-    get_clock,
-    get_item,
-    get_job,
-    through_the_gate,
-)
+from .api_json import clock_json, render_job
+from .api_schemas import CONFLICT, GATE
 from .declare import ServiceError
 from .models import Job, Task, Window
+from .outside_writes import through_the_gate
 from .policies import policy_set
+from .selectors import get_clock, get_item, get_job
 from .tasks import task_extend, task_release, task_take
 from .windows import window_close, window_open
 
@@ -104,7 +97,7 @@ class JobStepActView(BrandAPIView):
                 ask_answer(armer=armer, job=job, step=step, party=body["party"])
         job.refresh_from_db()
         task = Task.objects.select_related("member").filter(job=job).order_by("-entry").first()
-        return Response({**_render_job(job), "task": task_json(task)})
+        return Response({**render_job(job), "task": task_json(task)})
 
 
 class GrantSerializer(serializers.Serializer):

@@ -14,12 +14,13 @@ from rest_framework.response import Response
 from calendars.models import Clock, Proposal
 from calendars.proposals import clock_propose, proposal_approve, proposals_commit
 from timers.api.serializers import NameField, StrictRegexField
-from timers.api.views import ERRORS, NOT_FOUND, BrandAPIView, _error, get_owned
+from timers.api.views import ERRORS, NOT_FOUND, BrandAPIView, SafeJSONParser, _error, get_owned
 from timers.armer import DirectArmer
 from timers.errors import NotFound
 from timers.timeutil import iso_z
 
-from .api import SafeJSONParser, get_clock, get_item, through_the_gate
+from .outside_writes import through_the_gate
+from .selectors import get_clock, get_item
 
 
 class ProposalCreateSerializer(serializers.Serializer):

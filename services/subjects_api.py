@@ -43,17 +43,12 @@ from timers.ids import is_live
 from timers.models import Brand
 from timers.timeutil import iso_z
 
-from .api import (
-    DeclaredInputField,
-    JobListView,
-    JobSerializer,
-    SubscriptionListView,
-    SubscriptionSerializer,
-    jobs_json,
-    subscriptions_json,
-)
+from .api_json import jobs_json, subscriptions_json
+from .api_schemas import DeclaredInputField, JobSerializer, SubscriptionSerializer
+from .jobs_api import JobListView
 from .orders import job_order, subscription_start
 from .subjects import get_calendar, subject_create, subject_kinds, subject_update
+from .subscriptions_api import SubscriptionListView
 
 SUBJECT_ORDER = ("created_at", "id")
 

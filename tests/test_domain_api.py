@@ -18,7 +18,7 @@ from calendars import specs
 from calendars.clocks import clock_open
 from calendars.models import Clock, ClockItem
 from calendars.specs import ClockSpec
-from services.api import jobs_json
+from services.api_json import jobs_json
 from services.jobs import next_timer
 from services.models import Job, Subscription
 from tests.acme import acme_subject, open_return

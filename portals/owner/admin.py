@@ -20,7 +20,7 @@ from calendars.admin import ClockItemAdmin as CalendarsClockItemAdmin
 from calendars.entries import clock_what
 from calendars.models import Clock, ClockItem
 from services import registry
-from services.api import usage_json
+from services.api_json import usage_json
 from services.declare import ServiceError
 from services.members import pool_named, pool_usernames_of
 from services.models import (

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from calendars.models import Subject
 from services import registry
-from services.api import usage_json
+from services.api_json import usage_json
 from services.management.cli import brand_and_domain, json_option, pairs_option
 from services.models import Subscription
 from services.money import usd
