@@ -291,9 +291,9 @@ def noop_rate(n: int) -> dict:
 
 def remove(brand) -> None:
     """Delete the bench's clocks and every row on them (loadexample's own removal)."""
-    from services.management.commands.loadexample import _remove
+    from services.management.commands.loadexample import remove_example
 
-    _remove(brand, seed="", every=True)
+    remove_example(brand, seed="", every=True)
     from django.db import connection
 
     # Every table, not only the timers': a DELETE leaves the pages, and an ANALYZE of a table of empty pages

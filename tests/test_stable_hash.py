@@ -23,7 +23,7 @@ from django.db import IntegrityError, transaction
 from django.test import Client
 
 from calendars.models import Clock, Subject, seeded_subject_id
-from services.management.commands.loadexample import START, _remove
+from services.management.commands.loadexample import START, remove_example
 from services.models import Job, MoneyLine, Subscription
 from services.subscriptions import subscription_create
 from timers import outbox
@@ -145,7 +145,7 @@ def test_ids_minted_in_a_domain_depend_on_the_seed_and_key_only(db, handler):
     sends = {k for k in minted if k.startswith("send ")}
     minted = {k: v for k, v in minted.items() if k not in sends}
 
-    _remove(brand, seed="unit-a", every=False)  # what a second load does first: the seed is free again
+    remove_example(brand, seed="unit-a", every=False)  # what a second load does first: the seed is free again
     again, minted_again = _scenario(brand, "unit-a")
     assert again.id != a.id
     assert all(minted_again.pop(k) != new_id("sub", seed=f"{a.id}|{k.split()[1]}|1") for k in sends)

@@ -51,7 +51,7 @@ class Command(KTCommand):
         with progress.terminal_bar(self, f"loading {seed}: the brand") as self.bar:
             brand = brand_get_or_create(name=BRANDS[seed])
             self.bar.step(f"loading {seed}: removing its previous load")
-            _remove(brand, seed=seed, every=o["reset"])
+            remove_example(brand, seed=seed, every=o["reset"])
             getattr(self, f"_{seed}")(brand, seed)
 
     def _apis_tax(self, brand: Brand, seed: str) -> None:
@@ -182,7 +182,7 @@ class Command(KTCommand):
         self.stdout.write(f"test clock {clock.id} · seed {seed} · demo clock · frozen at 2027-01-20 14:00Z")
 
 
-def _remove(brand: Brand, *, seed: str, every: bool) -> None:
+def remove_example(brand: Brand, *, seed: str, every: bool) -> None:
     """Remove the example's previous load (the brand's clock holding its seed, whatever its status), so its
     seed is free again; with ``every``, each of the brand's test clocks. The brand and its keys stay."""
     clocks = TestClock.objects.filter(brand=brand)
