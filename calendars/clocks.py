@@ -36,6 +36,8 @@ def _inputs(clock: Clock, item: str, due: date | None = None) -> DueInput:
 
 @dataclass
 class Dated:
+    """A civil date as its calendar keeps it: rolled to an open day, closing at its minute, and why it rolled."""
+
     civil: date
     due_date: date
     due_at: datetime

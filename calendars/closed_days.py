@@ -14,6 +14,7 @@ from timers.models import TestClock
 from .civil import BusinessCalendar
 from .models import Calendar, ClosedDay, Subject
 
+# The civil calendars made so far, by everything that decides one (a changed calendar is a new entry).
 _calendars: dict[tuple, BusinessCalendar] = {}
 
 
