@@ -18,7 +18,7 @@ ANALYZE, CHECKPOINT, measured again. Timed, each --repeat times (the figure is t
     now (after the newest fill row), the real statement; each batch in a transaction rolled back, so both
     sizes stay put; --calls batches a repeat, median ms a batch.
 (b) a subject's history, the ORM shapes the code sends: the owner console's at-risk jobs
-    (portals/owner/dashboard.py), the calendar's kept-with (calendars/entries.py), the gate replay's events
+    (portals/owner/risks.py), the calendar's kept-with (calendars/entries.py), the gate replay's events
     by key (timers/services.py commit_json), a calendar's rung events by keys (entries._rung_entries),
     and a subject's whole history in order (``domain`` and ``subject``, by ``seq``); --calls subjects of
     the busiest domain a repeat, p50 and p95 ms.
@@ -85,7 +85,7 @@ def main() -> int:
     from django.db import connection, transaction
     from django.db.models import Max, Min
 
-    from portals.owner.dashboard import _in
+    from portals.owner.selectors import in_as_of
     from timers.api.serializers import event_json
     from timers.api.views import owned, page
     from timers.ids import new_id
@@ -165,7 +165,7 @@ def main() -> int:
 
         shapes = {
             "subject: at-risk jobs (dashboard)": lambda s: set(
-                _in(Event.objects.filter(type="job.at_risk", subject__in=[s, s + "x"]), at)
+                in_as_of(Event.objects.filter(type="job.at_risk", subject__in=[s, s + "x"]), at)
                 .values_list("subject", flat=True)),
             "subject: kept-with (calendar)": lambda s: dict(
                 Event.objects.filter(domain=HOT, type="clock.satisfied", data__has_key="with", subject__in=[s])

@@ -29,7 +29,7 @@ from urllib.parse import quote
 from django.db.models import Case, CharField, F, QuerySet, TextField, Value, When
 from django.db.models.functions import Cast, Concat
 
-from keeping_time import glossary
+from keeping_time import words
 from timers.domains import domain_now
 from timers.keys import format_key
 from timers.keys import parse as parse_key
@@ -60,7 +60,7 @@ class Entry:
     day: int = 0  # an ack chain's day, of ``days`` (0: not an ack)
     days: int = 0
     plain: str = ""  # what the customer reads (the feed's summary), where ``what`` is the runtime's; "": what
-    plain_status: str = ""  # its status as the customer reads it; "": glossary.status(status)
+    plain_status: str = ""  # its status as the customer reads it; "": words.status(status)
 
     def sort_key(self) -> tuple:
         return (self.at, self.kind, self.what, self.uid)  # the uid last: the order never depends on the database
@@ -350,8 +350,8 @@ def clock_inputs(subject: Subject, domain: str) -> list[QuerySet]:
 
 @cache
 def words_digest() -> str:
-    """The glossary's source: the feed says its words, so new words change the feed's stamp."""
-    return "glossary " + hashlib.sha256(inspect.getsource(glossary).encode()).hexdigest()
+    """The words module's source: the feed says its words, so new words change the feed's stamp."""
+    return "words " + hashlib.sha256(inspect.getsource(words).encode()).hexdigest()
 
 
 register(clock_entries, inputs=clock_inputs)

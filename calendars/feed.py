@@ -9,7 +9,7 @@ escalate rungs are VALARMs on that event with triggers relative to its start (``
 every client rings (khal ignores absolute ones). Of a date's other steps only what acts for the customer is
 an event: a run at its time, with an end (STEP_LENGTH), and an ack chain as one all-day event spanning its
 days. Dates other apps add at an instant (work starting, a renewal, a link's expiry, a deadline) are events at
-their time. Every word a reader sees is plain (keeping_time.glossary): no id, none of the runtime's words.
+their time. Every word a reader sees is plain (keeping_time.words): no id, none of the runtime's words.
 """
 from __future__ import annotations
 
@@ -23,7 +23,7 @@ from zoneinfo import ZoneInfo
 from django.conf import settings
 from icalendar import Alarm, Calendar, Event
 
-from keeping_time import glossary
+from keeping_time import words
 from timers.models import Brand, TestClock
 
 from .entries import Entry, SubjectCalendar, uid_for
@@ -56,7 +56,7 @@ def webcal_url(subject: Subject | str, token: str) -> str:
 
 # -- the body ----------------------------------------------------------------------------------------------
 # The feed is read by customers in their calendar app: every word they see is said plainly (keeping_time.
-# glossary), with no id and none of the runtime's words. The API and the CLI keep the runtime's words.
+# words), with no id and none of the runtime's words. The API and the CLI keep the runtime's words.
 STEP_KIND = {"ack": "a daily check-in before the date", "run": "a step taken for you if the date is still open"}
 EXTRA_KIND = {"hold": "hold ends", "at_risk": "at risk of running late"}
 SPAN_UNITS = {"d": "day", "w": "week", "mo": "month", "y": "year", "h": "hour", "m": "minute"}
@@ -87,7 +87,7 @@ def calendar_name(sc: SubjectCalendar, brand: str = "", clock: str = "") -> str:
     if not sc.test_clock:
         return name
     clock = clock.strip()
-    if clock and clock != sc.subject.name and not glossary.runtime_words(clock):
+    if clock and clock != sc.subject.name and not words.runtime_words(clock):
         return f"{name} (test clock: {clock})"
     return f"{name} (test clock)"
 
@@ -111,16 +111,16 @@ def _span(text: str) -> str:
 
 
 def summary(entry: Entry) -> str:
-    return glossary.plain(entry.plain or entry.what)
+    return words.plain(entry.plain or entry.what)
 
 
 def _who(entry: Entry, r: Reader) -> str:
     answers = "" if entry.answers_for == "the brand" else entry.answers_for
-    return glossary.who(answers, you={"the customer"}, brand=r.brand)
+    return words.who(answers, you={"the customer"}, brand=r.brand)
 
 
 def _kind(entry: Entry) -> str:
-    return EXTRA_KIND.get(entry.kind) or glossary.kind(entry.kind)
+    return EXTRA_KIND.get(entry.kind) or words.kind(entry.kind)
 
 
 def _status(entry: Entry) -> str:
@@ -133,15 +133,15 @@ def _status(entry: Entry) -> str:
         return {"moved": "done: the date moved", "committed": "done"}.get(outcome, f"done: {outcome}")
     if s.startswith("refused"):
         code = s.removeprefix("refused").strip()
-        return f"not done: {glossary.refusal(code)}" if code else "not done"
-    return glossary.plain(glossary.status(s))
+        return f"not done: {words.refusal(code)}" if code else "not done"
+    return words.plain(words.status(s))
 
 
 def _reminder(rung: Entry) -> str:
     """notice 90d → "reminder, 90 days before"; escalate 7d → "urgent reminder, 7 days before"."""
     kind = "urgent reminder" if rung.step == "escalate" else "reminder"
-    words = rung.rung.split()
-    return f"{kind}, {_span(words[-1])} before" if len(words) > 1 else kind
+    parts = rung.rung.split()
+    return f"{kind}, {_span(parts[-1])} before" if len(parts) > 1 else kind
 
 
 def _lines(entry: Entry, r: Reader, *, what: str, kind: str, status: str, when: str) -> str:
@@ -196,8 +196,8 @@ def _date_event(entry: Entry, sc: SubjectCalendar, r: Reader) -> Event:
         alarm = Alarm()
         alarm.add("action", "DISPLAY")
         lead = "Urgent: " if rung.step == "escalate" else "Reminder: "
-        words = rung.rung.split()
-        within = f" (in {_span(words[-1])})" if len(words) > 1 else ""
+        parts = rung.rung.split()
+        within = f" (in {_span(parts[-1])})" if len(parts) > 1 else ""
         alarm.add("description", f"{lead}{summary(entry)} is due {_day(entry.date)}{within}")
         alarm.add("trigger", _relative(rung, entry, r))
         ev.add_component(alarm)
@@ -223,8 +223,8 @@ def _run_event(run: Entry, entry: Entry, sc: SubjectCalendar, r: Reader) -> Even
     _base(ev, run.uid, run.stamp or sc.subject.created_at, run.sequence)
     ev.add("dtstart", run.at.astimezone(r.zone))
     ev.add("dtend", run.at.astimezone(r.zone) + STEP_LENGTH)
-    words = run.rung.split()
-    step = words[1] if len(words) == 3 else "its next"
+    parts = run.rung.split()
+    step = parts[1] if len(parts) == 3 else "its next"
     who = r.brand or "the brand"
     text = f"{who} steps in if it's still open · {summary(entry)}"
     description = _lines(run, r, what=f"If {summary(entry)} is still open then, {who} takes its {step} step for "
@@ -257,7 +257,7 @@ def _ack_event(days: list[Entry], entry: Entry, uid: str, sc: SubjectCalendar, r
 
 
 def _category(kind: str) -> str:
-    return (EXTRA_KIND.get(kind) or glossary.kind(kind)).split(":", 1)[0]
+    return (EXTRA_KIND.get(kind) or words.kind(kind)).split(":", 1)[0]
 
 
 def feed_events(sc: SubjectCalendar, r: Reader | None = None) -> list[Event]:

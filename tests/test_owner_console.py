@@ -24,8 +24,10 @@ from django.core.management import call_command
 from django.urls import reverse
 
 from calendars.models import Calendar, Clock, ClockItem, Subject
-from portals.owner.dashboard import _admin, dates_at_risk, next_30_days
+from portals.owner.dashboard import next_30_days
+from portals.owner.risks import dates_at_risk
 from portals.owner.scope import AsOf, brand_zone
+from portals.owner.selectors import admin_link
 from portals.owner.site import site
 from services.models import Job, MoneyLine, Notification, Subscription, Task
 from tests.acme import acme_subject, open_return
@@ -255,7 +257,7 @@ def test_the_dashboard_page_lists_risks_late_timers_the_next_30_days_and_notific
     late = html.split('id="late-timers"')[1].split("</section>")[0]
     # Named in words (what it was for), linked to its page; never its key.
     timer = Timer.objects.get(key="job_x:deadline:late:2027")
-    assert "The late point of a piece of work" in late and "12m" in late and _admin(timer) in late
+    assert "The late point of a piece of work" in late and "12m" in late and admin_link(timer) in late
     assert "job_x" not in late
     assert "job_y:deadline:late:2027" not in html
     # The next 30 days from 2027-10-17 hold nothing (CA's and NJ's file dates close 2027-11-16 04:59Z, just
@@ -504,12 +506,12 @@ def test_the_owner_assigns_a_date_to_a_member_of_the_brand(world, client):
 def test_a_link_to_an_object_whose_id_holds_an_admin_escape_opens_its_page(world, client):
     # The admin reads "_3A" in a URL's key as ":" (its quoting of keys): an id holding one, linked raw, was a
     # page not found. The dashboard's links quote the key.
-    from portals.owner.dashboard import _admin
+    from portals.owner.selectors import admin_link
 
     as_user(client, world["ada"])
     job = Job.objects.get(brand=world["a"], service="annual-return", period="2026")
     odd = Job.objects.create(brand=job.brand, domain=job.domain, service=job.service, subject=job.subject,
                              period="2031", id="job_3A5Fodd", opened_at=job.opened_at)
-    r = client.get(_admin(odd))
+    r = client.get(admin_link(odd))
     assert r.status_code == 200 and odd.id in r.content.decode()
     assert client.get(f"/admin/services/job/{odd.id}/change/").status_code == 302  # raw: not found

@@ -25,9 +25,10 @@ from django.db import connection
 from django.test.utils import CaptureQueriesContext
 
 from calendars.models import Clock, ClockItem
-from keeping_time.glossary import runtime_words
+from keeping_time.words import runtime_words
 from portals.owner import actions
-from portals.owner.dashboard import dashboard, dates_at_risk
+from portals.owner.dashboard import dashboard
+from portals.owner.risks import dates_at_risk
 from portals.owner.scope import AsOf
 from services.models import Job, Notification
 from timers import outbox

@@ -17,7 +17,7 @@ from datetime import UTC, datetime
 import pytest
 from django.db import connection
 
-from portals.owner.dashboard import _in
+from portals.owner.selectors import in_as_of
 from tests.test_query_plans import analyze, check, forget_statistics
 from timers.models import Event
 
@@ -63,11 +63,11 @@ def test_a_subjects_history_reads_its_own_index(brand, state):
     subjects = ["job_p140", "job_p280"]  # each with events on the hot domain
     assert Event.objects.filter(domain=HOT, subject__in=subjects).count() >= 2 * 19
 
-    # The owner console's at-risk jobs (portals/owner/dashboard.py, dates_at_risk), narrowed as it narrows.
+    # The owner console's at-risk jobs (portals/owner/risks.py, dates_at_risk), narrowed as it narrows.
     # Never analyzed, the planner prices event_brand_type (brand, type) below this (its default selectivities
     # favour the one-value brand over the subject IN list): a finding, in docs/scaling.md.
     at = type("AsOf", (), {"domain": HOT, "brand_ids": frozenset({brand.id})})()
-    at_risk = _in(Event.objects.filter(type="job.at_risk", subject__in=subjects), at).values_list("subject", flat=True)
+    at_risk = in_as_of(Event.objects.filter(type="job.at_risk", subject__in=subjects), at).values_list("subject", flat=True)
     if state != "never":
         check(plan(at_risk), "event_domain_subject", ordered=False)
     # A subject's whole history, in record order: a few rows, which the planner may fetch through a bitmap

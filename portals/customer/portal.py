@@ -23,17 +23,18 @@ from calendars.clocks import clock_choose, clock_satisfy
 from calendars.entries import subject_calendar
 from calendars.feed_tokens import subject_feed_rotate
 from calendars.models import ClockItem, Subject
-from keeping_time import glossary
+from keeping_time import words
 from services import registry
 from services.costs import clock_costs
+from services.ledger import subject_statements
 from services.members import brand_people
 from services.models import Subscription
 from services.money import usd
 from services.portal_sessions import portal_session_open
 from services.subscriptions import subscription_cancel, subscription_uncancel
+from timers.api.throttles import sign_in_limited
 from timers.models import Timer, brand_domain
 
-from .. import words
 from ..acting import act, private
 
 SESSION_KEY = "customer_portal"
@@ -46,8 +47,6 @@ def session_open(request: HttpRequest) -> HttpResponse:
     expires, then redirects to the portal (so the token leaves the address bar); an expired, used or unknown
     one is the same page. Tries are counted per client address (KT_SIGN_IN_RATE_LIMIT): over the rate, a 429
     page with Retry-After, and the token is not read."""
-    from timers.api.throttles import sign_in_limited
-
     limited = sign_in_limited(request)
     if limited is not None:
         return private(limited, referrer="no-referrer")
@@ -100,7 +99,7 @@ def _miss_text(says: str, hard: bool, brand: str) -> str:
             cap = part.rsplit("up to ", 1)[-1]
             out.append(f"{brand} pays any penalty, up to {cap}")
     if hard:
-        out.append(glossary.kind("hard"))
+        out.append(words.kind("hard"))
     return "; ".join(out) or "a reminder only"
 
 
@@ -142,13 +141,13 @@ def home(request: HttpRequest, subject: Subject) -> HttpResponse:
         clock = item.clock
         spec = specs.get(clock.spec)
         own = clock.answers_for not in staff
-        title = glossary.plain((clock.title or clock.name).replace("{period}", clock.period))
+        title = words.plain((clock.title or clock.name).replace("{period}", clock.period))
         what = f"{title}{' · ' + item.item if item.item else ''}"
         mine = open_count.get(clock.id, [])
         return {**_when(item.due_at, item.due_date, zone, now), "what": what,
-                "kind": glossary.kind("hard" if clock.hard else "clock"),
-                "who": f"you ({clock.answers_for})" if own else glossary.who(clock.answers_for, brand=brand),
-                "status": glossary.status(_status(item, today)),
+                "kind": words.kind("hard" if clock.hard else "clock"),
+                "who": f"you ({clock.answers_for})" if own else words.who(clock.answers_for, brand=brand),
+                "status": words.status(_status(item, today)),
                 "miss": _miss_text(costs[clock.id].says, clock.hard, brand), "own": own,
                 "clock": clock.id, "item": item.item or "-", "hard": clock.hard,
                 "options": list(spec.options) if own and item.status in ("due", "passed") else [],
@@ -173,9 +172,9 @@ def home(request: HttpRequest, subject: Subject) -> HttpResponse:
             continue
         if e.kind in ("schedule", "cycle") and e.status not in ("ahead", "ends"):
             continue
-        year.append({**_when(e.at, e.date, zone, now), "what": glossary.plain(e.what), "kind": glossary.kind(e.kind),
-                     "who": "you" if e.answers_for == "the customer" else glossary.who(e.answers_for, brand=brand),
-                     "status": glossary.status(e.status), "miss": "", "own": False})
+        year.append({**_when(e.at, e.date, zone, now), "what": words.plain(e.what), "kind": words.kind(e.kind),
+                     "who": "you" if e.answers_for == "the customer" else words.who(e.answers_for, brand=brand),
+                     "status": words.status(e.status), "miss": "", "own": False})
     todo.sort(key=lambda r: r["sort"])
     missed.sort(key=lambda r: r["sort"], reverse=True)
     year.sort(key=lambda r: r["sort"])
@@ -262,7 +261,7 @@ def clock_act(request: HttpRequest, subject: Subject, clock_id: str, item: str, 
         return _act(request, subject, lambda a: clock_satisfy(armer=a, item=it, by=who), "Marked done.")
     if act == "steward":
         clock = it.clock
-        title = glossary.plain((clock.title or clock.name).replace("{period}", clock.period))
+        title = words.plain((clock.title or clock.name).replace("{period}", clock.period))
         n = ClockItem.objects.filter(clock=clock, status__in=["open", "due"]).count()
         brand = subject.brand.name
         request.session[UNDO_KEY] = {"clock": clock.id, "to": who, "what": title}
@@ -316,8 +315,6 @@ def statements(request: HttpRequest, subject: Subject) -> HttpResponse:
     """Their statements: for each cycle of each subscription, what the plan included, what was charged,
     credited back and refunded, and the total; orders outside a plan by month. Amounts in dollars, dates in
     their calendar's zone."""
-    from services.ledger import subject_statements
-
     zone = subject.business_calendar().zone
     brand = subject.brand.name
     rows = []

@@ -12,10 +12,9 @@ from django.shortcuts import render
 from calendars import feed
 from calendars.entries import Entry, subject_calendar
 from calendars.feed_tokens import subject_by_feed_token
-from keeping_time import glossary
+from keeping_time import words
 from timers.api.errors import read_only
 
-from .. import words
 from ..acting import private
 
 HIDDEN_KINDS = ("rung", "at_risk")  # reminders (in the feed, as alarms) and the brand's own early warnings
@@ -28,9 +27,9 @@ def _rows(entries, zone: ZoneInfo, brand: str) -> list[dict]:
             continue
         local = e.at.astimezone(zone)
         rows.append({"day": words.day(e.date), "time": f"{local:%H:%M} {local.tzname()}",
-                     "what": glossary.plain(e.what), "kind": glossary.kind(e.kind), "hard": e.kind == "hard",
-                     "who": "you" if e.answers_for == "the customer" else glossary.who(e.answers_for, brand=brand),
-                     "status": glossary.status(e.status)})
+                     "what": words.plain(e.what), "kind": words.kind(e.kind), "hard": e.kind == "hard",
+                     "who": "you" if e.answers_for == "the customer" else words.who(e.answers_for, brand=brand),
+                     "status": words.status(e.status)})
     return rows
 
 

@@ -23,18 +23,19 @@ from calendars import specs
 from calendars.acts import clock_acknowledge, clock_reassign
 from calendars.clocks import clock_choose, clock_satisfy
 from calendars.models import ClockItem, Subject
-from keeping_time import glossary
+from keeping_time import words
 from services.acts import step_done
 from services.costs import clock_costs
 from services.members import member_names
 from services.models import PoolMember, Task, Window
 from services.tasks import task_extend, task_release, task_take
 from services.windows import window_close, window_open
+from timers.api.throttles import sign_in_limited
 from timers.domains import domain_now
 from timers.models import Membership, TestClock, Timer, brand_domain, is_live, live_domain
 
-from .. import words
 from ..acting import act
+from ..selectors import member_zone
 
 LOGIN = reverse_lazy("delivery:login")
 
@@ -46,8 +47,6 @@ class SignIn(LoginView):
     def post(self, request, *args, **kwargs):
         # Each try counts against the client address's sign-in rate (KT_SIGN_IN_RATE_LIMIT): over it, a 429
         # page with Retry-After, and the password is not checked.
-        from timers.api.throttles import sign_in_limited
-
         return sign_in_limited(request) or super().post(request, *args, **kwargs)
 
     def get_success_url(self) -> str:
@@ -132,7 +131,7 @@ def home(request: HttpRequest) -> HttpResponse:
             clocks_now[domain] = domain_now(domain=domain)
         return clocks_now[domain]
 
-    zone = words.member_zone(brands, user=user)
+    zone = member_zone(brands, user=user)
     mine, open_ = _my_tasks(user, brands)
     tasks = sorted((_task_row(t, now_of, zone) for t in mine), key=lambda r: r["sort"])
     pool = sorted((_task_row(t, now_of, zone) for t in open_), key=lambda r: r["sort"])
@@ -156,7 +155,7 @@ def home(request: HttpRequest) -> HttpResponse:
                        "what": (clock.title or clock.name).replace("{period}", clock.period)
                        + (f" · {item.item}" if item.item else ""), "due": words.day(item.due_date),
                        "due_in": words.until(item.due_at, now), "status": item.status,
-                       "status_text": glossary.status("due" if item.status == "open" and item.due_at <= now
+                       "status_text": words.status("due" if item.status == "open" and item.due_at <= now
                                                       else "ahead" if item.status == "open" else item.status),
                        "late": late, "hard": clock.hard, "cost": costs[clock.id].says,
                        "acks": item.owner_key in asking,

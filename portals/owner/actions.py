@@ -24,7 +24,7 @@ from calendars.brand_calendars import calendar_postpone
 from calendars.clocks import clock_choose, clock_satisfy
 from calendars.entries import clock_what
 from calendars.models import ClockItem
-from portals.words import day
+from keeping_time.words import capitalized, day
 from services.acts import ask_answer, step_done
 from services.jobs import job_deliver, job_end
 from services.members import brand_people
@@ -38,6 +38,7 @@ from timers.errors import KeepingTimeError, Refused
 from timers.models import Membership
 
 from .scope import scope
+from .selectors import job_title, service_of
 
 
 @dataclass(frozen=True)
@@ -94,8 +95,6 @@ def _what(item: ClockItem) -> str:
 
 
 def _job(job: Job) -> str:
-    from .dashboard import job_title
-
     return f"{job_title(job)} for {job.subject.name}"
 
 
@@ -115,8 +114,6 @@ def not_yours(item: ClockItem) -> Outcome:
 def who(user, brand_id: str | None = None) -> str:
     """How the record names the owner acting: their membership's name (in the object's brand when given),
     else their username."""
-    from timers.models import Membership
-
     names = Membership.objects.filter(user=user).exclude(name="")
     if brand_id is not None:
         names = names.filter(brand_id=brand_id)
@@ -139,9 +136,9 @@ def item_satisfy(item: ClockItem, *, by: str) -> str:
     if item.status == ClockItem.Status.VOIDED:
         raise KeepingTimeError(f"{item.owner_key} is voided; its job ended", code="clock_item_voided", status=409)
     if item.status == ClockItem.Status.SATISFIED:
-        return f"{_cap(_what(item))} was already done."
+        return f"{capitalized(_what(item))} was already done."
     clock_satisfy(armer=_armer(clock), item=item, by=by)
-    return f"{_cap(_what(item))} marked done."
+    return f"{capitalized(_what(item))} marked done."
 
 
 def item_choose(item: ClockItem, *, option: str, by: str) -> str:
@@ -166,10 +163,6 @@ def item_remind(item: ClockItem, *, by: str) -> str:
     return f"Reminded {who} of {_what(item)}."
 
 
-def _cap(text: str) -> str:
-    return text[:1].upper() + text[1:]
-
-
 def items_postpone(items: list[ClockItem], *, to: date, notice: str) -> str:
     moved = 0
     by_calendar: dict[str, list[ClockItem]] = {}
@@ -187,18 +180,18 @@ def items_postpone(items: list[ClockItem], *, to: date, notice: str) -> str:
 # -- jobs ------------------------------------------------------------------------------------------------------
 def job_deliver_now(job: Job) -> str:
     job_deliver(armer=_armer(job), job=job, keeps={})
-    return f"{_cap(_job(job))} delivered."
+    return f"{capitalized(_job(job))} delivered."
 
 
 def job_cancel_now(job: Job, *, reason: str) -> str:
     job_end(armer=_armer(job), job=job, status=Job.Status.CANCELED, reason=reason)
-    return f"{_cap(_job(job))} canceled."
+    return f"{capitalized(_job(job))} canceled."
 
 
 def job_step_done(job: Job, *, step: str, by: str) -> str:
     job = Job.objects.select_for_update().get(pk=job.pk)  # one move of a job's steps at a time (as the API)
     step_done(armer=_armer(job), job=job, step=step, by=by)
-    return f"{_cap(step)} done on {_job(job)}."
+    return f"{capitalized(step)} done on {_job(job)}."
 
 
 def job_answer(job: Job, *, step: str) -> str:
@@ -210,14 +203,12 @@ def job_answer(job: Job, *, step: str) -> str:
 def task_assign(task: Task, *, member: str) -> str:
     Job.objects.select_for_update().get(pk=task.job_id)
     task_take(armer=_armer(task), task=task, member=member)
-    return f"{_cap(task.step)} on {_job(task.job)} assigned to {member}."
+    return f"{capitalized(task.step)} on {_job(task.job)} assigned to {member}."
 
 
 # -- subscriptions -----------------------------------------------------------------------------------------------
 def _plan(sub: Subscription) -> str:
-    from .dashboard import _service
-
-    svc = _service(sub.service, sub.version)
+    svc = service_of(sub.service, sub.version)
     return f"{sub.subject.name}’s {svc.title if svc is not None and svc.title else sub.service}"
 
 
@@ -229,18 +220,18 @@ def _active(sub: Subscription) -> None:
 
 def sub_pause(sub: Subscription, *, note: str) -> str:
     subscription_pause(armer=_armer(sub), sub=sub, note=note)
-    return f"{_cap(_plan(sub))} paused: no new work starts until it resumes."
+    return f"{capitalized(_plan(sub))} paused: no new work starts until it resumes."
 
 
 def sub_resume(sub: Subscription) -> str:
     subscription_resume(armer=_armer(sub), sub=sub)
-    return f"{_cap(_plan(sub))} resumed."
+    return f"{capitalized(_plan(sub))} resumed."
 
 
 def sub_cancel(sub: Subscription) -> str:
     _active(sub)
     subscription_cancel(armer=_armer(sub), sub=sub)
-    return f"{_cap(_plan(sub))} ends when this term ends (term {sub.cycle})."
+    return f"{capitalized(_plan(sub))} ends when this term ends (term {sub.cycle})."
 
 
 # -- notifications ---------------------------------------------------------------------------------------------

@@ -3,7 +3,8 @@ against allowances; pause, resume, cancel at the cycle's end), the money ledger,
 (mark done, choose, postpone), notifications, memberships. Registered on the console's site only.
 
 Rows are never edited by hand: every change is an admin action that calls the same service function the API
-calls (portals.owner.actions), in one transaction, a refusal shown as a message with its code.
+calls (portals.owner.actions), in one transaction, a refusal shown as a message with its code. The app's
+``PortalsConfig.ready`` imports this module and its siblings (customers, members, webhooks): importing registers.
 """
 
 from __future__ import annotations
@@ -13,15 +14,17 @@ from django.contrib import admin, messages
 from django.contrib.admin.utils import quote
 from django.db.models import Q, Sum
 from django.template.response import TemplateResponse
-from django.urls import reverse
+from django.urls import path, reverse
+from django.utils import timezone
 from django.utils.html import format_html, format_html_join
 
+from calendars import specs
 from calendars.admin import ClockItemAdmin as CalendarsClockItemAdmin
-from calendars.entries import clock_what
+from calendars.entries import clock_what, rolled_text
 from calendars.models import Clock, ClockItem
+from keeping_time.words import local
 from services import registry
 from services.api_json import usage_json
-from services.declare import ServiceError
 from services.members import pool_named, pool_usernames_of
 from services.models import (
     Ask,
@@ -40,17 +43,13 @@ from timers.admin import ReadOnlyAdmin, ReadOnlyMixin
 from timers.models import Timer
 
 from . import actions
-from .scope import request_brands
+from .money import money_page
+from .risks import date_row
+from .scope import as_of, request_brands, scope
+from .selectors import service_of
 from .site import site
 
 RECENT = 100  # timers a job's page lists
-
-
-def _service(name: str, version: str = ""):
-    try:
-        return registry.get(name, version or None)
-    except (ServiceError, Exception):
-        return None
 
 
 def _report(model_admin, request, outcome: actions.Outcome) -> None:
@@ -75,8 +74,6 @@ def _table(headers: tuple[str, ...], rows) -> str:
 
 
 def _local(dt) -> str:
-    from django.utils import timezone
-
     return f"{timezone.localtime(dt):%Y-%m-%d %H:%M}" if dt else "—"
 
 
@@ -131,7 +128,7 @@ class JobAdmin(SettleMixin, ReadOnlyAdmin):
 
     @admin.display(description="steps")
     def steps_table(self, obj: Job) -> str:
-        svc = _service(obj.service, obj.version)
+        svc = service_of(obj.service, obj.version)
         if svc is None or not svc.steps:
             return "no steps: the system delivers it"
         tasks = {t.step: t for t in Task.objects.filter(job=obj).select_related("member").order_by("entry")}
@@ -203,19 +200,19 @@ class SubscriptionAdmin(SettleMixin, ReadOnlyAdmin):
 
     @admin.display(description="price")
     def price(self, obj: Subscription) -> str:
-        svc = _service(obj.service, obj.version)
+        svc = service_of(obj.service, obj.version)
         if svc is None:
             return "—"
         return f"{usd(svc.price.cents)}" + (f" a {svc.price.every}" if svc.price.every else "")
 
     @admin.display(description="usage this cycle")
     def usage_text(self, obj: Subscription) -> str:
-        usage = usage_json(obj, _service(obj.service, obj.version))
+        usage = usage_json(obj, service_of(obj.service, obj.version))
         return " · ".join(f"{name} {u['used']} of {u['of']}" for name, u in usage.items()) or "—"
 
     @admin.display(description="usage against allowances (this cycle)")
     def usage_table(self, obj: Subscription) -> str:
-        usage = usage_json(obj, _service(obj.service, obj.version))
+        usage = usage_json(obj, service_of(obj.service, obj.version))
         return _table(("Service", "used", "of", "left"), (
             (name, u["used"], u["of"], max(0, u["of"] - u["used"]) if u["used"] <= u["of"] else
              f"{u['used'] - u['of']} beyond the plan") for name, u in usage.items()))
@@ -271,10 +268,6 @@ class MoneyLineAdmin(ReadOnlyAdmin):
     change_list_template = "portals/owner/moneyline_change_list.html"
 
     def get_urls(self):
-        from django.urls import path
-
-        from .money import money_page
-
         return [path("money/", self.admin_site.admin_view(lambda request: money_page(self, request)),
                      name="services_moneyline_money"), *super().get_urls()]
 
@@ -291,8 +284,6 @@ class AssignForm(forms.Form):
 
 def _pools(brands) -> list[dict]:
     """The pools of the Services the brands run (a Service no job of theirs runs is not theirs to show)."""
-    from .scope import scope
-
     used = set(scope(Job.objects.all(), brands).values_list("service", flat=True).distinct())
     rosters = pool_usernames_of(brand_ids=brands)  # who is in a pool is the brands' data (PoolMember)
     rows = []
@@ -411,10 +402,6 @@ class ClockItemAdmin(SettleMixin, CalendarsClockItemAdmin):
 
     @admin.display(description="due")
     def due(self, obj: ClockItem) -> str:
-        from django.utils import timezone
-
-        from portals.words import local
-
         return local(obj.due_at, timezone.get_current_timezone())
 
     @admin.display(description="kind")
@@ -434,30 +421,17 @@ class ClockItemAdmin(SettleMixin, CalendarsClockItemAdmin):
 
     @admin.display(description="moved from")
     def rolled(self, obj: ClockItem) -> str:
-        from calendars.entries import rolled_text
-
         return rolled_text(obj.civil, obj.rolled_why) if obj.civil != obj.due_date else "—"
 
     @admin.display(description="done at")
     def done_at(self, obj: ClockItem) -> str:
-        from django.utils import timezone
-
-        from portals.words import local
-
         return local(obj.satisfied_at, timezone.get_current_timezone()) or "—"
 
     @admin.display(description="last changed")
     def changed(self, obj: ClockItem) -> str:
-        from django.utils import timezone
-
-        from portals.words import local
-
         return local(obj.changed_at, timezone.get_current_timezone())
 
     def change_view(self, request, object_id, form_url="", extra_context=None):
-        from .dashboard import date_row
-        from .scope import as_of
-
         item = self.get_object(request, object_id)
         extra = dict(extra_context or {})
         if item is not None:
@@ -477,8 +451,6 @@ class ClockItemAdmin(SettleMixin, CalendarsClockItemAdmin):
 
     @admin.action(description="Choose what happens on the selected missed dates…", permissions=["settle"])
     def choose(self, request, queryset):
-        from calendars import specs
-
         items = list(queryset.select_related("clock__subject").order_by("due_at", "pk"))
         options = sorted({o for i in items for o in specs.get(i.clock.spec).options})
         if not options:
@@ -555,7 +527,3 @@ class PortalSessionAdmin(ReadOnlyAdmin):
     list_display = ("id", "brand", "subject", "created_at", "expires_at")
     exclude = ("digest",)
 
-
-from . import customers as _customers_and_keys  # noqa: E402, F401 - its pages register on the site
-from . import members as _members_and_pools  # noqa: E402, F401 - its pages register on the site
-from . import webhooks as _webhooks  # noqa: E402, F401 - its pages register on the site

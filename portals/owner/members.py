@@ -4,8 +4,8 @@ answer for to a successor chosen from the brand's members. Pools: each pool the 
 its hold and its members, with add and take out.
 
 Every change calls the service function the API and the CLI call (services/members.py), in one transaction;
-a refusal is a message with its code, and nothing changes. Messages name people, never ids. Loaded by the
-last line of portals/owner/admin.py; the site wraps both admins in BrandScoped, so an owner reads and changes
+a refusal is a message with its code, and nothing changes. Messages name people, never ids. Loaded by
+PortalsConfig.ready (portals/apps.py); the site wraps both admins in BrandScoped, so an owner reads and changes
 only their brands' members.
 """
 
@@ -15,6 +15,7 @@ from django import forms
 from django.contrib import admin, messages
 from django.contrib.admin.utils import unquote
 from django.core.exceptions import PermissionDenied
+from django.db import transaction
 from django.http import HttpResponseRedirect
 from django.template.response import TemplateResponse
 from django.urls import reverse
@@ -233,8 +234,6 @@ class MemberAdmin(admin.ModelAdmin):
         return self._back(membership)
 
     def _pools(self, request, membership: Membership, wanted: set[str]) -> HttpResponseRedirect:
-        from django.db import transaction
-
         have = set(pools_of(membership))
         try:
             with transaction.atomic():

@@ -12,6 +12,7 @@ from django.http import HttpRequest, HttpResponse
 from django.template.response import TemplateResponse
 
 from calendars.models import Subject
+from services import registry
 from services.ledger import brand_balance, statements_of
 from services.models import Job, MoneyLine
 from services.money import usd
@@ -56,8 +57,6 @@ def _cycle_words(s, tz) -> str:
 
 
 def _title(name: str) -> str:
-    from services import registry
-
     try:
         svc = registry.get(name)
     except Exception:  # a Service no longer registered: its name is all there is

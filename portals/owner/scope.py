@@ -14,6 +14,7 @@ from zoneinfo import ZoneInfo
 
 from django.db.models import Model, QuerySet
 
+from calendars.models import Calendar, Subject
 from timers.domains import domain_now
 from timers.models import LIVE, LIVE_PREFIX, Brand, Commit, Membership, TestClock, Timer, in_domain
 
@@ -121,8 +122,6 @@ def _default_domain(brands: frozenset[str] | None) -> str:
 
 
 def brand_zone(brands: frozenset[str] | None, domain: str) -> str:
-    from calendars.models import Calendar, Subject
-
     subjects = Subject.objects.filter(in_domain(domain), calendar__isnull=False)
     cals = Calendar.objects.all()
     if brands is not None:

@@ -1,7 +1,8 @@
 """The owner console's AdminSite: brand-scoped, its index the dashboard, viewed "as of" a clock domain.
 
-Every ModelAdmin registered here (the console's own in ``portals.owner.admin``, and every app's registered on
-Django's default site, adopted when the URLs are built) is wrapped in ``BrandScoped``: its querysets, its
+Every ModelAdmin registered here (the console's own, in ``portals.owner.admin``, ``customers``, ``members`` and
+``webhooks``, registered by ``PortalsConfig.ready``; and every app's registered on Django's default site, adopted
+when the URLs are built) is wrapped in ``BrandScoped``: its querysets, its
 foreign-key choices and its related list filters hold only the request's brands. Pages print times in the
 brand's zone (``timezone.override`` around every console view), and the header names it.
 """
@@ -20,6 +21,8 @@ from django.utils import timezone
 from timers.api.throttles import sign_in_limited
 from timers.models import Brand, in_domain
 
+from . import views
+from .dashboard import dashboard
 from .scope import as_of, is_owner, request_brands, scope, test_clocks
 
 
@@ -100,13 +103,12 @@ class OwnerSite(admin.AdminSite):
         return super().register(model_or_iterable, admin_class, **options)
 
     def adopt(self) -> None:
-        """Register the console's own admins, then every other app's from Django's default site (auth's users
-        and groups, the runtime's and the calendars' admins), each wrapped in BrandScoped."""
+        """Register every other app's admins from Django's default site (auth's users and groups, the runtime's
+        and the calendars' admins), each wrapped in BrandScoped, where the console has none of its own (those
+        registered when the app was ready)."""
         if self._adopted:
             return
         self._adopted = True
-        from . import admin as _console  # noqa: F401 - registers on this site
-
         for model, model_admin in list(admin.site._registry.items()):
             if not self.is_registered(model):
                 self.register(model, type(model_admin))
@@ -116,8 +118,6 @@ class OwnerSite(admin.AdminSite):
         return super().check(app_configs)
 
     def get_urls(self):
-        from . import views
-
         self.adopt()
         return [
             path("as-of/", self.admin_view(views.as_of_view), name="owner-as-of"),
@@ -171,8 +171,6 @@ class OwnerSite(admin.AdminSite):
 
     # -- the index is the dashboard ------------------------------------------------------------------------------
     def index(self, request, extra_context=None):
-        from .dashboard import dashboard
-
         at = as_of(request)
         context = {
             **self.each_context(request),

@@ -1,7 +1,7 @@
 """The console's webhook endpoints: each with what it is owed and its delivery log (newest first: the event, when,
 in the brand's zone and in words, the answer), and Resend on a delivery: one more try through the outbox, under
 the same Idempotency-Key (timers.webhooks.delivery_resend). Enable and disable too. Loaded by
-portals.owner.admin; registered on the console's site, so an owner sees their brands' endpoints only.
+PortalsConfig.ready; registered on the console's site, so an owner sees their brands' endpoints only.
 
 Rows are never edited by hand: the actions call the same service functions the API calls, one transaction each,
 and answer with a message in words (the endpoint's URL, the event's type and time; no ids).

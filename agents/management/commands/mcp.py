@@ -31,6 +31,6 @@ class Command(KTCommand):
         mode = "live" if brand.livemode else "test"
         # stdout is the protocol's: anything said to a person goes to stderr.
         self.stderr.write(f"Keeping Time MCP on stdio for {brand.name}, {mode} key; stop with Ctrl-D")
-        from agents.server import build  # the mcp package costs a second to import: only when serving
+        from agents.server import build  # noqa: PLC0415 - the mcp package costs a second to import: only when serving
 
         build(secret).run("stdio")

@@ -13,6 +13,9 @@ import secrets
 from django.contrib.auth import get_user_model
 from django.db import transaction
 
+from calendars.acts import STEWARD, clock_reassign
+from calendars.models import Clock
+from timers.armer import DirectArmer
 from timers.management.base import KTCommand
 from timers.models import Brand, Membership
 
@@ -58,10 +61,6 @@ class Command(KTCommand):
 
     def _hand_to_hedy(self) -> None:
         """Acme's 2026 return dates that came unsatisfied go to apis.tax, and from the owner to Hedy."""
-        from calendars.acts import STEWARD, clock_reassign
-        from calendars.models import Clock
-        from timers.armer import DirectArmer
-
         clock = (Clock.objects.filter(brand__name="apis.tax", subject__name="Acme Robotics", name="file",
                                       period="2026", items__status="due").exclude(answers_for="Hedy Lamarr")
                  .order_by("-opened_at").first())

@@ -1,14 +1,22 @@
-"""The words people read: what the runtime calls a thing, said as its person would say it.
+"""The words people read: what the runtime calls a thing, said as its person would say it, and when.
 
 One module for every page, banner and feed line a customer, member or owner reads, so the same thing is
-called the same everywhere, and one list of what must never reach them (``RUNTIME_WORDS``, ``ID_PATTERN``),
-which the words check (tests/test_words_check.py) holds every page and the feed to. The API, the CLI and
-the record keep the runtime's words: they are for developers. Pure: no database.
+called the same everywhere: a date's kind and status, who answers for it, a refusal as a sentence, and a time
+in the reader's zone ('Fri 22 Oct 2027, 07:30 PDT', 'in 2 days'). Instants are UTC in the database and the
+API; a page says them in its reader's zone (a member: their own or the brand's calendar's, read by
+``portals.selectors.member_zone``; a customer: their calendar's). It also holds the one list of what must
+never reach a reader (``RUNTIME_WORDS``, ``ID_PATTERN``), which the words check (tests/test_words_check.py)
+holds every page and the feed to. The API, the CLI and the record keep the runtime's words: they are for
+developers. Pure: no database, nothing of the apps but ``timers.timeutil``.
 """
 
 from __future__ import annotations
 
 import re
+from datetime import date, datetime
+from zoneinfo import ZoneInfo
+
+from timers.timeutil import day_text, local_text
 
 # What a person must never read: an object id, or a word of the runtime's.
 ID_PATTERN = re.compile(r"\b(tc|sbj|sbn|job|clk|tmr|tsk|ask|grt|win)_[A-Za-z0-9]{6,}", re.IGNORECASE)
@@ -131,6 +139,53 @@ TERMS = {
 _TERMS_RE = re.compile(r"\b(" + "|".join(re.escape(t) for t in sorted(TERMS, key=len, reverse=True)) + r")\b")
 
 
+def capitalized(text: str) -> str:
+    """The text with its first letter upper-case and the rest as written (str.capitalize lowers the rest)."""
+    return text[:1].upper() + text[1:]
+
+
 def plain(text: str) -> str:
     """A title as a person reads it: the Service's jargon said plainly, ids cut out."""
     return ID_PATTERN.sub("", _TERMS_RE.sub(lambda m: TERMS[m.group(1)], text)).replace("  ", " ").strip()
+
+
+# -- when: a time in the reader's zone, and how far it is ------------------------------------------------------
+UTC_ZONE = ZoneInfo("UTC")
+
+
+def local(when: datetime | None, zone: ZoneInfo) -> str:
+    """'Fri 22 Oct 2027, 07:30 PDT': the instant in ``zone``, its abbreviation named (as notices say it)."""
+    return local_text(when, zone)
+
+
+def day(d: date | None) -> str:
+    """'Tue 18 Apr 2028': a civil date (a due date is its calendar's day, wherever the reader is)."""
+    return day_text(d)
+
+
+def _span(seconds: float) -> str:
+    minutes = int(abs(seconds) // 60)
+    if minutes < 60:
+        n, unit = max(minutes, 1), "min"
+        return f"{n} {unit}"
+    hours = minutes // 60
+    if hours < 48:
+        return f"{hours} h"
+    days = hours // 24
+    if days < 61:
+        return f"{days} days"
+    if days < 730:
+        return f"{round(days / 30.44)} months"
+    return f"{round(days / 365.25)} years"
+
+
+def until(when: datetime | None, now: datetime, *, left: bool = False) -> str:
+    """How far ``when`` is from ``now``: 'in 2 days' (or '2 days left' with ``left``), '3 h ago'."""
+    if when is None:
+        return ""
+    seconds = (when - now).total_seconds()
+    if abs(seconds) < 60:
+        return "now"
+    if seconds > 0:
+        return f"{_span(seconds)} left" if left else f"in {_span(seconds)}"
+    return f"{_span(seconds)} ago"
