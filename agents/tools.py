@@ -13,8 +13,9 @@ from types import SimpleNamespace
 from typing import Any
 
 from calendars.acts import clock_acknowledge
-from calendars.api import calendar_domain, calendar_json, get_subject, parse_from
 from calendars.entries import subject_calendar as build_subject_calendar
+from calendars.selectors import calendar_domain, get_subject
+from calendars.subject_calendar_json import calendar_json
 from services import registry
 from services.declare import ServiceError
 from services.outside_writes import through_the_gate
@@ -23,17 +24,13 @@ from services.policies import policy_set
 from services.selectors import get_clock, get_item
 from timers import test_clocks
 from timers.api.auth import SecretKeyAuthentication
-from timers.api.serializers import (
-    EventListQuerySerializer,
-    TestClockAdvanceSerializer,
-    TimerListQuerySerializer,
-    test_clock_json,
-    timer_json,
-)
-from timers.api.views import arm_domain_of, events_page, get_test_clock, get_timer, timers_page
+from timers.api.inputs import parse_from
+from timers.api.serializers import EventListQuerySerializer, TimerListQuerySerializer, timer_json
+from timers.api.test_clock_serializers import TestClockAdvanceSerializer, test_clock_json
 from timers.armer import DirectArmer
 from timers.errors import KeepingTimeError
 from timers.models import Brand
+from timers.selectors import arm_domain_of, events_page, get_test_clock, get_timer, timers_page
 from timers.timeutil import after_span
 
 

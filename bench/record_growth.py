@@ -23,7 +23,7 @@ ANALYZE, CHECKPOINT, measured again. Timed, each --repeat times (the figure is t
     and a subject's whole history in order (``domain`` and ``subject``, by ``seq``); --calls subjects of
     the busiest domain a repeat, p50 and p95 ms.
 (c) the API's event list (``GET /v1/events?test_clock=…&starting_after=…``: ``page()`` over ``owned()``
-    as timers/api/views.py builds it), a page of 100 starting at an event early in the newest month of the
+    as timers/selectors.py builds it), a page of 100 starting at an event early in the newest month of the
     busiest domain; p50 and p95 ms.
 
 Each figure is printed at both sizes with the ratio 10M/10k, measured in the same run.
@@ -87,9 +87,9 @@ def main() -> int:
 
     from portals.owner.selectors import in_as_of
     from timers.api.serializers import event_json
-    from timers.api.views import owned, page
     from timers.ids import new_id
     from timers.models import Brand, Event
+    from timers.selectors import owned, page
     from timers.store import PostgresStore
 
     if connection.vendor != "postgresql":

@@ -8,9 +8,7 @@ the same 404 as a subject that does not exist.
 
 from __future__ import annotations
 
-import re
-from datetime import date, datetime
-from zoneinfo import ZoneInfo
+from datetime import datetime
 
 from django.conf import settings
 from django.core.cache import caches
@@ -23,149 +21,20 @@ from django.views import View
 from django.views.decorators.csrf import csrf_exempt
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiParameter, extend_schema
-from rest_framework import serializers
 from rest_framework.response import Response
 
 from timers.api.errors import error_body, method_not_allowed
-from timers.api.serializers import Choice
-from timers.api.views import ERRORS, NOT_FOUND, BrandAPIView, domain_of, get_owned
+from timers.api.inputs import parse_from
+from timers.api.openapi import ERRORS, NOT_FOUND
+from timers.api.views import BrandAPIView
 from timers.clock import wall_now
-from timers.errors import KeepingTimeError
-from timers.models import Brand, brand_domain, is_live
-from timers.timeutil import iso_z
 
 from . import feed, feed_stamp
-from .entries import Entry, SubjectCalendar, subject_calendar
+from .entries import subject_calendar
 from .feed_tokens import feed_token_digest, subject_by_feed_token
 from .models import Subject
-
-_DATE = re.compile(r"^\d{4}-\d{2}-\d{2}$")
-
-
-def get_subject(brand: Brand, subject_id: str) -> Subject:
-    return get_owned(brand, Subject.objects.select_related("calendar"), subject_id, "subject")
-
-
-def parse_from(raw: str | None, *, param: str = "from") -> date | None:
-    if raw is None or raw == "":
-        return None
-    value = None
-    if _DATE.match(raw.strip()):
-        try:
-            value = date.fromisoformat(raw.strip())
-        except ValueError:
-            value = None
-    if value is None:
-        err = KeepingTimeError(f"{param}: {raw!r} is not a date; write YYYY-MM-DD, e.g. 2027-02-01",
-                               code="invalid_request")
-        err.param = param
-        raise err
-    return value
-
-
-def calendar_domain(brand: Brand, subject: Subject, test_clock: str | None) -> str:
-    """The subject's own clock domain, or the test clock the request names (one of the brand's, and the
-    one the subject lives on unless it lives on the live clock). The subject is already in the key's mode,
-    and a live key names no test clock."""
-    if not test_clock:
-        return brand_domain(subject.domain, subject.brand_id)
-    domain = domain_of(brand, test_clock)
-    if not is_live(subject.domain) and subject.domain != domain:
-        err = KeepingTimeError(f"test_clock: subject {subject.id} lives on test clock {subject.domain}, "
-                               f"not {domain}", code="invalid_request")
-        err.param = "test_clock"
-        raise err
-    return domain
-
-
-def entry_json(e: Entry, zone) -> dict:
-    """A date, with its rungs (reminders and steps) listed under it."""
-    return {**_entry_fields(e, zone), "rungs": [{**_entry_fields(r, zone), "step": r.step, "current": r.current}
-                                                for r in e.rungs]}
-
-
-def _entry_fields(e: Entry, zone) -> dict:
-    return {
-        "date": e.date.isoformat(),
-        "what": e.what,
-        "kind": e.kind,
-        "answers_for": e.answers_for,
-        "status": e.status,
-        "at": iso_z(e.at),
-        "local": e.at.astimezone(zone).isoformat(timespec="seconds"),
-        "uid": e.uid,
-        "sequence": e.sequence,
-        "on": e.on or None,
-    }
-
-
-def calendar_json(sc: SubjectCalendar) -> dict:
-    s, zone = sc.subject, ZoneInfo(sc.zone)
-    return {
-        "object": "subject_calendar",
-        "subject": s.id,
-        "kind": s.kind,
-        "key_name": s.key_name,
-        "key": s.key,
-        "name": s.name,
-        "zone": sc.zone,
-        "today": sc.today.isoformat(),
-        "from": sc.from_date.isoformat() if sc.from_date else None,
-        "count": len(sc.entries),
-        "webcal": feed.feed_path(s),
-        "feed": "active" if s.feed_digest else "none",
-        "test_clock": sc.test_clock,
-        "data": [entry_json(e, zone) for e in sc.entries],
-    }
-
-
-# -- the schema -----------------------------------------------------------------------------------------------
-class _CalendarEntryFields(serializers.Serializer):
-    date = serializers.DateField(help_text="The local date, in the calendar's zone.")
-    what = serializers.CharField()
-    kind = serializers.CharField(help_text="hard, clock, rung, schedule, cycle, link (a party's link expires), grant "
-                                           "(a grant ends), task (a Task is due), hold (a taken Task's hold ends), "
-                                           "deadline (the job is late after it), at_risk (the job turns at risk)")
-    answers_for = serializers.CharField()
-    status = serializers.CharField(help_text="ahead, due today, open, came unsatisfied, passed, kept …, armed, sent …, "
-                                             "expired, ended")
-    at = serializers.CharField(help_text="The instant, UTC with Z.")
-    local = serializers.CharField(help_text="The instant in the calendar's zone, with its offset.")
-    uid = serializers.CharField(help_text="Stable: what the date is, never when. The feed's UID.")
-    sequence = serializers.IntegerField(help_text="How many times the date moved.")
-    on = serializers.CharField(allow_null=True, help_text="Its owner: clk_…#US, job_…")
-
-
-class CalendarRungSerializer(_CalendarEntryFields):
-    step = serializers.CharField(help_text="notice, escalate, ack or run")
-    current = serializers.BooleanField(help_text="false: it rang before its date moved, kept as history")
-
-
-class CalendarEntrySerializer(_CalendarEntryFields):
-    rungs = CalendarRungSerializer(many=True, help_text="The date's reminders and steps, in ring order.")
-
-
-class SubjectCalendarSerializer(serializers.Serializer):
-    object = serializers.CharField()
-    subject = serializers.CharField()
-    kind = serializers.CharField()
-    key_name = serializers.CharField()
-    key = serializers.CharField()
-    name = serializers.CharField()
-    zone = serializers.CharField(help_text="The calendar's IANA zone: every local date and time is in it.")
-    today = serializers.DateField()
-    date_from = serializers.DateField(allow_null=True)
-    count = serializers.IntegerField()
-    webcal = serializers.CharField(help_text="The feed's path; its URL with the token comes from `subjects feed`.")
-    feed = Choice(component="SubjectFeedStatus", choices=["active", "none"],
-                  help_text="active: a feed token opens the .ics; none: no token does (never issued, or revoked)")
-    test_clock = serializers.CharField(allow_null=True)
-    data = CalendarEntrySerializer(many=True)
-
-    def get_fields(self):
-        fields = super().get_fields()
-        fields["from"] = fields.pop("date_from")
-        return fields
+from .selectors import calendar_domain, get_subject
+from .subject_calendar_json import SubjectCalendarSerializer, calendar_json
 
 
 class SubjectCalendarView(BrandAPIView):
@@ -196,13 +65,15 @@ def feed_not_found() -> JsonResponse:
     return response
 
 
-def _feed_settings() -> dict:
+def feed_settings() -> dict:
+    """The feed's settings (KEEPING_TIME's FEED_STAMP, FEED_CACHE, FEED_CACHE_SECONDS), which the WSGI probe
+    (keeping_time/wsgi.py) reads too."""
     return getattr(settings, "KEEPING_TIME", {}) or {}
 
 
 def feed_cache():
     """The cache built feeds are kept in, per stamp (KEEPING_TIME["FEED_CACHE"], an alias), or None."""
-    alias = _feed_settings().get("FEED_CACHE", "default")
+    alias = feed_settings().get("FEED_CACHE", "default")
     return caches[alias] if alias else None
 
 
@@ -257,7 +128,7 @@ class SubjectFeedView(View):
 
     def get(self, request, subject_id: str):
         token = request.GET.get("token")
-        stamped = _feed_settings().get("FEED_STAMP", True)
+        stamped = feed_settings().get("FEED_STAMP", True)
         if stamped:
             quick = self.from_probe(request, subject_id, token)
             if quick is not None:
@@ -285,7 +156,7 @@ class SubjectFeedView(View):
                 # leave Last-Modified out (it is the older stamp's).
                 stamp, last_modified, key = built, None, _cache_key(subject.id, built)
             if cache is not None and built is not None:
-                cache.set(key, body, _feed_settings().get("FEED_CACHE_SECONDS", 24 * 3600))
+                cache.set(key, body, feed_settings().get("FEED_CACHE_SECONDS", 24 * 3600))
         return _feed_response(HttpResponse(body, content_type=feed.CONTENT_TYPE), subject.id, stamp.etag,
                               last_modified)
 

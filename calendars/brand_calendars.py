@@ -232,7 +232,7 @@ def calendar_update(*, calendar: Calendar, changes: Mapping[str, Any]) -> tuple[
 
 def merge_metadata(current: Mapping[str, str], update: Any, *, param: str = "metadata") -> dict[str, str]:
     """Stripe's rules: keys are merged in; a key set to "" is removed; at most 50 keys, values of up to 500
-    characters (a key is any text but NUL: timers.api.serializers.MetadataField says why)."""
+    characters (a key is any text but NUL: timers.api.inputs.MetadataField says why)."""
     merged = dict(current or {})
     for key, value in check_metadata(update, param=param, allow_empty=True).items():
         if value == "":

@@ -13,21 +13,21 @@ from rest_framework import serializers
 from rest_framework.response import Response
 
 from timers.api.auth import livemode
-from timers.api.schedules import ZoneField
-from timers.api.serializers import (
+from timers.api.inputs import (
     ListQuerySerializer,
     MetadataField,
     NameField,
     StrictBooleanField,
     StrictCharField,
     StrictRegexField,
-    const,
-    list_serializer,
+    ZoneField,
 )
-from timers.api.views import ERRORS, NOT_FOUND, BrandAPIView, SafeJSONParser, _error, page
+from timers.api.openapi import ERRORS, NOT_FOUND, const, error_response, list_serializer
+from timers.api.views import BrandAPIView, SafeJSONParser
 from timers.clock import wall_now
 from timers.errors import KeepingTimeError, NotFound
 from timers.ids import LIVE_PREFIX
+from timers.selectors import page
 from timers.timeutil import iso_z
 
 from .brand_calendars import calendar_create, calendar_update, closed_days_json, supported_holidays
@@ -206,7 +206,7 @@ class CalendarListView(BrandAPIView):
                     "the brand's own closed days. The brand's first calendar is its default: a subject that "
                     "names none, of a Service that declares none, keeps its dates on it. Errors: "
                     "invalid_calendar (with param), calendar_exists (409).",
-        responses={201: CalendarSerializer, **ERRORS, 409: _error("calendar_exists")},
+        responses={201: CalendarSerializer, **ERRORS, 409: error_response("calendar_exists")},
     )
     def post(self, request):
         body = self.body(CalendarCreateSerializer)
@@ -239,8 +239,8 @@ class CalendarDetailView(BrandAPIView):
                     "(calendar_in_use, 409). A test key changes only a calendar no live subject is on "
                     "(live_mode_only, 403).",
         responses={200: CalendarSerializer, **ERRORS, **NOT_FOUND,
-                   403: _error("live_mode_only: live subjects keep their dates on it"),
-                   409: _error("calendar_in_use, calendar_exists, calendar_default_required")},
+                   403: error_response("live_mode_only: live subjects keep their dates on it"),
+                   409: error_response("calendar_in_use, calendar_exists, calendar_default_required")},
     )
     def post(self, request, calendar_id: str):
         cal = get_calendar(self.brand, calendar_id)

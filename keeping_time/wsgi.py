@@ -77,7 +77,7 @@ class FeedPolls:
         urlconf = settings.ROOT_URLCONF
         routed = self._routes.get(urlconf)
         if routed is None:
-            from calendars.api import SubjectFeedView
+            from calendars.api import SubjectFeedView  # noqa: PLC0415 - the apps load after this module
 
             try:
                 match = resolve("/subjects/sbj_x/calendar.ics", urlconf)
@@ -90,9 +90,9 @@ class FeedPolls:
         """The probe's answer with the headers Django's stack would give it, or None (Django answers)."""
         if not self.known or not self._routed():
             return None
-        from calendars.api import SubjectFeedView, _feed_settings
+        from calendars.api import SubjectFeedView, feed_settings  # noqa: PLC0415 - the apps load after this module
 
-        if not _feed_settings().get("FEED_STAMP", True):
+        if not feed_settings().get("FEED_STAMP", True):
             return None
         environ = dict(environ)  # WSGIRequest writes to its environ: Django's, if it answers, starts clean
         set_script_prefix(get_script_name(environ))

@@ -9,7 +9,7 @@ from django.http import QueryDict
 from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
-from timers.api.serializers import Choice
+from timers.api.openapi import Choice
 from timers.errors import KeepingTimeError
 
 from .money import CURRENCIES, MAX_AMOUNT, check_amount

@@ -8,8 +8,7 @@ from drf_spectacular.extensions import OpenApiSerializerFieldExtension
 from rest_framework import serializers
 
 from calendars.models import Clock, ClockItem
-from timers.api.serializers import Choice, const
-from timers.api.views import _error
+from timers.api.openapi import Choice, const, error_response
 from timers.keys import KINDS
 
 from . import registry
@@ -140,5 +139,5 @@ class ClockSerializer(serializers.Serializer):
     next_timer = TimerSummarySerializer(allow_null=True)
 
 
-CONFLICT = {409: _error("The object's state refuses it: job_not_open, subscription_not_active …")}
-GATE = {409: _error("clock_not_due, clock_satisfied, or the gate's refusal (date_passed …) with its code")}
+CONFLICT = {409: error_response("The object's state refuses it: job_not_open, subscription_not_active …")}
+GATE = {409: error_response("clock_not_due, clock_satisfied, or the gate's refusal (date_passed …) with its code")}

@@ -13,8 +13,9 @@ from rest_framework.response import Response
 
 from calendars.clocks import clock_choose, clock_satisfy
 from calendars.models import ClockItem
-from timers.api.serializers import StrictCharField, const
-from timers.api.views import ERRORS, NOT_FOUND, BrandAPIView
+from timers.api.inputs import StrictCharField
+from timers.api.openapi import ERRORS, NOT_FOUND, const
+from timers.api.views import BrandAPIView
 from timers.armer import DirectArmer
 from timers.errors import KeepingTimeError
 

@@ -12,20 +12,19 @@ from drf_spectacular.utils import extend_schema
 from rest_framework import serializers
 from rest_framework.response import Response
 
-from timers.api.serializers import (
-    Choice,
+from timers.api.inputs import (
     ListQuerySerializer,
     StrictBooleanField,
     StrictCharField,
     StrictRegexField,
-    _plain_json,
-    const,
-    list_serializer,
+    plain_json,
     query_field,
 )
-from timers.api.views import ERRORS, NOT_FOUND, BrandAPIView, SafeJSONParser, domain_of, owned, page
+from timers.api.openapi import ERRORS, NOT_FOUND, Choice, const, list_serializer
+from timers.api.views import BrandAPIView, SafeJSONParser
 from timers.armer import DirectArmer
 from timers.errors import KeepingTimeError, NotFound
+from timers.selectors import domain_of, owned, page
 from timers.timeutil import iso_z
 
 from . import registry
@@ -64,7 +63,7 @@ class JobDeliverSerializer(serializers.Serializer):
                                             "subject.keeps names only)")
 
     def validate_keeps(self, value):
-        _plain_json(value)
+        plain_json(value)
         return value
 
 

@@ -17,18 +17,12 @@ from rest_framework import serializers
 from rest_framework.response import Response
 
 from timers.api.auth import livemode
-from timers.api.serializers import (
-    Choice,
-    ListQuerySerializer,
-    NameField,
-    StrictCharField,
-    const,
-    list_serializer,
-    query_field,
-)
-from timers.api.views import ERRORS, NOT_FOUND, BrandAPIView, SafeJSONParser, _error, page
+from timers.api.inputs import ListQuerySerializer, NameField, StrictCharField, query_field
+from timers.api.openapi import ERRORS, NOT_FOUND, Choice, const, error_response, list_serializer
+from timers.api.views import BrandAPIView, SafeJSONParser
 from timers.errors import KeepingTimeError, NotFound
 from timers.models import Brand, Membership
+from timers.selectors import page
 
 from .handovers import Handover, member_remove
 from .members import (
@@ -151,12 +145,12 @@ class PoolSerializer(serializers.Serializer):
         "id": serializers.CharField(), "name": serializers.CharField(), "username": serializers.CharField()}))
 
 
-MEMBER_CONFLICT = {409: _error("member_exists (invite), member_in_pool, last_owner (the brand's only owner)")}
-MEMBER_BAD = {400: _error("invalid_request (the field is the param), invalid_email, invalid_json")}
-REMOVE_BAD = {400: _error("successor_required (they answer for dates or hold Tasks), successor_not_member, "
+MEMBER_CONFLICT = {409: error_response("member_exists (invite), member_in_pool, last_owner (the brand's only owner)")}
+MEMBER_BAD = {400: error_response("invalid_request (the field is the param), invalid_email, invalid_json")}
+REMOVE_BAD = {400: error_response("successor_required (they answer for dates or hold Tasks), successor_not_member, "
                           "successor_is_leaver (param successor), invalid_request")}
-LIVE_ONLY = {403: _error("live_mode_only: members and pools change with a live key")}
-EMAIL_FAILED = {502: _error("email_not_sent: the invite could not be sent, and no one was added")}
+LIVE_ONLY = {403: error_response("live_mode_only: members and pools change with a live key")}
+EMAIL_FAILED = {502: error_response("email_not_sent: the invite could not be sent, and no one was added")}
 
 
 # -- views ---------------------------------------------------------------------------------------------------------

@@ -13,10 +13,12 @@ from rest_framework import serializers
 from rest_framework.response import Response
 
 from timers.api.auth import livemode
-from timers.api.serializers import QueryInstantField, const, list_serializer, query_field
-from timers.api.views import ERRORS, NOT_FOUND, WRONG_MODE, BrandAPIView, domain_of
+from timers.api.inputs import QueryInstantField, query_field
+from timers.api.openapi import ERRORS, NOT_FOUND, WRONG_MODE, const, list_serializer
+from timers.api.views import BrandAPIView
 from timers.errors import KeepingTimeError
 from timers.models import is_live
+from timers.selectors import domain_of
 from timers.timeutil import iso_z
 
 from .ledger import brand_balance, member_earnings, subject_statements

@@ -15,18 +15,12 @@ from rest_framework.response import Response
 
 from calendars.brand_calendars import calendar_postpone
 from calendars.clocks import clock_inputs_changed
-from timers.api.serializers import StrictCharField, StrictIntegerField
-from timers.api.views import (
-    ERRORS,
-    NOT_FOUND,
-    WRONG_MODE,
-    BrandAPIView,
-    SafeJSONParser,
-    arm_domain_of,
-    get_owned,
-)
+from timers.api.inputs import StrictCharField, StrictIntegerField
+from timers.api.openapi import ERRORS, NOT_FOUND, WRONG_MODE
+from timers.api.views import BrandAPIView, SafeJSONParser
 from timers.armer import DirectArmer
 from timers.errors import KeepingTimeError
+from timers.selectors import arm_domain_of, get_owned
 from timers.timeutil import iso_z
 
 from . import registry

@@ -8,8 +8,10 @@ from rest_framework import serializers
 from rest_framework.response import Response
 
 from calendars.models import Subject
-from timers.api.serializers import StrictCharField
-from timers.api.views import ERRORS, NOT_FOUND, BrandAPIView, SafeJSONParser, get_owned
+from timers.api.inputs import StrictCharField
+from timers.api.openapi import ERRORS, NOT_FOUND
+from timers.api.views import BrandAPIView, SafeJSONParser
+from timers.selectors import get_owned
 from timers.timeutil import iso_z
 
 from .portal_sessions import portal_session_create

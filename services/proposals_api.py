@@ -13,10 +13,12 @@ from rest_framework.response import Response
 
 from calendars.models import Clock, Proposal
 from calendars.proposals import clock_propose, proposal_approve, proposals_commit
-from timers.api.serializers import NameField, StrictRegexField
-from timers.api.views import ERRORS, NOT_FOUND, BrandAPIView, SafeJSONParser, _error, get_owned
+from timers.api.inputs import NameField, StrictRegexField
+from timers.api.openapi import ERRORS, NOT_FOUND, error_response
+from timers.api.views import BrandAPIView, SafeJSONParser
 from timers.armer import DirectArmer
 from timers.errors import NotFound
+from timers.selectors import get_owned
 from timers.timeutil import iso_z
 
 from .outside_writes import through_the_gate
@@ -92,7 +94,7 @@ class ProposalApproveView(BrandAPIView):
                    summary="Approve a proposal that waits on a person",
                    description="It commits now, and now judges it.",
                    responses={200: ProposalSerializer, **ERRORS, **NOT_FOUND,
-                              409: _error("proposal_not_waiting: it was committed or refused already")})
+                              409: error_response("proposal_not_waiting: it was committed or refused already")})
     def post(self, request, proposal_id: str):
         p = _get(self.brand, proposal_id)
         with through_the_gate():

@@ -11,9 +11,9 @@ from collections.abc import Iterable
 from django.db.models import Q
 
 from calendars.models import Clock, ClockItem
-from timers.api.views import get_owned
 from timers.errors import NotFound
 from timers.models import Brand, Timer
+from timers.selectors import get_owned
 
 from .models import Job, Subscription
 

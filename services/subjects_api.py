@@ -14,33 +14,21 @@ from rest_framework import serializers
 from rest_framework.response import Response
 
 from calendars.models import Subject
-from timers.api.serializers import (
+from timers.api.inputs import (
     ListQuerySerializer,
     MetadataField,
     NameField,
     StrictCharField,
-    _plain_json,
-    const,
-    list_serializer,
+    plain_json,
     query_field,
 )
-from timers.api.views import (
-    ERRORS,
-    NOT_FOUND,
-    WRONG_MODE,
-    BrandAPIView,
-    SafeJSONParser,
-    _error,
-    arm_domain_of,
-    domain_of,
-    get_owned,
-    owned,
-    page,
-)
+from timers.api.openapi import ERRORS, NOT_FOUND, WRONG_MODE, const, error_response, list_serializer
+from timers.api.views import BrandAPIView, SafeJSONParser
 from timers.domains import domain_now
 from timers.errors import NotFound
 from timers.ids import is_live
 from timers.models import Brand
+from timers.selectors import arm_domain_of, domain_of, get_owned, owned, page
 from timers.timeutil import iso_z
 
 from .api_json import jobs_json, subscriptions_json
@@ -155,7 +143,7 @@ class SubscriptionCreateSerializer(serializers.Serializer):
     metadata = MetadataField(required=False)
 
     def validate_input(self, value):
-        _plain_json(value)
+        plain_json(value)
         return value
 
 
@@ -168,7 +156,7 @@ class JobCreateSerializer(serializers.Serializer):
     metadata = MetadataField(required=False)
 
     def validate_input(self, value):
-        _plain_json(value)
+        plain_json(value)
         return value
 
 
@@ -198,7 +186,7 @@ class SubjectListView(BrandAPIView):
                     "a brand with none is refused (calendar_required). Errors: invalid_kind, "
                     "invalid_subject_key, calendar_required, subject_exists (409, naming the subject), "
                     "live_mode_only (403: a test key names its test_clock).",
-        responses={201: SubjectSerializer, **ERRORS, **NOT_FOUND, **WRONG_MODE, 409: _error("subject_exists")},
+        responses={201: SubjectSerializer, **ERRORS, **NOT_FOUND, **WRONG_MODE, 409: error_response("subject_exists")},
     )
     def post(self, request):
         body = self.body(SubjectCreateSerializer)
@@ -222,7 +210,7 @@ class SubjectDetailView(BrandAPIView):
         operation_id="subjects_update", tags=["subjects"], request=SubjectUpdateSerializer, summary="Update a subject",
         description="Its name, metadata (merged) and, while it has no open date, its calendar "
                     "(subject_has_open_dates, 409).",
-        responses={200: SubjectSerializer, **ERRORS, **NOT_FOUND, 409: _error("subject_has_open_dates")},
+        responses={200: SubjectSerializer, **ERRORS, **NOT_FOUND, 409: error_response("subject_has_open_dates")},
     )
     def post(self, request, subject_id: str):
         subject = get_subject(self.brand, subject_id)
@@ -254,8 +242,8 @@ SUBSCRIPTION_CREATE = extend_schema(
                 "declared input is checked (invalid_input with param), the live tier too (plan_<tier>_required, "
                 "403), and the first cycle and its schedules are armed, in one transaction. Errors: invalid_service, "
                 "not_a_plan, subject_kind_mismatch, subscription_exists (409).",
-    responses={201: SubscriptionSerializer, **ERRORS, **NOT_FOUND, 403: _error("plan_launch_required, plan_team_required"),
-               409: _error("subscription_exists")},
+    responses={201: SubscriptionSerializer, **ERRORS, **NOT_FOUND, 403: error_response("plan_launch_required, plan_team_required"),
+               409: error_response("subscription_exists")},
 )
 JOB_CREATE = extend_schema(
     operation_id="jobs_create", tags=["jobs"], request=JobCreateSerializer, summary="Order a job",
@@ -264,8 +252,8 @@ JOB_CREATE = extend_schema(
                 "is priced as the Service says (held for a Service that holds, else charged). Errors: "
                 "invalid_service, subject_kind_mismatch, invalid_input, plan_<tier>_required (403), "
                 "job_exists (409: that period was ordered already).",
-    responses={201: JobSerializer, **ERRORS, **NOT_FOUND, 403: _error("plan_team_required …"),
-               409: _error("job_exists")},
+    responses={201: JobSerializer, **ERRORS, **NOT_FOUND, 403: error_response("plan_team_required …"),
+               409: error_response("job_exists")},
 )
 
 

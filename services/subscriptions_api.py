@@ -12,26 +12,12 @@ from rest_framework import serializers
 from rest_framework.response import Response
 
 from calendars.models import Subject
-from timers.api.serializers import (
-    ListQuerySerializer,
-    StrictCharField,
-    StrictRegexField,
-    _plain_json,
-    list_serializer,
-    query_field,
-)
-from timers.api.views import (
-    ERRORS,
-    NOT_FOUND,
-    BrandAPIView,
-    SafeJSONParser,
-    domain_of,
-    get_owned,
-    owned,
-    page,
-)
+from timers.api.inputs import ListQuerySerializer, StrictCharField, StrictRegexField, plain_json, query_field
+from timers.api.openapi import ERRORS, NOT_FOUND, list_serializer
+from timers.api.views import BrandAPIView, SafeJSONParser
 from timers.armer import DirectArmer
 from timers.errors import KeepingTimeError
+from timers.selectors import domain_of, get_owned, owned, page
 
 from .api_json import jobs_json, render_sub, subscriptions_json
 from .api_schemas import CONFLICT, DeclaredInputField, JobSerializer, SubscriptionSerializer
@@ -54,7 +40,7 @@ class SubjectEventSerializer(serializers.Serializer):
     data = serializers.DictField(required=False, default=dict, help_text="the event's data, e.g. reply_by")
 
     def validate_data(self, value):
-        _plain_json(value)
+        plain_json(value)
         return value
 
 
@@ -69,7 +55,7 @@ class SubscriptionUpdateSerializer(serializers.Serializer):
                                          "Service's declared input: invalid_input names the first one refused.")
 
     def validate_input(self, value):
-        _plain_json(value)
+        plain_json(value)
         return value
 
 

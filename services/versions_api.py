@@ -7,9 +7,11 @@ from drf_spectacular.utils import extend_schema
 from rest_framework import serializers
 from rest_framework.response import Response
 
-from timers.api.serializers import QueryBooleanField, const, list_serializer, query_field
-from timers.api.views import ERRORS, NOT_FOUND, BrandAPIView, domain_of
+from timers.api.inputs import QueryBooleanField, query_field
+from timers.api.openapi import ERRORS, NOT_FOUND, const, list_serializer
+from timers.api.views import BrandAPIView
 from timers.domains import domain_now
+from timers.selectors import domain_of
 from timers.timeutil import iso_z
 
 from .versions import versions_summary

@@ -327,7 +327,7 @@ def test_a_float_field_takes_a_json_number_and_text_only_from_a_form():
     from django.http import QueryDict
     from rest_framework import serializers
 
-    from timers.api.serializers import StrictFloatField
+    from timers.api.inputs import StrictFloatField
 
     class Body(serializers.Serializer):
         ratio = StrictFloatField()

@@ -5,7 +5,7 @@ every view filters what it reads and writes by ``request.auth``.
 
 A key also has a mode, as Stripe's do: ``sk_live_…`` acts on the live clock's objects, ``sk_test_…`` on
 the test clocks and their objects. The mode is the key's (its stored prefix) and rides on the Brand the
-request carries (``livemode(request.auth)``), so the brand-scoped lookups in ``timers.api.views`` scope by
+request carries (``livemode(request.auth)``), so the brand-scoped lookups in ``timers.selectors`` scope by
 mode wherever they scope by brand.
 """
 

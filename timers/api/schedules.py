@@ -17,34 +17,21 @@ from rest_framework.response import Response
 
 from .. import schedule_spec, schedules
 from ..models import OVERLAPS, Schedule, ScheduleRun, ScheduleTick
-from ..timeutil import zone_names
-from .serializers import (
-    Choice,
+from ..selectors import arm_domain_of, domain_of, get_owned, owned, page
+from .inputs import (
     ListQuerySerializer,
     StrictBooleanField,
     StrictCharField,
     StrictIntegerField,
-    _plain_json,
-    const,
-    list_serializer,
+    ZoneField,
+    plain_json,
     query_field,
 )
-from .views import (
-    ERRORS,
-    NOT_FOUND,
-    WRONG_MODE,
-    BrandAPIView,
-    SafeJSONParser,
-    _error,
-    arm_domain_of,
-    domain_of,
-    get_owned,
-    owned,
-    page,
-)
+from .openapi import ERRORS, NOT_FOUND, WRONG_MODE, Choice, const, error_response, list_serializer
+from .views import BrandAPIView, SafeJSONParser
 
 ORDER = ("created_at", "id")
-CONFLICT = {409: _error("Not in a state for this: schedule_paused, schedule_not_paused, schedule_triggered, "
+CONFLICT = {409: error_response("Not in a state for this: schedule_paused, schedule_not_paused, schedule_triggered, "
                         "schedule_of_subscription")}
 
 
@@ -68,7 +55,7 @@ class CatchupWindowField(serializers.Field):
 class PlainObjectField(serializers.DictField):
     def to_internal_value(self, data):
         value = super().to_internal_value(data)
-        _plain_json(value)
+        plain_json(value)
         return value
 
 
@@ -77,10 +64,6 @@ class SpecField(PlainObjectField):
 
 
 class TargetField(PlainObjectField):
-    pass
-
-
-class ZoneField(StrictCharField):
     pass
 
 
@@ -127,13 +110,6 @@ class TargetSchema(_Schema):
 
     def schema(self):
         return schedules.targets_schema()
-
-
-class ZoneSchema(_Schema):
-    target_class = ZoneField
-
-    def schema(self):
-        return {"type": "string", "enum": sorted(zone_names())}
 
 
 class ScheduleCreateSerializer(serializers.Serializer):
@@ -254,7 +230,7 @@ class ScheduleListView(BrandAPIView):
                     "(outside 10s to 365d), invalid_buffer_limit, invalid_name; schedule_name_taken (409: a "
                     "schedule of that name is on the clock); live_mode_only (403: a test key without test_clock).",
         responses={200: ScheduleSerializer, **ERRORS, **NOT_FOUND, **WRONG_MODE,
-                   409: _error("schedule_name_taken: a schedule of that name is on the clock")},
+                   409: error_response("schedule_name_taken: a schedule of that name is on the clock")},
     )
     def post(self, request):  # the body's shape (400), the clock (404, 403), then what the runtime reads (400)
         body = self.body(ScheduleCreateSerializer)

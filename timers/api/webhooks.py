@@ -20,17 +20,11 @@ from rest_framework.response import Response
 
 from .. import webhooks
 from ..models import WebhookEndpoint
+from ..selectors import page
 from .auth import livemode
-from .serializers import (
-    Choice,
-    ListQuerySerializer,
-    MetadataField,
-    StrictBooleanField,
-    StrictCharField,
-    const,
-    list_serializer,
-)
-from .views import ERRORS, NOT_FOUND, BrandAPIView, SafeJSONParser, page
+from .inputs import ListQuerySerializer, MetadataField, StrictBooleanField, StrictCharField
+from .openapi import ERRORS, NOT_FOUND, Choice, const, list_serializer
+from .views import BrandAPIView, SafeJSONParser
 
 ORDER = ("created_at", "id")
 _ID = re.compile(r"^[A-Za-z0-9_]{1,32}$")

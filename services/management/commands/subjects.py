@@ -9,13 +9,13 @@ from django.conf import settings
 from django.core.management.base import CommandError
 
 from calendars import feed
-from calendars.api import parse_from
 from calendars.entries import subject_calendar
 from calendars.feed_tokens import subject_feed_revoke, subject_feed_rotate
 from calendars.models import Subject
 from services.management.cli import brand_and_domain, pairs_option
 from services.portal_sessions import portal_session_create
 from services.subjects import get_calendar, subject_create
+from timers.api.inputs import parse_from
 from timers.domains import domain_now
 from timers.management.base import KTCommand
 from timers.models import brand_domain, is_live

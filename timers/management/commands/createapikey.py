@@ -1,14 +1,14 @@
 """createapikey --brand <name> [--name label] [--live]: prints a secret key once; only its sha256 is kept.
 
 A test key (sk_test_…, the default) reaches the test clocks and their objects; a live key (sk_live_…) the
-live clock's. Neither sees the other's (timers.api.views.owned).
+live clock's. Neither sees the other's (timers.selectors.owned).
 """
 
 from __future__ import annotations
 
 from django.core.management.base import CommandError
 
-from timers.api.serializers import name_problem
+from timers.api.inputs import name_problem
 from timers.tenants import api_key_create, brand_get_or_create
 
 from ..base import KTCommand

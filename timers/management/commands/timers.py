@@ -9,7 +9,8 @@ from django.db.models import Count
 from rest_framework.exceptions import ValidationError
 
 from timers import cli
-from timers.api.serializers import _plain_json, timer_json
+from timers.api.inputs import plain_json
+from timers.api.serializers import timer_json
 from timers.arming import timer_arm
 from timers.domains import domain_now
 from timers.models import LIVE, LIVE_PREFIX, Timer, live_domain
@@ -94,7 +95,7 @@ class Command(KTCommand):
         if not isinstance(data, dict):
             raise CommandError("invalid_data: --data is a JSON object, e.g. '{\"what\": \"prep\"}'")
         try:
-            _plain_json(data)  # what the API refuses in a timer's data, the CLI refuses too
+            plain_json(data)  # what the API refuses in a timer's data, the CLI refuses too
         except ValidationError as exc:
             raise CommandError(f"invalid_data: --data {exc.detail[0]}") from None
         timer = timer_arm(brand=brand, key=o["key"], owed_at=parse_instant(o["owed"]),
