@@ -9,6 +9,7 @@ from __future__ import annotations
 import logging
 from functools import wraps
 
+from django.conf import settings
 from django.core.exceptions import PermissionDenied as DjangoPermissionDenied
 from django.core.exceptions import RequestDataTooBig, SuspiciousOperation, TooManyFieldsSent, TooManyFilesSent
 from django.http import Http404, JsonResponse
@@ -69,8 +70,6 @@ def _validation(exc: drf.ValidationError) -> tuple[str, str, str | None]:
 def too_large(exc: Exception) -> tuple[int, str, str] | None:
     """The status, code and message for a body Django refuses to read (over DATA_UPLOAD_MAX_MEMORY_SIZE, or
     too many form fields), or None for any other exception."""
-    from django.conf import settings
-
     if isinstance(exc, RequestDataTooBig):
         limit = settings.DATA_UPLOAD_MAX_MEMORY_SIZE
         return 413, "request_too_large", f"the body is larger than {limit} bytes, the most a request may send"
@@ -119,8 +118,6 @@ def exception_handler(exc, context):
         status, code, message = exc.status_code, exc.default_code, str(exc.detail)
     else:
         # A bug, never bad input: log it and answer in the same shape (DEBUG re-raises for the page).
-        from django.conf import settings
-
         if settings.DEBUG:
             return None
         log.exception("unhandled error in %s", context.get("view").__class__.__name__, exc_info=exc)

@@ -19,6 +19,7 @@ from rest_framework import serializers
 from rest_framework.response import Response
 
 from .. import webhooks
+from ..errors import NotFound
 from ..models import WebhookEndpoint
 from ..selectors import page
 from .auth import livemode
@@ -108,8 +109,6 @@ class DeletedWebhookEndpointSerializer(serializers.Serializer):
 
 def _get(view: BrandAPIView, endpoint_id: str) -> WebhookEndpoint:
     if not _ID.match(endpoint_id):
-        from ..errors import NotFound
-
         raise NotFound(f"no webhook endpoint {endpoint_id!r}")
     return webhooks.get_endpoint(brand=view.brand, livemode=livemode(view.brand), endpoint_id=endpoint_id)
 
