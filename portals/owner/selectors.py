@@ -19,7 +19,7 @@ from .scope import AsOf
 
 
 def admin_link(obj, pk=None) -> str:
-    """The console's page of ``obj`` (of ``pk`` when given: a clock date's owner key)."""
+    """The console's page of ``obj`` (its change page; of the row ``pk`` names instead, when given)."""
     # quote(): an id holding "_3A" or "_5F" written raw is read back as ":" or "_", and the page not found.
     opts = obj._meta
     return reverse(f"admin:{opts.app_label}_{opts.model_name}_change",
