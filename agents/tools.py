@@ -17,9 +17,9 @@ from calendars.entries import subject_calendar as build_subject_calendar
 from calendars.selectors import calendar_domain, get_subject
 from calendars.subject_calendar_json import calendar_json
 from services import registry
+from services.api_schemas import PolicySerializer
 from services.declare import ServiceError
 from services.outside_writes import through_the_gate
-from services.people_api import PolicySerializer
 from services.policies import policy_set
 from services.selectors import get_clock, get_item
 from timers import test_clocks

@@ -1,5 +1,6 @@
 """The shapes the domain's API answers, for the schema (subscriptions, jobs, clocks, their next timers and
-prices), the declared input a subscription takes, and the error answers its writes share.
+prices), the declared input a subscription takes, the error answers its writes share, and the request bodies
+the API and the agents' tools both check (a policy value).
 """
 
 from __future__ import annotations
@@ -8,6 +9,7 @@ from drf_spectacular.extensions import OpenApiSerializerFieldExtension
 from rest_framework import serializers
 
 from calendars.models import Clock, ClockItem
+from timers.api.inputs import StrictCharField, StrictIntegerField
 from timers.api.openapi import Choice, const, error_response
 from timers.keys import KINDS
 
@@ -141,3 +143,11 @@ class ClockSerializer(serializers.Serializer):
 
 CONFLICT = {409: error_response("The object's state refuses it: job_not_open, subscription_not_active …")}
 GATE = {409: error_response("clock_not_due, clock_satisfied, or the gate's refusal (date_passed …) with its code")}
+
+
+# A request body the API's view and the agents' set_policy tool both check with.
+class PolicySerializer(serializers.Serializer):
+    service = StrictCharField(max_length=64)
+    name = StrictCharField(max_length=40, help_text="A policy value the Service declares: stall_days")
+    value = StrictIntegerField(min_value=1, max_value=3650, help_text="Days")
+    test_clock = StrictCharField(required=False, allow_blank=True, max_length=32, default="")

@@ -408,6 +408,20 @@ class Service:
     def check(self, known: Mapping[str, Service]) -> None:
         """Validate every field against the other Services; raise ServiceError naming file and field."""
         w = f"{self.where}: " if self.where else ""
+        self._check_waits_and_clocks(w)
+        self._check_price(w)
+        self._check_on(w, known)
+        self._check_people(w)
+        self._check_signals(w)
+        self._check_inputs(w)
+        self._check_subject_and_calendar(w)
+        unknown_keeps = [k for k in self.subject.keeps if not k.isidentifier()]
+        if unknown_keeps:
+            raise ServiceError(f"{w}subject.keeps: names are identifiers, not {unknown_keeps}")
+        self._check_schedules(w, known)
+
+    def _check_waits_and_clocks(self, w: str) -> None:
+        """A wait names its party and event and needs a deadline; a hard clock has no moves."""
         if self.waits is not None:
             if not self.waits.on.strip() or not re.fullmatch(r"[a-z][a-z0-9_]*(\.[a-z0-9_]+)+", self.waits.until):
                 raise ServiceError(f"{w}waits: a party and the subject event that ends the wait, e.g. "
@@ -421,6 +435,9 @@ class Service:
                 # The seed: a postponement is "the one thing that moves a hard date"; a step never does.
                 raise ServiceError(f"{w}clocks.{name}.moves: a hard date moves only by a postponement "
                                    f"(calendar.postpone); drop moves ({', '.join(spec.moves)}) or hard=True")
+
+    def _check_price(self, w: str) -> None:
+        """The deadline (price.within, before a clock or from the open), the cycle and the late price."""
         if self.price.within:
             try:
                 self.within = parse_offset(self.price.within, anchors=tuple(self.clocks))
@@ -440,11 +457,16 @@ class Service:
             self.every = every
         if self.price.late and not set(self.price.late) <= {"usd", "percent"}:
             raise ServiceError(f"{w}price.late: write {{'usd': 100}} or {{'percent': 10}}")
+
+    def _check_on(self, w: str, known: Mapping[str, Service]) -> None:
+        """Each subject event mints a registered Service."""
         for event, order in self.on.items():
             if order not in known:
                 raise ServiceError(f"{w}on.{event}: no Service {order!r} is registered "
                                    f"(known: {', '.join(sorted(known)) or 'none'})")
-        self._check_people(w)
+
+    def _check_signals(self, w: str) -> None:
+        """A signal's goto names a step; its silence is a span or a policy value."""
         for name, sig in self.signals.items():
             if sig.goto and self.steps and not self.step(sig.goto):
                 raise ServiceError(f"{w}signals.{name}.goto: no step {sig.goto!r}; steps: "
@@ -456,6 +478,9 @@ class Service:
             except OffsetError as exc:
                 raise ServiceError(f"{w}signals.{name}.silent: {exc} (or name a policy value: "
                                    f"{', '.join(self.policy) or 'none declared'})") from None
+
+    def _check_inputs(self, w: str) -> None:
+        """Each declared input is an Input of a known type, with valid pattern, choices and bounds."""
         for name, spec in self.input.items():
             where = f"{w}input.{name}"
             if not isinstance(spec, Input) or spec.type not in INPUT_TYPES:
@@ -475,10 +500,9 @@ class Service:
                 for bound in (spec.min, spec.max):
                     if bound is not None and _type_problem("date", bound):
                         raise ServiceError(f"{where}: min and max of a date are dates YYYY-MM-DD, not {bound!r}")
-        self._check_subject_and_calendar(w)
-        unknown_keeps = [k for k in self.subject.keeps if not k.isidentifier()]
-        if unknown_keeps:
-            raise ServiceError(f"{w}subject.keeps: names are identifiers, not {unknown_keeps}")
+
+    def _check_schedules(self, w: str, known: Mapping[str, Service]) -> None:
+        """Each schedule orders a registered Service, each period at a local time, from an anchor."""
         for name, sch in self.schedule.items():
             where = f"{w}deliver.schedule.{name}"
             order = known.get(sch.order)
@@ -497,7 +521,6 @@ class Service:
                 raise ServiceError(f"{where}.at: {exc}") from None
             if self.at[name].anchor is None:
                 raise ServiceError(f"{where}.at: say what it is after or before: '1mo after end', '10d before pay'")
-
 
     def _check_subject_and_calendar(self, w: str) -> None:
         spec = self.subject

@@ -26,7 +26,7 @@ from timers.timeutil import iso_z
 from . import registry
 from .acts import ask_answer, grant_give, step_done
 from .api_json import clock_json, render_job
-from .api_schemas import CONFLICT, GATE
+from .api_schemas import CONFLICT, GATE, PolicySerializer
 from .declare import ServiceError
 from .models import Job, Task, Window
 from .outside_writes import through_the_gate
@@ -116,13 +116,6 @@ class JobGrantView(BrandAPIView):
         return Response({"id": grant.id, "object": "grant", "job": job.id, "scope": grant.scope,
                          "party": grant.party, "status": grant.status, "granted_at": iso_z(grant.granted_at),
                          "ends_at": iso_z(grant.ends_at)})
-
-
-class PolicySerializer(serializers.Serializer):
-    service = StrictCharField(max_length=64)
-    name = StrictCharField(max_length=40, help_text="A policy value the Service declares: stall_days")
-    value = StrictIntegerField(min_value=1, max_value=3650, help_text="Days")
-    test_clock = StrictCharField(required=False, allow_blank=True, max_length=32, default="")
 
 
 class PolicySetView(BrandAPIView):
