@@ -500,7 +500,7 @@ def test_a_claims_settle_reads_its_open_runs_by_ref_never_every_run(brand, state
     proves a partial index's predicate (``ref <> ''``) from an IN list of at most 100 values, so the read says it
     itself; without it, every settle read every Run of every schedule (100,000 here; a year of an hourly schedule is 8,760)."""
     from timers.models import Schedule
-    from timers.schedules import _http_settled
+    from timers.schedule_http import http_settled
 
     clock = test_clock_create(brand=brand, frozen_time=START, name="settle")
     sch = Schedule.objects.create(id="sch_settle", brand=brand, domain=clock.id, spec={"every": "1h"},
@@ -523,7 +523,7 @@ def test_a_claims_settle_reads_its_open_runs_by_ref_never_every_run(brand, state
             cur.execute("ANALYZE timers_schedulerun")
     settled = [(f"sub_settle{g}", True, {"status": 200}) for g in range(100001, 100201)]
     with capture(monkeypatch) as got:
-        _http_settled(settled)
+        http_settled(settled)
     plan = explain(got.one('"timers_schedulerun"."ref" IN', "FOR UPDATE"))
     # The schedules' table holds one row here: read whole, rightly. The Runs must not be.
     assert not [n for n in nodes(plan) if n["Node Type"] == "Seq Scan"

@@ -29,15 +29,14 @@ from timers.errors import KeepingTimeError
 from timers.models import DeadLetter, Event, Outbox, Schedule, ScheduleRun, ScheduleTick
 from timers.schedules import (
     FIRE,
-    SIGNATURE_HEADER,
     next_fire_at,
     schedule_create,
     schedule_json,
     schedule_pause,
     schedule_resume,
     schedule_trigger,
-    verify,
 )
+from timers.signing import SIGNATURE_HEADER, verify
 from timers.tenants import api_key_create
 from timers.test_clocks import test_clock_create
 from timers.worker import advance, live_step

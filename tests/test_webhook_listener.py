@@ -13,7 +13,7 @@ import urllib.request
 import pytest
 
 from timers.models import WebhookEndpoint
-from timers.schedules import SIGNATURE_HEADER, sign
+from timers.signing import SIGNATURE_HEADER, sign
 from timers.webhook_listener import listen
 
 pytestmark = pytest.mark.django_db(transaction=True)

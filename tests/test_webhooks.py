@@ -34,7 +34,8 @@ from timers import outbox, webhooks
 from timers.api.serializers import event_json
 from timers.arming import timer_arm
 from timers.models import Event, Outbox, TestClock, WebhookAttempt, WebhookEndpoint, live_domain
-from timers.schedules import SIGNATURE_HEADER, schedule_create, schedule_pause, verify
+from timers.schedules import schedule_create, schedule_pause
+from timers.signing import SIGNATURE_HEADER, verify
 from timers.tenants import api_key_create, brand_get_or_create
 from timers.test_clocks import test_clock_create, test_clock_delete, test_clock_request_advance
 from timers.worker import advance, run_requested_advances

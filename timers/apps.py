@@ -7,8 +7,9 @@ class TimersConfig(AppConfig):
     default_auto_field = "django.db.models.BigAutoField"
 
     def ready(self) -> None:
-        from . import handlers, schedules, webhooks
+        from . import handlers, schedule_http, schedules, webhooks
 
         handlers.register_builtin()
         schedules.register()
+        schedule_http.register()
         webhooks.register()

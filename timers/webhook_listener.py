@@ -5,7 +5,7 @@ arrives (checking its signature with the endpoint's secret, and each event id on
 ``until`` names).
 
 For trying a brand out locally (the quickstart watches a test clock's events arrive with it). A brand's own
-systems receive the same requests: verify ``Keeping-Time-Signature`` as ``timers.schedules.verify`` does and
+systems receive the same requests: verify ``Keeping-Time-Signature`` as ``timers.signing.verify`` does and
 keep each ``Idempotency-Key`` (the event id) once.
 """
 
@@ -18,7 +18,7 @@ from collections.abc import Callable, Sequence
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 from .models import Brand
-from .schedules import SIGNATURE_HEADER, verify
+from .signing import SIGNATURE_HEADER, verify
 from .webhooks import endpoint_create, endpoint_delete
 
 MAX_BODY = 1 << 20

@@ -43,6 +43,7 @@ from .errors import KeepingTimeError, NotFound
 from .ids import is_live, new_id
 from .models import Brand, Event, Outbox, TestClock, WebhookAttempt, WebhookEndpoint
 from .rows import insert_rows
+from .signing import SIGNATURE_HEADER, sign
 
 TRANSPORT = "webhook"
 ANSWER_KEPT = 1000  # characters of an answer's body the log keeps
@@ -367,7 +368,7 @@ class _Prepared(threading.local):
 
 
 class WebhookTransport:
-    """POST an event to its endpoint: signed (``Keeping-Time-Signature``, timers.schedules.sign), with the event
+    """POST an event to its endpoint: signed (``Keeping-Time-Signature``, timers.signing.sign), with the event
     id as ``Idempotency-Key``; each try logged right after it, before the outbox records the receipt.
 
     A claimed set is read in four queries before its first send (``prepare``), not four a send: what a set
@@ -413,8 +414,6 @@ class WebhookTransport:
         return _logged(submission_id), endpoint, event, tries
 
     def send(self, submission_id: str, payload: dict) -> dict:
-        from .schedules import SIGNATURE_HEADER, sign
-
         logged, endpoint, event, tries = self._read(submission_id, payload)
         if logged is not None:  # it arrived before this sender's predecessor could record so
             return logged
