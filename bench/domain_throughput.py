@@ -367,7 +367,7 @@ def cap_year(cap: float, holder: dict) -> contextlib.ExitStack:
 def domain_year(k: int, *, mode: str, cap: float) -> dict:
     from django.db import connection
 
-    from timers import tenants, test_clocks, worker
+    from timers import record, tenants, test_clocks, worker
     from timers.models import Event, Outbox, Timer
 
     brand = tenants.brand_get_or_create(name=BRAND)
@@ -414,7 +414,7 @@ def domain_year(k: int, *, mode: str, cap: float) -> dict:
         "rollbacks": meter.rollbacks, "rss_before_mb": rss0,
     }
     if not out["capped"]:
-        count, digest = worker.record_hash(clock.id)
+        count, digest = record.record_hash(clock.id)
         out["record"] = f"{count}:{digest}"
     if mode == "count":
         out["by_label"] = dict(meter.by_label)

@@ -86,9 +86,9 @@ def main() -> int:
     from django.db.models import Max, Min
 
     from portals.owner.selectors import in_as_of
-    from timers.api.serializers import event_json
     from timers.ids import new_id
     from timers.models import Brand, Event
+    from timers.record import event_json
     from timers.selectors import owned, page
     from timers.store import PostgresStore
 

@@ -170,7 +170,7 @@ def year(brand, receiver: Receiver, run: int, *, count_shapes: bool) -> dict:
     from django.db import connection
     from domain_throughput import Statements, backend_pid, cpu_seconds
 
-    from timers import test_clocks, worker
+    from timers import record, test_clocks, worker
     from timers.models import Outbox, ScheduleRun
     from timers.schedules import schedule_create
 
@@ -191,7 +191,7 @@ def year(brand, receiver: Receiver, run: int, *, count_shapes: bool) -> dict:
     py1, pg1 = cpu_seconds(pid)
     far = receiver.cpu() - far0
     runs = ScheduleRun.objects.filter(schedule=sch).count()
-    n, digest = worker.record_hash(clock.id)
+    n, digest = record.record_hash(clock.id)
     out = {"run": run, "seconds": seconds, "send_seconds": sends["seconds"], "fired": stats.fired, "runs": runs, "statements": meter.total + copied["n"],
            "copies": copied["n"], "commits": meter.commits, "cpu_py": py1 - py0, "cpu_pg": pg1 - pg0, "cpu_far": far,
            "received": receiver.count() - got0, "sent": Outbox.objects.filter(domain=clock.id, status="sent").count(), "record": f"{n}:{digest[:16]}",

@@ -20,7 +20,7 @@ Each way starts from a vacuumed table with only its own N rows armed and right a
 checkpoint lands inside one way's window by chance; every way pays the same full-page writes), and is
 verified afterwards: N
 timers fired, none left armed, N commits, N 'timer.fired' events, and the same record hash
-(timers.worker.record_hash) for the runtime and the ceilings. Database commits are counted on the
+(timers.record.record_hash) for the runtime and the ceilings. Database commits are counted on the
 server (pg_stat_database.xact_commit, flushed with pg_stat_force_next_flush(), calibrated for the
 counter reads themselves) and on the client (explicit COMMITs + autocommit statements). The bench's
 rows (its test clocks' timers, commits, events) are deleted at the start and at the end.
@@ -367,7 +367,7 @@ def run_ceiling(brand, n: int, overhead: int, *, batch: int | None) -> dict:
 def verify(domain: str, n: int) -> tuple[list[str], str]:
     """Check the drain did all of its work once; returns (problems, record hash)."""
     from timers.models import Commit, Event, Timer
-    from timers.worker import record_hash
+    from timers.record import record_hash
 
     problems = []
     fired = Timer.objects.filter(domain=domain, status="fired").count()

@@ -16,7 +16,8 @@ from timers.compare import compare
 from timers.errors import Refused, TestClockBackward
 from timers.models import LIVE, Commit, Event, Outbox, Timer, live_domain
 from timers.rearm import Rearm
-from timers.worker import Worker, advance, live_step, record_hash
+from timers.record import record_hash
+from timers.worker import Worker, advance, live_step
 
 
 def record(domain: str) -> list[tuple[str, str]]:

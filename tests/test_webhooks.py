@@ -31,9 +31,9 @@ from django.urls import reverse
 
 from tests.conftest import admin_url
 from timers import outbox, webhooks
-from timers.api.serializers import event_json
 from timers.arming import timer_arm
 from timers.models import Event, Outbox, TestClock, WebhookAttempt, WebhookEndpoint, live_domain
+from timers.record import event_json
 from timers.schedules import schedule_create, schedule_pause
 from timers.signing import SIGNATURE_HEADER, verify
 from timers.tenants import api_key_create, brand_get_or_create

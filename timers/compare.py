@@ -28,8 +28,9 @@ from .clock import VirtualWallClock
 from .lease import lease
 from .models import Event, Outbox, TestClock
 from .outbox import RecordingTransport
+from .record import record_hash
 from .timeutil import duration_text
-from .worker import Worker, advance, pinned, record_hash
+from .worker import Worker, advance, pinned
 
 
 @dataclass

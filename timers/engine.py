@@ -18,7 +18,6 @@ import bisect
 import dataclasses
 import heapq
 import itertools
-import json
 import logging
 import time
 from collections.abc import Callable
@@ -863,8 +862,4 @@ class Run:
             row[0] += 1
             row[1] += late
         return [(self.domain, k, o, b, n, late) for (k, o, b), (n, late) in sorted(tally.items())]
-
-
-def canonical(obj: Any) -> str:
-    return json.dumps(obj, sort_keys=True, separators=(",", ":"), ensure_ascii=False, default=str)
 

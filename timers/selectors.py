@@ -16,10 +16,11 @@ from django.db.models import Count, Q, QuerySet
 
 from . import test_clocks
 from .api.auth import livemode
-from .api.serializers import event_json, timers_json
+from .api.serializers import timers_json
 from .errors import KeepingTimeError, NotFound
 from .models import LIVE_PREFIX, Brand, Event, TestClock, Timer, is_live, live_domain
 from .owners import owner_filter
+from .record import event_json
 
 # What an object id may be: a wrong shape never reaches the database.
 _ID = re.compile(r"^[A-Za-z0-9_]{1,32}$")

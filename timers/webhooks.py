@@ -42,6 +42,7 @@ from .clock import wall_now
 from .errors import KeepingTimeError, NotFound
 from .ids import is_live, new_id
 from .models import Brand, Event, Outbox, TestClock, WebhookAttempt, WebhookEndpoint
+from .record import event_json
 from .rows import insert_rows
 from .signing import SIGNATURE_HEADER, sign
 
@@ -346,8 +347,6 @@ def _logged(submission_id: str) -> dict | None:
 
 def body_of(event: Event) -> bytes:
     """What a delivery POSTs: the event exactly as GET /events/<id> answers it."""
-    from .api.serializers import event_json
-
     return json.dumps(event_json(event), separators=(",", ":"), ensure_ascii=False, default=str).encode()
 
 

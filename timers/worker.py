@@ -9,7 +9,6 @@ brand's backlog never holds another's owed timers back. Requested advances are c
 from __future__ import annotations
 
 import contextlib
-import hashlib
 import logging
 import threading
 import time
@@ -27,7 +26,7 @@ from . import batch as batches
 from . import history, outbox
 from .batch import KeptWriteFailed
 from .clock import Clock, WallClock
-from .engine import Run, RunStats, canonical
+from .engine import Run, RunStats
 from .errors import KeepingTimeError, NotFound, TestClockBackward, TestClockDeleted
 from .lease import _LIVE_SESSIONS, Held, current, holder, lease
 from .models import LIVE, Event, Lease, LiveClock, TestClock, Timer, is_live
@@ -847,25 +846,3 @@ def _wakes(payload: str, wake_at: float, woken: dict[str, None], others: set[str
     except ValueError:
         pass  # a payload of another shape wakes, as a bare domain does
     woken[domain] = None
-
-
-# -- the record's hash -------------------------------------------------------------------------------
-def record_hash(domain: str, *, after_seq: int = 0) -> tuple[int, str]:
-    """sha256 over the record in order: each event's type, subject, owed time, key and data.
-
-    Fired time, late_by, attempt and wakes are left out (they differ by way), and so are the test
-    clock's own events, which say how the clock was driven rather than what happened.
-    """
-    digest = hashlib.sha256()
-    count = 0
-    rows = (
-        Event.objects.filter(domain=domain, seq__gt=after_seq)
-        .exclude(type__startswith="test_clock.")
-        .order_by("seq")
-        .values_list("type", "subject", "owed_at", "key", "data")
-    )
-    for type_, subject, owed_at, key, data in rows.iterator(chunk_size=5000):
-        digest.update(canonical([type_, subject, iso_z(owed_at), key, data]).encode())
-        digest.update(b"\n")
-        count += 1
-    return count, digest.hexdigest()

@@ -71,21 +71,6 @@ def timer_json(t: Timer, *, commit=_UNSET) -> dict:
     }
 
 
-def event_json(e: Event) -> dict:
-    return {
-        "id": e.id,
-        "object": "event",
-        "type": e.type,
-        "subject": e.subject,
-        "owed_at": iso_z(e.owed_at),
-        "fired_at": iso_z(e.fired_at),
-        "late_by": duration_text(e.late_by),
-        "key": e.key or None,
-        "data": e.data,
-        "test_clock": None if is_live(e.domain) else e.domain,
-    }
-
-
 # -- what the API takes ------------------------------------------------------------------------------
 @extend_schema_field({"type": "string", "pattern": KEY_PATTERN, "maxLength": MAX_KEY_LENGTH,
                       "example": "job_1:task:prep:2027"})

@@ -18,6 +18,7 @@ from rest_framework.views import APIView
 from .. import arming, test_clocks
 from ..errors import KeepingTimeError
 from ..models import Brand, TestClock
+from ..record import event_json
 from ..selectors import (
     arm_domain_of,
     events_page,
@@ -40,7 +41,6 @@ from .serializers import (
     TimerListQuerySerializer,
     TimerSerializer,
     WakeSerializer,
-    event_json,
     timer_json,
 )
 from .test_clock_serializers import (
