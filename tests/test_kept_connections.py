@@ -1,4 +1,4 @@
-"""Schedules' HTTP calls on kept connections, several at once (timers/targets.py fetch, timers/outbox.py
+"""Schedules' HTTP calls on kept connections, several at once (timers/http.py send, timers/outbox.py
 concurrent_sends), against a real far end on 127.0.0.1 that speaks HTTP/1.1 keep-alive as production servers do.
 Counted at the far end: every call arrives, and none it answered is sent again, when the far end closes its
 idle connections between calls and when it dies in the middle of a claim."""

@@ -28,6 +28,7 @@ from tests.conftest import T0
 from tests.test_kept_connections import KeepAlive
 from timers import outbox, targets, webhooks
 from timers.arming import timer_arm
+from timers.http import Pool, send
 from timers.models import (
     DeadLetter,
     Event,
@@ -372,17 +373,17 @@ def test_send_a_schedules_call_to_a_name_that_now_resolves_to_a_refused_address_
 
 
 def test_send_a_kept_connection_is_never_used_for_a_name_that_now_resolves_elsewhere(settings, dns):
-    """Connections are kept (targets.fetch) filed under the address they were opened to, and every send resolves
+    """Connections are kept (timers/http.py) filed under the address they were opened to, and every send resolves
     and judges its host again: a kept connection is taken only under an address of the answer just judged, so
     a name that now resolves elsewhere gets a new connection there, and one refused now reaches nothing."""
     allow(settings, "127.0.0.0/8")
     a = KeepAlive()
     b = KeepAlive(a.port, host="127.0.0.2")  # the same port on another loopback address
-    pool = targets.Pool()
+    pool = Pool()
     url = f"http://kept.example.test:{a.port}/fire"
 
     def post(key: str) -> int:
-        return targets.fetch("POST", url, body=b"{}", headers={"Idempotency-Key": key}, timeout=5, pool=pool).status
+        return send("POST", url, body=b"{}", headers={"Idempotency-Key": key}, timeout=5, pool=pool).status
 
     try:
         dns["kept.example.test"] = [LOCAL]
@@ -421,7 +422,7 @@ def test_send_a_redirect_to_a_refused_address_is_refused(settings, far):
     try:
         allow(settings, LOCAL)
         with pytest.raises(targets.TargetRefused, match="127.0.0.2 is a loopback address"):
-            targets.urlopen(f"http://127.0.0.1:{server.server_address[1]}/302", timeout=5)
+            send("GET", f"http://127.0.0.1:{server.server_address[1]}/302", timeout=5)
     finally:
         server.shutdown()
         server.server_close()
@@ -449,6 +450,9 @@ def test_send_https_keeps_the_name_for_sni_and_the_certificate_while_connecting_
     class Context:
         verify_mode, check_hostname = ssl.CERT_REQUIRED, True
 
+        def set_alpn_protocols(self, protocols):  # urllib3 offers http/1.1 on every context it is handed
+            pass
+
         def wrap_socket(self, sock, server_hostname=None):
             seen["sni"], seen["peer"] = server_hostname, sock.getpeername()[0]
             sock.close()
@@ -459,10 +463,9 @@ def test_send_https_keeps_the_name_for_sni_and_the_certificate_while_connecting_
     server.listen(1)
     try:
         dns["tls.example.test"] = [LOCAL]
-        conn = targets.PinnedHTTPSConnection("tls.example.test", server.getsockname()[1], context=Context(),
-                                             timeout=5)
+        pool = Pool(tls=Context())
         with pytest.raises(OSError, match="stop here"):  # the test settings allow 127.0.0.1
-            conn.connect()
+            send("GET", f"https://tls.example.test:{server.getsockname()[1]}/", timeout=5, pool=pool)
     finally:
         server.close()
     assert seen == {"sni": "tls.example.test", "peer": LOCAL}

@@ -27,8 +27,6 @@ import queue
 import socket
 import threading
 import time
-import urllib.error
-import urllib.request
 from collections import Counter
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
@@ -39,8 +37,8 @@ from django.conf import settings
 from django.db import connection, transaction
 from django.db.models import Q
 
-from . import targets
 from .clock import wall_now
+from .http import Response, send
 from .models import Outbox
 
 log = logging.getLogger(__name__)
@@ -91,24 +89,25 @@ class HttpTransport:
 
     def send(self, submission_id: str, payload: dict) -> dict:
         body = json.dumps({"id": submission_id, "payload": payload}).encode()
-        req = urllib.request.Request(f"{self.url}/submissions", data=body, method="POST", headers={
-            "Content-Type": "application/json", "Idempotency-Key": submission_id})
-        try:
-            with targets.urlopen(req, timeout=self.timeout) as resp:
-                return json.loads(resp.read() or b"{}")
-        except urllib.error.HTTPError as exc:
-            if 400 <= exc.code < 500 and exc.code not in (408, 409, 429):
-                raise PermanentFailure(f"{exc.code} {exc.reason}") from None
-            raise
+        got = send("POST", f"{self.url}/submissions", body=body, keep=None, timeout=self.timeout,
+                   headers={"Content-Type": "application/json", "Idempotency-Key": submission_id})
+        if 400 <= got.status < 500 and got.status not in (408, 409, 429):
+            raise PermanentFailure(f"{got.status} {got.reason}")
+        return _receipt(got)
 
     def lookup(self, submission_id: str) -> dict | None:
-        try:
-            with targets.urlopen(f"{self.url}/submissions/{submission_id}", timeout=self.timeout) as resp:
-                return json.loads(resp.read() or b"{}")
-        except urllib.error.HTTPError as exc:
-            if exc.code == 404:
-                return None
-            raise
+        got = send("GET", f"{self.url}/submissions/{submission_id}", keep=None, timeout=self.timeout)
+        return None if got.status == 404 else _receipt(got)
+
+
+class HTTPError(Exception):
+    """A submissions endpoint answered neither 2xx nor a refusal for good: the try failed, and is tried again."""
+
+
+def _receipt(got: Response) -> dict:
+    if not 200 <= got.status < 300:
+        raise HTTPError(f"HTTP Error {got.status}: {got.reason}")  # as urllib said it: a failed try's reason
+    return json.loads(got.body or b"{}")
 
 
 class DjangoEmailTransport:

@@ -17,6 +17,7 @@ from django.db import transaction
 from . import outbox, targets
 from .clock import wall_now
 from .domains import domain_now
+from .http import send
 from .models import Outbox, Schedule, ScheduleRun, ScheduleTick
 from .schedules import HTTP, _by_ref, _direct_arm, _release_buffered, dead_letter
 from .signing import SIGNATURE_HEADER, sign
@@ -34,7 +35,7 @@ class HttpTargetTransport:
     is sent again with the same Idempotency-Key. The connection goes to the address the URL's host resolved to
     and was checked at (timers/targets.py); a refused address is refused for good, nothing sent.
 
-    Connections are kept between sends (targets.fetch: filed by the address checked, each send judged again),
+    Connections are kept between sends (timers/http.py: filed by the address checked, each send judged again),
     and the outbox sends a claim's calls ``concurrent_sends`` at a time: ``send`` reads nothing from the
     database once ``prepare`` has read the claim's secrets, so it may run in a sender thread."""
 
@@ -74,8 +75,8 @@ class HttpTargetTransport:
         headers = {"Content-Type": "application/json", "Idempotency-Key": submission_id,
                    SIGNATURE_HEADER: sign(secret, body, at=int(wall_now().timestamp()))}
         try:
-            answer = targets.fetch("POST", payload["url"], body=body, headers=headers,
-                                   timeout=float(payload.get("timeout", 10)))
+            answer = send("POST", payload["url"], body=body, headers=headers,
+                          timeout=float(payload.get("timeout", 10)))
         except targets.TargetRefused as exc:  # nothing was connected: the Run is dead-lettered with the reason
             raise outbox.PermanentFailure(f"refused target: {exc.reason}") from None
         text = answer.body.decode("utf-8", "replace")

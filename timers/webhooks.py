@@ -26,8 +26,6 @@ import re
 import secrets
 import threading
 import time
-import urllib.error
-import urllib.request
 from collections.abc import Iterable, Mapping, Sequence
 from datetime import datetime, timedelta
 from typing import Any
@@ -40,6 +38,7 @@ from django.db.models.signals import post_save
 from . import outbox, targets
 from .clock import wall_now
 from .errors import KeepingTimeError, NotFound
+from .http import send
 from .ids import is_live, new_id
 from .models import Brand, Event, Outbox, TestClock, WebhookAttempt, WebhookEndpoint
 from .record import event_json
@@ -325,11 +324,6 @@ def _test_clock_deleted(sender, clock: TestClock, **kwargs) -> None:
 
 
 # -- sending ----------------------------------------------------------------------------------------------
-# A 3xx is a failed delivery, as Stripe counts it: the event is not followed to another URL. Every connection is
-# made to the address its host resolved to and was checked at (timers/targets.py).
-_OPENER = targets.opener(redirects=False)
-
-
 class DeliveryFailed(Exception):
     """The endpoint did not answer 2xx: logged, retried after a backoff within the window."""
 
@@ -426,17 +420,16 @@ class WebhookTransport:
             self._set.tries[(endpoint.id, event.id)] = attempt  # this try, logged below
         at, started = wall_now(), time.monotonic()
         status, answer, error = None, "", ""
-        req = urllib.request.Request(endpoint.url, data=body, method="POST", headers={
-            "Content-Type": "application/json", "User-Agent": USER_AGENT, "Idempotency-Key": event.id,
-            SIGNATURE_HEADER: sign(endpoint.secret, body, at=int(wall_now().timestamp()))})
+        headers = {"Content-Type": "application/json", "User-Agent": USER_AGENT, "Idempotency-Key": event.id,
+                   SIGNATURE_HEADER: sign(endpoint.secret, body, at=int(wall_now().timestamp()))}
         try:
-            with _OPENER.open(req, timeout=_cfg("WEBHOOK_TIMEOUT_SECONDS", 10)) as resp:
-                status, answer = resp.status, _text(resp.read(ANSWER_KEPT * 4))
+            # A 3xx is a failed delivery, as Stripe counts it: the event is not followed to another URL.
+            got = send("POST", endpoint.url, body=body, headers=headers, redirects=False, keep=ANSWER_KEPT * 4,
+                       timeout=_cfg("WEBHOOK_TIMEOUT_SECONDS", 10))
+            status, answer = got.status, _text(got.body)
         except targets.TargetRefused as exc:  # nothing was connected
             error = f"refused: {exc.reason}"
-        except urllib.error.HTTPError as exc:
-            status, answer = exc.code, _text(exc.read(ANSWER_KEPT * 4) if exc.fp else b"")
-        except (urllib.error.URLError, OSError, ValueError, http.client.HTTPException) as exc:
+        except (OSError, ValueError, http.client.HTTPException) as exc:
             error = f"{type(exc).__name__}: {getattr(exc, 'reason', exc)}"
         _log(endpoint, event, submission_id, attempt, at, status, answer, error,
              round((time.monotonic() - started) * 1000))
