@@ -66,12 +66,13 @@ def main() -> int:
     from django.db import connection, transaction
 
     from timers import outbox
+    from timers.sql import outbox as outbox_sql
 
     if connection.vendor != "postgresql":
         print("outbox_claim_plans: PostgreSQL only (set DATABASE_URL)")
         return 2
     call_command("migrate", verbosity=0)
-    me = outbox.sender_id()
+    me = outbox_sql.sender_id()
     hot = "tc_7"
 
     def sql(q: str, params=None):
@@ -80,15 +81,15 @@ def main() -> int:
             return cur.fetchall() if cur.description else None
 
     def old_claim(domain: str | None) -> int:
-        text = OLD_CLAIM.format(sender=outbox._SENDER_SQL.format(a="a"), where="AND o.domain = %s" if domain else "")
+        text = OLD_CLAIM.format(sender=outbox_sql.SENDER_SQL.format(a="a"), where="AND o.domain = %s" if domain else "")
         return len(sql(text, [*([domain] if domain else []), outbox.CLAIM, me]))
 
     def new_sweep() -> int:
-        return len(outbox._claim(outbox._owed_domains()[0], me, outbox.CLAIM))
+        return len(outbox._claim(outbox_sql.owed_domains()[0], me, outbox.CLAIM))
 
     def pick(domain: str | None) -> int:
         # The claim's choice of rows alone (its CTE c, rows locked, nothing rewritten): the plan's own cost.
-        text = OLD_CLAIM.format(sender=outbox._SENDER_SQL.format(a="a"), where="AND o.domain = %s" if domain else "")
+        text = OLD_CLAIM.format(sender=outbox_sql.SENDER_SQL.format(a="a"), where="AND o.domain = %s" if domain else "")
         select = "WITH live AS" + text.split("WITH live AS", 1)[1].split(")\nUPDATE", 1)[0] + ")\nSELECT id FROM c"
         return len(sql(select, [*([domain] if domain else []), outbox.CLAIM]))
 
@@ -96,7 +97,7 @@ def main() -> int:
         "0008": (OLD_INDEXES, {"domain pick": lambda: pick(hot), "sweep pick": lambda: pick(None),
                                "domain claim": lambda: old_claim(hot), "sweep claim": lambda: old_claim(None)}),
         "0009": (NEW_INDEXES, {"domain pick": lambda: pick(hot),
-                               "sweep pick": lambda: pick(outbox._owed_domains()[0]),
+                               "sweep pick": lambda: pick(outbox_sql.owed_domains()[0]),
                                "domain claim": lambda: len(outbox._claim(hot, me, outbox.CLAIM)),
                                "sweep claim": new_sweep}),
     }

@@ -72,7 +72,7 @@ def main() -> int:
     from django.core.management import call_command
     from django.db import connection
 
-    from timers import outbox
+    from timers import outbox, transports
     from timers.models import Outbox
 
     if connection.vendor != "postgresql":
@@ -87,8 +87,8 @@ def main() -> int:
             for _ in range(args.repeat):
                 for way in rates:
                     fill(n)
-                    far = outbox.RecordingTransport()
-                    outbox.register("bench", far)
+                    far = transports.RecordingTransport()
+                    transports.register("bench", far)
                     t = time.perf_counter()
                     if way == "sets":
                         outbox.deliver(DOMAIN)

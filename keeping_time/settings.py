@@ -233,7 +233,7 @@ KEEPING_TIME = {
     # (timers/prepared.py); KT_API_PREPARE=0 behind a pooler in transaction mode.
     "API_PREPARE": env.bool("KT_API_PREPARE", default=True),
     # Outside systems the outbox sends to, by name: "recording" (in this process) or an http(s)://
-    # submissions URL (timers/outbox.py, HttpTransport). Clock notices go to "notices".
+    # submissions URL (timers/transports.py, HttpTransport). Clock notices go to "notices".
     "TRANSPORTS": {"notices": env("KT_NOTICES_TRANSPORT", default="recording"),
                    # Notifications' emails, through Django's email backend (EMAIL_URL, below).
                    "email": env("KT_EMAIL_TRANSPORT", default="django-email")},

@@ -59,14 +59,14 @@ __all__ = ["T0", "at", "timedelta"]
 def far_end():
     """A real HTTP far end for the clocks' notices (tests/far_end.py), in place of the in-process one."""
     from tests.far_end import FarEnd
-    from timers import outbox
+    from timers import transports
 
-    saved = dict(outbox._transports)
+    saved = dict(transports.registry)
     with FarEnd() as far:
-        outbox.register("notices", outbox.HttpTransport(far.url, timeout=5))
+        transports.register("notices", transports.HttpTransport(far.url, timeout=5))
         yield far
-    outbox._transports.clear()
-    outbox._transports.update(saved)
+    transports.registry.clear()
+    transports.registry.update(saved)
 
 
 def admin_url(obj, action: str = "change") -> str:

@@ -1,7 +1,7 @@
 """An outside system for the tests: a real HTTP server that counts every submission it receives.
 
 Sends are counted here, at the far end, never read back from the outbox's own rows. It speaks what
-timers.outbox.HttpTransport speaks: ``POST /submissions`` and ``GET /submissions/<id>``.
+timers.transports.HttpTransport speaks: ``POST /submissions`` and ``GET /submissions/<id>``.
 """
 
 from __future__ import annotations

@@ -19,7 +19,7 @@ import pytest
 from calendars.feed_tokens import subject_feed_rotate
 from tests.acme import acme_subject, open_return
 from tests.conftest import at
-from timers import outbox
+from timers import transports
 from timers.test_clocks import test_clock_create
 
 CHROMIUM = "/usr/bin/chromium"
@@ -79,7 +79,7 @@ def page(browser):
 
 @pytest.fixture
 def acme(brand, transactional_db):
-    outbox.register("notices", outbox.RecordingTransport())
+    transports.register("notices", transports.RecordingTransport())
     tc = test_clock_create(brand=brand, frozen_time=at("2027-06-01T12:00Z"), name="acme")
     subject = acme_subject(brand, tc.id)
     open_return(brand, tc, subject)

@@ -24,7 +24,7 @@ from services.models import Subscription
 from services.portal_sessions import portal_session_create
 from tests.axe import assert_accessible
 from tests.browser import VIEWPORTS, browser, expect  # noqa: F401  (browser is a fixture)
-from timers import outbox
+from timers import transports
 from timers.models import Membership
 from timers.tenants import brand_get_or_create
 from timers.test_clocks import test_clock_create
@@ -54,7 +54,7 @@ def page(request, browser):  # noqa: F811  (the fixture tests.browser provides)
 def shop(transactional_db):
     if connection.vendor != "postgresql":
         pytest.skip("the browser tests run on PostgreSQL")
-    outbox.register("notices", outbox.RecordingTransport())
+    transports.register("notices", transports.RecordingTransport())
     brand = brand_get_or_create(name="apis.tax")
     calendar_create(brand=brand, name="New York office", zone="America/New_York", holiday_country="US",
                     holiday_subdivision="DC", now=T0)

@@ -11,7 +11,7 @@ from calendars.clocks import clock_choose, clock_inputs_changed, clock_open, clo
 from calendars.models import ClockItem
 from tests.acme import acme_subject, open_return
 from tests.conftest import at
-from timers import outbox
+from timers import transports
 from timers.armer import DirectArmer
 from timers.errors import Refused
 from timers.models import Commit, Event, Timer
@@ -56,7 +56,7 @@ def test_acme_file_dates_roll_past_emancipation_day(brand, acme):
 
 def test_the_extension_moves_file_but_never_pay(brand, acme):
     tc, subject = acme
-    outbox.register("notices", outbox.RecordingTransport())
+    transports.register("notices", transports.RecordingTransport())
     file, pay = open_return(brand, tc, subject)
     advance(tc.id, at("2028-04-16T00:00Z"))
     got = items(file)
@@ -106,7 +106,7 @@ def test_after_a_gap_only_the_latest_notice_is_sent(brand, acme, settings, batch
     tc, subject = acme
     tc.frozen_time = at("2028-03-25T12:00Z")  # the return was opened late: two notices already owed
     tc.save()
-    outbox.register("notices", transport := outbox.RecordingTransport())
+    transports.register("notices", transport := transports.RecordingTransport())
     file, _ = open_return(brand, tc, subject, now=tc.frozen_time)
     advance(tc.id, at("2028-03-26T00:00Z"))
     us = f"{file.id}#US"

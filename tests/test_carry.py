@@ -8,7 +8,7 @@ from __future__ import annotations
 import pytest
 
 from tests.conftest import at
-from timers import outbox, worker
+from timers import outbox, transports, worker
 from timers.arming import timer_arm, timer_wake
 from timers.errors import TestClockAdvancing
 from timers.models import Event, TestClock
@@ -32,7 +32,7 @@ def look(f):
 def two_looks(arm, handler) -> None:
     """Two looks a day apart, each in a batch of its own (two timers a batch)."""
     handler("t.look", look)
-    outbox.register("recording", outbox.RecordingTransport())
+    transports.register("recording", transports.RecordingTransport())
     arm("job_a:ask:look:1", "2026-11-25T09:00Z", handler="t.look")
     arm("job_b:ask:noop:1", "2026-11-25T10:00Z")
     arm("job_a:ask:look:2", "2026-11-26T09:00Z", handler="t.look")

@@ -13,7 +13,7 @@ from django.db import connection, transaction
 from django.test.utils import CaptureQueriesContext
 
 from tests.conftest import T0
-from timers import outbox
+from timers import transports
 from timers.arming import timer_arm
 from timers.clock import VirtualWallClock
 from timers.compare import compare
@@ -73,7 +73,7 @@ def test_the_ways_take_the_clock_lease_once_and_leave_nothing(arm, clock, handle
     assert len(claims) <= 10, len(claims)
 
 
-class _Flaky(outbox.RecordingTransport):
+class _Flaky(transports.RecordingTransport):
     """Raises at its first send: the submission is left in doubt."""
 
     def send(self, submission_id: str, payload: dict) -> dict:
@@ -86,7 +86,7 @@ class _Flaky(outbox.RecordingTransport):
 def test_a_send_left_in_doubt_keeps_a_pinned_clocks_advances_looking(arm, clock, handler):
     handler("t.notice", lambda f: f.send("notices", {"what": f.timer.key}))
     arm("job_2:task:notice:1", T0 + timedelta(days=1), handler="t.notice")
-    with transaction.atomic(), lease(clock.id), outbox.capture(_Flaky()):
+    with transaction.atomic(), lease(clock.id), transports.capture(_Flaky()):
         with pinned(clock.id) as pin:
             with CaptureQueriesContext(connection) as quiet:
                 advance(clock.id, T0 + timedelta(hours=1))
@@ -147,7 +147,7 @@ def test_an_idle_advance_is_one_round_trip_and_what_the_way_arms_is_seen(arm, br
 
     handler("t.later", later)
     arm("job_1:task:first:1", T0 + timedelta(days=2, hours=1), handler="t.later")
-    with transaction.atomic(), lease(clock.id), outbox.capture(outbox.RecordingTransport()):
+    with transaction.atomic(), lease(clock.id), transports.capture(transports.RecordingTransport()):
         with pinned(clock.id) as pin:
             advance(clock.id, T0 + timedelta(days=1))  # the first looks at the outbox (Pinned.owed)
             assert not pin.owed
@@ -177,7 +177,7 @@ def test_an_idle_advance_is_one_round_trip_and_what_the_way_arms_is_seen(arm, br
 def test_a_delivered_send_leaves_the_next_advance_idle(arm, clock, handler, monkeypatch):
     handler("t.notice", lambda f: f.send("notices", {"what": f.timer.key}))
     arm("job_2:task:notice:1", T0 + timedelta(days=1), handler="t.notice")
-    with transaction.atomic(), lease(clock.id), outbox.capture(outbox.RecordingTransport()) as far:
+    with transaction.atomic(), lease(clock.id), transports.capture(transports.RecordingTransport()) as far:
         with pinned(clock.id) as pin:
             with _sent(monkeypatch) as sending:
                 advance(clock.id, T0 + timedelta(days=2))
@@ -197,7 +197,7 @@ def test_a_turn_at_the_instant_the_last_ran_to_is_one_round_trip_and_sees_an_arm
                                                                                      monkeypatch):
     fired: list[str] = []
     handler("t.later", lambda f: fired.append(f.timer.key))
-    with transaction.atomic(), lease(clock.id), outbox.capture(outbox.RecordingTransport()):
+    with transaction.atomic(), lease(clock.id), transports.capture(transports.RecordingTransport()):
         with pinned(clock.id) as pin:
             wall = VirtualWallClock(T0 + timedelta(hours=3))
             live_step(wall, domain=clock.id, settle=False)  # the first runs, and looks at the outbox (Pinned.owed)

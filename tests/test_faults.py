@@ -20,7 +20,7 @@ from tests.acme import tax_plan_subscribers
 from tests.far_end import FarEnd
 from tests.test_api import Client
 from tests.test_concurrency import _env, _spawn
-from timers import arming, outbox, tenants, test_clocks
+from timers import arming, outbox, tenants, test_clocks, transports
 from timers.models import Commit, Event, FireTally, Outbox, TestClock, Timer
 from timers.record import record_hash
 from timers.timeutil import iso_z
@@ -41,7 +41,7 @@ def _postgresql_only():
 
 def _reference(clock_id: str, to: datetime) -> tuple[tuple[int, str], set[str], int]:
     """The year run once in this process and rolled back: its hash, its submissions, its commits."""
-    with transaction.atomic(), outbox.capture(outbox.RecordingTransport()) as far:
+    with transaction.atomic(), transports.capture(transports.RecordingTransport()) as far:
         advance(clock_id, to)
         ref = record_hash(clock_id), set(far.received), Commit.objects.filter(domain=clock_id).count()
         transaction.set_rollback(True)

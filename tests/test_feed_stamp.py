@@ -32,7 +32,7 @@ from services.models import Ask, Grant, Job, Subscription, Task
 from services.subscriptions import subscription_create
 from tests.acme import acme_subject, open_return
 from tests.conftest import at
-from timers import outbox
+from timers import transports
 from timers.armer import DirectArmer
 from timers.clock import wall_now
 from timers.models import Brand, Event, TestClock, Timer
@@ -45,7 +45,7 @@ pytestmark = pytest.mark.django_db
 @pytest.fixture
 def acme(brand):
     """Acme on a test clock with the 2027 return's clocks and a Tax Plan: both providers list dates."""
-    outbox.register("notices", outbox.RecordingTransport())
+    transports.register("notices", transports.RecordingTransport())
     tc = test_clock_create(brand=brand, frozen_time=at("2027-06-01T12:00Z"), name="acme")
     subject = acme_subject(brand, tc.id)
     file, pay = open_return(brand, tc, subject)
@@ -264,7 +264,7 @@ def test_the_stamp_and_the_cache_can_be_turned_off(client, acme, settings, monke
 def deal(db):
     """api.forsale's deal B on 4 November 2027: a registrar grant running, the transfer Task due, the deal's
     deadline and its at-risk time ahead (services/people_dates.py lists them)."""
-    outbox.register("notices", outbox.RecordingTransport())
+    transports.register("notices", transports.RecordingTransport())
     call_command("loadexample", "api_forsale", "--reset", stdout=StringIO())
     tc = TestClock.objects.get(seed="api_forsale")
     advance(tc.id, at("2027-11-04T00:00Z"))

@@ -34,7 +34,7 @@ from calendars.models import Subject
 from keeping_time.words import ID_PATTERN, runtime_words
 from services import people_dates
 from tests.conftest import at
-from timers import outbox
+from timers import transports
 from timers.models import TestClock
 from timers.tenants import api_key_create
 from timers.worker import advance
@@ -90,7 +90,7 @@ def rings(ev, zone: str = NY) -> list[datetime]:
 @pytest.fixture
 def acme(db):
     """apis.tax's example on 2 February 2028: the 2027 return is open, its federal date 2028-04-18 ahead."""
-    outbox.register("notices", outbox.RecordingTransport())
+    transports.register("notices", transports.RecordingTransport())
     run("loadexample", "apis_tax", "--reset")
     tc = TestClock.objects.get(seed="apis_tax")
     advance(tc.id, at("2028-02-02T14:00Z"))
@@ -101,7 +101,7 @@ def acme(db):
 def deals(db):
     """api.forsale's example on 4 November 2027: deal A's offer link open a last time, deal B's registrar
     grant running and its transfer Task due; both deals' deadlines ahead."""
-    outbox.register("notices", outbox.RecordingTransport())
+    transports.register("notices", transports.RecordingTransport())
     run("loadexample", "api_forsale", "--reset")
     tc = TestClock.objects.get(seed="api_forsale")
     advance(tc.id, at("2027-11-04T00:00Z"))
@@ -227,7 +227,7 @@ def test_links_grants_tasks_and_deadlines_are_in_the_feed_the_api_and_the_cli(cl
 
 
 def test_a_held_tasks_hold_end_is_a_date_and_each_kind_is_one_query(client, db):
-    outbox.register("notices", outbox.RecordingTransport())
+    transports.register("notices", transports.RecordingTransport())
     run("loadexample", "api_forsale", "--reset")
     tc = TestClock.objects.get(seed="api_forsale")
     advance(tc.id, at("2027-10-21T00:00Z"))  # grace holds deal A's appraise until 10-22 15:00Z

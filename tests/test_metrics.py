@@ -17,12 +17,13 @@ from prometheus_client.parser import text_string_to_metric_families
 from tests.acme import tax_plan_subscribers
 from tests.conftest import T0
 from tests.test_query_plans import nodes
-from timers import arming, outbox, test_clocks
+from timers import arming, test_clocks
 from timers.clock import wall_now
 from timers.errors import Refused
 from timers.ids import live_domain
 from timers.lease import lease
 from timers.models import LATE_BUCKETS, LIVE, Commit, FireTally, Outbox, Timer
+from timers.sql import outbox as outbox_sql
 from timers.worker import advance
 
 TOKEN = "metrics-test-token"
@@ -166,7 +167,7 @@ def test_tick_lag_of_a_requested_advance(clock, arm):
 
 def test_outbox_pending_sending_and_in_doubt(brand, clock):
     now = wall_now()
-    me = outbox.sender_id()
+    me = outbox_sql.sender_id()
 
     def row(n: int, **fields) -> None:
         Outbox.objects.create(id=f"sub_{n}", domain=clock.id, brand=brand, key=f"job_{n}:ask:a:1", attempt=1,

@@ -18,7 +18,7 @@ from django.db import IntegrityError, connection, transaction
 
 from services.models import Notification
 from services.notifications import notify
-from timers import outbox
+from timers import outbox, transports
 from timers.engine import TIMER_FIELDS, Item, Run
 from timers.errors import Refused
 from timers.models import Event, Outbox, Timer
@@ -36,9 +36,9 @@ CAME_DUE = datetime(2027, 10, 17, tzinfo=UTC)  # after the 2026 return's federal
 def people(settings):
     settings.KEEPING_TIME = {**settings.KEEPING_TIME, "PEOPLE": dict(PEOPLE),
                              "TRANSPORTS": {**settings.KEEPING_TIME["TRANSPORTS"], "email": "django-email"}}
-    outbox._transports.pop("email", None)
+    transports.registry.pop("email", None)
     yield settings.KEEPING_TIME["PEOPLE"]
-    outbox._transports.pop("email", None)
+    transports.registry.pop("email", None)
 
 
 def load_acme() -> str:

@@ -32,7 +32,7 @@ from portals.owner.site import site
 from services.models import Job, MoneyLine, Notification, Subscription, Task
 from tests.acme import acme_subject, open_return
 from tests.conftest import admin_url
-from timers import outbox
+from timers import transports
 from timers.domains import domain_now
 from timers.models import Brand, Event, Membership, TestClock, Timer, live_domain
 from timers.test_clocks import test_clock_create
@@ -61,7 +61,7 @@ def owner(brand: Brand, username: str, name: str = ""):
 
 @pytest.fixture
 def world(db, client):
-    outbox.register("notices", outbox.RecordingTransport())
+    transports.register("notices", transports.RecordingTransport())
     a, tc_a = load("apis_tax")
     advance(tc_a, CAME_DUE)
     b, tc_b = load("api_forsale")
@@ -302,7 +302,7 @@ def test_the_owner_settles_the_top_date_at_risk_with_its_button(world, client):
 @pytest.fixture
 def passed_pay(brand, client):
     """The test Acme's 2027 pay date (hard, options "pay late" → the pay step) passed on 2028-04-18."""
-    outbox.register("notices", outbox.RecordingTransport())
+    transports.register("notices", transports.RecordingTransport())
     tc = test_clock_create(brand=brand, frozen_time=datetime(2027, 6, 1, 12, tzinfo=UTC), name="acme")
     subject = acme_subject(brand, tc.id)
     file, pay = open_return(brand, tc, subject)

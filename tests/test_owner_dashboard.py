@@ -31,7 +31,7 @@ from portals.owner.dashboard import dashboard
 from portals.owner.risks import dates_at_risk
 from portals.owner.scope import AsOf
 from services.models import Job, Notification
-from timers import outbox
+from timers import transports
 from timers.domains import domain_now
 from timers.models import Brand, Event, Membership, TestClock
 from timers.worker import advance
@@ -45,7 +45,7 @@ ZONED = re.compile(r"^(Mon|Tue|Wed|Thu|Fri|Sat|Sun) \d{1,2} [A-Z][a-z]{2} \d{4},
 
 def demo_moment(password: str = "pw") -> dict:
     """apis.tax's example at the demo's moment (2028-04-12 12:00Z) and its owner, Olive Owner ("olive")."""
-    outbox.register("notices", outbox.RecordingTransport())
+    transports.register("notices", transports.RecordingTransport())
     out = StringIO()
     call_command("loadexample", "apis_tax", stdout=out)
     tc = out.getvalue().split("test clock ")[1].split()[0]

@@ -32,10 +32,10 @@ TABLES = ("timers_timer", "timers_outbox", "timers_event", "timers_commit")
 CROSS_DOMAIN = {
     # The worker loop's sweep asks which domains owe sends: a read of every shard, one index probe per
     # domain, no lock; each claim that follows is on one domain.
-    "outbox: the domains that owe sends (outbox._owed_domains, the worker loop's sweep)": "by design",
-    # Finding: receipts are written by submission id (timers/outbox.py, _record); on a distributed table the
+    "outbox: the domains that owe sends (sql.outbox.owed_domains, the worker loop's sweep)": "by design",
+    # Finding: receipts are written by submission id (timers/sql/outbox.py, record); on a distributed table the
     # key is (domain, id) and the statement takes `domain = ANY(the claimed rows' domains)`.
-    "outbox settle: record receipts (outbox._record)": "finding: no domain in the WHERE",
+    "outbox settle: record receipts (sql.outbox.record)": "finding: no domain in the WHERE",
 }
 
 

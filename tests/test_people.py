@@ -20,7 +20,7 @@ from services import registry
 from services.declare import Pool, Scope, Service, ServiceError, Signal, Step, SubjectSpec
 from services.models import Ask, Grant, Job, MoneyLine, Notification, PolicyValue, Task, Window
 from services.tasks import task_extend, task_release, task_take
-from timers import outbox
+from timers import transports
 from timers.armer import DirectArmer
 from timers.errors import KeepingTimeError
 from timers.models import Brand, Event, Timer
@@ -140,7 +140,7 @@ def test_a_link_reminds_a_day_before_reopens_once_and_the_second_expiry_lapses_t
     settings.KEEPING_TIME = {**settings.KEEPING_TIME, "PEOPLE": {"the buyer": "buyer@alpha.example",
                                                                  "owner": "owner@api.forsale"},
                              "TRANSPORTS": {**settings.KEEPING_TIME["TRANSPORTS"], "email": "django-email"}}
-    outbox._transports.pop("email", None)
+    transports.registry.pop("email", None)
     try:
         tc = forsale["tc"]
         advance(tc, END)
@@ -167,7 +167,7 @@ def test_a_link_reminds_a_day_before_reopens_once_and_the_second_expiry_lapses_t
         lapse_mail = sorted(m.to[0] for m in mail.outbox if "job.lapsed" in m.subject and "A-1001" in m.subject)
         assert lapse_mail == ["buyer@alpha.example", "owner@api.forsale"]  # one each, at the far end
     finally:
-        outbox._transports.pop("email", None)
+        transports.registry.pop("email", None)
 
 
 def test_a_step_that_needs_a_grant_is_refused_by_the_gate_once_the_term_ended(forsale):

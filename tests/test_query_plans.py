@@ -35,9 +35,10 @@ from django.db import connection, transaction
 from calendars.entries import subject_calendar
 from calendars.models import ClockItem, Subject
 from tests.acme import acme_subject, open_return
-from timers import outbox, worker
+from timers import outbox, transports, worker
 from timers import store as tick_store
 from timers.models import Event, Outbox, TestClock
+from timers.sql import outbox as outbox_sql
 from timers.store import PostgresStore
 from timers.test_clocks import test_clock_create
 
@@ -162,7 +163,7 @@ class World:
 
 def make_world(brand) -> World:
     hot = test_clock_create(brand=brand, frozen_time=START, name="hot")
-    outbox.register("notices", outbox.RecordingTransport())
+    transports.register("notices", transports.RecordingTransport())
     subject = acme_subject(brand, hot.id)
     open_return(brand, hot, subject)
     # One kept date kept "with" a sibling's move, so the calendar reads how (the clock.satisfied events).
@@ -320,7 +321,7 @@ def prepare(brand, state: str, n: int = 40_000) -> World:
         fill(brand, "tc_before", n)
         analyze()
         world = make_world(brand)
-        outbox.register("plans", outbox.RecordingTransport())  # the year's owed sends, if a path sends them
+        transports.register("plans", transports.RecordingTransport())  # the year's owed sends, if a path sends them
         fill_new_domain(brand, world.hot.id)
         return world
     world = make_world(brand)
@@ -378,20 +379,20 @@ def drive(world: World, monkeypatch, settings) -> dict[str, tuple[Capture, Hot]]
     run("next_owed", lambda: worker.next_owed(hot),
         Hot("live loop: the next owed instant (worker.next_owed)", ('"timers_timer"."owed_at" AS "owed_at" FROM', "ORDER BY"),
             "timer_tick_order", ordered=True))
-    me = outbox.sender_id()
+    me = outbox_sql.sender_id()
     run("claim", lambda: outbox._claim(hot, me, outbox.CLAIM),
         Hot("outbox: claim a domain's owed sends (outbox._claim)", ("WITH live AS",), "outbox_owed_domain",
             ordered=True),
         # The claim's UPDATE finds each picked row by its key, never by walking the domain's rows per row.
         Hot("outbox: the claim's update of the picked rows (outbox._claim)", ("WITH live AS",),
             "timers_outbox_pkey"))
-    run("sweep", outbox._owed_domains,
-        Hot("outbox: the domains that owe sends (outbox._owed_domains, the worker loop's sweep)",
+    run("sweep", outbox_sql.owed_domains,
+        Hot("outbox: the domains that owe sends (sql.outbox.owed_domains, the worker loop's sweep)",
             ("WITH RECURSIVE d",), "outbox_owed_domain", ordered=True))
-    transport = outbox.RecordingTransport()
-    outbox.register("plans", transport)
+    transport = transports.RecordingTransport()
+    transports.register("plans", transport)
     run("settle", lambda: outbox.settle(hot),
-        Hot("outbox settle: record receipts (outbox._record)", ("SET status = 'sent'",), "timers_outbox_pkey"),
+        Hot("outbox settle: record receipts (sql.outbox.record)", ("SET status = 'sent'",), "timers_outbox_pkey"),
         Hot("outbox settle: sends held elsewhere (outbox._held_elsewhere)", ("COUNT(*)", '"timers_outbox"'),
             "outbox_owed_domain"))
     assert sum(transport.received.values()) >= 5  # the hot clock's sends went (then were undone)
@@ -447,12 +448,12 @@ def test_a_backlog_is_claimed_in_index_order_never_sorted_whole(brand, state, mo
                FROM generate_series(1, %(n)s) g""", {"hot": hot.id, "d": DOMAINS, "b": brand.id, "n": 100_000})
     if state == "fresh":
         analyze()
-    me = outbox.sender_id()
+    me = outbox_sql.sender_id()
     with capture(monkeypatch) as got, undone():
         assert len(outbox._claim(hot.id, me, outbox.CLAIM)) == outbox.CLAIM
         with connection.cursor() as cur:
             cur.execute("SELECT DISTINCT domain FROM timers_outbox WHERE status = 'pending' ORDER BY domain")
-            assert outbox._owed_domains() == [r[0] for r in cur.fetchall()]
+            assert outbox_sql.owed_domains() == [r[0] for r in cur.fetchall()]
     check(explain(got.one("WITH live AS")), "outbox_owed_domain", ordered=True)
     check(explain(got.one("WITH RECURSIVE d")), "outbox_owed_domain", ordered=True)
 

@@ -19,7 +19,7 @@ from calendars.specs import ClockSpec, DueInput
 from tests.acme import acme_subject, open_return
 from tests.conftest import at
 from tests.test_feed_words import khal_calendar
-from timers import outbox
+from timers import outbox, transports
 from timers.armer import DirectArmer
 from timers.compare import compare
 from timers.models import Commit, Event, TestClock, Timer
@@ -55,7 +55,7 @@ def test_ack_daily_1mo_after_a_move_supersedes_every_day_of_the_old_chain(brand)
     """`ack daily 1mo`: the chain asks once a day from 2028-03-18 to 04-17 (31 days); the extension on
     04-15 (run tentative 3d) moves the date, and every day of the old chain still ahead is superseded, so
     only the new chain asks (never twice a day)."""
-    outbox.register("notices", outbox.RecordingTransport())
+    transports.register("notices", transports.RecordingTransport())
     tc = test_clock_create(brand=brand, frozen_time=at("2027-06-01T12:00Z"), name="acme")
     subject = acme_subject(brand, tc.id)
     clock = clock_open(armer=DirectArmer(brand=brand, domain=tc.id), brand=brand, domain=tc.id, subject=subject,
@@ -82,7 +82,7 @@ def test_after_a_gap_earlier_rungs_are_superseded_and_the_four_ways_agree(brand)
     """timers-and-replay's gap table: clock rungs send only the latest owed notice or escalate and record
     the earlier ones superseded (the timer's status, superseded_by the rung that was sent); every way of
     running the gap (one advance, daily, the live loop, every wake twice) records the same."""
-    outbox.register("notices", outbox.RecordingTransport())
+    transports.register("notices", transports.RecordingTransport())
     tc = test_clock_create(brand=brand, frozen_time=at("2028-04-12T12:00Z"), name="acme")
     subject = acme_subject(brand, tc.id)
     # Opened late: notice 90d (01-19), notice 30d (03-19) and escalate 7d (04-11) are all owed by now.
@@ -114,7 +114,7 @@ def test_the_feed_reads_right_in_khal_in_berlin(client, brand, tmp_path):
     """The federal file date of 2028-04-18 (closing 23:59 New York) is an all-day event on 2028-04-18 in
     a Berlin calendar, not Wednesday 05:59-06:59; its notice and escalate rungs are VALARMs on it, and only
     steps that act (run, ack) are events of their own, with an end."""
-    outbox.register("notices", outbox.RecordingTransport())
+    transports.register("notices", transports.RecordingTransport())
     tc = test_clock_create(brand=brand, frozen_time=at("2027-06-01T12:00Z"), name="acme")
     subject = acme_subject(brand, tc.id)
     file, pay = open_return(brand, tc, subject)
@@ -191,7 +191,7 @@ def run(*args: str) -> str:
 
 @pytest.fixture
 def example(db):
-    outbox.register("notices", outbox.RecordingTransport())
+    transports.register("notices", transports.RecordingTransport())
     run("loadexample", "apis_tax")
     tc = TestClock.objects.get(seed="apis_tax")
     subject = Subject.objects.get(domain=tc.id, key="12-3456789")
@@ -349,7 +349,7 @@ class Receipts:
 def test_a_submit_steps_receipt_time_judges_on_time(brand, receipt, on_time, judged_by):
     """Whose time decides: a submission sent at 23:58 New York on the due date (the gate commits it on time)
     that the outside system receipts at 00:01 the next day."""
-    outbox.register("efile", far := Receipts(receipt))
+    transports.register("efile", far := Receipts(receipt))
     tc = test_clock_create(brand=brand, frozen_time=at("2028-04-19T03:58Z"), name="acme")  # 23:58 New York
     subject = acme_subject(brand, tc.id)
     clock = clock_open(armer=DirectArmer(brand=brand, domain=tc.id), brand=brand, domain=tc.id, subject=subject,

@@ -26,15 +26,15 @@ from calendars.models import Clock, Subject, seeded_subject_id
 from services.management.commands.loadexample import START, remove_example
 from services.models import Job, MoneyLine, Subscription
 from services.subscriptions import subscription_create
-from timers import outbox
+from timers import transports
 from timers.arming import timer_arm
 from timers.domains import domain_id, domain_seed
 from timers.errors import KeepingTimeError
 from timers.ids import live_domain, new_id
 from timers.models import Outbox, TestClock, Timer
-from timers.outbox import RecordingTransport
 from timers.tenants import api_key_create, brand_get_or_create
 from timers.test_clocks import test_clock_create, test_clock_delete
+from timers.transports import RecordingTransport
 from timers.worker import advance
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -119,7 +119,7 @@ def _scenario(brand, seed: str) -> tuple[TestClock, dict[str, str]]:
                               input={"entity": "C corp", "states": ["CA"]}, now=START)
     timer_arm(brand=brand, key="job_x:task:send:1", owed_at=START + timedelta(hours=1), domain=clock.id,
               handler="t.seed.send")
-    with outbox.capture(RecordingTransport()):
+    with transports.capture(RecordingTransport()):
         advance(clock.id, START + timedelta(days=13))  # past the 2026 return's mint on 2027-02-01
     d = clock.id
     minted = {f"timer {k}": i for k, i in Timer.objects.filter(domain=d).values_list("key", "id")}

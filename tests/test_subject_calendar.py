@@ -22,7 +22,7 @@ from calendars.feed_tokens import subject_feed_revoke, subject_feed_rotate
 from calendars.models import ClockItem, Subject
 from tests.acme import acme_subject, open_return
 from tests.conftest import at
-from timers import outbox
+from timers import transports
 from timers.armer import DirectArmer
 from timers.models import live_domain
 from timers.tenants import api_key_create, brand_get_or_create
@@ -36,7 +36,7 @@ NY = "America/New_York"
 
 @pytest.fixture
 def acme(brand):
-    outbox.register("notices", outbox.RecordingTransport())
+    transports.register("notices", transports.RecordingTransport())
     tc = test_clock_create(brand=brand, frozen_time=at("2027-06-01T12:00Z"), name="acme")
     subject = acme_subject(brand, tc.id)
     file, pay = open_return(brand, tc, subject)

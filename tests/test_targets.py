@@ -26,7 +26,7 @@ from django.core.management.base import CommandError
 from tests import test_schedules
 from tests.conftest import T0
 from tests.test_kept_connections import KeepAlive
-from timers import outbox, targets, webhooks
+from timers import outbox, targets, transports, webhooks
 from timers.arming import timer_arm
 from timers.http import Pool, send
 from timers.models import (
@@ -430,7 +430,7 @@ def test_send_a_redirect_to_a_refused_address_is_refused(settings, far):
 
 
 def test_send_the_outbox_http_transport_is_held_to_the_rule(settings, far):
-    t = outbox.HttpTransport(f"http://127.0.0.1:{far.port}", timeout=5)
+    t = transports.HttpTransport(f"http://127.0.0.1:{far.port}", timeout=5)
     allow(settings)
     with pytest.raises(targets.TargetRefused, match="loopback"):
         t.send("sub_1", {"x": 1})

@@ -9,7 +9,7 @@ from django.db import IntegrityError, connection, transaction
 from django.test import override_settings
 
 from tests.conftest import T0, at
-from timers import outbox
+from timers import transports
 from timers.arming import timer_hold, timer_resume, timer_wake
 from timers.clock import VirtualWallClock
 from timers.compare import compare
@@ -202,8 +202,8 @@ def test_redelivery_replays_every_wake_and_never_sends_twice(arm, clock, handler
     handler("t.send", send)
     for i in range(5):
         arm(f"job_{i}:task:efile:2027", f"2026-11-25T1{i}:00Z", handler="t.send")
-    transport = outbox.RecordingTransport()
-    outbox.register("recording", transport)
+    transport = transports.RecordingTransport()
+    transports.register("recording", transport)
     stats = advance(clock.id, at("2026-11-26T00:00Z"), redeliver=True)
     assert stats.fired == 5 and stats.replayed == 5
     assert set(Timer.objects.filter(domain=clock.id).values_list("wakes", flat=True)) == {2}
@@ -332,8 +332,8 @@ def test_redelivered_wakes_reach_the_gate_so_the_fourth_way_can_disagree(arm, cl
     handler("t.send", send)
     build_mixed(arm)
     arm("job_x:task:efile:2027", T0 + timedelta(days=2), handler="t.send")
-    transport = outbox.RecordingTransport()
-    outbox.register("recording", transport)
+    transport = transports.RecordingTransport()
+    transports.register("recording", transport)
     to = T0 + timedelta(days=30)
     with transaction.atomic():
         with connection.cursor() as cur:

@@ -30,7 +30,7 @@ from django.db import connection
 from django.urls import reverse
 
 from tests.conftest import admin_url
-from timers import outbox, webhooks
+from timers import outbox, transports, webhooks
 from timers.arming import timer_arm
 from timers.models import Event, Outbox, TestClock, WebhookAttempt, WebhookEndpoint, live_domain
 from timers.record import event_json
@@ -892,7 +892,7 @@ def test_a_webhook_receipt_commits_without_waiting_for_its_flush_and_an_outside_
     Outbox.objects.create(id="sub_relaxed_1", domain=clock.id, brand=brand, key="job_9:ask:x:1", attempt=1,
                           transport="recording", created_at=T0)
     seen.clear()
-    with connection.execute_wrapper(watch), outbox.capture(outbox.RecordingTransport()) as far:
+    with connection.execute_wrapper(watch), transports.capture(transports.RecordingTransport()) as far:
         outbox.deliver(clock.id)
     assert far.received["sub_relaxed_1"] == 1
     assert any(q.startswith("UPDATE timers_outbox o SET status = 'sent'") for q in seen)

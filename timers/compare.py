@@ -23,13 +23,13 @@ from datetime import datetime, timedelta
 from django.db import connection, transaction
 from django.db.models import Max
 
-from . import outbox
+from . import transports
 from .clock import VirtualWallClock
 from .lease import lease
 from .models import Event, Outbox, TestClock
-from .outbox import RecordingTransport
 from .record import record_hash
 from .timeutil import duration_text
+from .transports import RecordingTransport
 from .worker import Worker, advance, pinned
 
 
@@ -60,7 +60,7 @@ def _one_way(clock: TestClock, label: str, drive) -> Way:
     result: Way | None = None
     try:
         # Each way's sends reach a far end of its own: a rolled-back way must not send anything outside.
-        with transaction.atomic(), outbox.capture(RecordingTransport()) as far, pinned(clock.id):
+        with transaction.atomic(), transports.capture(RecordingTransport()) as far, pinned(clock.id):
             fired, replayed = drive()
             count, digest = record_hash(clock.id, after_seq=after)
             result = Way(label, count, digest, replayed, _sent_twice(clock.id, far), fired, len(far.received))

@@ -73,7 +73,7 @@ def _pg() -> bool:
     return connection.vendor == "postgresql"
 
 
-# The sessions alive now, named as timers.outbox.sender_id names one (pid and start, so a reused pid differs).
+# The sessions alive now, named as timers.sql.outbox.sender_id names one (pid and start, so a reused pid differs).
 _LIVE_SESSIONS = ("SELECT 'pg:' || a.pid || ':' || floor(extract(epoch from a.backend_start) * 1000000)::bigint "
                   "FROM pg_stat_activity a WHERE a.pid IS NOT NULL AND a.backend_start IS NOT NULL")
 
@@ -81,7 +81,7 @@ _LIVE_SESSIONS = ("SELECT 'pg:' || a.pid || ':' || floor(extract(epoch from a.ba
 def _session() -> str:
     if not _pg():
         return ""  # SQLite: one machine, one writer; the expiry frees a dead holder's lease
-    from .outbox import sender_id
+    from .sql.outbox import sender_id
 
     return sender_id()
 

@@ -31,6 +31,7 @@ from prometheus_client.registry import Collector
 from .clock import wall_now
 from .keys import KINDS
 from .models import LATE_BUCKETS, LIVE, FireTally, Lease, LiveClock, Outbox, TestClock, Timer
+from .sql.outbox import SENDER_SQL  # the claim's own name for a live sender, so both agree on "alive"
 
 log = logging.getLogger(__name__)
 
@@ -97,10 +98,8 @@ def _family_outbox() -> list[Metric]:
     its session is gone: the next sender asks the outside system first), as timers/outbox.py has them."""
     table = Outbox._meta.db_table
     if connection.vendor == "postgresql":
-        from .outbox import _SENDER_SQL  # the claim's own name for a live sender, so both agree on "alive"
-
         live = (f"COALESCE(lease_until > clock_timestamp(), false) AND claimed_by IN "
-                f"(SELECT {_SENDER_SQL.format(a='a')} FROM pg_stat_activity a "
+                f"(SELECT {SENDER_SQL.format(a='a')} FROM pg_stat_activity a "
                 "WHERE a.pid IS NOT NULL AND a.backend_start IS NOT NULL)")
         params: list = []
     else:

@@ -1,8 +1,8 @@
 """Outside sends, after the commit: one submission id per attempt, claimed with a lease, asked before resent.
 
-A transport is registered by name with ``send(submission_id, payload) -> receipt`` and
-``lookup(submission_id) -> receipt | None``; ``KEEPING_TIME["TRANSPORTS"]`` names them (``recording``: in
-this process; ``http://…``: a submissions endpoint).
+A row names its transport (timers/transports.py: ``send(submission_id, payload) -> receipt`` and
+``lookup(submission_id) -> receipt | None``, registered by name). This module is the control flow; its
+statements, each beside its SQLite fallback, are timers/sql/outbox.py's.
 
 A sender claims owed rows in sets (one statement, SKIP LOCKED) under a lease: ``claimed_by`` names its
 database session and ``lease_until`` bounds the claim. While the lease holds and the session lives, no
@@ -19,27 +19,24 @@ failed send puts the rest of its claim back; each receipt is written right after
 from __future__ import annotations
 
 import concurrent.futures
-import contextlib
-import json
 import logging
 import os
 import queue
-import socket
 import threading
 import time
-from collections import Counter
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime, timedelta
-from typing import Any, Protocol
+from typing import Any
 
 from django.conf import settings
-from django.db import connection, transaction
 from django.db.models import Q
 
 from .clock import wall_now
-from .http import Response, send
 from .models import Outbox
+from .sql import outbox as statements
+from .sql.outbox import sender_id
+from .transports import PermanentFailure, Transport, transport
 
 log = logging.getLogger(__name__)
 
@@ -48,142 +45,11 @@ RECORD_EVERY = 0.5  # seconds between receipt writes (and lease renewals) while 
 MAX_TRIES = 5  # sends that raised before a row is failed for good
 
 
-class Transport(Protocol):
-    def send(self, submission_id: str, payload: dict) -> dict: ...
-
-    def lookup(self, submission_id: str) -> dict | None: ...
-
-
-class PermanentFailure(Exception):
-    """The outside system refused the submission for good (it will not be tried again)."""
-
-
-class RecordingTransport:
-    """An outside system in this process that remembers every submission it received (demos, --compare)."""
-
-    def __init__(self) -> None:
-        self.received: Counter[str] = Counter()
-        self._lock = threading.Lock()
-
-    def send(self, submission_id: str, payload: dict) -> dict:
-        with self._lock:
-            self.received[submission_id] += 1
-        return {"received": submission_id}
-
-    def lookup(self, submission_id: str) -> dict | None:
-        return {"received": submission_id} if self.received[submission_id] else None
-
-    def sent_twice(self) -> int:
-        return sum(1 for n in self.received.values() if n > 1)
-
-
-class HttpTransport:
-    """A submissions endpoint: ``POST {url}/submissions`` with the submission id (also as Idempotency-Key),
-    and ``GET {url}/submissions/{id}`` to ask whether one arrived (200 with its receipt, 404 if not). Its host
-    is held to timers/targets.py's rule (KT_ALLOW_TARGETS names a private one) on the address connected to:
-    a refused one (TargetRefused) is a failed try, retried and then failed as any other."""
-
-    def __init__(self, url: str, *, timeout: float = 10.0):
-        self.url = url.rstrip("/")
-        self.timeout = timeout
-
-    def send(self, submission_id: str, payload: dict) -> dict:
-        body = json.dumps({"id": submission_id, "payload": payload}).encode()
-        got = send("POST", f"{self.url}/submissions", body=body, keep=None, timeout=self.timeout,
-                   headers={"Content-Type": "application/json", "Idempotency-Key": submission_id})
-        if 400 <= got.status < 500 and got.status not in (408, 409, 429):
-            raise PermanentFailure(f"{got.status} {got.reason}")
-        return _receipt(got)
-
-    def lookup(self, submission_id: str) -> dict | None:
-        got = send("GET", f"{self.url}/submissions/{submission_id}", keep=None, timeout=self.timeout)
-        return None if got.status == 404 else _receipt(got)
-
-
-class HTTPError(Exception):
-    """A submissions endpoint answered neither 2xx nor a refusal for good: the try failed, and is tried again."""
-
-
-def _receipt(got: Response) -> dict:
-    if not 200 <= got.status < 300:
-        raise HTTPError(f"HTTP Error {got.status}: {got.reason}")  # as urllib said it: a failed try's reason
-    return json.loads(got.body or b"{}")
-
-
-class DjangoEmailTransport:
-    """Email through Django's email backend (SMTP from EMAIL_URL; the console in the demo, locmem in tests).
-
-    A submission's payload is ``{"messages": [{"to": [address], "subject", "body", "ref"}, …]}``: a firing has
-    one submission per attempt, so the notifications one firing raises travel together, one email each. The
-    n-th message of submission ``sub_…`` carries the Message-ID ``<sub_….n@host>``, the same on every try.
-
-    In doubt, for email: SMTP cannot be asked whether a message arrived, so this transport keeps its own
-    answer on the Outbox row: the moment the backend accepts a message, its ref is added to the row's
-    receipt (one statement, before the next message is tried). ``lookup`` reads that receipt: a submission
-    whose every message is in it is settled without sending; one cut short mid-way is resent, and ``send``
-    skips the messages already on the receipt. What is left in doubt is the instant between the backend
-    accepting a message and that write (a sender killed exactly there). We choose to send again then: a
-    lapse must never be silent, so at least once beats at most once; the copy has the same Message-ID, which
-    lets a receiving server or mail client recognise it as the same email.
-    """
-
-    def send(self, submission_id: str, payload: dict) -> dict:
-        from django.core.mail import EmailMessage
-
-        messages = payload.get("messages", [])
-        done = list(self._receipt(submission_id).get("messages", []))
-        host = self._host()
-        for n, msg in enumerate(messages):
-            ref = msg.get("ref") or str(n)
-            if ref in done:
-                continue
-            EmailMessage(subject=msg.get("subject", ""), body=msg.get("body", ""), to=list(msg["to"]),
-                         headers={"Message-ID": f"<{submission_id}.{n}@{host}>"}).send(fail_silently=False)
-            done.append(ref)
-            Outbox.objects.filter(pk=submission_id).exclude(status="sent").update(receipt={"messages": done})
-        return {"messages": done, "emails": len(messages)}
-
-    def lookup(self, submission_id: str) -> dict | None:
-        row = Outbox.objects.filter(pk=submission_id).values("payload", "receipt").first()
-        if row is None:
-            return None
-        refs = [m.get("ref") or str(n) for n, m in enumerate((row["payload"] or {}).get("messages", []))]
-        receipt = row["receipt"] or {}
-        return receipt if set(refs) <= set(receipt.get("messages", [])) else None
-
-    @staticmethod
-    def _receipt(submission_id: str) -> dict:
-        row = Outbox.objects.filter(pk=submission_id).values_list("receipt", flat=True).first()
-        return row if isinstance(row, dict) else {}
-
-    @staticmethod
-    def _host() -> str:
-        # Fixed by the settings, not this machine's name: a resend from another host names the same Message-ID.
-        sender = settings.DEFAULT_FROM_EMAIL
-        return sender.rsplit("@", 1)[1].strip("> ") if "@" in sender else "keeping-time"
-
-
-def from_spec(spec: str) -> Transport:
-    if spec == "recording":
-        return RecordingTransport()
-    if spec == "django-email":
-        return DjangoEmailTransport()
-    if spec.startswith(("http://", "https://")):
-        return HttpTransport(spec)
-    raise ValueError(f"unknown transport {spec!r}: use 'recording', 'django-email' or an http(s):// submissions URL")
-
-
-_transports: dict[str, Transport] = {}
 # Called once a transport's submissions settle (sent, or failed for good): [(submission id, ok, receipt or error)].
 _settled_hooks: dict[str, Callable[[list[tuple[str, bool, Any]]], None]] = {}
-_capture: list[Transport] = []  # while set, every send goes here (a --compare way sends nothing outside)
 # Ordered domains, by id prefix: the one transport their rows use, and whether a domain is held (nothing of it
 # is claimed while so).
 _ordered: dict[str, tuple[str, Callable[[str], bool]]] = {}
-
-
-def register(name: str, transport: Transport) -> None:
-    _transports[name] = transport
 
 
 def on_settled(name: str, hook: Callable[[list[tuple[str, bool, Any]]], None]) -> None:
@@ -198,7 +64,8 @@ def order_domains(prefix: str, *, transport: str, held: Callable[[str], bool] | 
     _ordered[prefix] = (transport, held or (lambda domain: False))
 
 
-def _order_of(domain: str) -> tuple[str, Callable[[str], bool]] | None:
+def order_of(domain: str) -> tuple[str, Callable[[str], bool]] | None:
+    """(transport, held) of an ordered domain (``order_domains``), or None: its rows leave in any order."""
     for prefix, order in _ordered.items():
         if domain.startswith(prefix):
             return order
@@ -215,27 +82,6 @@ def _notify(settled: list[tuple[str, str, bool, Any]]) -> None:
             _settled_hooks[name](results)
         except Exception:  # the sends stand; what hears them must not undo or block them
             log.exception("settled hook of %s failed", name)
-
-
-def transport(name: str) -> Transport | None:
-    if _capture:
-        return _capture[-1]
-    if name not in _transports:
-        spec = settings.KEEPING_TIME.get("TRANSPORTS", {}).get(name)
-        if spec is None:
-            return None
-        _transports[name] = from_spec(spec)
-    return _transports[name]
-
-
-@contextlib.contextmanager
-def capture(into: Transport) -> Iterator[Transport]:
-    """Route every send to ``into`` for the duration (a rolled-back --compare way must not reach outside)."""
-    _capture.append(into)
-    try:
-        yield into
-    finally:
-        _capture.pop()
 
 
 @dataclass
@@ -284,8 +130,7 @@ def claim_ahead(cur) -> tuple[str, datetime, float]:
     a claim wrote it a second time; a sender that dies before sending leaves it in doubt, as after a claim."""
     me = sender_id()
     at = time.monotonic()
-    cur.execute("SELECT clock_timestamp() + make_interval(secs => %s)", [_lease().total_seconds()])
-    return me, cur.fetchone()[0], at
+    return me, statements.lease_end(cur, _lease()), at
 
 
 def _lease() -> timedelta:
@@ -296,244 +141,16 @@ def _backoff(tries: int) -> timedelta:
     return timedelta(seconds=min(300, 2 ** tries))
 
 
-# -- who is sending: a database session (PostgreSQL), or a process on this host (SQLite) ---------------
-_SENDER_SQL = "'pg:' || {a}.pid || ':' || floor(extract(epoch from {a}.backend_start) * 1000000)::bigint"
-
-
-# A claim's CTE of the senders alive now (their sessions): a row claimed by anyone else is in doubt.
-_LIVE_SENDERS = (f"live AS (SELECT {_SENDER_SQL.format(a='a')} AS s FROM pg_stat_activity a "
-                 "WHERE a.pid IS NOT NULL AND a.backend_start IS NOT NULL)")
-
-
-def sender_id() -> str:
-    """This sender's name: its database session on PostgreSQL, so a killed sender's claims free at once."""
-    connection.ensure_connection()
-    if connection.vendor == "postgresql":
-        raw = connection.connection
-        cached = getattr(raw, "_kt_sender", None)
-        if cached is None:
-            with connection.cursor() as cur:
-                cur.execute(f"SELECT {_SENDER_SQL.format(a='a')} FROM pg_stat_activity a WHERE a.pid = pg_backend_pid()")
-                cached = cur.fetchone()[0]
-            raw._kt_sender = cached
-        return cached
-    return f"os:{socket.gethostname()}:{os.getpid()}"
-
-
-def _os_sender_alive(claimer: str) -> bool:
-    # SQLite is one machine's file: a claimer is alive while its process is.
-    parts = claimer.split(":")
-    if len(parts) != 3 or parts[0] != "os" or parts[1] != socket.gethostname():
-        return True  # not ours to judge: the lease decides
-    try:
-        os.kill(int(parts[2]), 0)
-    except (ProcessLookupError, ValueError):
-        return False
-    except PermissionError:
-        return True
-    return True
-
-
-# -- claiming and recording, in sets ----------------------------------------------------------------
-def _owed_domains() -> list[str]:
-    """The clock domains with sends owed, in order: one index probe per domain (a skip scan over
-    outbox_owed_domain), never a read of every owed row, so the sweep costs the same with a backlog."""
-    if connection.vendor == "postgresql":
-        with connection.cursor() as cur:
-            cur.execute(
-                """
-                WITH RECURSIVE d(domain) AS (
-                    SELECT min(domain) FROM timers_outbox WHERE status IN ('pending', 'sending')
-                    UNION ALL
-                    SELECT (SELECT min(o.domain) FROM timers_outbox o
-                            WHERE o.status IN ('pending', 'sending') AND o.domain > d.domain)
-                    FROM d WHERE d.domain IS NOT NULL
-                )
-                SELECT domain FROM d WHERE domain IS NOT NULL
-                """
-            )
-            return [r[0] for r in cur.fetchall()]
-    return list(Outbox.objects.filter(status__in=["pending", "sending"]).order_by("domain")
-                .values_list("domain", flat=True).distinct())
-
-
+# -- claiming, in sets -----------------------------------------------------------------------------
 def _claim(domain: str, me: str, limit: int) -> list[Claimed]:
-    """Claim a set of one domain's owed rows: one statement, on the domain's rows only (one shard when the
-    tables are distributed by domain, docs/scaling.md), in outbox_owed_domain's order.
-
-    The UPDATE joins the picked rows on (id, domain) as the pick returned them, never on the domain as a
-    constant: a domain whose rows are newer than the statistics (every new test clock's) is estimated at one
-    row, and the planner then walked all of its rows once per picked row (0.5 to 2 s a claim instead of a
-    few ms; tests/test_query_plans.py, the state "new")."""
-    order = _order_of(domain)
+    """Claim a set of one domain's owed rows (an ordered domain's: its head, in key order), in the order they
+    are to be sent."""
+    order = order_of(domain)
     if order is not None:
-        return _claim_ordered(domain, order[0], me, limit)
-    lease_s = _lease().total_seconds()
-    if connection.vendor == "postgresql":
-        # A row this very session claimed is in doubt here, never held: a session claims only inside deliver
-        # and sends what it claimed before it claims again, so such a row is one a deliver left (it raised) or a
-        # batch wrote for it and it never sent (claim_ahead): asked first, then sent.
-        params: list = [me, domain, limit, me, lease_s]
-        with connection.cursor() as cur:
-            cur.execute(
-                f"""
-                WITH {_LIVE_SENDERS}, c AS (
-                    SELECT o.id, o.domain, o.claimed_by AS prev FROM timers_outbox o
-                    WHERE o.status IN ('pending', 'sending')
-                      AND (o.next_try_at IS NULL OR o.next_try_at <= clock_timestamp())
-                      AND (o.status = 'pending' OR o.lease_until IS NULL OR o.lease_until < clock_timestamp()
-                           OR o.claimed_by NOT IN (SELECT s FROM live) OR o.claimed_by = %s)
-                      AND o.domain = %s
-                    ORDER BY o.created_at, o.id
-                    LIMIT %s
-                    FOR UPDATE OF o SKIP LOCKED
-                )
-                UPDATE timers_outbox o
-                SET status = 'sending', claimed_by = %s,
-                    lease_until = clock_timestamp() + make_interval(secs => %s)
-                FROM c WHERE o.id = c.id AND o.domain = c.domain AND o.domain = (SELECT %s::varchar)
-                RETURNING o.id, o.transport, o.payload, c.prev, o.created_at, o.domain
-                """,
-                # The domain again as a value the planner cannot see (as timers/store.py's _DOMAIN): a table split
-                # by domain reads one part at run time, and a domain newer than the statistics is no walk.
-                [*params, domain],
-            )
-            rows = cur.fetchall()
-        rows.sort(key=lambda r: (r[4], r[0]))
-        return [Claimed(r[0], r[1], r[2] if isinstance(r[2], dict) else json.loads(r[2]), bool(r[3]), r[5])
-                for r in rows]
-    now = wall_now()
-    with transaction.atomic():
-        qs = Outbox.objects.filter(domain=domain, status__in=["pending", "sending"]).filter(
-            Q(next_try_at__isnull=True) | Q(next_try_at__lte=now))
-        picked = []
-        for row in qs.order_by("created_at", "id").only("id", "domain", "transport", "payload", "status",
-                                                         "claimed_by", "lease_until")[: limit * 4]:
-            claimable = (row.status == "pending" or row.lease_until is None or row.lease_until < now
-                         or (row.claimed_by != me and not _os_sender_alive(row.claimed_by)))
-            if claimable:
-                picked.append(Claimed(row.id, row.transport, row.payload, bool(row.claimed_by), row.domain))
-            if len(picked) == limit:
-                break
-        Outbox.objects.filter(pk__in=[c.id for c in picked]).update(
-            status="sending", claimed_by=me, lease_until=now + _lease())
-    return picked
-
-
-def _claim_ordered(domain: str, transport_name: str, me: str, limit: int) -> list[Claimed]:
-    """Claim an ordered domain's head: its owed rows in key order, up to (not including) the first one that is
-    not free to send now, so nothing leaves while an earlier row is owed. Claimers of one domain take turns (a
-    transaction-scoped advisory lock on PostgreSQL; SQLite writes one at a time): two claims computed side by
-    side could each take a different part of the line and send them at once, out of order."""
-    lease_s = _lease().total_seconds()
-    if connection.vendor == "postgresql":
-        with transaction.atomic(), connection.cursor() as cur:
-            cur.execute("SELECT pg_try_advisory_xact_lock(hashtextextended(%s, 0))", [f"kt.outbox.ordered:{domain}"])
-            if not cur.fetchone()[0]:
-                return []  # another sender is claiming this line right now: the head is its
-            # The line, read in key order (a scan of outbox_owed_in_order that the LIMIT stops); then the free
-            # prefix taken by primary key alone, as receipts are: with the domain beside it the planner, without
-            # fresh statistics, walks the domain's every owed row in outbox_owed_domain instead.
-            cur.execute(
-                f"""
-                WITH {_LIVE_SENDERS}
-                SELECT o.id, o.claimed_by,
-                       bool_and((o.next_try_at IS NULL OR o.next_try_at <= clock_timestamp())
-                                AND (o.status = 'pending' OR o.lease_until IS NULL OR o.lease_until < clock_timestamp()
-                                     OR o.claimed_by NOT IN (SELECT s FROM live)))
-                           OVER (ORDER BY o.key, o.attempt, o.seq)
-                FROM (SELECT id, key, attempt, seq, status, claimed_by, lease_until, next_try_at FROM timers_outbox
-                      WHERE domain = %s AND transport = %s AND status IN ('pending', 'sending')
-                      ORDER BY key, attempt, seq LIMIT %s) o
-                """,
-                [domain, transport_name, limit],
-            )
-            line = [(r[0], r[1]) for r in cur.fetchall() if r[2]]
-            if not line:
-                return []
-            prev = dict(line)
-            ids = list(prev)
-            cur.execute(
-                "UPDATE timers_outbox SET status = 'sending', claimed_by = %s, "
-                "lease_until = clock_timestamp() + make_interval(secs => %s) "
-                "WHERE id = ANY(%s::varchar[]) AND status IN ('pending', 'sending') "
-                "RETURNING id, transport, payload, key, attempt, seq, domain",
-                [me, lease_s, ids],
-            )
-            rows = [(r[0], r[1], r[2], prev[r[0]], r[3], r[4], r[5], r[6]) for r in cur.fetchall()]
-        rows.sort(key=lambda r: (r[4], r[5], r[6]))
-        return [Claimed(r[0], r[1], r[2] if isinstance(r[2], dict) else json.loads(r[2]), bool(r[3]), r[7])
-                for r in rows]
-    now = wall_now()
-    picked: list[Claimed] = []
-    with transaction.atomic():
-        for row in (Outbox.objects.filter(domain=domain, transport=transport_name, status__in=["pending", "sending"])
-                    .order_by("key", "attempt", "seq")
-                    .only("id", "domain", "transport", "payload", "status", "claimed_by", "lease_until",
-                          "next_try_at")[:limit]):
-            free = ((row.next_try_at is None or row.next_try_at <= now)
-                    and (row.status == "pending" or row.lease_until is None or row.lease_until < now
-                         or (row.claimed_by != me and not _os_sender_alive(row.claimed_by))))
-            if not free:
-                break
-            picked.append(Claimed(row.id, row.transport, row.payload, bool(row.claimed_by), row.domain))
-        Outbox.objects.filter(pk__in=[c.id for c in picked]).update(
-            status="sending", claimed_by=me, lease_until=now + _lease())
-    return picked
-
-
-def _record(receipts: list[tuple[str, dict]], *, relaxed: bool = False) -> None:
-    """Write receipts in one statement (by id: docs/scaling.md says why not by domain yet).
-
-    ``id = ANY(ids)`` beside the join hands the planner the primary key's index condition, so a set of
-    receipts is an index lookup even while the table's statistics are missing or stale. ``relaxed``: the
-    transport's far end takes a send twice (webhooks: at least once, with the Idempotency-Key), so the
-    receipt's commit need not wait for its flush; it is visible at once all the same, and a sender killed
-    after it loses nothing (the server writes it). Only the server's own crash can lose the last few, and
-    then those rows are sent again, once."""
-    if not receipts:
-        return
-    if connection.vendor == "postgresql":
-        ids = [r[0] for r in receipts]
-        own = relaxed and not connection.in_atomic_block
-        with transaction.atomic() if own else contextlib.nullcontext(), connection.cursor() as cur:
-            if own:
-                cur.execute("SET LOCAL synchronous_commit TO OFF")
-            cur.execute(
-                "UPDATE timers_outbox o SET status = 'sent', receipt = v.r::jsonb, sent_at = clock_timestamp(), "
-                "lease_until = NULL, next_try_at = NULL, error = '' "
-                "FROM unnest(%s::varchar[], %s::text[]) AS v(id, r) "
-                "WHERE o.id = ANY(%s::varchar[]) AND o.id = v.id AND o.status <> 'sent'",
-                [ids, [json.dumps(r[1], default=str) for r in receipts], ids],
-            )
-        return
-    now = wall_now()
-    Outbox.objects.bulk_update(
-        [Outbox(id=sid, status="sent", receipt=receipt, sent_at=now, lease_until=None, next_try_at=None, error="")
-         for sid, receipt in receipts],
-        ["status", "receipt", "sent_at", "lease_until", "next_try_at", "error"], batch_size=500)
-
-
-def _renew(me: str, ids: list[str]) -> set[str]:
-    """Renew the lease on the rows this sender claimed that no one has taken since: the ids it still holds.
-
-    One conditional statement: a sender that took a row over (its lease had run out) wrote its own name on
-    it, so the row no longer matches, and the row lock orders a renewal against a claim in flight."""
-    if not ids:
-        return set()
-    if connection.vendor == "postgresql":
-        with connection.cursor() as cur:
-            cur.execute(
-                "UPDATE timers_outbox SET lease_until = clock_timestamp() + make_interval(secs => %s) "
-                "WHERE id = ANY(%s) AND claimed_by = %s AND status = 'sending' RETURNING id",
-                [_lease().total_seconds(), ids, me],
-            )
-            return {r[0] for r in cur.fetchall()}
-    with transaction.atomic():
-        mine = Outbox.objects.select_for_update().filter(pk__in=ids, claimed_by=me, status="sending")
-        held = set(mine.values_list("id", flat=True))
-        Outbox.objects.filter(pk__in=held).update(lease_until=wall_now() + _lease())
-    return held
+        rows = statements.claim_ordered(domain, order[0], me, limit, _lease())
+    else:
+        rows = statements.claim(domain, me, limit, _lease())
+    return [Claimed(*row) for row in rows]
 
 
 def _fail(sid: str, domain: str, error: str, *, permanent: bool, max_tries: int = MAX_TRIES,
@@ -623,7 +240,7 @@ def _send_claimed_rows(rows: list[Claimed], me: str, stats: DeliverStats, stop: 
     domains = sorted({r.domain for r in rows})
     # An ordered domain's claim (one domain) goes one row after another: each receipt written at once, and
     # nothing sent past a row that failed.
-    ordered = len(domains) == 1 and _order_of(domains[0]) is not None
+    ordered = len(domains) == 1 and order_of(domains[0]) is not None
     half = _lease().total_seconds() / 2
     fresh_until = claimed_at + half
     taken: set[str] = set()
@@ -633,7 +250,7 @@ def _send_claimed_rows(rows: list[Claimed], me: str, stats: DeliverStats, stop: 
         prepare = getattr(transport(name), "prepare", None)
         if prepare is not None:
             prepare([(r.id, r.payload) for r in rows if r.transport == name])
-    # Receipts of a far end that takes a send twice commit without waiting for their flush (_record).
+    # Receipts of a far end that takes a send twice commit without waiting for their flush (statements.record).
     relaxed = all(getattr(transport(name), "relaxed_receipts", False) for name in names)
     width = 1 if ordered else max(1, min([send_threads(), *(getattr(transport(n), "concurrent_sends", 1)
                                                              for n in names)]))
@@ -653,12 +270,12 @@ def _send_claimed_rows(rows: list[Claimed], me: str, stats: DeliverStats, stop: 
             receipts.append((row.id, receipt))
             settled.append((row.transport, row.id, True, receipt))
             if ordered:  # a kill -9 then leaves at most the one send in flight in doubt
-                _record(receipts, relaxed=relaxed)
+                statements.record(receipts, relaxed=relaxed)
                 receipts = []
             return True
         permanent = isinstance(exc, PermanentFailure)
         log.warning("send %s failed: %s", row.id, exc)
-        _record(receipts, relaxed=relaxed)
+        statements.record(receipts, relaxed=relaxed)
         receipts = []
         tries = getattr(t, "max_tries", None)
         if _fail(row.id, row.domain, f"{type(exc).__name__}: {exc}", permanent=permanent,
@@ -692,15 +309,15 @@ def _send_claimed_rows(rows: list[Claimed], me: str, stats: DeliverStats, stop: 
         for n, row in enumerate(rows):
             if stop is not None and stop.is_set():
                 land(True)
-                _record(receipts, relaxed=relaxed)
+                statements.record(receipts, relaxed=relaxed)
                 _release([r.id for r in rows[n:] if r.id not in taken], me, domains)
                 return
             now = time.monotonic()
             if now >= fresh_until or (receipts and now - last >= RECORD_EVERY):
-                _record(receipts, relaxed=relaxed)
+                statements.record(receipts, relaxed=relaxed)
                 receipts, last = [], now
                 rest = [r.id for r in rows[n:] if r.id not in taken]
-                held = _renew(me, rest)
+                held = statements.renew(me, rest, _lease())
                 fresh_until = now + half
                 if len(held) < len(rest):
                     lost = set(rest) - held
@@ -725,7 +342,7 @@ def _send_claimed_rows(rows: list[Claimed], me: str, stats: DeliverStats, stop: 
     finally:
         if flying:  # an error here: the sends already out still land before the claim is left
             land(True)
-    _record(receipts, relaxed=relaxed)
+    statements.record(receipts, relaxed=relaxed)
 
 
 def deliver(domain: str | None, *, limit: int | None = None, stop: threading.Event | None = None,
@@ -749,14 +366,14 @@ def deliver(domain: str | None, *, limit: int | None = None, stop: threading.Eve
                 _release([r.id for r in rest], me, sorted({r.domain for r in rest}))
                 break
             _send_claimed(rows, me, stats, stop, taken.claimed_at)
-    active = [domain] if domain is not None else _owed_domains()
+    active = [domain] if domain is not None else statements.owed_domains()
     while active:
         still = []
         for d in active:
             if (stop is not None and stop.is_set()) or (limit is not None and stats.done >= limit):
                 active = []
                 break
-            order = _order_of(d)
+            order = order_of(d)
             if order is not None and order[1](d):
                 continue  # held (a disabled endpoint): its rows wait where they are
             claimed_at = time.monotonic()  # before the claim: the lease runs from no earlier than this

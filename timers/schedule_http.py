@@ -14,7 +14,7 @@ from typing import Any
 
 from django.db import transaction
 
-from . import outbox, targets
+from . import outbox, targets, transports
 from .clock import wall_now
 from .domains import domain_now
 from .http import send
@@ -41,7 +41,7 @@ class HttpTargetTransport:
 
     concurrent_sends = 8
     # At least once, under the Idempotency-Key (a call in doubt is sent again): a receipt lost with the database
-    # server's crash means one call again, which the contract allows (outbox._record).
+    # server's crash means one call again, which the contract allows (timers/sql/outbox.py, record).
     relaxed_receipts = True
 
     def __init__(self) -> None:
@@ -78,13 +78,13 @@ class HttpTargetTransport:
             answer = send("POST", payload["url"], body=body, headers=headers,
                           timeout=float(payload.get("timeout", 10)))
         except targets.TargetRefused as exc:  # nothing was connected: the Run is dead-lettered with the reason
-            raise outbox.PermanentFailure(f"refused target: {exc.reason}") from None
+            raise transports.PermanentFailure(f"refused target: {exc.reason}") from None
         text = answer.body.decode("utf-8", "replace")
         if 200 <= answer.status < 300:
             return {"status": answer.status, "body": text}
         message = f"HTTP {answer.status}: {text[:500]}"
         if 400 <= answer.status < 500 and answer.status not in (408, 409, 429):
-            raise outbox.PermanentFailure(message)
+            raise transports.PermanentFailure(message)
         raise RuntimeError(message)
 
     def lookup(self, submission_id: str) -> dict | None:
@@ -141,7 +141,7 @@ def _http_status(text: str) -> int | None:
 
 def register() -> None:
     """Called once per process (timers.apps), after timers.schedules.register: the transport and its settle."""
-    outbox.register(HTTP, HttpTargetTransport())
+    transports.register(HTTP, HttpTargetTransport())
     outbox.on_settled(HTTP, http_settled)
 
 

@@ -202,7 +202,7 @@ class PostgresStore:
             return None
         # Straight from the batch's tuples, as its events go: an Outbox instance a send (and its payload through
         # the model field) cost the process more than the COPY itself.
-        claim = claim_sends and outbox._order_of(domain) is None  # an ordered domain's line is claimed in order
+        claim = claim_sends and outbox.order_of(domain) is None  # an ordered domain's line is claimed in order
         with self._cursor() as cur:
             status, claimer, until, at = "pending", "", None, 0.0
             if claim:

@@ -35,7 +35,7 @@ from django.db import IntegrityError, transaction
 from django.db.models import Count, Max
 from django.db.models.signals import post_save
 
-from . import outbox, targets
+from . import outbox, targets, transports
 from .clock import wall_now
 from .errors import KeepingTimeError, NotFound
 from .http import send
@@ -44,6 +44,7 @@ from .models import Brand, Event, Outbox, TestClock, WebhookAttempt, WebhookEndp
 from .record import event_json
 from .rows import insert_rows
 from .signing import SIGNATURE_HEADER, sign
+from .sql import outbox as outbox_sql
 
 TRANSPORT = "webhook"
 ANSWER_KEPT = 1000  # characters of an answer's body the log keeps
@@ -369,7 +370,7 @@ class WebhookTransport:
     log it writes itself (kept up to date here)."""
 
     # At least once, with the event id as Idempotency-Key: a receipt lost with the database server's crash
-    # means one send again, which the contract allows (outbox._record).
+    # means one send again, which the contract allows (timers/sql/outbox.py, record).
     relaxed_receipts = True
 
     def __init__(self) -> None:
@@ -411,9 +412,9 @@ class WebhookTransport:
         if logged is not None:  # it arrived before this sender's predecessor could record so
             return logged
         if endpoint is None:
-            raise outbox.PermanentFailure("the endpoint was deleted")
+            raise transports.PermanentFailure("the endpoint was deleted")
         if event is None:
-            raise outbox.PermanentFailure("the event is no longer on the record")
+            raise transports.PermanentFailure("the event is no longer on the record")
         body = body_of(event)
         attempt = tries + 1
         if submission_id in self._set.sids:
@@ -460,16 +461,11 @@ def _text(raw: bytes) -> str:
 
 def _log(endpoint: WebhookEndpoint, event: Event, submission_id: str, attempt: int, at: datetime,
          status: int | None, answer: str, error: str, duration_ms: int) -> None:
-    conn = transaction.get_connection()
-    own = conn.vendor == "postgresql" and not conn.in_atomic_block  # a transaction of its own, not a caller's
     try:
-        with transaction.atomic():
-            if own:
-                # The log's commit need not wait for its flush: the receipt written next commits synchronously,
-                # and the WAL is one sequence, so that flush carries this row too. Lost only with the server
-                # itself, and then the receipt is lost with it: in doubt, sent again once, as before a log.
-                with conn.cursor() as cur:
-                    cur.execute("SET LOCAL synchronous_commit TO OFF")
+        # The log's commit need not wait for its flush: the receipt written next commits synchronously, and the
+        # WAL is one sequence, so that flush carries this row too. Lost only with the server itself, and then the
+        # receipt is lost with it: in doubt, sent again once, as before a log.
+        with outbox_sql.unflushed(savepoint=True):
             WebhookAttempt.objects.create(endpoint=endpoint, event_id=event.id, event_type=event.type,
                                           submission=submission_id, attempt=attempt, at=at, status=status,
                                           answer=answer.replace("\x00", ""), error=error[:500],
@@ -496,7 +492,7 @@ def register() -> None:
     """Called once per process (timers.apps): the transport, its ordered domains, and the fan-out's hooks."""
     from .signals import test_clock_deleted
 
-    outbox.register(TRANSPORT, WebhookTransport())
+    transports.register(TRANSPORT, WebhookTransport())
     outbox.order_domains(DOMAIN_PREFIX, transport=TRANSPORT, held=held)
     post_save.connect(_event_saved, sender=Event, dispatch_uid="timers.webhooks.fan_out")
     test_clock_deleted.connect(_test_clock_deleted, dispatch_uid="timers.webhooks.void")
