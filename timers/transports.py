@@ -18,6 +18,7 @@ from collections.abc import Iterator
 from typing import Protocol
 
 from django.conf import settings
+from django.core.mail import EmailMessage
 
 from .http import Response, send
 from .models import Outbox
@@ -103,8 +104,6 @@ class DjangoEmailTransport:
     """
 
     def send(self, submission_id: str, payload: dict) -> dict:
-        from django.core.mail import EmailMessage
-
         messages = payload.get("messages", [])
         done = list(self._receipt(submission_id).get("messages", []))
         host = self._host()

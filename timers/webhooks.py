@@ -43,8 +43,10 @@ from .ids import is_live, new_id
 from .models import Brand, Event, Outbox, TestClock, WebhookAttempt, WebhookEndpoint
 from .record import event_json
 from .rows import insert_rows
+from .signals import test_clock_deleted
 from .signing import SIGNATURE_HEADER, sign
 from .sql import outbox as outbox_sql
+from .timeutil import iso_z
 
 TRANSPORT = "webhook"
 ANSWER_KEPT = 1000  # characters of an answer's body the log keeps
@@ -220,8 +222,6 @@ def get_endpoint(*, brand: Brand, livemode: bool, endpoint_id: str) -> WebhookEn
 
 
 def endpoint_json(e: WebhookEndpoint, *, secret: bool = False) -> dict:
-    from .timeutil import iso_z
-
     out = {
         "id": e.id,
         "object": "webhook_endpoint",
@@ -490,8 +490,6 @@ def owed_summary(endpoint: WebhookEndpoint) -> dict:
 
 def register() -> None:
     """Called once per process (timers.apps): the transport, its ordered domains, and the fan-out's hooks."""
-    from .signals import test_clock_deleted
-
     transports.register(TRANSPORT, WebhookTransport())
     outbox.order_domains(DOMAIN_PREFIX, transport=TRANSPORT, held=held)
     post_save.connect(_event_saved, sender=Event, dispatch_uid="timers.webhooks.fan_out")
