@@ -31,6 +31,7 @@ import urllib.request
 from collections.abc import Iterable, Mapping
 
 import urllib3
+from urllib3.connection import HTTPConnection, HTTPSConnection
 from urllib3.exceptions import ConnectTimeoutError, NewConnectionError, ProtocolError
 
 from . import targets
@@ -58,9 +59,6 @@ def _default_tls() -> ssl.SSLContext:
     return ssl.create_default_context()
 
 
-Connection = urllib3.connection.HTTPConnection
-
-
 class Pool:
     """Idle kept connections (urllib3's), filed by (scheme, host, port, address connected to). A send takes one
     only under an address its own lookup just resolved and judged, so a name that now resolves elsewhere (or is
@@ -76,19 +74,19 @@ class Pool:
     def __init__(self, *, kept: int = IDLE_KEPT, idle_seconds: float = IDLE_SECONDS,
                  tls: ssl.SSLContext | None = None) -> None:
         self.kept, self.idle_seconds, self.tls = kept, idle_seconds, tls
-        self._idle: collections.OrderedDict[Key, list[tuple[float, Connection]]] = collections.OrderedDict()
+        self._idle: collections.OrderedDict[Key, list[tuple[float, HTTPConnection]]] = collections.OrderedDict()
         self._count = 0
         self._lock = threading.Lock()
 
-    def new(self, key: Key, timeout: float) -> Connection:
+    def new(self, key: Key, timeout: float) -> HTTPConnection:
         """A connection (not yet open) to ``key``'s address, under ``key``'s name for Host, SNI and certificate."""
         scheme, host, port, address = key
         if scheme == "https":
-            return urllib3.connection.HTTPSConnection(address, port, timeout=timeout, server_hostname=host,
-                                                      ssl_context=self.tls or _default_tls())
-        return urllib3.connection.HTTPConnection(address, port, timeout=timeout)
+            return HTTPSConnection(address, port, timeout=timeout, server_hostname=host,
+                                   ssl_context=self.tls or _default_tls())
+        return HTTPConnection(address, port, timeout=timeout)
 
-    def take(self, scheme: str, host: str, port: int, addresses: Iterable[str]) -> tuple[str, Connection] | None:
+    def take(self, scheme: str, host: str, port: int, addresses: Iterable[str]) -> tuple[str, HTTPConnection] | None:
         """A kept connection to one of ``addresses`` (in their order), and that address; None if none is kept."""
         now = time.monotonic()
         stale = []
@@ -109,7 +107,7 @@ class Pool:
             conn.close()
         return found
 
-    def give(self, key: Key, conn: Connection) -> None:
+    def give(self, key: Key, conn: HTTPConnection) -> None:
         out = []
         with self._lock:
             self._idle.setdefault(key, []).append((time.monotonic(), conn))
@@ -206,7 +204,7 @@ def _exchange(method: str, url: str, body: bytes | None, headers: dict[str, str]
     head = {"Host": host_header, "User-Agent": AGENT, **headers}
     kept = pool.take(scheme, host, port, addresses)
     # A kept connection first; then a new one to each checked address in turn, until one connects.
-    tries: list[tuple[str, Connection | None]] = [kept] if kept is not None else []
+    tries: list[tuple[str, HTTPConnection | None]] = [kept] if kept is not None else []
     tries += [(a, None) for a in dict.fromkeys(addresses)]
     error: BaseException | None = None
     for address, conn in tries:
