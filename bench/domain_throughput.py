@@ -7,7 +7,7 @@
 Each measured run is a fresh child process (clean interpreter, its own peak RSS). In it:
 
 * noop: N "noop" timers owed over the hour before a clock's frozen time are armed with one INSERT (as
-  bench/tick_throughput.py does, not measured) and drained by ``timers.worker.advance``: the engine rate of
+  bench/tick_throughput.py does, not measured) and drained by ``timers.advance.advance``: the engine rate of
   this process, this minute, on this machine;
 * domain: K C corps on the Tax Plan (CA, NY, NJ), made with ``tests.acme.tax_plan_subscribers`` on a fresh
   test clock at the example's start, 2027-01-20 14:00Z (not measured), then
@@ -135,7 +135,7 @@ class Statements:
 
     def _label_engine(self) -> None:
         """Charge what runs inside a fire to the timer's handler, and the rest to the engine's phases."""
-        from timers import engine, outbox, worker
+        from timers import advance, engine, outbox
 
         def labelled(owner, name, label_of):
             original = getattr(owner, name)
@@ -161,8 +161,8 @@ class Statements:
         labelled(engine.Run, "_redeliver", lambda *a, **k: "engine: redeliver")
         labelled(outbox, "deliver", lambda *a, **k: "outbox: deliver")
         labelled(outbox, "settle", lambda *a, **k: "outbox: settle")
-        worker_guard = getattr(worker, "_alive", None)
-        if worker_guard is None:  # the worker's guard has moved (timers/worker.py): its statements go unlabelled
+        worker_guard = getattr(advance, "_alive", None)
+        if worker_guard is None:  # the worker's guard has moved (timers/advance.py): its statements go unlabelled
             return
 
         def alive(clock_id):
@@ -177,8 +177,8 @@ class Statements:
 
             return guarded
 
-        worker._alive = alive
-        self._stack.callback(setattr, worker, "_alive", worker_guard)
+        advance._alive = alive
+        self._stack.callback(setattr, advance, "_alive", worker_guard)
 
     # -- per statement -----------------------------------------------------------------------------
     def _seen(self, cur, query, django_cursor_cls) -> str | None:
@@ -270,7 +270,8 @@ def rss_mb() -> float:
 def noop_rate(n: int) -> dict:
     """The engine's rate in this process: n noop timers drained by advance (bench/tick_throughput.py's way)."""
     from bench import tick_throughput as tt
-    from timers import tenants, worker
+    from timers import tenants
+    from timers.advance import advance
 
     brand = tenants.brand_get_or_create(name=NOOP_BRAND)
     tt.cleanup(brand)
@@ -280,7 +281,7 @@ def noop_rate(n: int) -> dict:
     pid = backend_pid()
     py0, pg0 = cpu_seconds(pid)
     t = time.perf_counter()
-    stats = worker.advance(clock.id, tt.T0)
+    stats = advance(clock.id, tt.T0)
     seconds = time.perf_counter() - t
     py1, pg1 = cpu_seconds(pid)
     tt.cleanup(brand)
@@ -367,7 +368,8 @@ def cap_year(cap: float, holder: dict) -> contextlib.ExitStack:
 def domain_year(k: int, *, mode: str, cap: float) -> dict:
     from django.db import connection
 
-    from timers import record, tenants, test_clocks, worker
+    from timers import record, tenants, test_clocks
+    from timers.advance import advance
     from timers.models import Event, Outbox, Timer
 
     brand = tenants.brand_get_or_create(name=BRAND)
@@ -392,7 +394,7 @@ def domain_year(k: int, *, mode: str, cap: float) -> dict:
             profiler.enable()
         t = time.perf_counter()
         try:
-            stats = worker.advance(clock.id, END)
+            stats = advance(clock.id, END)
         except YearCapped:
             stats = holder["stats"]
             stats.fired = holder["fires"]  # fires made, the rolled-back batch's included: the rate's work

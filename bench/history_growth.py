@@ -8,7 +8,7 @@ PostgreSQL only.
 
 On PostgreSQL a timer that fires leaves the armed table for history (timers/history.py). Each repeat, in one
 process: N noop timers owed over the hour before T0 are armed on a fresh test clock (bench/tick_throughput.py's
-``arm``, not timed) and drained by ``timers.worker.advance`` (timed: wall seconds, and CPU seconds of this process
+``arm``, not timed) and drained by ``timers.advance.advance`` (timed: wall seconds, and CPU seconds of this process
 and of its PostgreSQL backend), first with no other timer in the database ("empty"), then after --fired fired
 timers were written over 1,000 other clock domains (one ``INSERT … SELECT FROM generate_series`` per million,
 not timed, then ``VACUUM ANALYZE``) ("full"). It prints both rates, their ratio, and the armed table's and
@@ -74,7 +74,8 @@ def drain(brand, n: int) -> dict:
     from django.db import connection
 
     from bench.tick_throughput import arm
-    from timers import test_clocks, worker
+    from timers import test_clocks
+    from timers.advance import advance
 
     clock = test_clocks.test_clock_create(brand=brand, frozen_time=T0, name="history bench")
     arm(clock.id, brand.id, n)
@@ -82,7 +83,7 @@ def drain(brand, n: int) -> dict:
         cur.execute("SELECT pg_backend_pid()")
         backend = cur.fetchone()[0]
     cpu0, db0, t0 = time.process_time(), cpu_of(backend), time.perf_counter()
-    stats = worker.advance(clock.id, T0)
+    stats = advance(clock.id, T0)
     seconds = time.perf_counter() - t0
     cpu, db = time.process_time() - cpu0, cpu_of(backend) - db0
     assert stats.fired == n, stats

@@ -67,12 +67,13 @@ def main() -> int:
 
     from timers import outbox
     from timers.sql import outbox as outbox_sql
+    from timers.sql import sessions
 
     if connection.vendor != "postgresql":
         print("outbox_claim_plans: PostgreSQL only (set DATABASE_URL)")
         return 2
     call_command("migrate", verbosity=0)
-    me = outbox_sql.sender_id()
+    me = sessions.sender_id()
     hot = "tc_7"
 
     def sql(q: str, params=None):
@@ -81,7 +82,7 @@ def main() -> int:
             return cur.fetchall() if cur.description else None
 
     def old_claim(domain: str | None) -> int:
-        text = OLD_CLAIM.format(sender=outbox_sql.SENDER_SQL.format(a="a"), where="AND o.domain = %s" if domain else "")
+        text = OLD_CLAIM.format(sender=sessions.SESSION_NAME.format(a="a"), where="AND o.domain = %s" if domain else "")
         return len(sql(text, [*([domain] if domain else []), outbox.CLAIM, me]))
 
     def new_sweep() -> int:
@@ -89,7 +90,7 @@ def main() -> int:
 
     def pick(domain: str | None) -> int:
         # The claim's choice of rows alone (its CTE c, rows locked, nothing rewritten): the plan's own cost.
-        text = OLD_CLAIM.format(sender=outbox_sql.SENDER_SQL.format(a="a"), where="AND o.domain = %s" if domain else "")
+        text = OLD_CLAIM.format(sender=sessions.SESSION_NAME.format(a="a"), where="AND o.domain = %s" if domain else "")
         select = "WITH live AS" + text.split("WITH live AS", 1)[1].split(")\nUPDATE", 1)[0] + ")\nSELECT id FROM c"
         return len(sql(select, [*([domain] if domain else []), outbox.CLAIM]))
 

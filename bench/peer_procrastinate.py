@@ -8,7 +8,7 @@
 Both on the same PostgreSQL server, each in its own database, one after the other, never at once:
 
 * ours: N "noop" timers owed over the hour before a test clock's frozen time are armed with one INSERT (not
-  measured, bench/tick_throughput.py's ``arm``), then ``timers.worker.advance(clock, T0)`` drains them and
+  measured, bench/tick_throughput.py's ``arm``), then ``timers.advance.advance(clock, T0)`` drains them and
   is timed: a batch of up to ADVANCE_BATCH_SIZE claimed with one indexed query, fired in memory, the batch's timer
   rows, commits and ``timer.fired`` events written with set statements in one transaction;
 * Procrastinate: N jobs of an ``async def noop()`` task are deferred with one ``batch_defer_async`` (not
@@ -54,7 +54,8 @@ what each guarantees (the work compared is "an owed thing runs once and that it 
 # -- ours ---------------------------------------------------------------------------------------------
 def drain_ours(n: int) -> float:
     from bench import tick_throughput as tt
-    from timers import tenants, worker
+    from timers import tenants
+    from timers.advance import advance
     from timers.models import Event
 
     brand = tenants.brand_get_or_create(name=BRAND)
@@ -63,7 +64,7 @@ def drain_ours(n: int) -> float:
     tt.arm(clock.id, brand.id, n)
     tt.checkpoint()
     t = time.perf_counter()
-    stats = worker.advance(clock.id, tt.T0)
+    stats = advance(clock.id, tt.T0)
     seconds = time.perf_counter() - t
     events = Event.objects.filter(domain=clock.id, type="timer.fired").count()
     tt.cleanup(brand)

@@ -152,7 +152,8 @@ def lane_ours(dsn: str, n: int) -> None:
     from django.db import connection
 
     from bench import tick_throughput as tt
-    from timers import tenants, worker
+    from timers import tenants
+    from timers.advance import advance
     from timers.models import Commit, Event, Timer
 
     brand = tenants.brand_get_or_create(name="bench.peers")
@@ -162,7 +163,7 @@ def lane_ours(dsn: str, n: int) -> None:
     tt.checkpoint()
     got = {}
     _say("ready")
-    _timed(lambda: got.setdefault("stats", worker.advance(clock.id, tt.T0)))
+    _timed(lambda: got.setdefault("stats", advance(clock.id, tt.T0)))
     _wait("close")
     connection.close()
     _say("closed")
@@ -184,7 +185,8 @@ def lane_ours_year(dsn: str) -> None:
     from django.db import connection
 
     from bench import tick_throughput as tt
-    from timers import tenants, test_clocks, worker
+    from timers import tenants, test_clocks
+    from timers.advance import advance
     from timers.models import ScheduleRun
     from timers.schedules import Started, TargetKind, register_target, schedule_create
 
@@ -200,7 +202,7 @@ def lane_ours_year(dsn: str) -> None:
     end = YEAR_START + timedelta(hours=YEAR_FIRES)
     tt.checkpoint()
     _say("ready")
-    _timed(lambda: worker.advance(clock.id, end))
+    _timed(lambda: advance(clock.id, end))
     _wait("close")
     connection.close()
     _say("closed")

@@ -170,7 +170,8 @@ def year(brand, receiver: Receiver, run: int, *, count_shapes: bool) -> dict:
     from django.db import connection
     from domain_throughput import Statements, backend_pid, cpu_seconds
 
-    from timers import record, test_clocks, worker
+    from timers import record, test_clocks
+    from timers.advance import advance
     from timers.models import Outbox, ScheduleRun
     from timers.schedules import schedule_create
 
@@ -186,7 +187,7 @@ def year(brand, receiver: Receiver, run: int, *, count_shapes: bool) -> dict:
     far0 = receiver.cpu()
     with Statements(attribute=count_shapes) as meter, timed_sends() as sends, copies() as copied:
         t = time.perf_counter()
-        stats = worker.advance(clock.id, START + timedelta(days=365))
+        stats = advance(clock.id, START + timedelta(days=365))
         seconds = time.perf_counter() - t
     py1, pg1 = cpu_seconds(pid)
     far = receiver.cpu() - far0
@@ -206,7 +207,8 @@ def many(brand, receiver: Receiver, n: int, every: str, span: timedelta) -> dict
     from django.db import connection
     from domain_throughput import Statements, backend_pid, cpu_seconds
 
-    from timers import test_clocks, worker
+    from timers import test_clocks
+    from timers.advance import advance
     from timers.schedules import schedule_create
     from timers.timeutil import parse_span
 
@@ -223,7 +225,7 @@ def many(brand, receiver: Receiver, n: int, every: str, span: timedelta) -> dict
     py0, pg0 = cpu_seconds(pid)
     with Statements() as meter, timed_sends() as sends, copies() as copied:
         t = time.perf_counter()
-        stats = worker.advance(clock.id, START + span)
+        stats = advance(clock.id, START + span)
         seconds = time.perf_counter() - t
     py1, pg1 = cpu_seconds(pid)
     rd = parse_span(every)

@@ -6,7 +6,7 @@
 For each N, on a fresh test clock frozen at T0, N "noop" timers owed over the hour before T0 are armed
 with one set-based INSERT (not measured), then:
 
-* runtime: ``timers.worker.advance(clock, T0)`` drains them (claim, fire, commit, record);
+* runtime: ``timers.advance.advance(clock, T0)`` drains them (claim, fire, commit, record);
 * ceiling: plain SQL does the same claim + commit + record (status/fired_at/late_by/attempt/wakes on the
   timer, one timers_commit row, one 'timer.fired' timers_event row in tick order), as a loop of one CTE
   statement per batch of the same size, one transaction per batch, each batch starting after the last
@@ -276,7 +276,7 @@ def window(result: dict, overhead: int):
 
 
 def run_runtime(brand, n: int, overhead: int, *, profile: bool = False) -> dict:
-    from timers import worker
+    from timers.advance import advance
 
     clock = new_clock(brand, f"runtime n={n}")
     arm_seconds = arm(clock.id, brand.id, n)
@@ -286,7 +286,7 @@ def run_runtime(brand, n: int, overhead: int, *, profile: bool = False) -> dict:
         if profiler is not None:
             profiler.enable()
         start = time.perf_counter()
-        result["stats"] = worker.advance(clock.id, T0)
+        result["stats"] = advance(clock.id, T0)
         result["seconds"] = time.perf_counter() - start
         if profiler is not None:
             profiler.disable()

@@ -11,8 +11,8 @@ from dataclasses import dataclass
 import pytest
 
 from timers import tenants
+from timers.advance import run_requested_advances
 from timers.models import Event, Timer
-from timers.worker import run_requested_advances
 
 pytestmark = pytest.mark.django_db(transaction=True)
 

@@ -483,7 +483,7 @@ def test_the_subscription_and_order_commands_check_their_json(tax):
 def test_every_write_on_a_deleted_test_clocks_objects_is_409_and_writes_nothing(tax):
     """Issue 25: after DELETE /test_clocks/<id>, its subject's events, a date's postpone and satisfy, a penalty,
     a clock's inputs and a portal link are each 409 test_clock_deleted, and nothing lands after the delete."""
-    from timers.worker import advance
+    from timers.advance import advance
 
     advance(tax.clock.id, datetime(2027, 3, 1, 14, tzinfo=UTC))
     item = ClockItem.objects.select_related("clock").filter(clock__domain=tax.clock.id, status="open").first()
@@ -538,7 +538,7 @@ def test_a_window_opens_only_for_the_keys_brands_members_with_one_answer_for_any
 def test_a_postpone_moves_a_date_later_within_the_calendars_range(tax, to):
     """Issue 25: a postpone into the past re-armed rungs in 1899, and 9999-12-31 was a 500 (a date overflow).
     Earlier than the date, on it, or past the calendar's range: 400 invalid_postpone, nothing written."""
-    from timers.worker import advance
+    from timers.advance import advance
 
     advance(tax.clock.id, datetime(2027, 3, 1, 14, tzinfo=UTC))
     item = ClockItem.objects.filter(clock__domain=tax.clock.id, status="open").order_by("due_at").first()
@@ -554,7 +554,7 @@ def test_a_postpone_moves_a_date_later_within_the_calendars_range(tax, to):
 
 @pytest.mark.parametrize("inputs", [{"extension": "yes\x00"}, {"a\x00b": 1}, {"deep": [{"x": ["ok", "\x00"]}]}])
 def test_a_nul_anywhere_in_a_clocks_inputs_is_400_not_a_database_error(tax, inputs):
-    from timers.worker import advance
+    from timers.advance import advance
 
     advance(tax.clock.id, datetime(2027, 3, 1, 14, tzinfo=UTC))
     clock = Clock.objects.filter(domain=tax.clock.id).first()
@@ -569,7 +569,7 @@ def test_a_nul_anywhere_in_a_clocks_inputs_is_400_not_a_database_error(tax, inpu
 def test_a_test_clock_takes_no_outside_write_while_it_advances(tax):
     """Issue 26 (Stripe's rule): once an advance is asked for, the clock's objects are 409
     test_clock_advancing, nothing written, until it is ready; then the same write lands."""
-    from timers.worker import advance, run_requested_advances
+    from timers.advance import advance, run_requested_advances
 
     advance(tax.clock.id, datetime(2027, 3, 1, 14, tzinfo=UTC))
     item = ClockItem.objects.filter(clock__domain=tax.clock.id, status="open").order_by("due_at").first()

@@ -13,11 +13,11 @@ from calendars.models import ClockItem
 from services.models import Notification
 from tests.acme import acme_subject, open_return
 from tests.conftest import T0, at
+from timers.advance import advance
 from timers.arming import timer_arm
 from timers.errors import Refused
 from timers.models import Commit, Event, Timer
 from timers.test_clocks import test_clock_create
-from timers.worker import advance
 
 from .test_tick import fired_keys
 

@@ -25,10 +25,10 @@ from services.portal_sessions import portal_session_create
 from tests.axe import assert_accessible
 from tests.browser import VIEWPORTS, browser, expect  # noqa: F401  (browser is a fixture)
 from timers import transports
+from timers.advance import advance
 from timers.models import Membership
 from timers.tenants import brand_get_or_create
 from timers.test_clocks import test_clock_create
-from timers.worker import advance
 
 T0 = datetime(2027, 1, 20, 14, 0, tzinfo=UTC)
 LATER = datetime(2027, 3, 25, 14, 0, tzinfo=UTC)  # the 2026 return is minted, its dates within 30 days

@@ -20,8 +20,8 @@ from services.portal_sessions import portal_session_create
 from services.subject_events import subject_event
 from tests.axe import assert_accessible
 from tests.browser import VIEWPORTS, browser, expect  # noqa: F401  (browser is a fixture)
+from timers.advance import advance
 from timers.armer import DirectArmer
-from timers.worker import advance
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
 

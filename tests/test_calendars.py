@@ -12,11 +12,11 @@ from calendars.models import ClockItem
 from tests.acme import acme_subject, open_return
 from tests.conftest import at
 from timers import transports
+from timers.advance import advance
 from timers.armer import DirectArmer
 from timers.errors import Refused
 from timers.models import Commit, Event, Timer
 from timers.test_clocks import test_clock_create
-from timers.worker import advance
 
 
 @pytest.fixture

@@ -8,18 +8,18 @@ from __future__ import annotations
 import pytest
 
 from tests.conftest import at
-from timers import outbox, transports, worker
+from timers import outbox, transports
+from timers.advance import advance, observing_flushes
 from timers.arming import timer_arm, timer_wake
 from timers.errors import TestClockAdvancing
 from timers.models import Event, TestClock
-from timers.worker import advance, observing_flushes
 
 
 @pytest.fixture
 def small_batches(settings, monkeypatch):
     # Batches of two timers, each kept for the next (the runtime keeps them only from 500 a batch).
     settings.KEEPING_TIME = {**settings.KEEPING_TIME, "ADVANCE_BATCH_SIZE": 2}
-    monkeypatch.setattr(worker, "CARRY_MIN_BATCH", 1)
+    monkeypatch.setattr("timers.advance.CARRY_MIN_BATCH", 1)
 
 
 def look(f):

@@ -105,7 +105,7 @@ def test_owner_console_lists_timers_that_fired_late(admin_client, brand):
     from tests.conftest import at
     from timers.arming import timer_arm
     from timers.clock import VirtualWallClock
-    from timers.worker import live_step
+    from timers.live import live_step
 
     for key, owed in (("job_L:deadline:late:1", "2026-11-20T09:00Z"), ("job_L:deadline:ontime:1", "2026-11-20T09:58Z")):
         timer_arm(brand=brand, key=key, owed_at=at(owed), handler="noop")
@@ -118,8 +118,8 @@ def test_owner_console_lists_timers_that_fired_late(admin_client, brand):
 
 
 def test_a_bar_hears_the_flushes_of_its_own_context_only(clock, arm):
+    from timers.advance import advance
     from timers.progress import on_flushes
-    from timers.worker import advance
 
     arm("job_1:ask:a:1", T0 + timedelta(days=1))
     arm("job_2:ask:b:1", T0 + timedelta(days=3))

@@ -111,7 +111,7 @@ def test_wait_for_test_clock_answers_once_the_worker_made_it_ready(kt):
 
     from django.db import connection
 
-    from timers.worker import run_requested_advances
+    from timers.advance import run_requested_advances
 
     kt.test_clocks.advance(kt.test_clock_id, to=datetime(2026, 11, 27, 9, tzinfo=UTC))
     with pytest.raises(ConflictError) as waiting:  # no worker yet: still advancing

@@ -1,5 +1,5 @@
 """`tick --compare` (timers/compare.py): its ways share one transaction and one take of the clock's lease, and
-leave nothing behind; an advance inside a way asks the database only for its own work (timers/worker.py's
+leave nothing behind; an advance inside a way asks the database only for its own work (timers/advance.py's
 Pinned)."""
 
 from __future__ import annotations
@@ -14,12 +14,13 @@ from django.test.utils import CaptureQueriesContext
 
 from tests.conftest import T0
 from timers import transports
+from timers.advance import advance, pinned
 from timers.arming import timer_arm
 from timers.clock import VirtualWallClock
 from timers.compare import compare
 from timers.lease import lease
+from timers.live import live_step
 from timers.models import Lease, LeaseTerm, Outbox, TestClock, Timer
-from timers.worker import advance, live_step, pinned
 
 DAYS = 60
 

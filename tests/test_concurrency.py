@@ -14,10 +14,10 @@ from django.db.models import Count
 
 from tests.conftest import T0
 from timers import test_clocks
+from timers.advance import advance
 from timers.arming import timer_arm
 from timers.models import Commit, Event, TestClock, Timer
 from timers.record import record_hash
-from timers.worker import advance
 
 ROOT = Path(__file__).resolve().parent.parent
 # Kill drills and workers racing each other: on one test process (scripts/test, --dist loadgroup), one at a time.

@@ -10,12 +10,12 @@ from calendars.clocks import clock_step
 from calendars.models import ClockItem
 from services.models import Job
 from tests.acme import tax_plan_subscribers
+from timers.advance import advance
 from timers.armer import DirectArmer
 from timers.arming import timer_arm
 from timers.errors import KeepingTimeError
 from timers.models import Event, Timer
 from timers.test_clocks import test_clock_create
-from timers.worker import advance
 
 START = datetime(2027, 1, 20, 14, tzinfo=UTC)
 

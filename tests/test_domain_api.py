@@ -25,9 +25,9 @@ from tests.acme import acme_subject, open_return
 from tests.conftest import at
 from tests.test_api import Client
 from timers import tenants, test_clocks
+from timers.advance import advance
 from timers.armer import DirectArmer
 from timers.models import Brand, Event, Timer
-from timers.worker import advance
 
 pytestmark = pytest.mark.django_db(transaction=True)
 

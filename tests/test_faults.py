@@ -21,10 +21,10 @@ from tests.far_end import FarEnd
 from tests.test_api import Client
 from tests.test_concurrency import _env, _spawn
 from timers import arming, outbox, tenants, test_clocks, transports
+from timers.advance import advance
 from timers.models import Commit, Event, FireTally, Outbox, TestClock, Timer
 from timers.record import record_hash
 from timers.timeutil import iso_z
-from timers.worker import advance
 
 # Kill drills and workers racing each other: on one test process (scripts/test, --dist loadgroup), one at a time.
 pytestmark = [pytest.mark.slow, pytest.mark.django_db(transaction=True), pytest.mark.xdist_group("processes")]

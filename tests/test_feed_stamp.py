@@ -33,11 +33,11 @@ from services.subscriptions import subscription_create
 from tests.acme import acme_subject, open_return
 from tests.conftest import at
 from timers import transports
+from timers.advance import advance
 from timers.armer import DirectArmer
 from timers.clock import wall_now
 from timers.models import Brand, Event, TestClock, Timer
 from timers.test_clocks import test_clock_create
-from timers.worker import advance
 
 pytestmark = pytest.mark.django_db
 

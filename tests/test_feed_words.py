@@ -35,9 +35,9 @@ from keeping_time.words import ID_PATTERN, runtime_words
 from services import people_dates
 from tests.conftest import at
 from timers import transports
+from timers.advance import advance
 from timers.models import TestClock
 from timers.tenants import api_key_create
-from timers.worker import advance
 
 pytestmark = pytest.mark.django_db
 

@@ -9,7 +9,8 @@ import pytest
 from django.db import connection
 
 from tests.conftest import T0
-from timers import history, worker
+from timers import history
+from timers.advance import advance
 from timers.errors import KeepingTimeError
 from timers.gate import wake
 from timers.models import Timer
@@ -40,7 +41,7 @@ def test_a_timer_that_fires_or_is_superseded_leaves_the_armed_table_and_is_read_
     c = arm("job_3:task:prep:2027", T0 + timedelta(days=9))
     assert set(tables(a.id, b.id, c.id).values()) == {history.ARMED}
 
-    worker.advance(clock.id, T0 + timedelta(days=1))
+    advance(clock.id, T0 + timedelta(days=1))
     month = this_month()
     assert tables(a.id, b.id, c.id) == {a.id: month, b.id: month, c.id: history.ARMED}
     # Readers of timers_timer read both: a key, an owner, an id, a status.
@@ -62,7 +63,7 @@ def test_a_timer_that_fires_or_is_superseded_leaves_the_armed_table_and_is_read_
 def test_a_key_that_fired_is_not_armed_again(clock, arm):
     # No one unique index spans the armed table and history on PostgreSQL: the arm asks history too.
     a = arm("job_1:task:prep:2027", T0 + timedelta(hours=1))
-    worker.advance(clock.id, T0 + timedelta(days=1))
+    advance(clock.id, T0 + timedelta(days=1))
     with pytest.raises(KeepingTimeError) as exc:
         arm("job_1:task:prep:2027", T0 + timedelta(days=2))
     assert exc.value.code == "timer_exists"
@@ -75,7 +76,7 @@ def test_a_month_without_its_partition_falls_to_the_default_and_is_left_there(cl
     with connection.cursor() as cur:
         cur.execute(f"DROP TABLE {month}")  # as if no worker had made it ahead (rolled back with the test)
     a = arm("job_1:task:prep:2027", T0 + timedelta(hours=1))
-    worker.advance(clock.id, T0 + timedelta(days=1))
+    advance(clock.id, T0 + timedelta(days=1))
     assert tables(a.id) == {a.id: f"{history.HISTORY}_default"}  # the fire did not fail for want of it
     assert history.ensure_partitions() == []  # the month has rows in the default partition: left there
     with connection.cursor() as cur:

@@ -17,9 +17,9 @@ import pytest
 
 from tests.conftest import T0
 from timers import outbox
+from timers.advance import advance
 from timers.models import Outbox, ScheduleRun, ScheduleTick
 from timers.schedules import HTTP, schedule_create
-from timers.worker import advance
 
 
 class KeepAlive:

@@ -12,11 +12,13 @@ from django.db.migrations.executor import MigrationExecutor
 
 from tests.conftest import at
 from timers import lease as leases
+from timers.advance import LeaseLost
 from timers.arming import timer_arm
 from timers.clock import VirtualWallClock
+from timers.live import live_step, turn
 from timers.models import Commit, Event, Lease, LeaseTerm, LiveClock, Timer, live_domain
 from timers.tenants import brand_get_or_create
-from timers.worker import LeaseLost, Worker, _turn, live_step
+from timers.worker import Worker
 
 NOW = at("2026-11-20T10:00Z")
 
@@ -95,13 +97,13 @@ def test_a_paused_holder_whose_lease_was_taken_over_writes_nothing(two):
     assert successor.epoch == paused.epoch + 1
 
     with pytest.raises(LeaseLost) as lost:  # it wakes and writes a batch: the fence stops it first
-        _turn(VirtualWallClock(NOW), domain, paused)
+        turn(VirtualWallClock(NOW), domain, paused)
     assert lost.value.code == "lease_lost"
     assert not Commit.objects.filter(domain=domain).exists()
     assert Timer.objects.filter(domain=domain, status="armed").count() == 6
     assert LiveClock.objects.get(pk=domain).position is None
 
-    stats = _turn(VirtualWallClock(NOW), domain, successor)
+    stats = turn(VirtualWallClock(NOW), domain, successor)
     assert stats.fired == 6 == Commit.objects.filter(domain=domain).count()
 
 

@@ -132,8 +132,8 @@ def test_a_busy_live_loop_looks_at_test_clocks_when_an_advance_wakes_it_and_else
 
 def test_a_domain_another_worker_ran_last_is_left_to_it_until_what_is_owed_is_an_affinity_late(db, settings):
     from timers import lease as leases
+    from timers.live import affinity
     from timers.models import Timer
-    from timers.worker import affinity
 
     settings.KEEPING_TIME = {**settings.KEEPING_TIME, "LIVE_AFFINITY_SECONDS": 30}  # far from a slow step's time
 

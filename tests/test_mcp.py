@@ -23,9 +23,9 @@ from calendars.models import Calendar, Clock, Subject
 from services.models import Job, PolicyValue
 from tests.conftest import T0
 from timers import arming, tenants, test_clocks
+from timers.advance import advance
 from timers.armer import DirectArmer
 from timers.models import Brand, Event, Timer
-from timers.worker import advance
 
 ROOT = Path(__file__).resolve().parent.parent
 pytestmark = [pytest.mark.django_db(transaction=True)]

@@ -34,9 +34,9 @@ from services.handovers import WAITING
 from services.members import member_id
 from services.models import PoolMember, Task
 from tests.test_bad_input import one_line, run
+from timers.advance import advance
 from timers.models import Brand, Event, Membership, Timer
 from timers.tenants import api_key_create, brand_get_or_create
-from timers.worker import advance
 
 pytestmark = pytest.mark.django_db
 

@@ -18,13 +18,13 @@ from tests.acme import tax_plan_subscribers
 from tests.conftest import T0
 from tests.test_query_plans import nodes
 from timers import arming, test_clocks
+from timers.advance import advance
 from timers.clock import wall_now
 from timers.errors import Refused
 from timers.ids import live_domain
 from timers.lease import lease
 from timers.models import LATE_BUCKETS, LIVE, Commit, FireTally, Outbox, Timer
-from timers.sql import outbox as outbox_sql
-from timers.worker import advance
+from timers.sql import sessions
 
 TOKEN = "metrics-test-token"
 
@@ -117,7 +117,7 @@ def test_fires_late_by_and_armed_move_as_a_test_clock_fires(brand, clock, arm, h
 
 def test_late_by_and_lag_on_the_live_clock(brand):
     from timers.clock import FrozenClock
-    from timers.worker import live_step
+    from timers.live import live_step
 
     # late_by counts from when a timer was owed, or armed if later: arming one already owed is not lateness.
     now = wall_now()
@@ -144,7 +144,7 @@ def test_late_by_and_lag_on_the_live_clock(brand):
 def test_late_by_buckets_show_tens_of_milliseconds(brand):
     """A live fire tens of milliseconds late lands in a bucket that says so (the soak's p99 is ~80 ms)."""
     from timers.clock import FrozenClock
-    from timers.worker import live_step
+    from timers.live import live_step
 
     now = wall_now()
     arming.timer_arm(brand=brand, key="job_3:ask:quick:1", owed_at=now + timedelta(seconds=1), domain=LIVE,
@@ -167,7 +167,7 @@ def test_tick_lag_of_a_requested_advance(clock, arm):
 
 def test_outbox_pending_sending_and_in_doubt(brand, clock):
     now = wall_now()
-    me = outbox_sql.sender_id()
+    me = sessions.sender_id()
 
     def row(n: int, **fields) -> None:
         Outbox.objects.create(id=f"sub_{n}", domain=clock.id, brand=brand, key=f"job_{n}:ask:a:1", attempt=1,
@@ -247,7 +247,7 @@ def _tally(domain: str) -> list[tuple]:
 def test_the_fire_tally_each_batch_writes_agrees_with_the_fired_timers_and_their_backfill(brand, clock, arm, handler,
                                                                                          settings):
     from timers.clock import FrozenClock
-    from timers.worker import live_step
+    from timers.live import live_step
 
     def refuse(f):
         raise Refused("not_today", "refused on purpose")
@@ -348,7 +348,7 @@ def test_tick_lag_probes_each_live_clocks_oldest_timer_and_reads_no_other(brand)
 
 
 def test_a_deleted_test_clocks_fires_stay_counted_in_rows_that_do_not_grow_with_clocks(brand, arm, clock):
-    from timers.worker import finish_deletes
+    from timers.advance import finish_deletes
 
     for i in range(3):
         arm(f"job_{i}:ask:gone:{i}", T0 + timedelta(hours=i + 1))

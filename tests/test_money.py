@@ -25,11 +25,11 @@ from services.money import post_money
 from tests.acme import acme_subject
 from tests.test_api import Client
 from timers import tenants
+from timers.advance import advance
 from timers.armer import DirectArmer
 from timers.errors import KeepingTimeError
 from timers.models import Brand, Event, Membership
 from timers.test_clocks import test_clock_create
-from timers.worker import advance
 
 END = datetime(2027, 12, 1, tzinfo=UTC)
 START, STOP = datetime(1, 1, 1, tzinfo=UTC), datetime(9999, 1, 1, tzinfo=UTC)

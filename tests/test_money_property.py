@@ -30,12 +30,12 @@ from services.members import pool_add
 from services.models import Job, MoneyLine, Subscription, Task
 from services.subscriptions import subscription_create
 from services.tasks import task_extend, task_take
+from timers.advance import advance
 from timers.armer import DirectArmer
 from timers.domains import domain_now
 from timers.errors import KeepingTimeError, Refused
 from timers.models import Membership
 from timers.test_clocks import test_clock_create
-from timers.worker import advance
 
 HOLD, CAP = 100_000, 25_000
 ACTS = {"draft": (20_000, 15_000), "review": (30_000, 10_000)}  # charge, the member's pay

@@ -19,11 +19,11 @@ from django.db import IntegrityError, connection, transaction
 from services.models import Notification
 from services.notifications import notify
 from timers import outbox, transports
+from timers.advance import advance
 from timers.engine import TIMER_FIELDS, Item, Run
 from timers.errors import Refused
 from timers.models import Event, Outbox, Timer
 from timers.store import get_store
-from timers.worker import advance
 
 from .conftest import T0, at
 

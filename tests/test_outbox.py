@@ -14,11 +14,11 @@ from django.test.utils import CaptureQueriesContext
 from tests.acme import tax_plan_subscribers
 from tests.conftest import at
 from timers import outbox
+from timers.advance import advance
 from timers.clock import wall_now
 from timers.models import Outbox
-from timers.sql import outbox as outbox_sql
+from timers.sql import sessions
 from timers.test_clocks import test_clock_create
-from timers.worker import advance
 
 START = datetime(2027, 1, 20, 14, tzinfo=UTC)
 
@@ -39,7 +39,7 @@ def _live_other_sender() -> str:
     """A sender that is alive and is not us: another database session, or our parent process."""
     if connection.vendor == "postgresql":
         with connection.cursor() as cur:
-            cur.execute(f"SELECT {outbox_sql.SENDER_SQL.format(a='a')} FROM pg_stat_activity a "
+            cur.execute(f"SELECT {sessions.SESSION_NAME.format(a='a')} FROM pg_stat_activity a "
                         "WHERE a.pid <> pg_backend_pid() AND a.backend_start IS NOT NULL LIMIT 1")
             return cur.fetchone()[0]
     return f"os:{socket.gethostname()}:{os.getppid()}"
@@ -171,7 +171,7 @@ def test_a_sender_held_up_past_half_its_lease_renews_first_and_drops_what_anothe
         m.setattr(outbox, "deliver", lambda *a, **k: outbox.DeliverStats())
         m.setattr(outbox, "settle", lambda *a, **k: outbox.DeliverStats())
         advance(clock.id, at("2026-11-26T00:00Z"))
-    me = outbox_sql.sender_id()
+    me = sessions.sender_id()
     rows = outbox._claim(clock.id, me, 10)
     assert len(rows) == 3
     # While this sender was held up, its lease ran out and another sender took the second row.

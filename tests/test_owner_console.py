@@ -33,10 +33,10 @@ from services.models import Job, MoneyLine, Notification, Subscription, Task
 from tests.acme import acme_subject, open_return
 from tests.conftest import admin_url
 from timers import transports
+from timers.advance import advance
 from timers.domains import domain_now
 from timers.models import Brand, Event, Membership, TestClock, Timer, live_domain
 from timers.test_clocks import test_clock_create
-from timers.worker import advance
 
 pytestmark = pytest.mark.django_db
 

@@ -32,9 +32,9 @@ from portals.owner.risks import dates_at_risk
 from portals.owner.scope import AsOf
 from services.models import Job, Notification
 from timers import transports
+from timers.advance import advance
 from timers.domains import domain_now
 from timers.models import Brand, Event, Membership, TestClock
-from timers.worker import advance
 
 pytestmark = pytest.mark.django_db
 

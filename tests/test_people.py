@@ -21,10 +21,10 @@ from services.declare import Pool, Scope, Service, ServiceError, Signal, Step, S
 from services.models import Ask, Grant, Job, MoneyLine, Notification, PolicyValue, Task, Window
 from services.tasks import task_extend, task_release, task_take
 from timers import transports
+from timers.advance import advance
 from timers.armer import DirectArmer
 from timers.errors import KeepingTimeError
 from timers.models import Brand, Event, Timer
-from timers.worker import advance
 
 END = datetime(2027, 12, 1, tzinfo=UTC)
 

@@ -23,10 +23,10 @@ from django.test import Client
 from calendars.models import Clock, ClockItem, Subject
 from services.models import Subscription, Task
 from services.portal_sessions import portal_session_create
+from timers.advance import advance
 from timers.clock import wall_now
 from timers.models import Brand, Event, Membership, Timer
 from timers.tenants import brand_get_or_create
-from timers.worker import advance
 
 ACME_AT = datetime(2028, 4, 11, 14, tzinfo=UTC)
 

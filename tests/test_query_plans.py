@@ -35,10 +35,10 @@ from django.db import connection, transaction
 from calendars.entries import subject_calendar
 from calendars.models import ClockItem, Subject
 from tests.acme import acme_subject, open_return
-from timers import outbox, transports, worker
-from timers import store as tick_store
+from timers import advance, live, outbox, prepared, transports
 from timers.models import Event, Outbox, TestClock
 from timers.sql import outbox as outbox_sql
+from timers.sql import sessions
 from timers.store import PostgresStore
 from timers.test_clocks import test_clock_create
 
@@ -95,7 +95,8 @@ def capture(monkeypatch) -> Iterator[Capture]:
 
     with monkeypatch.context() as m:
         m.setattr(PostgresStore, "_cursor", recording_cursor)
-        m.setattr(tick_store, "_KEPT", weakref.WeakKeyDictionary())  # the small batches' cursors, made recording
+        m.setattr(prepared, "new_cursor", lambda: recording_cursor(None))
+        m.setattr(prepared, "_TICK_KEPT", weakref.WeakKeyDictionary())  # the small batches' cursors, made recording
         with connection.execute_wrapper(wrapper):
             yield got
 
@@ -364,7 +365,7 @@ def drive(world: World, monkeypatch, settings) -> dict[str, tuple[Capture, Hot]]
 
     # The tick on the hot clock, in batches of 5 so the second batch continues from the first's last row.
     settings.KEEPING_TIME = {**settings.KEEPING_TIME, "BATCH_SIZE": 5}
-    run("tick", lambda: worker.advance(hot, world.owed_to),
+    run("tick", lambda: advance.advance(hot, world.owed_to),
         Hot("tick: fetch the first batch (store.fetch)", ("FROM timers_timer WHERE domain", "LIMIT"),
             "timer_tick_order", ordered=True),
         Hot("tick: fetch the next batch (store.fetch, keyset)", ("FROM timers_timer WHERE domain", ") > ("),
@@ -376,10 +377,10 @@ def drive(world: World, monkeypatch, settings) -> dict[str, tuple[Capture, Hot]]
     run("load", lambda: store.load(hot, "job_hot3:task:plan:2027"),
         Hot("tick: load a timer by (domain, key) (store.load)", ("FROM timers_timer WHERE domain = (SELECT %b::varchar) AND key = %b",),
             "timer_key_unique_per_domain"))
-    run("next_owed", lambda: worker.next_owed(hot),
-        Hot("live loop: the next owed instant (worker.next_owed)", ('"timers_timer"."owed_at" AS "owed_at" FROM', "ORDER BY"),
+    run("next_owed", lambda: live.next_owed(hot),
+        Hot("live loop: the next owed instant (live.next_owed)", ('"timers_timer"."owed_at" AS "owed_at" FROM', "ORDER BY"),
             "timer_tick_order", ordered=True))
-    me = outbox_sql.sender_id()
+    me = sessions.sender_id()
     run("claim", lambda: outbox._claim(hot, me, outbox.CLAIM),
         Hot("outbox: claim a domain's owed sends (outbox._claim)", ("WITH live AS",), "outbox_owed_domain",
             ordered=True),
@@ -396,11 +397,11 @@ def drive(world: World, monkeypatch, settings) -> dict[str, tuple[Capture, Hot]]
         Hot("outbox settle: sends held elsewhere (outbox._held_elsewhere)", ("COUNT(*)", '"timers_outbox"'),
             "outbox_owed_domain"))
     assert sum(transport.received.values()) >= 5  # the hot clock's sends went (then were undone)
-    run("advances", lambda: worker.run_requested_advances(limit=1),
-        Hot("tick: claim a requested advance (worker.run_requested_advances)", ("SKIP LOCKED", '"timers_testclock"'),
+    run("advances", lambda: advance.run_requested_advances(limit=1),
+        Hot("tick: claim a requested advance (advance.run_requested_advances)", ("SKIP LOCKED", '"timers_testclock"'),
             "test_clock_advance_queue"))
-    run("deletes", worker.finish_deletes,
-        Hot("tick: finish dead deletes (worker.finish_deletes)", ('"timers_testclock"."status" = %s LIMIT 10',),
+    run("deletes", advance.finish_deletes,
+        Hot("tick: finish dead deletes (advance.finish_deletes)", ('"timers_testclock"."status" = %s LIMIT 10',),
             "test_clock_deleting"))
     run("calendar", lambda: subject_calendar(Subject.objects.get(pk=world.subject_id)),
         Hot("calendar: a subject's clock items (entries.clock_entries)", ('"calendars_clockitem"', "INNER JOIN"),
@@ -448,7 +449,7 @@ def test_a_backlog_is_claimed_in_index_order_never_sorted_whole(brand, state, mo
                FROM generate_series(1, %(n)s) g""", {"hot": hot.id, "d": DOMAINS, "b": brand.id, "n": 100_000})
     if state == "fresh":
         analyze()
-    me = outbox_sql.sender_id()
+    me = sessions.sender_id()
     with capture(monkeypatch) as got, undone():
         assert len(outbox._claim(hot.id, me, outbox.CLAIM)) == outbox.CLAIM
         with connection.cursor() as cur:

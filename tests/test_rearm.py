@@ -16,13 +16,13 @@ from services.jobs import job_activity
 from services.models import Job, Subscription
 from services.subscriptions import subscription_pause, subscription_resume, subscription_update
 from tests.conftest import T0
+from timers.advance import advance
 from timers.armer import DirectArmer
 from timers.arming import timer_hold
 from timers.engine import Firing, Item
 from timers.errors import KeepingTimeError, Refused
 from timers.models import Commit, Timer
 from timers.rearm import Rearm
-from timers.worker import advance
 
 CAUSES = {r.value for r in Rearm}
 RUNG = "clk_x#US:rung:notice 30d:2027@0"

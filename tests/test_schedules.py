@@ -22,10 +22,12 @@ from services.jobs import job_deliver
 from services.models import Job
 from tests.conftest import admin_url, at
 from timers import schedule_spec
+from timers.advance import advance
 from timers.armer import DirectArmer
 from timers.arming import timer_arm
 from timers.clock import VirtualWallClock
 from timers.errors import KeepingTimeError
+from timers.live import live_step
 from timers.models import DeadLetter, Event, Outbox, Schedule, ScheduleRun, ScheduleTick
 from timers.schedules import (
     FIRE,
@@ -39,7 +41,6 @@ from timers.schedules import (
 from timers.signing import SIGNATURE_HEADER, verify
 from timers.tenants import api_key_create
 from timers.test_clocks import test_clock_create
-from timers.worker import advance, live_step
 
 NY = "America/New_York"
 

@@ -20,12 +20,12 @@ from tests.acme import acme_subject, open_return
 from tests.conftest import at
 from tests.test_feed_words import khal_calendar
 from timers import outbox, transports
+from timers.advance import advance, run_requested_advances
 from timers.armer import DirectArmer
 from timers.compare import compare
 from timers.models import Commit, Event, TestClock, Timer
 from timers.tenants import api_key_create, brand_get_or_create
 from timers.test_clocks import test_clock_create
-from timers.worker import advance, run_requested_advances
 
 pytestmark = pytest.mark.django_db
 

@@ -20,12 +20,13 @@ from services.jobs import job_open
 from services.models import Job, MoneyLine, Subscription
 from services.subscriptions import subscription_cancel, subscription_create
 from tests.conftest import at
+from timers.advance import advance
 from timers.arming import timer_wake
 from timers.clock import VirtualWallClock
 from timers.errors import KeepingTimeError
 from timers.models import Event, Membership, Timer
 from timers.test_clocks import test_clock_create
-from timers.worker import Worker, advance
+from timers.worker import Worker
 
 
 @pytest.fixture(autouse=True)

@@ -27,6 +27,7 @@ from services.management.commands.loadexample import START, remove_example
 from services.models import Job, MoneyLine, Subscription
 from services.subscriptions import subscription_create
 from timers import transports
+from timers.advance import advance
 from timers.arming import timer_arm
 from timers.domains import domain_id, domain_seed
 from timers.errors import KeepingTimeError
@@ -35,7 +36,6 @@ from timers.models import Outbox, TestClock, Timer
 from timers.tenants import api_key_create, brand_get_or_create
 from timers.test_clocks import test_clock_create, test_clock_delete
 from timers.transports import RecordingTransport
-from timers.worker import advance
 
 ROOT = Path(__file__).resolve().parent.parent
 AGREE = re.compile(r"^all 4 agree · sha256:([0-9a-f]{64})$", re.M)

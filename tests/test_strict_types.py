@@ -27,10 +27,10 @@ from services.models import Job
 from services.versions import version_deploy
 from tests.acme import tax_plan_subscribers
 from timers import webhooks
+from timers.advance import advance
 from timers.models import ApiKey, Brand, Membership, TestClock
 from timers.tenants import api_key_create
 from timers.test_clocks import test_clock_create
-from timers.worker import advance
 
 pytestmark = pytest.mark.django_db
 

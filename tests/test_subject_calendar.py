@@ -23,11 +23,11 @@ from calendars.models import ClockItem, Subject
 from tests.acme import acme_subject, open_return
 from tests.conftest import at
 from timers import transports
+from timers.advance import advance
 from timers.armer import DirectArmer
 from timers.models import live_domain
 from timers.tenants import api_key_create, brand_get_or_create
 from timers.test_clocks import test_clock_create
-from timers.worker import advance
 
 pytestmark = pytest.mark.django_db
 

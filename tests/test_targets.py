@@ -27,6 +27,7 @@ from tests import test_schedules
 from tests.conftest import T0
 from tests.test_kept_connections import KeepAlive
 from timers import outbox, targets, transports, webhooks
+from timers.advance import advance
 from timers.arming import timer_arm
 from timers.http import Pool, send
 from timers.models import (
@@ -41,7 +42,6 @@ from timers.models import (
 )
 from timers.schedules import schedule_create
 from timers.test_clocks import test_clock_create
-from timers.worker import advance
 
 LOCAL = "127.0.0.1"
 

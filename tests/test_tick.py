@@ -10,14 +10,16 @@ from django.test import override_settings
 
 from tests.conftest import T0, at
 from timers import transports
+from timers.advance import advance
 from timers.arming import timer_hold, timer_resume, timer_wake
 from timers.clock import VirtualWallClock
 from timers.compare import compare
 from timers.errors import Refused, TestClockBackward
+from timers.live import live_step
 from timers.models import LIVE, Commit, Event, Outbox, Timer, live_domain
 from timers.rearm import Rearm
 from timers.record import record_hash
-from timers.worker import Worker, advance, live_step
+from timers.worker import Worker
 
 
 def record(domain: str) -> list[tuple[str, str]]:

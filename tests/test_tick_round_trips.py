@@ -14,11 +14,12 @@ import psycopg
 import pytest
 from django.db import connection
 
+from timers.advance import advance
 from timers.arming import timer_arm
 from timers.clock import FrozenClock
+from timers.live import live_step
 from timers.models import Commit, Event, Timer
 from timers.test_clocks import test_clock_create
-from timers.worker import advance, live_step
 
 pytestmark = pytest.mark.django_db
 

@@ -20,13 +20,13 @@ from services.models import Job
 from services.repin import job_repin
 from services.versions import version_deploy, versions_summary
 from tests.acme import tax_plan_subscribers
+from timers.advance import advance
 from timers.armer import DirectArmer
 from timers.arming import timer_arm
 from timers.compare import compare
 from timers.errors import KeepingTimeError
 from timers.models import Event, TestClock, Timer, Version
 from timers.test_clocks import test_clock_create
-from timers.worker import advance
 
 START = datetime(2027, 1, 20, 14, tzinfo=UTC)
 LIVE_PATHS = [

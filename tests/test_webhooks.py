@@ -31,6 +31,7 @@ from django.urls import reverse
 
 from tests.conftest import admin_url
 from timers import outbox, transports, webhooks
+from timers.advance import advance, run_requested_advances
 from timers.arming import timer_arm
 from timers.models import Event, Outbox, TestClock, WebhookAttempt, WebhookEndpoint, live_domain
 from timers.record import event_json
@@ -38,7 +39,6 @@ from timers.schedules import schedule_create, schedule_pause
 from timers.signing import SIGNATURE_HEADER, verify
 from timers.tenants import api_key_create, brand_get_or_create
 from timers.test_clocks import test_clock_create, test_clock_delete, test_clock_request_advance
-from timers.worker import advance, run_requested_advances
 
 T0 = datetime(2027, 1, 20, 14, tzinfo=UTC)
 ROOT = Path(__file__).resolve().parent.parent

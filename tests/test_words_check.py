@@ -20,7 +20,7 @@ from calendars.feed_tokens import subject_feed_rotate
 from calendars.models import Subject
 from keeping_time.words import runtime_words
 from services.portal_sessions import portal_session_create
-from timers.worker import advance
+from timers.advance import advance
 
 ACME_AT = datetime(2028, 4, 12, 14, tzinfo=UTC)
 DEALS_AT = datetime(2027, 10, 21, tzinfo=UTC)

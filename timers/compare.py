@@ -7,7 +7,7 @@ The ways run in one transaction, each in a savepoint rolled back to, under one t
 every advance and every turn of the live loop inside re-enters it instead of taking and releasing it (on
 PostgreSQL each take is a handful of round trips, which made the compare twice as slow as on SQLite). Nothing
 of it is ever committed, so it asks for no synchronous commit either. Each way holds the clock still
-(timers/worker.py's Pinned): what its advances would ask the database at every advance (the lease's fence,
+(timers/advance.py's Pinned): what its advances would ask the database at every advance (the lease's fence,
 the clock's row and status, the outbox's claim and count where nothing is owed) is known there instead, and
 each advance still runs as it would alone: the daily way moves the clock a day at a time, the live loop runs
 its turns, the fourth way delivers every wake twice.
@@ -24,13 +24,14 @@ from django.db import connection, transaction
 from django.db.models import Max
 
 from . import transports
+from .advance import advance, pinned
 from .clock import VirtualWallClock
 from .lease import lease
 from .models import Event, Outbox, TestClock
 from .record import record_hash
 from .timeutil import duration_text
 from .transports import RecordingTransport
-from .worker import Worker, advance, pinned
+from .worker import Worker
 
 
 @dataclass

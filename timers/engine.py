@@ -124,6 +124,20 @@ class RunStats:
             else:
                 self.sends += got
 
+    def add(self, stats: RunStats) -> None:
+        """Count another run's stats in (a run again after a kept write failed, a tick over every live clock)."""
+        for name in _SUMMED:
+            setattr(self, name, getattr(self, name) + getattr(stats, name))
+        self.passes = max(self.passes, stats.passes)
+        if stats.start is not None and (self.start is None or stats.start < self.start):
+            self.start = stats.start
+        self.trace.extend(stats.trace)
+        self.add_sends(stats.sends)
+
+
+_SUMMED = ("fired", "armed", "held", "superseded", "refused", "failed", "replayed", "runaways", "instants",
+           "batches")
+
 
 class Firing:
     """What a handler sees and proposes through. Nothing it proposes lands unless the gate commits it."""
@@ -282,7 +296,8 @@ class Run:
     """
 
     def __init__(self, *, domain: str, floor: datetime | None, to: datetime, store,
-                 now: Callable[[], datetime] | None = None, redeliver: bool = False, trace: bool = False,
+                 now: Callable[[], datetime] | None = None, redeliver: Callable[..., list] | None = None,
+                 trace: bool = False,
                  on: set[str] | None = None, on_flush: Callable[[datetime], None] | None = None,
                  deliver: Callable[[], None] | None = None, guard: Callable[[], bool] | None = None,
                  keep_writes: bool = True, batch_size: int | None = None,
@@ -296,6 +311,8 @@ class Run:
         self.to = to
         self.store = store
         self.now_fn = now
+        # The wake path each batch's fired timers are delivered through a second time, after its commit
+        # (timers.gate.wake, which answers replayed: true with the first commit); None: each wake once.
         self.redeliver = redeliver
         self.tracing = trace
         self.on = on
@@ -565,10 +582,8 @@ class Run:
     def _redeliver(self) -> None:
         """Deliver every wake of the batch a second time, after its commit, through the real wake path:
         the timer is claimed again and the gate answers replayed: true with the first commit."""
-        from .gate import wake
-
         ids, self._batch_fired = self._batch_fired, []
-        results = wake(domain=self.domain, timer_ids=ids)
+        results = self.redeliver(domain=self.domain, timer_ids=ids)
         self.stats.replayed += sum(1 for r in results if r.replayed)
 
     def refire(self, items: list[Item]) -> None:

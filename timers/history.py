@@ -117,7 +117,7 @@ SPLIT = [
 SPLIT_ROWS = [
     "INSERT INTO timers_timer SELECT * FROM timers_timer_unsplit",
     "DROP TABLE timers_timer_unsplit",
-    # The armed table: the claim (store.fetch, worker.next_owed), a key, an owner, the held.
+    # The armed table: the claim (store.fetch, live.next_owed), a key, an owner, the held.
     f"ALTER TABLE {ARMED} ADD CONSTRAINT timers_timer_pkey PRIMARY KEY (id)",
     f"ALTER TABLE {ARMED} ADD CONSTRAINT timer_key_unique_per_domain UNIQUE (domain, key)",
     f"CREATE INDEX timer_tick_order ON {ARMED} (domain, owed_at, place, opened_at, key) WHERE status = 'armed'",

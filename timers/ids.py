@@ -17,7 +17,7 @@ import re
 # API), and the domain of Deploys, which reach every brand's live clock at once.
 LIVE = "live"
 # Each brand's live clock is its own clock domain, live_<brand id>: keys are unique per brand, and one
-# brand's backlog is its own domain's work, run apart from another's (timers/worker.py).
+# brand's backlog is its own domain's work, run apart from another's (timers/live.py).
 LIVE_PREFIX = "live_"
 # A seed is joined into id seeds with "|": its alphabet leaves "|" out, so no seed can impersonate a key.
 # "live", live_… and tc_… are what the live domains' and an unseeded clock's ids derive from: a seed equal

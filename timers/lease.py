@@ -33,9 +33,10 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 
 from django.conf import settings
-from django.db import OperationalError, connection, transaction
+from django.db import OperationalError, transaction
 
 from .clock import wall_now
+from .sql import leases
 
 _PROCESS = f"{socket.gethostname()[:40]}:{os.getpid()}:{uuid.uuid4().hex[:8]}"
 _local = threading.local()
@@ -69,27 +70,6 @@ def _prune_every(kept: int) -> int:
     return max(1, kept // 4)
 
 
-def _pg() -> bool:
-    return connection.vendor == "postgresql"
-
-
-# The sessions alive now, named as timers.sql.outbox.sender_id names one (pid and start, so a reused pid differs).
-_LIVE_SESSIONS = ("SELECT 'pg:' || a.pid || ':' || floor(extract(epoch from a.backend_start) * 1000000)::bigint "
-                  "FROM pg_stat_activity a WHERE a.pid IS NOT NULL AND a.backend_start IS NOT NULL")
-
-
-def _session() -> str:
-    if not _pg():
-        return ""  # SQLite: one machine, one writer; the expiry frees a dead holder's lease
-    from .sql.outbox import sender_id
-
-    return sender_id()
-
-
-def _db(at: datetime):
-    return connection.ops.adapt_datetimefield_value(at)
-
-
 @dataclass
 class Held:
     """A lease this thread holds, under its epoch."""
@@ -102,18 +82,7 @@ class Held:
     def fence(self) -> bool:
         """Renew under this epoch; False when another took the domain over. Called first in a batch's
         transaction, it keeps the row locked until the batch commits."""
-        if _pg():  # on the tick's kept cursor, prepared: the live tick pays it once a batch
-            from .store import kept_cursors
-
-            cur, _, prepare = kept_cursors()
-            cur.execute("UPDATE timers_lease SET expires = %b WHERE domain = %b AND holder = %b AND epoch = %b",
-                        [wall_now() + ttl(), self.domain, self.holder, self.epoch], prepare=prepare)
-            ok = cur.rowcount == 1
-        else:
-            with connection.cursor() as cur:
-                cur.execute("UPDATE timers_lease SET expires = %s WHERE domain = %s AND holder = %s AND epoch = %s",
-                            [_db(wall_now() + ttl()), self.domain, self.holder, self.epoch])
-                ok = cur.rowcount == 1
+        ok = leases.fence(domain=self.domain, holder=self.holder, epoch=self.epoch, expires=wall_now() + ttl())
         if ok:
             self.batches += 1
         return ok
@@ -121,24 +90,9 @@ class Held:
     def fence_locking(self, clock_id: str) -> tuple[bool, str | None]:
         """fence(), then ``clock_id``'s test clock status read with its row locked (FOR NO KEY UPDATE) until the
         batch commits, so a delete's mark waits for the batch and never lands between the check and the
-        batch's writes. On PostgreSQL one statement: a batch of one timer pays per statement, not per row.
-        Returns (fenced, the clock's status; None: no such clock)."""
-        if not _pg():
-            ok = self.fence()
-            from .models import TestClock
-
-            status = (TestClock.objects.select_for_update(no_key=True).filter(pk=clock_id)
-                      .values_list("status", flat=True).first())
-            return ok, status
-        from .store import kept_cursors
-
-        cur, _, prepare = kept_cursors()
-        cur.execute("WITH f AS (UPDATE timers_lease SET expires = %b WHERE domain = %b AND holder = %b AND epoch = %b "
-                    "RETURNING 1) SELECT EXISTS (SELECT 1 FROM f), "
-                    "(SELECT status FROM timers_testclock WHERE id = %b FOR NO KEY UPDATE)",
-                    [wall_now() + ttl(), self.domain, self.holder, self.epoch, clock_id], binary=True,
-                    prepare=prepare)
-        ok, status = cur.fetchone()
+        batch's writes. Returns (fenced, the clock's status; None: no such clock)."""
+        ok, status = leases.fence_locking(domain=self.domain, holder=self.holder, epoch=self.epoch,
+                                          expires=wall_now() + ttl(), clock_id=clock_id)
         if ok:
             self.batches += 1
         return ok, status
@@ -153,30 +107,9 @@ class Held:
         return check
 
     def release(self) -> None:
-        now = wall_now()
-        with transaction.atomic(), connection.cursor() as cur:
-            _no_flush(cur)
-            cur.execute("UPDATE timers_lease SET expires = %s WHERE domain = %s AND holder = %s AND epoch = %s",
-                        [_db(now), self.domain, self.holder, self.epoch])
-            cur.execute("UPDATE timers_leaseterm SET released_at = %s, batches = %s "
-                        "WHERE domain = %s AND epoch = %s AND holder = %s",
-                        [_db(now), self.batches, self.domain, self.epoch, self.holder])
-
-
-def _no_flush(cur, *settings_: str) -> None:
-    """Begin a take's or a release's transaction (PostgreSQL): ``settings_`` (SET LOCAL …) and, when it is
-    the outermost transaction, a commit that does not wait for its WAL flush. A live turn takes and releases a
-    lease around each batch: two flushes a turn on top of the batch's own, on a disk shared with the API's
-    armings. Losing either to a server crash is safe: every batch written under a take commits after it with
-    a flush, which flushes the take's record before it (the WAL is one sequence), so nothing durable rests on
-    a lost take; and a lost release leaves a lease whose session is gone, which ``take`` frees at once."""
-    if not _pg():
-        return
-    sql = list(settings_)
-    if len(connection.atomic_blocks) == 1:  # the outermost: its commit is this one
-        sql.append("SET LOCAL synchronous_commit = off")
-    if sql:
-        cur.execute("; ".join(sql))  # one round trip (no parameters: psycopg sends it as one query)
+        with transaction.atomic():
+            leases.release(domain=self.domain, holder=self.holder, epoch=self.epoch, batches=self.batches,
+                           now=wall_now())
 
 
 def take(domain: str, *, as_holder: str | None = None) -> Held | None:
@@ -184,13 +117,9 @@ def take(domain: str, *, as_holder: str | None = None) -> Held | None:
     (``as_holder`` names another holder: tests play a paused worker and its successor with it.)"""
     me = as_holder or holder()
     now = wall_now()
-    with connection.cursor() as cur:
-        # A look first, so a worker scanning many domains writes nothing for those held by others.
-        cur.execute("SELECT 1 FROM timers_lease WHERE domain = %s AND holder <> %s AND expires >= %s"
-                    + (f" AND (session = '' OR session IN ({_LIVE_SESSIONS}))" if _pg() else ""),
-                    [domain, me, _db(now)])
-        if cur.fetchone() is not None:
-            return None
+    # A look first, so a worker scanning many domains writes nothing for those held by others.
+    if leases.held_elsewhere(domain=domain, holder=me, now=now):
+        return None
     try:
         return _upsert(domain, me, now)
     except OperationalError:
@@ -200,33 +129,11 @@ def take(domain: str, *, as_holder: str | None = None) -> Held | None:
 
 
 def _upsert(domain: str, me: str, now: datetime) -> Held | None:
-    with transaction.atomic(), connection.cursor() as cur:
-        outermost = len(connection.atomic_blocks) == 1
-        _no_flush(cur, "SET LOCAL lock_timeout = '200ms'")
-        # Free: expired, or this holder's, or (PostgreSQL) its holder's session has ended (killed, cut off).
-        gone = (f" OR (timers_lease.session <> '' AND timers_lease.session NOT IN ({_LIVE_SESSIONS}))"
-                if _pg() else "")
-        cur.execute(
-            "INSERT INTO timers_lease (domain, holder, epoch, expires, session) VALUES (%s, %s, 1, %s, %s) "
-            "ON CONFLICT (domain) DO UPDATE SET holder = excluded.holder, epoch = timers_lease.epoch + 1, "
-            "expires = excluded.expires, session = excluded.session "
-            "WHERE timers_lease.expires < %s OR timers_lease.holder = excluded.holder" + gone + " RETURNING epoch",
-            [domain, me, _db(now + ttl()), _session(), _db(now)])
-        got = cur.fetchone()
-        if got is None:
-            if _pg() and not outermost:
-                cur.execute("SET LOCAL lock_timeout TO DEFAULT")
-            return None
-        epoch = int(got[0])
-        cur.execute("INSERT INTO timers_leaseterm (domain, epoch, holder, taken_at, batches) VALUES (%s, %s, %s, %s, 0)",
-                    [domain, epoch, me, _db(now)])
-        kept = terms_kept()
-        if epoch % _prune_every(kept) == 0 and epoch > kept:
-            # A range of lease_term_one_holder_per_epoch's index; amortized over the takes in between.
-            cur.execute("DELETE FROM timers_leaseterm WHERE domain = %s AND epoch <= %s", [domain, epoch - kept])
-        if _pg() and not outermost:
-            cur.execute("SET LOCAL lock_timeout TO DEFAULT")  # an outer transaction goes on as it was
-    return Held(domain=domain, holder=me, epoch=epoch)
+    kept = terms_kept()
+    with transaction.atomic():
+        epoch = leases.take(domain=domain, holder=me, now=now, expires=now + ttl(), kept=kept,
+                            prune_every=_prune_every(kept))
+    return None if epoch is None else Held(domain=domain, holder=me, epoch=epoch)
 
 
 @contextlib.contextmanager

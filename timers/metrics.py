@@ -30,8 +30,8 @@ from prometheus_client.registry import Collector
 
 from .clock import wall_now
 from .keys import KINDS
-from .models import LATE_BUCKETS, LIVE, FireTally, Lease, LiveClock, Outbox, TestClock, Timer
-from .sql.outbox import SENDER_SQL  # the claim's own name for a live sender, so both agree on "alive"
+from .models import LATE_BUCKETS, LIVE, FireTally, LiveClock, Outbox, TestClock, Timer
+from .sql import leases, sessions
 
 log = logging.getLogger(__name__)
 
@@ -97,10 +97,8 @@ def _family_outbox() -> list[Metric]:
     """Pending, sending (a live sender's lease) and in doubt (its sender's lease ran out or, on PostgreSQL,
     its session is gone: the next sender asks the outside system first), as timers/outbox.py has them."""
     table = Outbox._meta.db_table
-    if connection.vendor == "postgresql":
-        live = (f"COALESCE(lease_until > clock_timestamp(), false) AND claimed_by IN "
-                f"(SELECT {SENDER_SQL.format(a='a')} FROM pg_stat_activity a "
-                "WHERE a.pid IS NOT NULL AND a.backend_start IS NOT NULL)")
+    if sessions.named():  # the claim's own name for a live sender, so both agree on "alive"
+        live = f"COALESCE(lease_until > clock_timestamp(), false) AND claimed_by IN ({sessions.LIVE_SESSIONS})"
         params: list = []
     else:
         live = "COALESCE(lease_until > %s, 0)"
@@ -144,14 +142,7 @@ def _family_lag() -> list[Metric]:
 def lease_holders() -> list[tuple[str, str, int]]:
     """(domain, holder, epoch) for each clock domain's lease held now (timers/lease.py: a Lease row whose
     ``expires`` is still to come; on PostgreSQL, whose holder's database session is also alive)."""
-    from .lease import _LIVE_SESSIONS, _db
-
-    sql = f"SELECT domain, holder, epoch FROM {Lease._meta.db_table} WHERE expires >= %s"
-    if connection.vendor == "postgresql":
-        sql += f" AND (session = '' OR session IN ({_LIVE_SESSIONS}))"
-    with connection.cursor() as cur:
-        cur.execute(sql + " ORDER BY 1, 2", [_db(wall_now())])
-        return [(d, h, int(e)) for d, h, e in cur.fetchall()]
+    return leases.held_now(wall_now())
 
 
 def _family_leases() -> list[Metric]:
@@ -209,7 +200,7 @@ def _allowed(request: HttpRequest) -> bool:
 
 
 def _error(status: int, code: str, message: str, **headers: str) -> JsonResponse:
-    from .api.errors import error_body
+    from .api.errors import error_body  # noqa: PLC0415 - the API's one error shape; the API is a floor above
 
     response = JsonResponse(error_body(code, message, status=status), status=status)
     for name, value in headers.items():

@@ -35,7 +35,7 @@ from django.db.models import Q
 from .clock import wall_now
 from .models import Outbox
 from .sql import outbox as statements
-from .sql.outbox import sender_id
+from .sql.sessions import sender_id
 from .transports import PermanentFailure, Transport, transport
 
 log = logging.getLogger(__name__)
@@ -353,7 +353,7 @@ def deliver(domain: str | None, *, limit: int | None = None, stop: threading.Eve
     stays on one domain's rows, and a domain with a backlog does not hold the others' sends back.
 
     ``once``: one claim, and no count of what other senders hold, for a caller that looks at what is left
-    itself (a compare's pinned clock, timers/worker.py: its rows are uncommitted, no other sender sees them).
+    itself (a compare's pinned clock, timers/advance.py: its rows are uncommitted, no other sender sees them).
     ``taken``: a batch's sends written claimed by this sender (``claim_ahead``), sent first, CLAIM at a time, as
     claims are (a session that is not the one they name, after a reconnect, leaves them to the claims: in doubt)."""
     stats = DeliverStats()

@@ -1,5 +1,5 @@
-"""Fixed statements the API sends on every request (a key's lookup, an arming's writes), prepared once per
-PostgreSQL connection.
+"""A connection's kept cursors: fixed statements the API sends on every request (a key's lookup, an arming's
+writes) and the tick's statements of a small batch, prepared once per PostgreSQL connection.
 
 Planning is most of what such a statement costs the server: a partitioned table's INSERT or look-up is planned
 across its partitions every time it comes as text. Prepared, an arming's statements cost its backend about a
@@ -7,15 +7,18 @@ third of the CPU (bench/README.md, ``live.py``). The cursor is psycopg's own (se
 connection, and wrapped as Django wraps its cursors: errors are Django's (IntegrityError) and the statements
 are counted and logged like any other. KEEPING_TIME["API_PREPARE"] off (``KT_API_PREPARE=0``: a pooler in
 transaction mode, which cannot keep a session's prepared statements) and other databases take Django's cursor.
+The tick's two kept cursors (``kept_cursors``) are psycopg's own with binary parameters, in Django's transaction;
+they sit here, below the tick's store, the lease and the schedules, which all send on them.
 """
 
 from __future__ import annotations
 
+import functools
 import weakref
 
 import psycopg
 from django.conf import settings
-from django.db import connection
+from django.db import DEFAULT_DB_ALIAS, connection, connections
 from django.db.backends.utils import CursorDebugWrapper, CursorWrapper
 
 # Never reached: with it set, psycopg prepares what a cursor asks it to (Django leaves prepare_threshold
@@ -66,3 +69,46 @@ class _Kept:
 
     def __exit__(self, *exc) -> None:
         return None
+
+
+# Each connection's two cursors of the tick's one-by-one regime: a cursor made per statement built its adapters
+# (and looked up its dumpers) anew each time, a fixed cost a batch of one paid four times. Two, because a
+# statement's results are read after the pipeline that sent it, where the other cursor sent more.
+_TICK_KEPT: weakref.WeakKeyDictionary[psycopg.Connection, tuple[psycopg.Cursor, psycopg.Cursor]] = (
+    weakref.WeakKeyDictionary())
+
+
+def new_cursor() -> psycopg.Cursor:
+    """A cursor of psycopg's own (binary parameters, server-side binding) on this thread's connection, in
+    Django's transaction."""
+    connection.ensure_connection()
+    return psycopg.Cursor(connection.connection)
+
+
+def kept_cursors() -> tuple[psycopg.Cursor, psycopg.Cursor, bool]:
+    """This thread's connection's kept cursors (binary parameters: pass ``binary=True``), and whether the small
+    batch's statements are prepared (KT_TICK_PREPARE=0 for a pooler in transaction mode). Preparing needs a
+    threshold on the connection (Django leaves it None, which turns preparing off), one never reached, so
+    psycopg prepares only what is asked (as calendars/feed_stamp.py does). Called a few times a batch: the
+    connection is looked up once."""
+    db = connections[DEFAULT_DB_ALIAS]
+    db.ensure_connection()
+    conn = db.connection
+    got = _TICK_KEPT.get(conn)
+    if got is None or got[0].closed:
+        got = _TICK_KEPT[conn] = (new_cursor(), new_cursor())
+    if not settings.KEEPING_TIME.get("TICK_PREPARE", True):
+        return got[0], got[1], False
+    if conn.prepare_threshold is None:
+        conn.prepare_threshold = _ONLY_WHEN_ASKED
+    return got[0], got[1], True
+
+
+@functools.lru_cache(maxsize=256)
+def together(statements: tuple[str, ...]) -> str:
+    """Statements as one: each but the last a data-modifying WITH, which runs once and to completion whether or
+    not anything reads it; the last writes or reads. Each writes a table of its own (a statement may not change
+    a row twice)."""
+    if len(statements) == 1:
+        return statements[0]
+    return "WITH " + ", ".join(f"w{n} AS ({sql})" for n, sql in enumerate(statements[:-1])) + " " + statements[-1]

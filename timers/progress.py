@@ -5,8 +5,8 @@ before, and no bar. While a bar shows, what the command writes is held back and 
 been, once the bar is gone (the bar is transient), so a terminal ends up showing the same lines a pipe gets.
 
 The tick's progress comes from its existing flush callback: advance() and live_step() give their Run an
-``on_flush`` that moves the test clock (``worker._set_frozen``), which also tells the observers registered
-in the caller's context (``worker.observing_flushes``), so the engine and the worker know nothing of
+``on_flush`` that moves the test clock (``advance.flush_frozen``), which also tells the observers registered
+in the caller's context (``advance.observing_flushes``), so the engine and the advance know nothing of
 terminals. A bar therefore moves once per batch
 (KT_ADVANCE_BATCH_SIZE timers on a test clock, KT_BATCH_SIZE live) or per advance, whichever comes first.
 """
@@ -29,6 +29,7 @@ from rich.progress import (
     TimeElapsedColumn,
 )
 
+from .advance import observing_flushes
 from .timeutil import trace_z
 
 
@@ -96,10 +97,8 @@ def terminal_bar(command: BaseCommand, description: str, *, total: float | None 
 
 def on_flushes(report: Callable[[str, datetime], None]) -> contextlib.AbstractContextManager[None]:
     """Call ``report(domain, at)`` after each flush of a test clock's run in this thread, for the duration
-    (``worker.observing_flushes``: the engine and the worker know nothing of terminals)."""
-    from . import worker
-
-    return worker.observing_flushes(report)
+    (``advance.observing_flushes``: the engine and the advance know nothing of terminals)."""
+    return observing_flushes(report)
 
 
 class TickBar:

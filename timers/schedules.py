@@ -43,7 +43,8 @@ from django.db.models.signals import pre_delete
 from . import batch as batches
 from . import handlers, rows, targets
 from . import schedule_spec as specs
-from .domains import domain_seed
+from .arming import timer_arm, timer_hold, timer_resume
+from .domains import domain_seed, domain_writable
 from .errors import KeepingTimeError
 from .ids import is_live, new_id
 from .models import (
@@ -221,8 +222,6 @@ def _by_ref(runs: QuerySet, refs: list[str]) -> QuerySet:
 # -- counting and settling ---------------------------------------------------------------------------
 def _writable_now(domain: str) -> datetime:
     # An outside write to a schedule: refused while its test clock advances or once it is deleted (409).
-    from .domains import domain_writable
-
     return domain_writable(domain=domain)
 
 
@@ -250,8 +249,6 @@ def close_run(run: ScheduleRun, now: datetime, outcome: str) -> None:
 def _direct_arm(sch: Schedule, *, runtime: bool = False) -> Callable[..., None]:
     # runtime: a settle's release, which lands between an advance's batches (timers.domains.domain_writable)
     def arm(key: str, *, owed_at: datetime, handler: str, data: dict, opened_at: datetime, version: str = "") -> None:
-        from .arming import timer_arm
-
         try:
             timer_arm(brand=Brand(id=sch.brand_id), key=key, owed_at=owed_at, domain=sch.domain, handler=handler,
                       data=data, opened_at=opened_at, runtime=runtime)
@@ -690,8 +687,6 @@ def _managed(sch: Schedule, what: str) -> None:
 @transaction.atomic
 def schedule_pause(*, schedule: Schedule, note: str = "") -> Schedule:
     """Pause: the fire timer is held; the spec, zone, target and revision stay as they are."""
-    from .arming import timer_hold
-
     sch = Schedule.objects.select_for_update().get(pk=schedule.pk)
     _managed(sch, "pause")
     if sch.paused:
@@ -711,8 +706,6 @@ def schedule_pause(*, schedule: Schedule, note: str = "") -> Schedule:
 def schedule_resume(*, schedule: Schedule) -> Schedule:
     """Resume: the held fire comes back at its own instant; one whose instant passed fires at once, and the
     catch-up window decides which of the fires missed while paused still start."""
-    from .arming import timer_resume
-
     sch = Schedule.objects.select_for_update().get(pk=schedule.pk)
     _managed(sch, "resume")
     if not sch.paused:
@@ -733,8 +726,6 @@ def schedule_resume(*, schedule: Schedule) -> Schedule:
 def schedule_trigger(*, schedule: Schedule) -> Timer:
     """Fire now, as if the spec said so (the overlap policy applies): a timer owed now, which the tick fires
     at once on the live clock and at the next advance (``advance`` to its frozen time) on a test clock."""
-    from .arming import timer_arm
-
     sch = Schedule.objects.select_for_update().get(pk=schedule.pk)
     _managed(sch, "trigger")
     now = _writable_now(sch.domain)

@@ -10,13 +10,11 @@ from __future__ import annotations
 
 import functools
 import json
-import weakref
 from collections.abc import Callable
 from datetime import datetime
 
 import psycopg
-from django.conf import settings
-from django.db import DEFAULT_DB_ALIAS, connection, connections
+from django.db import connection
 from django.db.models import Q
 from django.db.models.functions import Now
 from psycopg.types.json import Jsonb
@@ -25,6 +23,7 @@ from . import outbox
 from .engine import TIMER_FIELDS, Item
 from .history import LEFT
 from .models import Commit, Event, Outbox, Timer
+from .prepared import kept_cursors, new_cursor, together
 from .rows import copy_in, insert_rows, probed_by_key
 from .webhooks import fan_out
 
@@ -34,35 +33,9 @@ _COLUMNS = ", ".join(f'"{c}"' for c in TIMER_FIELDS)
 # its webhook endpoints' read, where each statement (and each COPY, twice) waited for its answer. Bigger
 # batches go by COPY, whose per-row cost is lower but which a pipeline cannot carry.
 PIPELINED_UP_TO = 64
-# Statements of the one-by-one regime are prepared once per connection (KT_TICK_PREPARE=0 for a pooler in
-# transaction mode): planning each was most of the server's time for a batch of one. Big batches are left
-# to the planner each time, which sees their arrays' sizes.
-
-
-# Each connection's two cursors of the one-by-one regime: a cursor made per statement built its adapters (and
-# looked up its dumpers) anew each time, a fixed cost a batch of one paid four times. Two, because a statement's
-# results are read after the pipeline that sent it, where the other cursor sent more.
-_KEPT: weakref.WeakKeyDictionary[psycopg.Connection, tuple[psycopg.Cursor, psycopg.Cursor]] = (
-    weakref.WeakKeyDictionary())
-
-
-def kept_cursors() -> tuple[psycopg.Cursor, psycopg.Cursor, bool]:
-    """This thread's connection's kept cursors (binary parameters: pass ``binary=True``), and whether the small
-    batch's statements are prepared. Preparing needs a threshold on the connection (Django leaves it None,
-    which turns preparing off), one never reached, so psycopg prepares only what is asked (as
-    calendars/feed_stamp.py does). Called a few times a batch: the connection is looked up once."""
-    db = connections[DEFAULT_DB_ALIAS]
-    db.ensure_connection()
-    conn = db.connection
-    got = _KEPT.get(conn)
-    if got is None or got[0].closed:
-        got = _KEPT[conn] = (PostgresStore()._cursor(), PostgresStore()._cursor())
-    if not settings.KEEPING_TIME.get("TICK_PREPARE", True):
-        return got[0], got[1], False
-    if conn.prepare_threshold is None:
-        conn.prepare_threshold = 2**31 - 1
-    return got[0], got[1], True
-
+# Statements of the one-by-one regime are prepared once per connection on its kept cursors (timers/prepared.py;
+# KT_TICK_PREPARE=0 for a pooler in transaction mode): planning each was most of the server's time for a batch
+# of one. Big batches are left to the planner each time, which sees their arrays' sizes.
 
 _ENDPOINTS = ("SELECT id, brand_id, livemode, enabled_events FROM timers_webhookendpoint "
               "WHERE brand_id = ANY(%b::varchar[]) AND status = 'enabled'")
@@ -82,8 +55,7 @@ class PostgresStore:
     """
 
     def _cursor(self) -> psycopg.Cursor:
-        connection.ensure_connection()
-        return psycopg.Cursor(connection.connection)
+        return new_cursor()
 
     def cursor(self) -> psycopg.Cursor:
         """The tick's own cursor (binary, server-side binding) in Django's transaction, for the batch's guard."""
@@ -186,7 +158,7 @@ class PostgresStore:
                 # cursor, whose results are read after the pipeline).
                 if brands:
                     parts.append((_ENDPOINTS, [brands]))
-                (read if brands else cur).execute(_together(tuple(sql for sql, _ in parts)),
+                (read if brands else cur).execute(together(tuple(sql for sql, _ in parts)),
                                                   [v for _, ps in parts for v in ps], binary=True, prepare=prepare)
             if versions:  # a repin's (rare): apart, so the batch's update of every changed timer stays as it is
                 cur.execute("UPDATE timers_timer AS t SET version = v.version FROM unnest(%b::varchar[], %b::varchar[]) "
@@ -221,16 +193,6 @@ _SEND_COLUMNS = ["id", "domain", "brand_id", "key", "attempt", "transport", "pay
                  "error", "claimed_by", "lease_until"]
 _SEND_TYPES = (["varchar"] * 4 + ["integer", "varchar", "jsonb", "timestamptz", "smallint", "varchar", "text", "varchar",
                                   "timestamptz"])
-
-
-@functools.lru_cache(maxsize=256)
-def _together(statements: tuple[str, ...]) -> str:
-    """Statements as one: each but the last a data-modifying WITH, which runs once and to completion whether or
-    not anything reads it; the last writes or reads. Each writes a table of its own (a statement may not change
-    a row twice)."""
-    if len(statements) == 1:
-        return statements[0]
-    return "WITH " + ", ".join(f"w{n} AS ({sql})" for n, sql in enumerate(statements[:-1])) + " " + statements[-1]
 
 
 # What the tick's update of changed timers sets, from its values.

@@ -1,9 +1,9 @@
-"""The outbox's statements, each beside its SQLite fallback: who a sender is, which domains owe sends, a claim
+"""The outbox's statements, each beside its SQLite fallback: whether a claimer lives, which domains owe sends, a claim
 (of any domain's owed rows, or of an ordered domain's head), a lease's renewal and a set of receipts.
 
-timers/outbox.py calls these and holds the control flow. On PostgreSQL a sender is its database session, so a
-claim can tell at once that a claimer is gone (``LIVE_SENDERS``); on SQLite, one machine's file, it is a process
-of this host, alive while the process is. A claimed row comes back as ``(id, transport, payload, in doubt,
+timers/outbox.py calls these and holds the control flow. On PostgreSQL a sender is its database session (named
+by timers/sql/sessions.py), so a claim can tell at once that a claimer is gone (``LIVE_SENDERS``); on SQLite,
+one machine's file, it is a process of this host, alive while the process is. A claimed row comes back as ``(id, transport, payload, in doubt,
 domain)``, in the order it is to be sent.
 """
 
@@ -22,18 +22,13 @@ from django.db.models import Q
 
 from ..clock import wall_now
 from ..models import Outbox
+from .sessions import SESSION_NAME
 
 Row = tuple[str, str, dict, bool, str]  # a claimed row: id, transport, payload, in doubt, domain
 
-# A sender's name from its pg_stat_activity row aliased {a}: its pid and its session's start (a reused pid
-# differs). The claim, the outbox's metrics and the lease's sessions name a sender alike.
-SENDER_SQL = "'pg:' || {a}.pid || ':' || floor(extract(epoch from {a}.backend_start) * 1000000)::bigint"
-
-# This session's own name.
-SENDER = f"SELECT {SENDER_SQL.format(a='a')} FROM pg_stat_activity a WHERE a.pid = pg_backend_pid()"
-
-# A claim's CTE of the senders alive now (their sessions): a row claimed by anyone else is in doubt.
-LIVE_SENDERS = (f"live AS (SELECT {SENDER_SQL.format(a='a')} AS s FROM pg_stat_activity a "
+# A claim's CTE of the senders alive now (their sessions, named as timers/sql/sessions.py names one): a row
+# claimed by anyone else is in doubt.
+LIVE_SENDERS = (f"live AS (SELECT {SESSION_NAME.format(a='a')} AS s FROM pg_stat_activity a "
                 "WHERE a.pid IS NOT NULL AND a.backend_start IS NOT NULL)")
 
 # A lease's end by the database's clock, ``secs`` from now (claim_ahead: sends written already claimed).
@@ -128,22 +123,7 @@ def _payload(raw: Any) -> dict:
     return raw if isinstance(raw, dict) else json.loads(raw)
 
 
-# -- who is sending ---------------------------------------------------------------------------------------------
-def sender_id() -> str:
-    """This sender's name: its database session on PostgreSQL, so a killed sender's claims free at once."""
-    connection.ensure_connection()
-    if _pg():
-        raw = connection.connection
-        cached = getattr(raw, "_kt_sender", None)
-        if cached is None:
-            with connection.cursor() as cur:
-                cur.execute(SENDER)
-                cached = cur.fetchone()[0]
-            raw._kt_sender = cached
-        return cached
-    return f"os:{socket.gethostname()}:{os.getpid()}"
-
-
+# -- who is sending (a sender's name: timers/sql/sessions.py) -------------------------------------------------
 def _os_sender_alive(claimer: str) -> bool:
     # SQLite is one machine's file: a claimer is alive while its process is.
     parts = claimer.split(":")

@@ -11,7 +11,7 @@ from datetime import datetime
 from django.db import connection
 
 from ..models import ScheduleRun, ScheduleTick
-from ..store import _together, kept_cursors
+from ..prepared import kept_cursors, together
 
 # A settled call's tick succeeds, if it is still open (params: settled_at, Run ids).
 TICKS_SUCCEEDED = ("UPDATE timers_scheduletick SET state = 'succeeded', settled_at = %b "
@@ -37,4 +37,4 @@ def settle_rows(succeeded: dict[datetime, list[str]], closed: dict[tuple[datetim
     if not parts:
         return
     cur, _, _ = kept_cursors()
-    cur.execute(_together(tuple(sql for sql, _ in parts)), [v for _, ps in parts for v in ps], binary=True)
+    cur.execute(together(tuple(sql for sql, _ in parts)), [v for _, ps in parts for v in ps], binary=True)

@@ -14,12 +14,14 @@ import signal
 from django.core.management.base import CommandError
 
 from timers import cli, progress
+from timers.advance import advance, run_requested_advances
 from timers.clock import WallClock
 from timers.compare import compare
+from timers.live import live_step
 from timers.models import Outbox, in_domain
 from timers.signals import worker_starting
 from timers.timeutil import after_span, parse_instant, parse_span
-from timers.worker import Worker, advance, live_step, run_requested_advances
+from timers.worker import Worker
 
 from ..base import KTCommand
 

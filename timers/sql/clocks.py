@@ -1,0 +1,110 @@
+"""The statements of a test clock's run and a live clock's turn (timers/advance.py, timers/live.py): the frozen
+time's moves, an advance's mark, a live clock's position, and the looks at what a domain still owes, beside
+their SQLite fallback.
+
+On PostgreSQL each goes on the tick's kept cursor, prepared (timers/prepared.py): the live tick and a compare's
+ways send them once a batch or an advance, and planning them again was most of their cost. Two questions in
+one round trip are a WITH whose UPDATE runs whether read or not. On SQLite the ORM's, whose datetimes SQLite
+compares as text as it wrote them.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+
+from django.db import connection
+
+from ..models import LiveClock, TestClock, Timer, is_live
+from ..prepared import kept_cursors
+
+# The frozen time's move, once a batch: forward only, and never on a clock marked gone.
+MOVE_FROZEN = ("UPDATE timers_testclock SET frozen_time = %s WHERE id = %s AND frozen_time < %s AND status NOT IN ("
+               + ", ".join(f"'{s}'" for s in TestClock.GONE) + ")")
+# Whether the domain owes sends (pending, or claimed and not yet settled).
+OWED_SENDS = "SELECT EXISTS (SELECT 1 FROM timers_outbox WHERE domain = %s AND status IN ('pending', 'sending'))"
+# The move and the look at the outbox in one round trip.
+MOVE_FROZEN_LOOK = f"WITH moved AS ({MOVE_FROZEN} RETURNING 1) {OWED_SENDS}"
+# Whether an armed timer is owed by then.
+OWED_BY = "SELECT EXISTS (SELECT 1 FROM timers_timer WHERE domain = %s AND status = 'armed' AND owed_at <= %s)"
+# An advance's mark with the look for an owed timer, and where none is owed the frozen time's move there.
+IDLE_MARK = (f"WITH o AS ({OWED_BY} AS owed), m AS (UPDATE timers_testclock SET status = "
+             f"'{TestClock.Status.ADVANCING}', advance_to = %s, frozen_time = CASE WHEN (SELECT owed FROM o) "
+             "THEN frozen_time ELSE %s END WHERE id = %s) SELECT owed FROM o")
+# A live clock's position, written once a batch (its row made on the first).
+LIVE_POSITION = ("INSERT INTO timers_liveclock (id, position) VALUES (%b, %b) "
+                 "ON CONFLICT (id) DO UPDATE SET position = excluded.position")
+
+
+def _kept() -> bool:
+    return connection.vendor == "postgresql"
+
+
+def owes_sends(clock_id: str) -> bool:
+    """Whether the domain still owes sends: one statement."""
+    if _kept():
+        cur, _, prepare = kept_cursors()
+        cur.execute(OWED_SENDS.replace("%s", "%b"), [clock_id], prepare=prepare)
+        return bool(cur.fetchone()[0])
+    with connection.cursor() as cur:
+        cur.execute(OWED_SENDS, [clock_id])
+        return bool(cur.fetchone()[0])
+
+
+def owed_by(clock_id: str, to: datetime) -> bool:
+    """Whether an armed timer of the domain is owed by ``to``."""
+    if _kept():
+        cur, _, prepare = kept_cursors()
+        cur.execute(OWED_BY.replace("%s", "%b"), [clock_id, to], prepare=prepare)
+        return bool(cur.fetchone()[0])
+    return Timer.objects.filter(domain=clock_id, status="armed", owed_at__lte=to).exists()
+
+
+def mark_idle(clock_id: str, to: datetime) -> bool:
+    """An advance's mark (advancing to ``to``) and whether an armed timer is owed by then; where none is, the
+    frozen time moves to ``to`` with the mark. One statement on PostgreSQL. Returns whether one is owed."""
+    if _kept():
+        cur, _, prepare = kept_cursors()
+        cur.execute(IDLE_MARK.replace("%s", "%b"), [clock_id, to, to, to, clock_id], prepare=prepare)
+        return bool(cur.fetchone()[0])
+    owed = owed_by(clock_id, to)
+    TestClock.objects.filter(pk=clock_id).update(
+        status=TestClock.Status.ADVANCING, advance_to=to, **({} if owed else {"frozen_time": to}))
+    return owed
+
+
+def move_frozen(clock_id: str, at: datetime, *, look: bool = False) -> bool | None:
+    """Move the clock's frozen time forward to ``at``; with ``look``, whether the domain still owes sends,
+    asked in the same round trip on PostgreSQL (else None). Once a batch: the statement as text, where building
+    the queryset cost more than running it."""
+    if _kept():
+        cur, _, prepare = kept_cursors()
+        if not look:
+            cur.execute(MOVE_FROZEN.replace("%s", "%b"), [at, clock_id, at], prepare=prepare)
+            return None
+        cur.execute(MOVE_FROZEN_LOOK.replace("%s", "%b"), [at, clock_id, at, clock_id], prepare=prepare)
+        return bool(cur.fetchone()[0])
+    with connection.cursor() as cur:
+        cur.execute(MOVE_FROZEN, [at, clock_id, at])
+        if not look:
+            return None
+        cur.execute(OWED_SENDS, [clock_id])
+        return bool(cur.fetchone()[0])
+
+
+def set_live_position(domain: str, at: datetime) -> None:
+    """A live clock's position: on PostgreSQL one prepared statement on the tick's cursor, as the live tick's
+    batch of one writes it once a batch."""
+    if _kept():
+        cur, _, prepare = kept_cursors()
+        cur.execute(LIVE_POSITION, [domain, at], prepare=prepare)
+        return
+    updated = LiveClock.objects.filter(pk=domain).update(position=at)
+    if not updated:
+        LiveClock.objects.get_or_create(pk=domain, defaults={"position": at})
+
+
+def position(domain: str) -> datetime | None:
+    """Where a domain's next run starts from: a live clock's position, or a test clock's frozen time."""
+    if is_live(domain):
+        return LiveClock.objects.filter(pk=domain).values_list("position", flat=True).first()
+    return TestClock.objects.filter(pk=domain).values_list("frozen_time", flat=True).first()

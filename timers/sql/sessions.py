@@ -1,0 +1,74 @@
+"""Who is connected: a database session's name, the sessions alive now, and what a session can do here.
+
+A sender of the outbox (timers/outbox.py) and a lease's holder (timers/lease.py) are named by their database
+session on PostgreSQL (its backend's pid and start, so a reused pid differs): once the session ends, what it
+claimed and held is free at once, whatever its expiry says. SQLite is one machine's file: a sender is its
+process (host and pid), and a lease waits out its expiry. PostgreSQL also carries the workers' wakes
+(LISTEN/NOTIFY, timers/wakes.py); on SQLite a worker polls.
+"""
+
+from __future__ import annotations
+
+import os
+import socket
+
+import psycopg
+from django.db import connection
+
+# A session's name, from pg_stat_activity's row ``{a}``: the claims' ``claimed_by`` and the lease's ``session``.
+SESSION_NAME = "'pg:' || {a}.pid || ':' || floor(extract(epoch from {a}.backend_start) * 1000000)::bigint"
+# The names of the sessions alive now.
+LIVE_SESSIONS = (f"SELECT {SESSION_NAME.format(a='a')} FROM pg_stat_activity a "
+                 "WHERE a.pid IS NOT NULL AND a.backend_start IS NOT NULL")
+# This session's own name.
+OWN_NAME = f"SELECT {SESSION_NAME.format(a='a')} FROM pg_stat_activity a WHERE a.pid = pg_backend_pid()"
+
+
+def named() -> bool:
+    """Whether the database names its sessions, so a dead one's claims and leases free at once (PostgreSQL)."""
+    return connection.vendor == "postgresql"
+
+
+def sender_id() -> str:
+    """This sender's name: its database session on PostgreSQL, so a killed sender's claims free at once."""
+    connection.ensure_connection()
+    if named():
+        raw = connection.connection
+        cached = getattr(raw, "_kt_sender", None)
+        if cached is None:
+            with connection.cursor() as cur:
+                cur.execute(OWN_NAME)
+                cached = cur.fetchone()[0]
+            raw._kt_sender = cached
+        return cached
+    return f"os:{socket.gethostname()}:{os.getpid()}"
+
+
+def lease_session() -> str:
+    """What a lease's holder writes into its row as its session: its name where sessions are named, else ""
+    (SQLite: one machine, one writer; the expiry frees a dead holder's lease)."""
+    return sender_id() if named() else ""
+
+
+def threads_send_apart() -> bool:
+    """Whether a thread's sends are claimed under a name of its own (PostgreSQL: its session), so a sender
+    thread beside the firing claims apart from it; SQLite names the process (``sender_id``)."""
+    return named()
+
+
+def hears_wakes() -> bool:
+    """Whether a worker can sleep until a wake names its domain (LISTEN/NOTIFY: PostgreSQL); else it polls."""
+    return named()
+
+
+def listen(channel: str) -> psycopg.Connection:
+    """LISTEN on ``channel`` in this thread's session; the connection whose ``notifies()`` yields the notes."""
+    conn = session()
+    conn.execute(f"LISTEN {channel}")
+    return conn
+
+
+def session() -> psycopg.Connection:
+    """This thread's database session, connected."""
+    connection.ensure_connection()
+    return connection.connection
