@@ -29,7 +29,7 @@ import time
 
 from bench_django import setup_django
 
-# The claim statement and index of 0008, the baseline (timers/outbox.py and timers/models.py before 0009).
+# The claim statement and index of 0008, the baseline (timers/outbox.py and timers/models.py, as they were before 0009).
 OLD_INDEXES = ["CREATE INDEX outbox_pending ON timers_outbox (created_at) WHERE status IN ('pending', 'sending')"]
 NEW_INDEXES = ["CREATE INDEX outbox_owed_domain ON timers_outbox (domain, created_at, id) "
                "WHERE status IN ('pending', 'sending')"]

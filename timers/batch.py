@@ -30,10 +30,12 @@ from typing import Any
 
 import psycopg
 from django.db import DatabaseError, connection, transaction
-from django.db.models import Model, Q
+from django.db.models import JSONField, Model
 from django.db.models.base import ModelState
 
-from . import rows as _rows  # called through the module: a test counts its inserts there
+from . import kept_writes
+from .kept_writes import Kept, unique_columns
+from .rows import insert_new
 
 _current: ContextVar[Batch | None] = ContextVar("keeping_time_batch", default=None)
 
@@ -132,8 +134,6 @@ def _mutable(cls: type) -> tuple[str, ...]:
     """The attributes of a model's instances that can hold a dict or a list: its JSON fields."""
     found = _MUTABLE.get(cls)
     if found is None:
-        from django.db.models import JSONField
-
         found = _MUTABLE[cls] = tuple(f.attname for f in cls._meta.concrete_fields if isinstance(f, JSONField))
     return found
 
@@ -164,53 +164,6 @@ def clone(obj: Any) -> Any:
     return new
 
 
-class _Kept:
-    """One write a batch keeps until its table is next touched: an insert (``fields`` None; the instance
-    itself, so an autoincrement key lands on it) or an update of ``fields`` by primary key (the values as
-    they were when it was saved)."""
-
-    __slots__ = ("model", "obj", "fields", "owner", "skip_taken")
-
-    def __init__(self, model: type[Model], obj: Model, fields: tuple[str, ...] | None, owner: int,
-                 skip_taken: bool = False):
-        self.model, self.obj, self.fields, self.owner, self.skip_taken = model, obj, fields, owner, skip_taken
-
-    @property
-    def table(self) -> str:
-        return self.model._meta.db_table
-
-
-_UNIQUE: dict[type[Model], frozenset[str]] = {}
-
-
-def _unique_columns(model: type[Model]) -> frozenset[str]:
-    """The fields any unique constraint of ``model`` reads (a condition's fields too): an update of other
-    fields cannot change whether an insert into the table conflicts."""
-    found = _UNIQUE.get(model)
-    if found is None:
-        meta = model._meta
-        names = {f.name for f in meta.concrete_fields if f.unique}
-        for group in meta.unique_together:
-            names.update(group)
-        for c in meta.constraints:
-            names.update(getattr(c, "fields", ()) or ())
-            cond = getattr(c, "condition", None)
-            if isinstance(cond, Q):
-                names.update(_q_fields(cond))
-        found = _UNIQUE[model] = frozenset(names)
-    return found
-
-
-def _q_fields(q: Q) -> set[str]:
-    out = set()
-    for child in q.children:
-        if isinstance(child, Q):
-            out |= _q_fields(child)
-        else:
-            out.add(child[0].split("__", 1)[0])
-    return out
-
-
 def _find(value: Any, table: str, pk: Any, depth: int = 0) -> Model | None:
     """The instance of ``table`` with ``pk`` in a cached value (the value or one of its related instances)."""
     if value is None or depth > 4:
@@ -228,7 +181,7 @@ class Batch:
     def __init__(self, *, keep_writes: bool = False) -> None:
         self.caches: dict[str, Cache] = {}
         self.keep_writes = keep_writes
-        self.kept: list[_Kept] = []
+        self.kept: list[Kept] = []
         self._kept_tables: dict[str, int] = {}  # table → kept writes to it
         self._kept_seen_by_insert: dict[str, int] = {}  # table → kept inserts and updates of unique fields
         self._quiet = 0
@@ -236,7 +189,7 @@ class Batch:
         self._sid: str | None = None
         self._fire = 0  # the handler running (its number in the batch), 0 outside one
         self._sending = False
-        self._replay: list[_Kept] = []  # earlier handlers' writes sent inside this handler's savepoint
+        self._replay: list[Kept] = []  # earlier handlers' writes sent inside this handler's savepoint
         self._fresh: tuple[str, ...] = ()  # caches the rows being inserted cannot be missing from (fresh())
         self.keys: dict[type[Model], list[int]] = {}  # keys taken from sequences, not used yet (new_keys)
 
@@ -337,7 +290,7 @@ class Batch:
             attname = model._meta.get_field(name).attname
             v = getattr(obj, attname)
             snap.__dict__[attname] = copy.deepcopy(v) if isinstance(v, dict | list) else v
-        self._keep(_Kept(model, snap, fields, self._owner()))
+        self._keep(Kept(model, snap, fields, self._owner()))
         table = model._meta.db_table
         for cache in self.caches.values():
             if table not in cache.tables:
@@ -353,7 +306,7 @@ class Batch:
                     setattr(hit, attname, copy.deepcopy(snap.__dict__[attname]))
 
     def keep_create(self, obj: Model, *, skip_taken: bool = False, kept_by: tuple[str, ...] = ()) -> None:
-        self._keep(_Kept(obj.__class__, obj, None, self._owner(), skip_taken))
+        self._keep(Kept(obj.__class__, obj, None, self._owner(), skip_taken))
         table = obj._meta.db_table
         for name, cache in self.caches.items():
             if table in cache.tables and name not in kept_by:
@@ -362,17 +315,17 @@ class Batch:
     def _owner(self) -> int:
         return self._fire if self._handler else 0
 
-    def _keep(self, k: _Kept, *, front: bool = False) -> None:
+    def _keep(self, k: Kept, *, front: bool = False) -> None:
         if front:
             self.kept.insert(0, k)
         else:
             self.kept.append(k)
         self._count(k)
 
-    def _count(self, k: _Kept, step: int = 1) -> None:
+    def _count(self, k: Kept, step: int = 1) -> None:
         table = k.table
         counts = [self._kept_tables]
-        if k.fields is None or _unique_columns(k.model).intersection(k.fields):
+        if k.fields is None or unique_columns(k.model).intersection(k.fields):
             counts.append(self._kept_seen_by_insert)
         for count in counts:
             n = count.get(table, 0) + step
@@ -410,7 +363,7 @@ class Batch:
         if wanted:
             self.send(lambda k: k.table in wanted)
 
-    def send(self, which: Callable[[_Kept], bool] | None = None) -> None:
+    def send(self, which: Callable[[Kept], bool] | None = None) -> None:
         """Send kept writes (``which`` of them, else all), as one statement per table and kind: those of
         earlier handlers outside the running handler's savepoint when it has none yet, its own inside it."""
         if not self.kept:
@@ -436,30 +389,14 @@ class Batch:
                 self._open()
             self._write(own)
 
-    def _write(self, kept: list[_Kept]) -> None:
+    def _write(self, kept: list[Kept]) -> None:
         self._sending = True
         try:
-            self._write_groups(kept)
+            kept_writes.write(kept)
         except (DatabaseError, psycopg.Error) as exc:  # the latter from a cursor of its own (insert_rows)
             raise KeptWriteFailed(f"a write the batch kept failed: {exc}") from exc
         finally:
             self._sending = False
-
-    def _write_groups(self, kept: list[_Kept]) -> None:
-        # Table by table in the order first kept (a clock before its items), inserts before updates.
-        tables: dict[str, list[_Kept]] = {}
-        for k in kept:
-            tables.setdefault(k.table, []).append(k)
-        for group in tables.values():
-            model = group[0].model
-            inserts = [k for k in group if k.fields is None]
-            if inserts:
-                # Kept rows carry their primary keys: one COPY (or INSERT … ON CONFLICT DO NOTHING) a kind.
-                _rows.insert_rows([k.obj for k in inserts if not k.skip_taken])
-                _rows.insert_rows([k.obj for k in inserts if k.skip_taken], skip_taken=True)
-            updates = [k for k in group if k.fields is not None]
-            if updates:
-                _update(model, updates)
 
     def _written(self, sql: str, params: Any) -> None:
         into = _INSERT.match(sql)
@@ -478,49 +415,6 @@ class Batch:
 
 def current() -> Batch | None:
     return _current.get()
-
-
-def _update(model: type[Model], updates: list[_Kept]) -> None:
-    """One UPDATE per set of fields: each row's latest value of each field it was saved with."""
-    meta = model._meta
-    rows: dict[Any, dict[str, Any]] = {}
-    for k in updates:
-        row = rows.setdefault(k.obj.pk, {})
-        for name in k.fields:
-            attname = meta.get_field(name).attname
-            row[name] = k.obj.__dict__[attname]
-    shapes: dict[tuple[str, ...], list[tuple[Any, dict]]] = {}
-    for pk, values in rows.items():
-        shapes.setdefault(tuple(sorted(values)), []).append((pk, values))
-    for names, group in shapes.items():
-        fields = [meta.get_field(n) for n in names]
-        if connection.vendor == "postgresql":
-            _update_values(model, fields, group)
-        else:
-            objs = []
-            for pk, values in group:
-                obj = model(**{meta.pk.attname: pk})
-                for f in fields:
-                    setattr(obj, f.attname, values[f.name])
-                objs.append(obj)
-            model._base_manager.bulk_update(objs, [f.name for f in fields])
-
-
-def _update_values(model: type[Model], fields: list, group: list[tuple[Any, dict]]) -> None:
-    # UPDATE … FROM (VALUES …): one statement for any number of rows, every value cast to its column's type.
-    meta = model._meta
-    qn = connection.ops.quote_name
-    cols = [meta.pk, *fields]
-    one = "(" + ", ".join(f"%s::{c.db_type(connection)}" for c in cols) + ")"
-    params: list[Any] = []
-    for pk, values in group:
-        params.append(meta.pk.get_db_prep_save(pk, connection))
-        params.extend(f.get_db_prep_save(values[f.name], connection) for f in fields)
-    names = ", ".join(qn(c.column) for c in cols)
-    sets = ", ".join(f"{qn(f.column)} = v.{qn(f.column)}" for f in fields)
-    with connection.cursor() as cur, _rows.probed_by_key(cur, len(group)):
-        cur.execute(f"UPDATE {qn(meta.db_table)} AS t SET {sets} FROM (VALUES {', '.join([one] * len(group))}) "
-                    f"AS v({names}) WHERE t.{qn(meta.pk.column)} = v.{qn(meta.pk.column)}", params)
 
 
 def taken(name: str, *, tables: tuple[str, ...], owner: Any, ahead: Callable[[], set],
@@ -582,8 +476,6 @@ def create(obj: Model, *, skip_taken: bool = False, kept_by: tuple[str, ...] = (
     b = current()
     if b is None or not b.keep_writes:
         if skip_taken:
-            from .rows import insert_new
-
             insert_new([obj])
         else:
             obj.save(force_insert=True)

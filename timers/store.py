@@ -256,7 +256,7 @@ _PG_TYPES = {
 }  # fmt: skip
 
 
-# FireTally's rows (timers/models.py) added to, not replaced: the tail of every insert into the tally.
+# FireTally's rows (timers/models/timers.py) added to, not replaced: the tail of every insert into the tally.
 TALLY_INSERT = "INSERT INTO timers_firetally (domain, kind, outcome, bucket, fires, late_seconds) "
 TALLY_ADD = (" ON CONFLICT (domain, kind, outcome, bucket) DO UPDATE SET fires = timers_firetally.fires + excluded.fires,"
              " late_seconds = timers_firetally.late_seconds + excluded.late_seconds")

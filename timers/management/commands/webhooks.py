@@ -14,6 +14,7 @@ from django.core.management.base import CommandError
 
 from timers import webhooks
 from timers.models import WebhookEndpoint
+from timers.webhook_listener import listen
 
 from ..base import KTCommand
 
@@ -55,8 +56,6 @@ class Command(KTCommand):
         self.stdout.write(endpoint.secret)
 
     def _listen(self, o):
-        from timers.webhook_listener import listen
-
         events = [e.strip() for e in o["events"].split(",") if e.strip()]
         try:
             listen(brand=self.brand(o["brand"]), livemode=o["live"], events=events, port=o["port"],
