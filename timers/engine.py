@@ -62,22 +62,52 @@ TIMER_FIELDS = (
 )  # fmt: skip
 
 
+# A row field a partial Item leaves out (a test's Item of a key alone) is None, as a stored row's never is: typed
+# as the column, defaulted through Any.
+_LEFT_OUT: Any = None
+
+
+@dataclass(slots=True, eq=False)
 class Item:
-    """A timer in memory while the tick holds it: the row's fields plus its place in this run."""
+    """A timer in memory while the tick holds it: the row's fields (TIMER_FIELDS, in that order) plus its place
+    in this run. Compared by identity (``eq=False``), as the heap and the run's maps hold it."""
 
-    __slots__ = (*TIMER_FIELDS, "domain", "new", "dirty", "pass_no", "instant", "gen", "unverified", "was")
+    id: str = _LEFT_OUT
+    key: str = _LEFT_OUT
+    owner: str = _LEFT_OUT
+    kind: str = _LEFT_OUT
+    place: int = _LEFT_OUT
+    handler: str = _LEFT_OUT
+    status: str = _LEFT_OUT
+    owed_at: datetime | None = None
+    opened_at: datetime = _LEFT_OUT
+    armed_at: datetime = _LEFT_OUT
+    fired_at: datetime | None = None
+    late_by: timedelta | None = None
+    attempt: int = _LEFT_OUT
+    wakes: int = _LEFT_OUT
+    version: str = _LEFT_OUT
+    superseded_by: str = _LEFT_OUT
+    by: str = _LEFT_OUT
+    held_since: datetime | None = None
+    held_by: str = _LEFT_OUT
+    remaining: timedelta | None = None
+    armed_by: str = _LEFT_OUT
+    data: dict[str, Any] = _LEFT_OUT
+    brand_id: str = _LEFT_OUT
+    tick_pass: int | None = None
+    domain: str | None = None  # the run's, once it holds the item
+    new: bool = False  # armed in this run: inserted at the flush
+    dirty: bool = field(init=False)  # written at the flush
+    pass_no: int = field(default=1, init=False)
+    instant: datetime | None = field(default=None, init=False)
+    gen: int = field(default=0, init=False)  # bumped whenever its heap entries go stale
+    unverified: bool = field(default=False, init=False)  # armed here without asking the database (Run._verify)
+    was: str | None = field(init=False)  # the status as stored: a row already in history is written there
 
-    def __init__(self, **values: Any):
-        for name in TIMER_FIELDS:
-            setattr(self, name, values.get(name))
-        self.domain = values.get("domain")
-        self.new = values.get("new", False)
+    def __post_init__(self) -> None:
         self.dirty = self.new
-        self.pass_no = 1
-        self.instant = None
-        self.gen = 0
-        self.unverified = False  # armed here without asking the database whether its key was there (Run._verify)
-        self.was = self.status  # as stored: a row already in history is written there (timers/store.py)
+        self.was = self.status
 
     def sort_key(self) -> tuple:
         # Python compares str by code point, which is UTF-8 byte order: the same as collation "C".
