@@ -188,7 +188,8 @@ def lane_ours_year(dsn: str) -> None:
     from timers import tenants, test_clocks
     from timers.advance import advance
     from timers.models import ScheduleRun
-    from timers.schedules import Started, TargetKind, register_target, schedule_create
+    from timers.schedule_targets import Started, TargetKind, register_target
+    from timers.schedules import schedule_create
 
     # A no-op target, as APScheduler's job is a no-op function: in this process the HTTP target's start is
     # replaced by one that sends nothing and settles its run at once (the schedule's row names a known kind).

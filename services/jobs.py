@@ -20,7 +20,7 @@ from timers.models import Timer
 from timers.owners import owner_filter
 from timers.rearm import Rearm
 from timers.rows import insert_new
-from timers.schedules import schedule_run_closed
+from timers.schedule_runs import schedule_run_closed
 from timers.timeutil import iso_z
 
 from . import registry

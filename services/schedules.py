@@ -1,4 +1,4 @@
-"""The domain's part of schedules (timers/schedules.py): calendar-period specs and Service targets.
+"""The domain's part of schedules (timers/schedules.py, timers/schedule_fires.py): calendar-period specs and Service targets.
 
 - A spec ``{"each": "month", "at": "1mo after end", "time": "09:00", "ends": "12-31"}`` fires once per
   period (tax_year, year, quarter, month) at the offset from its start or end, at a local time in the
@@ -30,7 +30,8 @@ from timers.errors import KeepingTimeError, NotFound
 from timers.ids import new_id
 from timers.models import Brand, Schedule, ScheduleRun, ScheduleTick
 from timers.rows import insert_new
-from timers.schedules import Started, TargetKind, close_run, compact, dead_letter, register_target
+from timers.schedule_runs import close_run, dead_letter
+from timers.schedule_targets import Started, TargetKind, compact, register_target
 from timers.timeutil import local_instant, zone_named
 
 from . import registry

@@ -19,7 +19,8 @@ from tests.conftest import T0
 from timers import outbox
 from timers.advance import advance
 from timers.models import Outbox, ScheduleRun, ScheduleTick
-from timers.schedules import HTTP, schedule_create
+from timers.schedule_targets import HTTP
+from timers.schedules import schedule_create
 
 
 class KeepAlive:

@@ -29,8 +29,8 @@ from timers.clock import VirtualWallClock
 from timers.errors import KeepingTimeError
 from timers.live import live_step
 from timers.models import DeadLetter, Event, Outbox, Schedule, ScheduleRun, ScheduleTick
+from timers.schedule_targets import FIRE
 from timers.schedules import (
-    FIRE,
     next_fire_at,
     schedule_create,
     schedule_json,

@@ -26,7 +26,8 @@ from timers import keys
 from timers.armer import DirectArmer
 from timers.errors import KeepingTimeError
 from timers.models import Event, Schedule, TestClock, Timer
-from timers.schedules import ScheduleError, schedule_create
+from timers.schedule_targets import ScheduleError
+from timers.schedules import schedule_create
 from timers.tenants import api_key_create, brand_get_or_create
 from timers.test_clocks import test_clock_create
 

@@ -7,9 +7,9 @@ class TimersConfig(AppConfig):
     default_auto_field = "django.db.models.BigAutoField"
 
     def ready(self) -> None:
-        from . import handlers, schedule_http, schedules, webhooks
+        from . import handlers, schedule_fires, schedule_http, webhooks
 
         handlers.register_builtin()
-        schedules.register()
+        schedule_fires.register()
         schedule_http.register()
         webhooks.register()

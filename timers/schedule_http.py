@@ -2,7 +2,7 @@
 POSTs the fire signed with the schedule's secret, and the settle hook that closes each call's Run when the
 outbox settles it (a 2xx succeeds the tick; a refusal dead-letters it).
 
-Apart from timers/schedules.py (which queues the call inside the tick and reads open Runs) because this half
+Apart from timers/schedule_fires.py (which queues the call inside the tick) and timers/schedule_runs.py (which reads open Runs) because this half
 runs in the outbox's sender, after the commit: it imports the schedules' Runs and reads, never the other way.
 """
 
@@ -19,7 +19,8 @@ from .clock import wall_now
 from .domains import domain_now
 from .http import send
 from .models import Outbox, Schedule, ScheduleRun, ScheduleTick
-from .schedules import HTTP, _by_ref, _direct_arm, _release_buffered, dead_letter
+from .schedule_runs import dead_letter, direct_arm, release_buffered
+from .schedule_targets import HTTP, runs_by_ref
 from .signing import SIGNATURE_HEADER, sign
 from .sql.schedules import settle_rows
 
@@ -106,7 +107,7 @@ def http_settled(results: list[tuple[str, bool, Any]]) -> None:
         # schedule by select_related) were most of its time. A schedule's row is read only where it is
         # needed: a refused call's dead letter, a buffered fire to start.
         # FOR UPDATE of the Runs and their schedules' rows, as before (a fire reading the open Runs waits).
-        runs = list(_by_ref(ScheduleRun.objects.select_for_update().filter(state=ScheduleRun.State.OPEN), list(by_ref))
+        runs = list(runs_by_ref(ScheduleRun.objects.select_for_update().filter(state=ScheduleRun.State.OPEN), list(by_ref))
                     .values_list("pk", "ref", "schedule_id", "schedule__domain", "schedule__overlap"))
         wanted = {r[2] for r in runs if not by_ref[r[1]][0] or r[4] in BUFFERING}
         schedules = Schedule.objects.in_bulk(wanted) if wanted else {}
@@ -129,7 +130,7 @@ def http_settled(results: list[tuple[str, bool, Any]]) -> None:
                             payload=Outbox.objects.filter(pk=ref).values_list("payload", flat=True).first())
         settle_rows(succeeded, closed)
         for sch in schedules.values():
-            _release_buffered(sch, nows[sch.domain], _direct_arm(sch, runtime=True))
+            release_buffered(sch, nows[sch.domain], direct_arm(sch, runtime=True))
 
 
 def _http_status(text: str) -> int | None:
@@ -140,7 +141,7 @@ def _http_status(text: str) -> int | None:
 
 
 def register() -> None:
-    """Called once per process (timers.apps), after timers.schedules.register: the transport and its settle."""
+    """Called once per process (timers.apps), after timers.schedule_fires.register: the transport and its settle."""
     transports.register(HTTP, HttpTargetTransport())
     outbox.on_settled(HTTP, http_settled)
 

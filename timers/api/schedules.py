@@ -15,7 +15,7 @@ from drf_spectacular.utils import extend_schema, inline_serializer
 from rest_framework import serializers
 from rest_framework.response import Response
 
-from .. import schedule_spec, schedules
+from .. import schedule_spec, schedule_targets, schedules
 from ..models import OVERLAPS, Schedule, ScheduleRun, ScheduleTick
 from ..selectors import arm_domain_of, domain_of, get_owned, owned, page
 from .inputs import (
@@ -73,7 +73,7 @@ class ScheduleNameField(StrictCharField):
     def to_internal_value(self, data):
         try:
             return schedules.check_schedule_name(data)
-        except schedules.ScheduleError as exc:
+        except schedule_targets.ScheduleError as exc:
             raise serializers.ValidationError(exc.message, code="invalid_name") from None
 
 
@@ -109,7 +109,7 @@ class TargetSchema(_Schema):
     target_class = TargetField
 
     def schema(self):
-        return schedules.targets_schema()
+        return schedule_targets.targets_schema()
 
 
 class ScheduleCreateSerializer(serializers.Serializer):

@@ -1,5 +1,5 @@
-"""The schedules' tables: one mechanism that fires on a spec (timers/schedules.py), its Runs, ticks and dead
-letters."""
+"""The schedules' tables: one mechanism that fires on a spec (timers/schedules.py, timers/schedule_fires.py),
+its Runs, ticks and dead letters."""
 
 from __future__ import annotations
 
