@@ -5,7 +5,9 @@ has no default: without one the settings refuse to load unless DEBUG is on (``sc
 to ``.env`` once per machine). The environment wins over ``.env``; KT_ENV_FILE names another file.
 """
 
+import ipaddress
 import os
+import re
 import warnings
 from pathlib import Path
 
@@ -271,9 +273,6 @@ KEEPING_TIME = {
 # refused. DEBUG (a trial on this machine: the quickstart's listener) allows loopback unless it is set.
 # KT_WEBHOOK_PRIVATE_HOSTS is no longer read.
 def _allow_targets(entries: list[str]) -> list[str]:
-    import ipaddress
-    import re
-
     entries = [e.strip() for e in entries if e.strip()]
     for entry in entries:
         try:
