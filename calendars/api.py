@@ -28,6 +28,7 @@ from timers.api.inputs import parse_from
 from timers.api.openapi import ERRORS, NOT_FOUND
 from timers.api.views import BrandAPIView
 from timers.clock import wall_now
+from timers.sql import sessions
 
 from . import feed, feed_stamp
 from .entries import subject_calendar
@@ -82,9 +83,8 @@ def built_feed(subject: Subject) -> tuple[feed_stamp.Stamp | None, bytes]:
     body kept under a stamp is the body of that stamp, never of a write that landed in between."""
     outermost = not connection.in_atomic_block
     with transaction.atomic():
-        if connection.vendor == "postgresql" and outermost:
-            with connection.cursor() as cursor:  # the transaction's first statement, so it takes
-                cursor.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ")
+        if outermost:  # the transaction's first statement, so it takes
+            sessions.one_snapshot()
         stamp = feed_stamp.feed_stamp(subject)
         body = feed.build_ics(subject_calendar(subject, everything=True))
     return stamp, body

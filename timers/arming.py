@@ -6,12 +6,11 @@ place, and is never late.
 
 from __future__ import annotations
 
-import functools
 from datetime import datetime, timedelta
 
-from django.db import IntegrityError, connection, transaction
+from django.db import IntegrityError, transaction
 
-from . import gate, history, prepared
+from . import gate
 from .domains import domain_now, domain_seed, domain_writable
 from .errors import KeepingTimeError
 from .handlers import get as get_handler
@@ -20,7 +19,7 @@ from .keys import parse
 from .models import Brand, Commit, Timer, is_live
 from .rearm import UNHOLDABLE_KINDS, Rearm
 from .record import commit_json
-from .rows import insert_one_sql, values_of
+from .sql import timers as timers_sql
 from .wakes import CHANNEL, WAKE_HORIZON, wake_payload
 
 
@@ -41,69 +40,20 @@ def timer_arm(*, brand: Brand, key: str, owed_at: datetime, domain: str | None =
     live = is_live(domain)
     try:
         with transaction.atomic():
-            _arm_insert(timer)
+            timers_sql.arm_insert(timer)
             # Its key may be in history (PostgreSQL keeps history apart: no one unique index spans both). Asked
             # after the INSERT, in a statement of its own: the INSERT waits for a firing of the same key under
             # way, and only a later statement's snapshot sees the row that firing moved to history.
             # A brand's first live timer names its live clock: the live loop runs the domains LiveClock names.
             # A near timer wakes the workers, in the arming's own transaction: PostgreSQL delivers it at the
             # commit, and a NOTIFY of its own after the commit was a second commit (an XID, a WAL flush).
-            if _arm_check(timer, name_live_clock=live, notify=live and owed_at < now + WAKE_HORIZON):
+            notify = (CHANNEL, wake_payload(domain, owed_at)) if live and owed_at < now + WAKE_HORIZON else None
+            if timers_sql.arm_check(timer, name_live_clock=live, notify=notify):
                 raise IntegrityError(key)
     except IntegrityError:
         raise KeepingTimeError(f"timer {key!r} is already armed on {domain}", code="timer_exists",
                                status=409) from None
     return timer
-
-
-@functools.cache
-def _arm_sql() -> tuple[str, list[tuple], bool]:
-    """The arming's INSERT: every column but ``moved_at``, whose default is the database's clock (read back, as
-    ``Timer.objects.create`` does, where the database can return it)."""
-    sql, plan = insert_one_sql(Timer, omit=frozenset({"moved_at"}))
-    returning = connection.features.can_return_columns_from_insert
-    return sql + (' RETURNING "moved_at"' if returning else ""), plan, returning
-
-
-def _arm_insert(timer: Timer) -> None:
-    """``Timer.objects.create`` for the arming, one prepared statement (timers/prepared.py): the ORM's
-    compiling of the INSERT cost more CPU than the database spent running it."""
-    sql, plan, returning = _arm_sql()
-    with prepared.cursor() as cur:
-        cur.execute(sql, values_of(timer, plan))
-        if returning:
-            timer.moved_at = cur.fetchone()[0]
-    timer._state.adding = False
-    timer._state.db = connection.alias
-
-
-_IN_HISTORY = ("SELECT 1 FROM timers_timer WHERE domain = %s AND key = %s AND status IN ("
-               + ", ".join(f"'{status}'" for status in history.LEFT) + ")")
-_NAME_LIVE_CLOCK = "INSERT INTO timers_liveclock (id, position) VALUES (%s, NULL) ON CONFLICT DO NOTHING"
-
-
-def _arm_check(timer: Timer, *, name_live_clock: bool, notify: bool) -> bool:
-    """Whether the armed key is in history; with the live clock named and the workers woken as asked. On
-    PostgreSQL one statement: the LiveClock upsert rides in it as a CTE (run whatever the SELECT reads) and the
-    NOTIFY in its row (undone with the transaction when the key is in history)."""
-    domain, key = timer.domain, timer.key
-    with prepared.cursor() as cur:
-        if connection.vendor != "postgresql":
-            cur.execute(_IN_HISTORY + " LIMIT 1", [domain, key])
-            found = cur.fetchone() is not None
-            if name_live_clock and not found:
-                cur.execute(_NAME_LIVE_CLOCK, [domain])
-            return found
-        sql = f"SELECT EXISTS ({_IN_HISTORY})"
-        params: list = [domain, key]
-        if name_live_clock:
-            sql = f"WITH named AS ({_NAME_LIVE_CLOCK}) {sql}"
-            params.insert(0, domain)
-        if notify:
-            sql += ", pg_notify(%s, %s)"
-            params += [CHANNEL, wake_payload(domain, timer.owed_at)]
-        cur.execute(sql, params)
-        return cur.fetchone()[0]
 
 
 def timer_hold(*, timer: Timer, by: str, now: datetime) -> Timer:

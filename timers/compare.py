@@ -20,7 +20,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 
-from django.db import connection, transaction
+from django.db import transaction
 from django.db.models import Max
 
 from . import transports
@@ -29,6 +29,7 @@ from .clock import VirtualWallClock
 from .lease import lease
 from .models import Event, Outbox, TestClock
 from .record import record_hash
+from .sql import sessions
 from .timeutil import duration_text
 from .transports import RecordingTransport
 from .worker import Worker
@@ -110,9 +111,7 @@ def compare(clock_id: str, to: datetime, *, redeliver: bool = False, span_label:
     ways = []
     try:
         with transaction.atomic():
-            if connection.vendor == "postgresql":
-                with connection.cursor() as cursor:
-                    cursor.execute("SET LOCAL synchronous_commit TO OFF")
+            sessions.commit_unflushed()  # the compare is rolled back whole: its commits need no flush
             with lease(clock.id):
                 for index, (label, drive) in enumerate(plan):
                     if on_way is not None:

@@ -8,13 +8,13 @@ from __future__ import annotations
 
 from datetime import datetime
 
-from django.db import connections
 from django.db.models import F
 
 from .clock import wall_now
 from .errors import NotFound, TestClockAdvancing, TestClockDeleted
 from .ids import is_live, new_id
 from .models import TestClock
+from .sql.clocks import share_clock
 
 _seeds: dict[str, str] = {}
 _SEEDS_KEPT = 4096  # a worker visits many clocks over its life; the cache stays small
@@ -54,10 +54,7 @@ def domain_writable(*, domain: str, runtime: bool = False) -> datetime:
     it. An advance's batch, which holds the row, is waited for the same way."""
     if is_live(domain):
         return wall_now()
-    conn = connections[TestClock.objects.db]
-    if conn.vendor == "postgresql" and conn.in_atomic_block:
-        with conn.cursor() as cur:
-            cur.execute(f'SELECT 1 FROM "{TestClock._meta.db_table}" WHERE id = %s FOR SHARE', [domain])
+    share_clock(domain)
     row = TestClock.objects.filter(pk=domain).values_list("status", "frozen_time").first()
     if row is None:
         raise NotFound(f"no test clock {domain!r}")

@@ -11,12 +11,13 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from django.db import IntegrityError, connection, transaction
+from django.db import transaction
 from django.db.models import F
 
 from .engine import TIMER_FIELDS, Item, Run
 from .ids import new_id
-from .models import Commit, Timer
+from .models import Timer
+from .sql.timers import commit_once
 from .store import get_store
 
 
@@ -28,31 +29,6 @@ class Wake:
     fired_again: bool = False  # the gate let a second commit through (never, while the constraint holds)
 
 
-def _commit_once(domain: str, rows: list[tuple]) -> set[str]:
-    """Offer each (id, domain, key, timer_id, outcome, code, at); returns the keys the gate committed now."""
-    if not rows:
-        return set()
-    if connection.vendor == "postgresql":
-        with connection.cursor() as cur:
-            cur.execute(
-                "INSERT INTO timers_commit (id, domain, key, timer_id, outcome, code, at) "
-                "SELECT * FROM unnest(%s::varchar[], %s::varchar[], %s::varchar[], %s::varchar[], "
-                "%s::varchar[], %s::varchar[], %s::timestamptz[]) ON CONFLICT DO NOTHING RETURNING key",
-                [list(col) for col in zip(*rows, strict=True)],
-            )
-            return {r[0] for r in cur.fetchall()}
-    committed = set()
-    for r in rows:
-        try:
-            with transaction.atomic():
-                Commit.objects.create(id=r[0], domain=r[1], key=r[2], timer_id=r[3], outcome=r[4], code=r[5],
-                                      at=r[6])
-            committed.add(r[2])
-        except IntegrityError:
-            pass
-    return committed
-
-
 def wake(*, domain: str, timer_ids: list[str]) -> list[Wake]:
     """Deliver one wake to each timer, in the order given; one set of statements for the lot."""
     with transaction.atomic():
@@ -60,7 +36,7 @@ def wake(*, domain: str, timer_ids: list[str]) -> list[Wake]:
                 .values_list(*TIMER_FIELDS))
         items = {r[0]: Item(**dict(zip(TIMER_FIELDS, r, strict=True))) for r in rows}
         fired = [items[i] for i in timer_ids if i in items and items[i].status == "fired"]
-        again = _commit_once(domain, [(new_id("cmt"), domain, t.key, t.id, "committed", "", t.fired_at)
+        again = commit_once([(new_id("cmt"), domain, t.key, t.id, "committed", "", t.fired_at)
                                       for t in fired])
         replayed = [t.id for t in fired if t.key not in again]
         if replayed:

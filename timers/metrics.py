@@ -20,7 +20,7 @@ import time
 from collections.abc import Callable, Iterable
 
 from django.conf import settings
-from django.db import connection, transaction
+from django.db import transaction
 from django.db.models import Count, OuterRef, Subquery
 from django.http import HttpRequest, HttpResponse, JsonResponse
 from django.views.decorators.csrf import csrf_exempt
@@ -30,8 +30,9 @@ from prometheus_client.registry import Collector
 
 from .clock import wall_now
 from .keys import KINDS
-from .models import LATE_BUCKETS, LIVE, FireTally, LiveClock, Outbox, TestClock, Timer
-from .sql import leases, sessions
+from .models import LATE_BUCKETS, LIVE, LiveClock, TestClock, Timer
+from .sql import leases, tallies
+from .sql import outbox as outbox_sql
 
 log = logging.getLogger(__name__)
 
@@ -43,18 +44,14 @@ HELD_REASONS = {"error": "error", "tick.runaway": "runaway"}  # anything else wa
 def _family_fires() -> list[Metric]:
     """kt_timer_fires and kt_timer_late_by_seconds, from one statement over FireTally, which each batch adds
     its fires to as it commits them: a scrape reads a few rows per clock domain, never the fired timers."""
-    sql = (f"SELECT domain LIKE %s, kind, outcome, bucket, sum(fires), sum(late_seconds) "
-           f"FROM {FireTally._meta.db_table} GROUP BY 1, 2, 3, 4")
     fired = {(c, k, o): 0 for c in CLOCKS for k in KINDS for o in OUTCOMES}  # every series from the start, at 0
     buckets = {c: [0] * (len(LATE_BUCKETS) + 1) for c in CLOCKS}
     late_sum = dict.fromkeys(CLOCKS, 0.0)
-    with connection.cursor() as cur:
-        cur.execute(sql, [f"{LIVE}%"])  # every brand's live clock (live_<brand>)
-        for live, kind_, outcome, b, n, total in cur.fetchall():
-            clock_ = "live" if live else "test"
-            fired[(clock_, kind_, outcome)] = fired.get((clock_, kind_, outcome), 0) + int(n)
-            buckets[clock_][b] += int(n)
-            late_sum[clock_] += float(total or 0.0)
+    for live, kind_, outcome, b, n, total in tallies.fires_by_clock(LIVE):  # every brand's live clock (live_…)
+        clock_ = "live" if live else "test"
+        fired[(clock_, kind_, outcome)] = fired.get((clock_, kind_, outcome), 0) + int(n)
+        buckets[clock_][b] += int(n)
+        late_sum[clock_] += float(total or 0.0)
     fires = CounterMetricFamily("kt_timer_fires", "Timers fired through the gate, by kind and the gate's outcome.",
                                 labels=["clock", "kind", "outcome"])
     for (clock_, kind_, outcome), n in sorted(fired.items()):
@@ -96,29 +93,16 @@ def _family_timers() -> list[Metric]:
 def _family_outbox() -> list[Metric]:
     """Pending, sending (a live sender's lease) and in doubt (its sender's lease ran out or, on PostgreSQL,
     its session is gone: the next sender asks the outside system first), as timers/outbox.py has them."""
-    table = Outbox._meta.db_table
-    if sessions.named():  # the claim's own name for a live sender, so both agree on "alive"
-        live = f"COALESCE(lease_until > clock_timestamp(), false) AND claimed_by IN ({sessions.LIVE_SESSIONS})"
-        params: list = []
-    else:
-        live = "COALESCE(lease_until > %s, 0)"
-        params = [connection.ops.adapt_datetimefield_value(wall_now())] * 2
-    sql = (f"SELECT domain, count(*) FILTER (WHERE status = 'pending'), "
-           f"count(*) FILTER (WHERE status = 'sending' AND {live}), "
-           f"count(*) FILTER (WHERE status = 'sending' AND NOT ({live})) "
-           f"FROM {table} WHERE status IN ('pending', 'sending') GROUP BY domain")
     pending = GaugeMetricFamily("kt_outbox_pending", "Outbox sends not yet claimed by a sender.", labels=["domain"])
     sending = GaugeMetricFamily("kt_outbox_sending", "Outbox sends a live sender holds under its lease.",
                                 labels=["domain"])
     doubt = GaugeMetricFamily("kt_outbox_in_doubt", "Outbox sends in doubt: claimed by a sender whose lease ran "
                               "out or whose session is gone (or a send raised); asked before sent again.",
                               labels=["domain"])
-    with connection.cursor() as cur:
-        cur.execute(sql, params)
-        for domain, p, s, d in cur.fetchall():
-            pending.add_metric([domain], p)
-            sending.add_metric([domain], s)
-            doubt.add_metric([domain], d)
+    for domain, p, s, d in outbox_sql.owed_by_domain():
+        pending.add_metric([domain], p)
+        sending.add_metric([domain], s)
+        doubt.add_metric([domain], d)
     return [pending, sending, doubt]
 
 

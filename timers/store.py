@@ -25,6 +25,7 @@ from .history import LEFT
 from .models import Commit, Event, Outbox, Timer
 from .prepared import kept_cursors, new_cursor, together
 from .rows import copy_in, insert_rows, probed_by_key
+from .sql.tallies import tally_sql
 from .webhooks import fan_out
 
 _COLUMNS = ", ".join(f'"{c}"' for c in TIMER_FIELDS)
@@ -152,7 +153,7 @@ class PostgresStore:
                                               "fired_at", "late_by"],
                         ["varchar"] * 5 + ["timestamptz", "varchar", "jsonb", "timestamptz", "interval"], events)
             if tallies:
-                run(_tally_sql(len(tallies), "%b"), [v for row in tallies for v in row])
+                run(tally_sql(len(tallies), "%b"), [v for row in tallies for v in row])
             if small and (parts or brands):
                 # The webhook endpoints' read is the statement's own query, after the writes' WITHs (on the other
                 # cursor, whose results are read after the pipeline).
@@ -256,20 +257,6 @@ _PG_TYPES = {
 }  # fmt: skip
 
 
-# FireTally's rows (timers/models/timers.py) added to, not replaced: the tail of every insert into the tally.
-TALLY_INSERT = "INSERT INTO timers_firetally (domain, kind, outcome, bucket, fires, late_seconds) "
-TALLY_ADD = (" ON CONFLICT (domain, kind, outcome, bucket) DO UPDATE SET fires = timers_firetally.fires + excluded.fires,"
-             " late_seconds = timers_firetally.late_seconds + excluded.late_seconds")
-
-
-@functools.lru_cache(maxsize=64)
-def _tally_sql(n: int, mark: str) -> str:
-    """Add n FireTally rows to their (domain, kind, outcome, bucket) counts: one multi-row VALUES, all of one
-    domain (routed to one shard where tables are distributed by domain)."""
-    row = "(" + ", ".join([mark] * 6) + ")"
-    return TALLY_INSERT + "VALUES " + ", ".join([row] * n) + TALLY_ADD
-
-
 def _write_sends(sends: list[tuple]) -> None:
     insert_rows([Outbox(id=s[0], domain=s[1], brand_id=s[2], key=s[3], attempt=s[4], transport=s[5], payload=s[6],
                         created_at=s[7], seq=s[8]) for s in sends])
@@ -339,7 +326,7 @@ class OrmStore:
             fan_out(events)
         if tallies:
             with connection.cursor() as cur:
-                cur.execute(_tally_sql(len(tallies), "%s"), [v for row in tallies for v in row])
+                cur.execute(tally_sql(len(tallies), "%s"), [v for row in tallies for v in row])
         if sends:
             _write_sends(sends)
         if also is not None:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from datetime import datetime
 
-from django.db import IntegrityError, connection, transaction
+from django.db import IntegrityError, transaction
 from django.db.models.functions import Now
 
 from . import outbox
@@ -12,9 +12,9 @@ from .clock import wall_now
 from .errors import KeepingTimeError, NotFound, TestClockAdvancing, TestClockBackward
 from .ids import SEED_PATTERN, SEED_RE
 from .lease import lease
-from .models import Brand, Event, FireTally, TestClock, Timer
+from .models import Brand, Event, TestClock, Timer
 from .signals import test_clock_deleted
-from .store import TALLY_ADD, TALLY_INSERT
+from .sql import tallies
 from .timeutil import iso_z
 from .wakes import notify_workers
 
@@ -151,16 +151,8 @@ def fire_tally_retire(*, domains: list[str]) -> None:
     """Fold the fire tally of test clocks that are gone into one set of rows (``FireTally.RETIRED``): /metrics'
     counters keep every fire they counted, and a scrape reads rows per live domain, not per clock ever made.
     Rows are taken in key order, so two retirements at once lock them in the same order."""
-    if not domains:
-        return
-    with connection.cursor() as cur:
-        cur.execute(
-            TALLY_INSERT + "SELECT %s, kind, outcome, bucket, sum(fires), sum(late_seconds) FROM timers_firetally "
-            "WHERE domain IN (" + ", ".join(["%s"] * len(domains)) + ") "
-            "GROUP BY kind, outcome, bucket ORDER BY kind, outcome, bucket" + TALLY_ADD,
-            [FireTally.RETIRED, *domains],
-        )
-    FireTally.objects.filter(domain__in=domains).delete()
+    if domains:
+        tallies.retire(domains)
 
 
 # Service functions named test_clock_* are not pytest tests when a test module imports them.

@@ -7,9 +7,8 @@ from __future__ import annotations
 
 from datetime import datetime, timedelta
 
-from django.db import connection
-
 from .clock import MAX_SLEEP
+from .sql import sessions
 
 CHANNEL = "keeping_time_wake"
 
@@ -27,6 +26,4 @@ def notify_workers(domain: str, owed_at: datetime | None = None) -> None:
     """Wake the sleeping workers, at the commit, naming the domain that has work (an early timer, an
     advance): a worker runs that domain first. With ``owed_at``, only a worker whose sleep would end after it
     wakes. A lost notification costs a poll's wait, never a firing."""
-    if connection.vendor == "postgresql":
-        with connection.cursor() as cur:
-            cur.execute("SELECT pg_notify(%s, %s)", [CHANNEL, wake_payload(domain, owed_at)])
+    sessions.notify(CHANNEL, wake_payload(domain, owed_at))

@@ -13,16 +13,15 @@ from __future__ import annotations
 
 import base64
 import binascii
-import functools
 
-from django.db import connection
 from drf_spectacular.extensions import OpenApiAuthenticationExtension
 from rest_framework.authentication import BaseAuthentication, get_authorization_header
 from rest_framework.exceptions import AuthenticationFailed
 from rest_framework.permissions import BasePermission
 
-from .. import prepared, tenants
-from ..models import ApiKey, Brand
+from .. import tenants
+from ..models import Brand
+from ..sql.requests import key_brand
 
 INVALID_KEY = "Invalid API key provided. Send it as 'Authorization: Bearer sk_test_…'."
 LIVE_PREFIX = "sk_live_"
@@ -72,30 +71,6 @@ def _secret_from(header: bytes) -> str | None:
     except (binascii.Error, UnicodeDecodeError, ValueError):
         return None
     return None
-
-
-@functools.cache
-def _key_sql() -> tuple[str, list[str]]:
-    brand = [f.attname for f in Brand._meta.concrete_fields]
-    return ("SELECT k.id, k.prefix, " + ", ".join(f'b."{a}"' for a in brand) + " FROM timers_apikey k "
-            "JOIN timers_brand b ON b.id = k.brand_id WHERE k.digest = %s AND k.revoked_at IS NULL"), brand
-
-
-def key_brand(digest: str) -> tuple[str, str, Brand] | None:
-    """(key id, key prefix, a fresh Brand) for an unrevoked key's digest, read from the database on every
-    request: a key revoked by any process stops working at its next request. On PostgreSQL one prepared
-    statement (timers/prepared.py): a request's key lookup through the ORM cost about as much CPU as the
-    arming it authenticated."""
-    if connection.vendor != "postgresql":
-        key = ApiKey.objects.select_related("brand").filter(digest=digest, revoked_at=None).first()
-        return None if key is None else (key.id, key.prefix, key.brand)
-    sql, attnames = _key_sql()
-    with prepared.cursor() as cur:
-        cur.execute(sql, [digest])
-        row = cur.fetchone()
-    if row is None:
-        return None
-    return row[0], row[1], Brand.from_db(connection.alias, attnames, row[2:])
 
 
 class SecretKeyAuthentication(BaseAuthentication):

@@ -22,11 +22,12 @@ import re
 from collections.abc import Callable
 from datetime import timedelta
 
-from django.db import IntegrityError, connection, transaction
+from django.db import IntegrityError, transaction
 from django.http import HttpRequest, HttpResponse, JsonResponse
 
 from ..clock import wall_now
 from ..models import Brand, IdempotencyKey
+from ..sql import requests
 from .errors import error_body
 
 HEADER = "HTTP_IDEMPOTENCY_KEY"
@@ -62,12 +63,7 @@ def _digest(request: HttpRequest) -> str:
 def _try_lock(brand: Brand, livemode: bool, key: str) -> bool:
     """Hold the key for this transaction; False if another request holds it. SQLite has one writer at a time,
     so a second request waits for the first's transaction there instead."""
-    if connection.vendor != "postgresql":
-        return True
-    with connection.cursor() as cur:
-        cur.execute("SELECT pg_try_advisory_xact_lock(hashtextextended(%s, 0))",
-                    [f"idempotency|{brand.pk}|{int(livemode)}|{key}"])
-        return bool(cur.fetchone()[0])
+    return requests.hold_key(f"idempotency|{brand.pk}|{int(livemode)}|{key}")
 
 
 def _kept_row(*, brand: Brand, livemode: bool, key: str, request: HttpRequest, digest: str,

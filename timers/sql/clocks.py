@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from datetime import datetime
 
-from django.db import connection
+from django.db import connection, connections
 
 from ..models import LiveClock, TestClock, Timer, is_live
 from ..prepared import kept_cursors
@@ -31,8 +31,20 @@ IDLE_MARK = (f"WITH o AS ({OWED_BY} AS owed), m AS (UPDATE timers_testclock SET 
              f"'{TestClock.Status.ADVANCING}', advance_to = %s, frozen_time = CASE WHEN (SELECT owed FROM o) "
              "THEN frozen_time ELSE %s END WHERE id = %s) SELECT owed FROM o")
 # A live clock's position, written once a batch (its row made on the first).
+# A test clock's row shared until the transaction ends: a delete's mark waits for the write that read it.
+SHARE_CLOCK = 'SELECT 1 FROM "timers_testclock" WHERE id = %s FOR SHARE'
 LIVE_POSITION = ("INSERT INTO timers_liveclock (id, position) VALUES (%b, %b) "
                  "ON CONFLICT (id) DO UPDATE SET position = excluded.position")
+
+
+def share_clock(clock_id: str) -> None:
+    """Hold the test clock's row FOR SHARE in the transaction under way (PostgreSQL): a delete that marks the
+    clock after this read waits until the write commits, and an advance's batch, which holds the row, is waited
+    for the same way. Outside a transaction, and on SQLite (one writer at a time), nothing to hold."""
+    conn = connections[TestClock.objects.db]
+    if conn.vendor == "postgresql" and conn.in_atomic_block:
+        with conn.cursor() as cur:
+            cur.execute(SHARE_CLOCK, [clock_id])
 
 
 def _kept() -> bool:

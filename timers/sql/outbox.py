@@ -22,7 +22,7 @@ from django.db.models import Q
 
 from ..clock import wall_now
 from ..models import Outbox
-from .sessions import SESSION_NAME
+from .sessions import LIVE_SESSIONS, SESSION_NAME, commit_unflushed
 
 Row = tuple[str, str, dict, bool, str]  # a claimed row: id, transport, payload, in doubt, domain
 
@@ -111,8 +111,6 @@ RECORD = ("UPDATE timers_outbox o SET status = 'sent', receipt = v.r::jsonb, sen
 RENEW = ("UPDATE timers_outbox SET lease_until = clock_timestamp() + make_interval(secs => %s) "
          "WHERE id = ANY(%s) AND claimed_by = %s AND status = 'sending' RETURNING id")
 
-# This transaction's commit does not wait for its WAL flush (a write lost only with the server itself).
-UNFLUSHED = "SET LOCAL synchronous_commit TO OFF"
 
 
 def _pg() -> bool:
@@ -228,8 +226,7 @@ def unflushed(*, savepoint: bool = False) -> Iterator[None]:
     ``savepoint``, else as they are. Visible at once all the same; only the server's own crash can lose them."""
     if _pg() and not connection.in_atomic_block:
         with transaction.atomic():
-            with connection.cursor() as cur:
-                cur.execute(UNFLUSHED)
+            commit_unflushed()
             yield
     elif savepoint:
         with transaction.atomic():
@@ -273,3 +270,21 @@ def renew(me: str, ids: list[str], lease: timedelta) -> set[str]:
         held = set(mine.values_list("id", flat=True))
         Outbox.objects.filter(pk__in=held).update(lease_until=wall_now() + lease)
     return held
+
+
+def owed_by_domain() -> list[tuple[str, int, int, int]]:
+    """(domain, pending, sending under a live sender's lease, in doubt) for every domain that owes sends (/metrics).
+    A sender is alive as the claim judges it: on PostgreSQL its session is too (timers/sql/sessions.py)."""
+    if _pg():
+        live = f"COALESCE(lease_until > clock_timestamp(), false) AND claimed_by IN ({LIVE_SESSIONS})"
+        params: list = []
+    else:
+        live = "COALESCE(lease_until > %s, 0)"
+        params = [connection.ops.adapt_datetimefield_value(wall_now())] * 2
+    sql = (f"SELECT domain, count(*) FILTER (WHERE status = 'pending'), "
+           f"count(*) FILTER (WHERE status = 'sending' AND {live}), "
+           f"count(*) FILTER (WHERE status = 'sending' AND NOT ({live})) "
+           f"FROM {Outbox._meta.db_table} WHERE status IN ('pending', 'sending') GROUP BY domain")
+    with connection.cursor() as cur:
+        cur.execute(sql, params)
+        return cur.fetchall()

@@ -72,3 +72,33 @@ def session() -> psycopg.Connection:
     """This thread's database session, connected."""
     connection.ensure_connection()
     return connection.connection
+
+
+# Wake whoever LISTENs on the channel, at the commit (params: channel, payload).
+NOTIFY = "SELECT pg_notify(%s, %s)"
+# This transaction's commit does not wait for its WAL flush (a write lost only with the server itself).
+UNFLUSHED = "SET LOCAL synchronous_commit TO OFF"
+# The transaction reads one snapshot throughout (its first statement: before it reads anything).
+ONE_SNAPSHOT = "SET TRANSACTION ISOLATION LEVEL REPEATABLE READ"
+
+
+def notify(channel: str, payload: str) -> None:
+    """NOTIFY ``channel`` at the commit (PostgreSQL); nothing on SQLite, whose workers poll."""
+    if named():
+        with connection.cursor() as cur:
+            cur.execute(NOTIFY, [channel, payload])
+
+
+def commit_unflushed() -> None:
+    """The transaction under way commits without waiting for its WAL flush (PostgreSQL; SQLite: as it is)."""
+    if named():
+        with connection.cursor() as cur:
+            cur.execute(UNFLUSHED)
+
+
+def one_snapshot() -> None:
+    """The transaction just begun reads one snapshot throughout (PostgreSQL's REPEATABLE READ: call it before
+    the transaction's first read; SQLite's one writer gives a transaction a consistent view already)."""
+    if named():
+        with connection.cursor() as cur:
+            cur.execute(ONE_SNAPSHOT)
