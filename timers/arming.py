@@ -19,7 +19,7 @@ from .keys import parse
 from .models import Brand, Commit, Timer, is_live
 from .rearm import UNHOLDABLE_KINDS, Rearm
 from .record import commit_json
-from .sql import timers as timers_sql
+from .sql import arming as arming_sql
 from .wakes import CHANNEL, WAKE_HORIZON, wake_payload
 
 
@@ -40,7 +40,7 @@ def timer_arm(*, brand: Brand, key: str, owed_at: datetime, domain: str | None =
     live = is_live(domain)
     try:
         with transaction.atomic():
-            timers_sql.arm_insert(timer)
+            arming_sql.arm_insert(timer)
             # Its key may be in history (PostgreSQL keeps history apart: no one unique index spans both). Asked
             # after the INSERT, in a statement of its own: the INSERT waits for a firing of the same key under
             # way, and only a later statement's snapshot sees the row that firing moved to history.
@@ -48,7 +48,7 @@ def timer_arm(*, brand: Brand, key: str, owed_at: datetime, domain: str | None =
             # A near timer wakes the workers, in the arming's own transaction: PostgreSQL delivers it at the
             # commit, and a NOTIFY of its own after the commit was a second commit (an XID, a WAL flush).
             notify = (CHANNEL, wake_payload(domain, owed_at)) if live and owed_at < now + WAKE_HORIZON else None
-            if timers_sql.arm_check(timer, name_live_clock=live, notify=notify):
+            if arming_sql.arm_check(timer, name_live_clock=live, notify=notify):
                 raise IntegrityError(key)
     except IntegrityError:
         raise KeepingTimeError(f"timer {key!r} is already armed on {domain}", code="timer_exists",

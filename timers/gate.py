@@ -17,7 +17,7 @@ from django.db.models import F
 from .engine import TIMER_FIELDS, Item, Run
 from .ids import new_id
 from .models import Timer
-from .sql.timers import commit_once
+from .sql.gate import commit_once
 from .store import get_store
 
 

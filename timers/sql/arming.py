@@ -1,5 +1,4 @@
-"""The statements of an arming outside the tick (timers/arming.py) and of the gate's commit (timers/gate.py),
-beside their SQLite fallback.
+"""The statements of an arming outside the tick (timers/arming.py), beside their SQLite fallback.
 
 The arming is the API's most frequent write: its INSERT and its look at history go as prepared statements
 (timers/prepared.py), since the ORM's compiling of them cost more CPU than the database spent running them.
@@ -9,10 +8,10 @@ from __future__ import annotations
 
 import functools
 
-from django.db import IntegrityError, connection, transaction
+from django.db import connection
 
 from ..history import LEFT
-from ..models import Commit, Timer
+from ..models import Timer
 from ..prepared import cursor
 from ..rows import insert_one_sql, values_of
 
@@ -22,13 +21,6 @@ IN_HISTORY = ("SELECT 1 FROM timers_timer WHERE domain = %s AND key = %s AND sta
               + ", ".join(f"'{status}'" for status in LEFT) + ")")
 # A brand's live clock named, once: the live loop runs the domains LiveClock names (params: domain).
 NAME_LIVE_CLOCK = "INSERT INTO timers_liveclock (id, position) VALUES (%s, NULL) ON CONFLICT DO NOTHING"
-# The gate's commits, each key once per domain: what the constraint refuses is not returned (params: the seven
-# columns as arrays).
-COMMIT_ONCE = ("INSERT INTO timers_commit (id, domain, key, timer_id, outcome, code, at) "
-               "SELECT * FROM unnest(%s::varchar[], %s::varchar[], %s::varchar[], %s::varchar[], "
-               "%s::varchar[], %s::varchar[], %s::timestamptz[]) ON CONFLICT DO NOTHING RETURNING key")
-
-
 @functools.cache
 def _arm_sql() -> tuple[str, list[tuple], bool]:
     """The arming's INSERT: every column but ``moved_at``, whose default is the database's clock (read back, as
@@ -71,24 +63,3 @@ def arm_check(timer: Timer, *, name_live_clock: bool, notify: tuple[str, str] | 
             params += list(notify)
         cur.execute(sql, params)
         return cur.fetchone()[0]
-
-
-def commit_once(rows: list[tuple]) -> set[str]:
-    """Offer each (id, domain, key, timer_id, outcome, code, at); returns the keys committed now. On SQLite one
-    savepoint a row, whose unique constraint refuses a key committed before."""
-    if not rows:
-        return set()
-    if connection.vendor == "postgresql":
-        with connection.cursor() as cur:
-            cur.execute(COMMIT_ONCE, [list(col) for col in zip(*rows, strict=True)])
-            return {r[0] for r in cur.fetchall()}
-    committed = set()
-    for r in rows:
-        try:
-            with transaction.atomic():
-                Commit.objects.create(id=r[0], domain=r[1], key=r[2], timer_id=r[3], outcome=r[4], code=r[5],
-                                      at=r[6])
-            committed.add(r[2])
-        except IntegrityError:
-            pass
-    return committed
