@@ -29,12 +29,12 @@ from urllib.parse import quote
 from django.db.models import Case, CharField, F, QuerySet, TextField, Value, When
 from django.db.models.functions import Cast, Concat
 
-from keeping_time import words
 from timers.domains import domain_now
 from timers.keys import format_key
 from timers.keys import parse as parse_key
 from timers.models import Event, TestClock, Timer, brand_domain, is_live
 
+from . import words
 from .closed_days import business_calendar
 from .models import ClockItem, Subject
 

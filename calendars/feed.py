@@ -9,7 +9,7 @@ escalate rungs are VALARMs on that event with triggers relative to its start (``
 every client rings (khal ignores absolute ones). Of a date's other steps only what acts for the customer is
 an event: a run at its time, with an end (STEP_LENGTH), and an ack chain as one all-day event spanning its
 days. Dates other apps add at an instant (work starting, a renewal, a link's expiry, a deadline) are events at
-their time. Every word a reader sees is plain (keeping_time.words): no id, none of the runtime's words.
+their time. Every word a reader sees is plain (calendars.words): no id, none of the runtime's words.
 """
 from __future__ import annotations
 
@@ -23,9 +23,9 @@ from zoneinfo import ZoneInfo
 from django.conf import settings
 from icalendar import Alarm, Calendar, Event
 
-from keeping_time import words
 from timers.models import Brand, TestClock
 
+from . import words
 from .entries import Entry, SubjectCalendar, uid_for
 from .models import Subject
 

@@ -9,7 +9,7 @@ from django.contrib import messages
 from django.db import transaction
 from django.http import HttpRequest, HttpResponse
 
-from keeping_time.words import refusal
+from calendars.words import refusal
 from timers.armer import DirectArmer
 from timers.errors import KeepingTimeError, Refused
 

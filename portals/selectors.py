@@ -1,6 +1,6 @@
 """The portals' shared reads: what the delivery portal and the console both read of a member.
 
-Kept apart from ``keeping_time.words`` (which says a time in a zone and reads nothing) so that the words stay
+Kept apart from ``calendars.words`` (which says a time in a zone and reads nothing) so that the words stay
 pure and a page asks the database for its reader's zone once.
 """
 
@@ -9,7 +9,7 @@ from __future__ import annotations
 from zoneinfo import ZoneInfo
 
 from calendars.models import Calendar
-from keeping_time.words import UTC_ZONE
+from calendars.words import UTC_ZONE
 from timers.models import Membership
 
 

@@ -2,7 +2,7 @@
 
 On the examples as loadexample makes them (apis.tax's Acme Robotics, api.forsale's two deals):
 
-* no id and none of the runtime's words (keeping_time.words) in anything a reader sees of the feed;
+* no id and none of the runtime's words (calendars.words) in anything a reader sees of the feed;
 * a due date's reminders are VALARMs with triggers relative to its start (khal ignores absolute ones);
 * an ack chain is one all-day event spanning its days, not one a day;
 * links, grants, Task due dates and holds, and job deadlines are in the feed, the calendar API and the CLI;
@@ -31,7 +31,7 @@ from icalendar import Calendar
 
 from calendars.feed_tokens import subject_feed_rotate
 from calendars.models import Subject
-from keeping_time.words import ID_PATTERN, runtime_words
+from calendars.words import ID_PATTERN, runtime_words
 from services import people_dates
 from tests.conftest import at
 from timers import transports

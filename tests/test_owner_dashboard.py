@@ -25,7 +25,7 @@ from django.db import connection
 from django.test.utils import CaptureQueriesContext
 
 from calendars.models import Clock, ClockItem
-from keeping_time.words import runtime_words
+from calendars.words import runtime_words
 from portals.owner import actions
 from portals.owner.dashboard import dashboard
 from portals.owner.risks import dates_at_risk

@@ -1,9 +1,9 @@
-"""How the apps say a time (keeping_time/words.py): in the reader's zone, named, and how far it is. No database."""
+"""How the apps say a time (calendars/words.py): in the reader's zone, named, and how far it is. No database."""
 
 from datetime import UTC, date, datetime, timedelta
 from zoneinfo import ZoneInfo
 
-from keeping_time.words import day, local, until
+from calendars.words import day, local, until
 
 NOW = datetime(2027, 10, 20, 14, 30, tzinfo=UTC)
 

@@ -1,5 +1,5 @@
 """The words check: no page a customer or member reads, and nothing in a customer's calendar feed, shows an
-id or a word of the runtime's (keeping_time/words.py holds the list). Run over the demo's moment: Acme
+id or a word of the runtime's (calendars/words.py holds the list). Run over the demo's moment: Acme
 six days before its 2027 return, with its late 2026 returns handed to Hedy (``demousers``), and api.forsale's
 deals on their second day.
 """
@@ -18,7 +18,7 @@ from icalendar import Calendar
 
 from calendars.feed_tokens import subject_feed_rotate
 from calendars.models import Subject
-from keeping_time.words import runtime_words
+from calendars.words import runtime_words
 from services.portal_sessions import portal_session_create
 from timers.advance import advance
 

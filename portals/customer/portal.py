@@ -17,13 +17,12 @@ from django.shortcuts import redirect, render
 from django.urls import reverse
 from django.views.decorators.http import require_POST
 
-from calendars import feed, specs
+from calendars import feed, specs, words
 from calendars.acts import STEWARD, clock_acknowledge, clock_reassign
 from calendars.clocks import clock_choose, clock_satisfy
 from calendars.entries import subject_calendar
 from calendars.feed_tokens import subject_feed_rotate
 from calendars.models import ClockItem, Subject
-from keeping_time import words
 from services import registry
 from services.costs import clock_costs
 from services.ledger import subject_statements

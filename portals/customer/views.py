@@ -9,10 +9,9 @@ from zoneinfo import ZoneInfo
 
 from django.shortcuts import render
 
-from calendars import feed
+from calendars import feed, words
 from calendars.entries import Entry, subject_calendar
 from calendars.feed_tokens import subject_by_feed_token
-from keeping_time import words
 from timers.api.errors import read_only
 
 from ..acting import private

@@ -19,11 +19,10 @@ from django.shortcuts import redirect, render
 from django.urls import reverse, reverse_lazy
 from django.views.decorators.http import require_POST
 
-from calendars import specs
+from calendars import specs, words
 from calendars.acts import clock_acknowledge, clock_reassign
 from calendars.clocks import clock_choose, clock_satisfy
 from calendars.models import ClockItem, Subject
-from keeping_time import words
 from services.acts import step_done
 from services.costs import clock_costs
 from services.members import member_names

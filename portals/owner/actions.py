@@ -24,7 +24,7 @@ from calendars.brand_calendars import calendar_postpone
 from calendars.clocks import clock_choose, clock_satisfy
 from calendars.entries import clock_what
 from calendars.models import ClockItem
-from keeping_time.words import capitalized, day
+from calendars.words import capitalized, day
 from services.acts import ask_answer, step_done
 from services.jobs import job_deliver, job_end
 from services.members import brand_people

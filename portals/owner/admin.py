@@ -22,7 +22,7 @@ from calendars import specs
 from calendars.admin import ClockItemAdmin as CalendarsClockItemAdmin
 from calendars.entries import clock_what, rolled_text
 from calendars.models import Clock, ClockItem
-from keeping_time.words import local
+from calendars.words import local
 from services import registry
 from services.api_json import usage_json
 from services.members import pool_named, pool_usernames_of

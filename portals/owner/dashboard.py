@@ -21,7 +21,7 @@ from django.urls import reverse
 
 from calendars.entries import clock_what
 from calendars.models import Clock, ClockItem, Subject
-from keeping_time.words import capitalized, day, kind, local
+from calendars.words import capitalized, day, kind, local
 from services.models import Ask, Grant, Job, Notification, Subscription, Task, Window
 from timers.models import Event, Timer
 from timers.timeutil import duration_text

@@ -17,7 +17,7 @@ from django.db.models import Q
 from calendars import specs
 from calendars.entries import clock_what
 from calendars.models import Clock, ClockItem
-from keeping_time.words import capitalized, day, local, until
+from calendars.words import capitalized, day, local, until
 from services.costs import Cost, clock_costs, job_costs
 from services.members import STAFF_NAMES, member_says, pool_named
 from services.models import Ask, Job, Task

@@ -7,7 +7,9 @@ API; a page says them in its reader's zone (a member: their own or the brand's c
 ``portals.selectors.member_zone``; a customer: their calendar's). It also holds the one list of what must
 never reach a reader (``RUNTIME_WORDS``, ``ID_PATTERN``), which the words check (tests/test_words_check.py)
 holds every page and the feed to. The API, the CLI and the record keep the runtime's words: they are for
-developers. Pure: no database, nothing of the apps but ``timers.timeutil``.
+developers. Pure: no database, nothing of the apps but ``timers.timeutil``. It lives in calendars, the lowest
+floor whose pages and feed people read, so the subject calendar, the domain and the portals all import it
+downward.
 """
 
 from __future__ import annotations
