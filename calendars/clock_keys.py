@@ -16,7 +16,6 @@ if TYPE_CHECKING:
 
 RUNG_HANDLER = "calendars.rung"
 DUE_HANDLER = "calendars.due"
-MOVING_RUNGS = ("notice", "escalate", "ack")
 
 
 def rung_key(item: ClockItem, rung: Rung, *, move: int, day: int | None = None) -> str:

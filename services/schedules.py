@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
-from datetime import datetime, time, timedelta
+from datetime import datetime, time
 from functools import partial
 from zoneinfo import ZoneInfo
 
@@ -39,8 +39,8 @@ from .declare import Period as DeclaredPeriod
 from .declare import ServiceError, check_input
 from .jobs import job_end, job_open
 from .kinds import SCHEDULE
-from .mints import first_period, mint_at, mints_held
-from .models import Job, Subscription
+from .mints import mints_held
+from .models import Job
 from .periods import EACH, Period, next_period, period_of, previous_period
 
 # -- calendar periods --------------------------------------------------------------------------------
@@ -271,16 +271,6 @@ def service_minted(*, sch: Schedule, run: ScheduleRun, job: Job | None, now: dat
     tick.save(force_insert=True)
     dead_letter(sch, tick, now, error=error or "not minted", status=None, payload={"period": run.intended_at.isoformat()})
     close_run(run, now, f"refused · {error}"[:200])
-
-
-def next_service_fire(sch: Schedule, after: datetime) -> datetime | None:
-    """A Service schedule's next mint (its 'at' may name a clock of the Service it orders)."""
-    sub = Subscription.objects.filter(pk=sch.target.get("subscription")).select_related("subject__calendar").first()
-    if sub is None:
-        return None
-    name = sch.target["schedule"]
-    p = first_period(sub=sub, name=name, since=after + timedelta(microseconds=1))
-    return mint_at(sub=sub, name=name, period=p)
 
 
 def register() -> None:
