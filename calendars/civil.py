@@ -10,19 +10,21 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from datetime import UTC, date, datetime, time, timedelta
 from functools import cached_property
+from typing import TypeAlias
 from zoneinfo import ZoneInfo
 
 import holidays as holidays_lib
 
 WEEKDAYS = ("Monday", "Tuesday", "Wednesday", "Thursday", "Friday", "Saturday", "Sunday")
 MAX_ROLL_DAYS = 366
+Day: TypeAlias = date  # Rolled's field ``date`` hides the type inside its body
 
 
 @dataclass(frozen=True)
 class Rolled:
-    civil: date  # what the due function said
-    date: date  # the first open day on or after it
-    skipped: tuple[tuple[date, str], ...] = ()  # each closed day passed over, with why
+    civil: Day  # what the due function said
+    date: Day  # the first open day on or after it
+    skipped: tuple[tuple[Day, str], ...] = ()  # each closed day passed over, with why
 
     @property
     def moved(self) -> bool:
@@ -80,7 +82,8 @@ class BusinessCalendar:
 
     def roll(self, civil: date) -> Rolled:
         """The first open day on or after ``civil``, with each closed day passed over and why."""
-        d, skipped = civil, []
+        d = civil
+        skipped: list[tuple[date, str]] = []
         for _ in range(MAX_ROLL_DAYS):
             why = self.why_closed(d)
             if why is None:

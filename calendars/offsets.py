@@ -24,7 +24,8 @@ def parse_span(text: str) -> relativedelta:
     n = int(m[1])
     if n == 0:
         raise OffsetError(f"{text!r} is zero; a span is at least 1")
-    return relativedelta(**{_UNITS[m[2]]: n})
+    # The stubs type a keyword unpacked from a dict as the first positional (a date), whatever its name.
+    return relativedelta(**{_UNITS[m[2]]: n})  # type: ignore[arg-type]
 
 
 @dataclass(frozen=True)

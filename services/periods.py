@@ -59,8 +59,8 @@ def period_named(each: str, name: str, *, ends: str = "12-31") -> Period:
         year, q = name.split("-Q")
         return period_of(each, date(int(year), (int(q) - 1) * 3 + 1, 1))
     if each == "month":
-        year, month = name.split("-")
-        return period_of(each, date(int(year), int(month), 1))
+        year, month_no = name.split("-")
+        return period_of(each, date(int(year), int(month_no), 1))
     raise ValueError(f"each is one of {', '.join(EACH)}; got {each!r}")
 
 

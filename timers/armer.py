@@ -10,7 +10,7 @@ the tick and write them at once outside it.
 from __future__ import annotations
 
 from datetime import datetime
-from typing import Protocol
+from typing import Any, Protocol
 
 from django.db.models import Q
 from django.db.models.functions import Now
@@ -43,7 +43,7 @@ class Armer(Protocol):
     # the tick what it arms needs no look in the database (Firing.new_owner). Nothing to do outside it.
     def made(self, owner: str) -> None: ...
 
-    def arm(self, key: str, *, owed_at: datetime, handler: str, data: dict, opened_at: datetime,
+    def arm(self, key: str, *, owed_at: datetime, handler: str, data: dict[str, Any], opened_at: datetime,
             version: str = "") -> None: ...
 
     # A supersede with a successor, a retime and a hold are re-arms: ``by`` is from the closed list
@@ -57,7 +57,7 @@ class Armer(Protocol):
     # Pin armed and held timers to another version under their own keys and times (a clock's repin).
     def repin(self, keys: list[str], *, version: str) -> None: ...
 
-    def record(self, type: str, *, subject: str, data: dict) -> None: ...
+    def record(self, type: str, *, subject: str, data: dict[str, Any]) -> None: ...
 
     def state(self, key: str) -> tuple[str, datetime | None] | None: ...
 
@@ -66,7 +66,7 @@ class Armer(Protocol):
     def resume(self, key: str, *, cap: datetime | None = None) -> None: ...
 
     # An outside send (a submit step's submission): it leaves through the outbox after the commit.
-    def send(self, transport: str, payload: dict, *, key: str) -> str: ...
+    def send(self, transport: str, payload: dict[str, Any], *, key: str) -> str: ...
 
 
 class FiringArmer:
@@ -85,7 +85,7 @@ class FiringArmer:
     def made(self, owner: str) -> None:
         self._firing.new_owner(owner)
 
-    def arm(self, key: str, *, owed_at: datetime, handler: str, data: dict, opened_at: datetime,
+    def arm(self, key: str, *, owed_at: datetime, handler: str, data: dict[str, Any], opened_at: datetime,
             version: str = "") -> None:
         # A timer is pinned to the bundle it was armed under: the job's or subscription's, else its parent's.
         self._firing.arm(key, owed_at=owed_at, handler=handler, data=data, opened_at=opened_at, version=version or None)
@@ -104,7 +104,7 @@ class FiringArmer:
         for key in keys:
             self._firing.repin(key, version=version)
 
-    def record(self, type: str, *, subject: str, data: dict) -> None:
+    def record(self, type: str, *, subject: str, data: dict[str, Any]) -> None:
         self._firing.record(type, subject=subject, data=data, key=self._firing.timer.key)
 
     def state(self, key: str) -> tuple[str, datetime | None] | None:
@@ -116,7 +116,7 @@ class FiringArmer:
     def resume(self, key: str, *, cap: datetime | None = None) -> None:
         self._firing.resume(key, cap=cap)
 
-    def send(self, transport: str, payload: dict, *, key: str) -> str:
+    def send(self, transport: str, payload: dict[str, Any], *, key: str) -> str:
         return self._firing.send(transport, payload)
 
 
@@ -139,7 +139,7 @@ class DirectArmer:
     def made(self, owner: str) -> None:
         pass
 
-    def arm(self, key: str, *, owed_at: datetime, handler: str, data: dict, opened_at: datetime,
+    def arm(self, key: str, *, owed_at: datetime, handler: str, data: dict[str, Any], opened_at: datetime,
             version: str = "") -> None:
         try:
             timer_arm(brand=Brand(id=self.brand_id), key=key, owed_at=owed_at, domain=self.domain, handler=handler,
@@ -174,7 +174,7 @@ class DirectArmer:
         Timer.objects.filter(domain=self.domain, key__in=list(keys), status__in=["armed", "held"]).update(
             version=version)
 
-    def record(self, type: str, *, subject: str, data: dict) -> None:
+    def record(self, type: str, *, subject: str, data: dict[str, Any]) -> None:
         Event.objects.create(domain=self.domain, brand_id=self.brand_id, type=type, subject=subject,
                              owed_at=self.now, data=data, fired_at=self.now)
 
@@ -193,7 +193,7 @@ class DirectArmer:
         if timer is not None:
             timer_resume(timer=timer, now=self.now, cap=cap)
 
-    def send(self, transport: str, payload: dict, *, key: str) -> str:
+    def send(self, transport: str, payload: dict[str, Any], *, key: str) -> str:
         # One submission per attempt, its id derived from the domain, key and attempt (as a firing's sends).
         attempt = Outbox.objects.filter(domain=self.domain, key=key).count() + 1
         submission = new_id("sub", seed=f"{self.domain}|{key}|{attempt}")

@@ -7,6 +7,7 @@ place, and is never late.
 from __future__ import annotations
 
 from datetime import datetime, timedelta
+from typing import Any
 
 from django.db import IntegrityError, transaction
 
@@ -24,7 +25,7 @@ from .wakes import CHANNEL, WAKE_HORIZON, wake_payload
 
 
 def timer_arm(*, brand: Brand, key: str, owed_at: datetime, domain: str | None = None, handler: str | None = None,
-              data: dict | None = None, opened_at: datetime | None = None, version: str = "",
+              data: dict[str, Any] | None = None, opened_at: datetime | None = None, version: str = "",
               runtime: bool = False, checked: bool = False) -> Timer:
     """Arm ``key`` on ``domain``: a test clock, or the brand's live clock (None or "live" name it). Refused on
     a test clock that is advancing or deleted (domain_writable; ``runtime``: the runtime's own write between
@@ -85,7 +86,7 @@ def timer_resume(*, timer: Timer, now: datetime, cap: datetime | None = None) ->
     return timer
 
 
-def timer_wake(*, timer: Timer) -> dict:
+def timer_wake(*, timer: Timer) -> dict[str, Any]:
     """A wake delivered outside the tick, through the gate's wake path (timers/gate.py): a fired timer
     answers replayed: true with its first commit. Refused while its test clock advances, like any write."""
     domain_writable(domain=timer.domain)

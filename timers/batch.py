@@ -24,9 +24,9 @@ from __future__ import annotations
 import contextlib
 import copy
 import re
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from contextvars import ContextVar
-from typing import Any
+from typing import Any, Protocol
 
 import psycopg
 from django.db import DatabaseError, connection, transaction
@@ -35,7 +35,22 @@ from django.db.models.base import ModelState
 
 from . import kept_writes
 from .kept_writes import Kept, unique_columns
-from .rows import insert_new
+from .rows import M, insert_new
+
+# What a cached value's rows are, by primary key, in a table its cache reads: to drop just those rows on a write.
+RowKeys = Callable[[Any, str], Iterable[Any]]
+
+
+class _Run(Protocol):
+    def holding(self, handler_names: tuple[str, ...]) -> Sequence[Any]: ...
+
+
+class Reading(Protocol):
+    """A firing as ``row`` reads ahead for it (timers.engine.Firing, whose module imports this one)."""
+
+    @property
+    def run(self) -> _Run: ...
+
 
 _current: ContextVar[Batch | None] = ContextVar("keeping_time_batch", default=None)
 
@@ -51,11 +66,10 @@ class KeptWriteFailed(DatabaseError):
     write in its firing's savepoint (``Run(keep_writes=False)``)."""
 
 
-class Cache(dict):
+class Cache(dict[Any, Any]):
     """Rows a batch read once, by whatever key its reader chose; ``loaded`` says the set query ran."""
 
-    def __init__(self, tables: tuple[str, ...], pk: Callable[[Any, str], tuple] | None = None,
-                 carry: bool = False):
+    def __init__(self, tables: tuple[str, ...], pk: RowKeys | None = None, carry: bool = False):
         super().__init__()
         self.tables = tables
         self.pk = pk  # the primary keys (in a table it reads) a value was read from, to drop just those rows
@@ -63,8 +77,8 @@ class Cache(dict):
         # Kept for the run's next batch when nobody else writes to the domain (a test clock advancing): its
         # rows are the domain's own, which only the run writes then, through the batch that keeps them current.
         self.carry = carry
-        self._by_pk: dict[tuple[str, Any], set] = {}
-        self._none: set = set()  # the keys that have no row
+        self._by_pk: dict[tuple[str, Any], set[Any]] = {}  # (table, primary key) → the keys whose value holds it
+        self._none: set[Any] = set()  # the keys that have no row
 
     def __setitem__(self, key: Any, value: Any) -> None:
         super().__setitem__(key, value)
@@ -99,7 +113,7 @@ class Cache(dict):
         for key in list(self._none):
             del self[key]
 
-    def fill(self, keys: set, load: Callable[[set], dict]) -> None:
+    def fill(self, keys: set[Any], load: Callable[[set[Any]], Mapping[Any, Any]]) -> None:
         """Read ``keys`` with one call of ``load`` ({key: row}): a key it does not return has no row, and what it
         returns beyond them (a clock's other items) is kept too."""
         found = load(keys)
@@ -126,11 +140,11 @@ def _json(v: Any) -> Any:
     return v
 
 
-_MUTABLE: dict[type, tuple[str, ...]] = {}
-_FIELD_ATTRS: dict[type, set[str]] = {}
+_MUTABLE: dict[type[Model], tuple[str, ...]] = {}
+_FIELD_ATTRS: dict[type[Model], set[str]] = {}
 
 
-def _mutable(cls: type) -> tuple[str, ...]:
+def _mutable(cls: type[Model]) -> tuple[str, ...]:
     """The attributes of a model's instances that can hold a dict or a list: its JSON fields."""
     found = _MUTABLE.get(cls)
     if found is None:
@@ -138,7 +152,7 @@ def _mutable(cls: type) -> tuple[str, ...]:
     return found
 
 
-def clone(obj: Any) -> Any:
+def clone(obj: M) -> M:
     """A model instance as a fresh instance with its related instances cloned too, sharing nothing a
     handler might change: immutable field values are shared, dicts and lists (JSON fields) copied."""
     cls = obj.__class__
@@ -164,7 +178,7 @@ def clone(obj: Any) -> Any:
     return new
 
 
-def _find(value: Any, table: str, pk: Any, depth: int = 0) -> Model | None:
+def _find(value: Model | None, table: str, pk: Any, depth: int = 0) -> Model | None:
     """The instance of ``table`` with ``pk`` in a cached value (the value or one of its related instances)."""
     if value is None or depth > 4:
         return None
@@ -194,8 +208,7 @@ class Batch:
         self.keys: dict[type[Model], list[int]] = {}  # keys taken from sequences, not used yet (new_keys)
 
     # -- caches ------------------------------------------------------------------------------------
-    def cache(self, name: str, *, tables: tuple[str, ...], pk: Callable[[Any, str], tuple] | None = None,
-              carry: bool = False) -> Cache:
+    def cache(self, name: str, *, tables: tuple[str, ...], pk: RowKeys | None = None, carry: bool = False) -> Cache:
         found = self.caches.get(name)
         if found is None:
             found = self.caches[name] = Cache(tables, pk, carry)
@@ -261,7 +274,7 @@ class Batch:
             if sid is not None:
                 transaction.savepoint_commit(sid)
 
-    def watch(self, execute, sql, params, many, context):
+    def watch(self, execute: Callable[..., Any], sql: str, params: Any, many: bool, context: dict[str, Any]) -> Any:
         """Django's execute wrapper for the batch's statements (the store's own cursors do not pass here)."""
         if self._sending:
             return execute(sql, params, many, context)
@@ -286,8 +299,9 @@ class Batch:
         model = obj.__class__
         snap = model.__new__(model)
         snap.__dict__ = {"_state": copy.copy(obj._state), model._meta.pk.attname: obj.pk}
+        # Each of ``fields`` is a concrete field, never a reverse relation (which the stubs' get_field allows).
         for name in fields:
-            attname = model._meta.get_field(name).attname
+            attname = model._meta.get_field(name).attname  # type: ignore[union-attr]
             v = getattr(obj, attname)
             snap.__dict__[attname] = copy.deepcopy(v) if isinstance(v, dict | list) else v
         self._keep(Kept(model, snap, fields, self._owner()))
@@ -302,7 +316,7 @@ class Batch:
                     cache.pop(key, None)
                     continue
                 for name in fields:
-                    attname = model._meta.get_field(name).attname
+                    attname = model._meta.get_field(name).attname  # type: ignore[union-attr]
                     setattr(hit, attname, copy.deepcopy(snap.__dict__[attname]))
 
     def keep_create(self, obj: Model, *, skip_taken: bool = False, kept_by: tuple[str, ...] = ()) -> None:
@@ -417,8 +431,8 @@ def current() -> Batch | None:
     return _current.get()
 
 
-def taken(name: str, *, tables: tuple[str, ...], owner: Any, ahead: Callable[[], set],
-          load: Callable[[set], set]) -> set | None:
+def taken(name: str, *, tables: tuple[str, ...], owner: Any, ahead: Callable[[], set[Any]],
+          load: Callable[[set[Any]], set[Any]]) -> set[Any] | None:
     """The keys already taken (a period minted, a Run started) for ``owner`` and the owners ``ahead`` names,
     read once a batch and re-read for an owner outside them; the caller adds what it keeps, and a unique
     constraint backs the set (a kept row it missed fails its batch, which runs again carefully). None outside
@@ -428,7 +442,8 @@ def taken(name: str, *, tables: tuple[str, ...], owner: Any, ahead: Callable[[],
         return None
     cache = b.cache(name, tables=tables)
     if "taken" in cache and owner in cache["owners"]:
-        return cache["taken"]
+        kept: set[Any] = cache["taken"]
+        return kept
     owners = {owner} | ahead()
     with b.quiet():
         found = load(owners)
@@ -483,8 +498,8 @@ def create(obj: Model, *, skip_taken: bool = False, kept_by: tuple[str, ...] = (
     b.keep_create(obj, skip_taken=skip_taken, kept_by=kept_by)
 
 
-def row(f: Any, key: Any, *, name: str, load: Callable[[set], dict], ahead: tuple[str, ...],
-        key_of: Callable[[Any], Any], tables: tuple[str, ...], pk: Callable[[Any, str], tuple],
+def row(f: Reading, key: Any, *, name: str, load: Callable[[set[Any]], Mapping[Any, Any]], ahead: tuple[str, ...],
+        key_of: Callable[[Any], Any], tables: tuple[str, ...], pk: RowKeys,
         read_ahead: bool = True, carry: bool = False) -> Any:
     """The row ``load`` finds for ``key``, read for a firing ``f``. In a batch, the first ask reads the rows of
     every timer the batch holds whose handler is in ``ahead`` (``key_of`` a timer) in one query, and a row a
@@ -549,5 +564,5 @@ def on_carry_check(check: Callable[[str], Any]) -> None:
         _carry_checks.append(check)
 
 
-def carry_token(domain: str) -> tuple:
+def carry_token(domain: str) -> tuple[Any, ...]:
     return tuple(check(domain) for check in _carry_checks)

@@ -180,7 +180,7 @@ class Firing:
         self.instant = instant
         self.now = run.now
         self.pass_no = pass_no
-        self.events: list[tuple[str, str, dict, str | None]] = []
+        self.events: list[tuple[str, str, dict[str, Any], str | None]] = []
         self.ops: list[tuple] = []
         self.what = ""
         self._key: Key | None = None
@@ -201,11 +201,11 @@ class Firing:
         may read ahead for, with one set query, before the firings that will ask."""
         return self.run.holding(handler_names)
 
-    def record(self, type: str, *, subject: str | None = None, data: dict | None = None,
+    def record(self, type: str, *, subject: str | None = None, data: dict[str, Any] | None = None,
                key: str | None = None) -> None:
         self.events.append((type, subject or self.timer.owner, data or {}, key))
 
-    def arm(self, key: str, *, owed_at: datetime, handler: str | None = None, data: dict | None = None,
+    def arm(self, key: str, *, owed_at: datetime, handler: str | None = None, data: dict[str, Any] | None = None,
             opened_at: datetime | None = None, version: str | None = None, what: str | None = None) -> str:
         k = parse(key)
         timer_id = new_id("tmr", seed=f"{domain_seed(self.run.domain)}|{key}")
@@ -298,13 +298,13 @@ class Firing:
         arming the next, would ask once a fire. Forgotten when the batch is written."""
         self.run._absent.update(keys)
 
-    def touched(self) -> list[tuple[str, str, dict]]:
+    def touched(self) -> list[tuple[str, str, dict[str, Any]]]:
         """(key, owner, data) of the timers the run holds in memory since its last flush (armed in this batch,
         or changed): a query of the timers table does not see them yet, so domain code listing an owner's
         timers adds these."""
         return [(key, item.owner, item.data or {}) for key, item in self.run._by_key.items()]
 
-    def send(self, transport: str, payload: dict) -> str:
+    def send(self, transport: str, payload: dict[str, Any]) -> str:
         """Queue an outside send; it leaves through the outbox after the commit. Each send of a firing is
         its own submission: (attempt, seq), seq counting the firing's sends from 0."""
         attempt = (self.timer.attempt or 0) + 1
@@ -359,7 +359,7 @@ class Run:
         # runtime itself makes between batches (a send's receipt): a changed token drops what was kept.
         self.carry = carry if not redeliver else None
         self._carry_token: object = None
-        self._carried: dict | None = None  # the handlers' caches kept from the last batch (timers/batch.py)
+        self._carried: dict[str, Any] | None = None  # the handlers' caches kept from the last batch (timers/batch.py)
         self._carry_ok = False  # this batch goes on from what the last one kept
         self._ran = False  # a batch of this run has been written (the next one goes on from it)
         self._batch_fired: list[str] = []  # ids fired in the batch being written, for redelivery

@@ -1,5 +1,9 @@
 """Errors with a code: the API renders them as {"error": {code, message}}, the CLI as one line."""
 
+from __future__ import annotations
+
+from typing import Any
+
 
 class KeepingTimeError(Exception):
     code = "invalid_request"
@@ -52,7 +56,7 @@ class NotFound(KeepingTimeError):
 class Refused(Exception):
     """Raised by a handler's proposal when the gate must refuse it (date_passed, needs_grant, …)."""
 
-    def __init__(self, code: str, message: str = "", data: dict | None = None):
+    def __init__(self, code: str, message: str = "", data: dict[str, Any] | None = None):
         super().__init__(code)
         self.code = code
         self.message = message

@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from dateutil.relativedelta import relativedelta
 
@@ -87,7 +87,7 @@ def repeat(f: Firing) -> None:
               what=f"{key.name} · {n + 1} of {count}, the next")
 
 
-def repeat_at(data: dict, n: int, owed_at: datetime) -> datetime:
+def repeat_at(data: dict[str, Any], n: int, owed_at: datetime) -> datetime:
     """When occurrence ``n + 1`` of a repeat is owed (``owed_at`` is occurrence ``n``'s): counted from the
     occurrence ``from_n`` owed at ``from`` (this one, when the data names none), so a step that landed on the
     next minute of a DST gap does not carry into the next."""

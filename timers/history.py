@@ -29,6 +29,7 @@ import logging
 from datetime import date
 
 from django.db import connection, transaction
+from django.db.backends.base.base import BaseDatabaseWrapper
 
 log = logging.getLogger(__name__)
 
@@ -46,7 +47,7 @@ def _next_month(month: date) -> date:
     return date(month.year + (month.month == 12), month.month % 12 + 1, 1)
 
 
-def partitioned(conn=None) -> bool:
+def partitioned(conn: BaseDatabaseWrapper | None = None) -> bool:
     """True where timers_timer is split (PostgreSQL after migration 0022)."""
     conn = conn or connection
     if conn.vendor != "postgresql":
@@ -57,7 +58,7 @@ def partitioned(conn=None) -> bool:
         return cur.fetchone() is not None
 
 
-def ensure_partitions(conn=None, *, ahead: int = AHEAD) -> list[str]:
+def ensure_partitions(conn: BaseDatabaseWrapper | None = None, *, ahead: int = AHEAD) -> list[str]:
     """Make this month's history partition and the next ``ahead``, each in its own short transaction (a
     partition's creation locks the history table for a moment). Returns the tables made. Safe to call from
     any number of workers at once: a table that exists, or a month already in the default partition, is

@@ -53,12 +53,12 @@ def unique_columns(model: type[Model]) -> frozenset[str]:
 
 
 def _q_fields(q: Q) -> set[str]:
-    out = set()
+    out: set[str] = set()
     for child in q.children:
         if isinstance(child, Q):
             out |= _q_fields(child)
-        else:
-            out.add(child[0].split("__", 1)[0])
+        else:  # a (lookup, value) pair: the stubs type a Q's children as any tree node
+            out.add(child[0].split("__", 1)[0])  # type: ignore[index]
     return out
 
 
@@ -84,16 +84,18 @@ def update(model: type[Model], updates: list[Kept]) -> None:
     """One UPDATE per set of fields: each row's latest value of each field it was saved with."""
     meta = model._meta
     rows: dict[Any, dict[str, Any]] = {}
+    # Only updates come here (their fields set), each field a concrete one (never a reverse relation's, which
+    # the stubs' get_field also allows).
     for k in updates:
         row = rows.setdefault(k.obj.pk, {})
-        for name in k.fields:
-            attname = meta.get_field(name).attname
+        for name in k.fields:  # type: ignore[union-attr]
+            attname = meta.get_field(name).attname  # type: ignore[union-attr]
             row[name] = k.obj.__dict__[attname]
-    shapes: dict[tuple[str, ...], list[tuple[Any, dict]]] = {}
+    shapes: dict[tuple[str, ...], list[tuple[Any, dict[str, Any]]]] = {}
     for pk, values in rows.items():
         shapes.setdefault(tuple(sorted(values)), []).append((pk, values))
     for names, group in shapes.items():
-        fields = [meta.get_field(n) for n in names]
+        fields = [_rows.concrete_field(meta, n) for n in names]
         if connection.vendor == "postgresql":
             _update_values(model, fields, group)
         else:
@@ -106,18 +108,18 @@ def update(model: type[Model], updates: list[Kept]) -> None:
             model._base_manager.bulk_update(objs, [f.name for f in fields])
 
 
-def _update_values(model: type[Model], fields: list, group: list[tuple[Any, dict]]) -> None:
+def _update_values(model: type[Model], fields: list[_rows.AnyField], group: list[tuple[Any, dict[str, Any]]]) -> None:
     # UPDATE … FROM (VALUES …): one statement for any number of rows, every value cast to its column's type.
     meta = model._meta
     qn = connection.ops.quote_name
     cols = [meta.pk, *fields]
-    one = "(" + ", ".join(f"%s::{c.db_type(connection)}" for c in cols) + ")"
+    one = "(" + ", ".join(f"%s::{_rows.db_type(c)}" for c in cols) + ")"
     params: list[Any] = []
     for pk, values in group:
         params.append(meta.pk.get_db_prep_save(pk, connection))
         params.extend(f.get_db_prep_save(values[f.name], connection) for f in fields)
-    names = ", ".join(qn(c.column) for c in cols)
-    sets = ", ".join(f"{qn(f.column)} = v.{qn(f.column)}" for f in fields)
+    names = _rows.columns(cols)
+    sets = ", ".join(f"{_rows.column(f)} = v.{_rows.column(f)}" for f in fields)
     with connection.cursor() as cur, _rows.probed_by_key(cur, len(group)):
         cur.execute(f"UPDATE {qn(meta.db_table)} AS t SET {sets} FROM (VALUES {', '.join([one] * len(group))}) "
-                    f"AS v({names}) WHERE t.{qn(meta.pk.column)} = v.{qn(meta.pk.column)}", params)
+                    f"AS v({names}) WHERE t.{_rows.column(meta.pk)} = v.{_rows.column(meta.pk)}", params)

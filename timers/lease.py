@@ -31,6 +31,7 @@ import uuid
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from datetime import datetime, timedelta
+from typing import Any
 
 from django.conf import settings
 from django.db import OperationalError, transaction
@@ -51,9 +52,11 @@ def holder() -> str:
     return me
 
 
-def _held() -> dict[str, list]:
+def _held() -> dict[str, list[Any]]:
+    # By domain, [the Held, how many takes deep]: a list, so a re-entrant take counts in place.
     holder()
-    return _local.held
+    held: dict[str, list[Any]] = _local.held
+    return held
 
 
 def ttl() -> timedelta:

@@ -108,7 +108,7 @@ class DeliverStats:
 class Claimed:
     id: str
     transport: str
-    payload: dict
+    payload: dict[str, Any]
     in_doubt: bool  # someone claimed it before: ask the outside system first
     domain: str = ""  # its clock domain: every later write names it, so each stays on the domain's rows
 
@@ -154,7 +154,7 @@ def _claim(domain: str, me: str, limit: int) -> list[Claimed]:
 
 
 def _fail(sid: str, domain: str, error: str, *, permanent: bool, max_tries: int = MAX_TRIES,
-          retry_after: Callable[[dict, int, datetime], timedelta | None] | None = None) -> bool:
+          retry_after: Callable[[dict[str, Any], int, datetime], timedelta | None] | None = None) -> bool:
     """A send that raised: in doubt (asked first next time, after a backoff), or failed for good. A transport
     with ``retry_after(payload, tries, created_at)`` decides the backoff itself (None: failed for good)."""
     row = Outbox.objects.filter(domain=domain, pk=sid).values("tries", "payload", "created_at").first()
@@ -190,7 +190,7 @@ def _send_claimed(rows: list[Claimed], me: str, stats: DeliverStats, stop: threa
         _notify(settled)
 
 
-def _attempt(t: Transport | None, row: Claimed) -> tuple[dict | None, bool, Exception | None]:
+def _attempt(t: Transport | None, row: Claimed) -> tuple[dict[str, Any] | None, bool, Exception | None]:
     """One row's outside call: (receipt, confirmed without sending, or what it raised). The transport's ask and
     send only, nothing written here: a transport that allows it (``concurrent_sends``) runs this in a sender
     thread, and every write stays with the claim's own database connection."""
@@ -236,7 +236,7 @@ def _send_claimed_rows(rows: list[Claimed], me: str, stats: DeliverStats, stop: 
     The rows leave in order; a transport with ``concurrent_sends`` has up to that many (at most send_threads()) in
     flight at once, each started only after the checks above, and each outcome (a receipt, a failed try, a
     failure for good) is written here as it comes back, by this thread."""
-    receipts: list[tuple[str, dict]] = []
+    receipts: list[tuple[str, dict[str, Any]]] = []
     domains = sorted({r.domain for r in rows})
     # An ordered domain's claim (one domain) goes one row after another: each receipt written at once, and
     # nothing sent past a row that failed.
@@ -258,7 +258,7 @@ def _send_claimed_rows(rows: list[Claimed], me: str, stats: DeliverStats, stop: 
     flying = 0
     back: queue.SimpleQueue = queue.SimpleQueue()
 
-    def outcome(row: Claimed, t: Transport | None, result: tuple[dict | None, bool, Exception | None]) -> bool:
+    def outcome(row: Claimed, t: Transport | None, result: tuple[dict[str, Any] | None, bool, Exception | None]) -> bool:
         """Write what one send came to; False when an ordered domain must stop behind it."""
         nonlocal receipts
         receipt, confirmed, exc = result

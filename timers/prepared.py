@@ -13,12 +13,15 @@ they sit here, below the tick's store, the lease and the schedules, which all se
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import weakref
+from typing import Any, Self
 
 import psycopg
 from django.conf import settings
 from django.db import DEFAULT_DB_ALIAS, connection, connections
+from django.db.backends.base.base import BaseDatabaseWrapper
 from django.db.backends.utils import CursorDebugWrapper, CursorWrapper
 
 # Never reached: with it set, psycopg prepares what a cursor asks it to (Django leaves prepare_threshold
@@ -26,15 +29,15 @@ from django.db.backends.utils import CursorDebugWrapper, CursorWrapper
 _ONLY_WHEN_ASKED = 2**31 - 1
 
 
-class _PreparingCursor(psycopg.Cursor):
-    def execute(self, query, params=None, **kwargs):
+class _PreparingCursor(psycopg.Cursor[tuple[Any, ...]]):
+    def execute(self, query: Any, params: Any = None, **kwargs: Any) -> Self:
         return super().execute(query, params, prepare=True, **kwargs)
 
 
 _KEPT: weakref.WeakKeyDictionary[psycopg.Connection, _PreparingCursor] = weakref.WeakKeyDictionary()
 
 
-def cursor() -> CursorWrapper:
+def cursor() -> contextlib.AbstractContextManager[CursorWrapper]:
     """A cursor for statements of fixed text with ``%s`` parameters: prepared on PostgreSQL, Django's
     elsewhere. Use it as a context manager, as Django's."""
     if connection.vendor != "postgresql" or not settings.KEEPING_TIME.get("API_PREPARE", True):
@@ -53,7 +56,7 @@ class _Logged(CursorDebugWrapper):
     """Logs the statement's text as sent (``%s`` for its parameters): Django reads a server-bound cursor's
     last query back as None."""
 
-    def execute(self, sql, params=None):
+    def execute(self, sql: Any, params: Any = None) -> Any:
         with self.debug_sql(sql, params):
             return CursorWrapper.execute(self, sql, params)
 
@@ -61,31 +64,33 @@ class _Logged(CursorDebugWrapper):
 class _Kept:
     """The kept cursor, wrapped for one use: leaving the block does not close it (Django's wrapper would)."""
 
-    def __init__(self, raw: _PreparingCursor, db, wrapper: type[CursorWrapper]) -> None:
+    def __init__(self, raw: _PreparingCursor, db: BaseDatabaseWrapper, wrapper: type[CursorWrapper]) -> None:
         self.wrapped = wrapper(raw, db)
 
     def __enter__(self) -> CursorWrapper:
         return self.wrapped
 
-    def __exit__(self, *exc) -> None:
+    def __exit__(self, *exc: object) -> None:
         return None
 
+
+TickCursor = psycopg.Cursor[tuple[Any, ...]]  # rows as tuples: Django leaves psycopg's row factory as it is
 
 # Each connection's two cursors of the tick's one-by-one regime: a cursor made per statement built its adapters
 # (and looked up its dumpers) anew each time, a fixed cost a batch of one paid four times. Two, because a
 # statement's results are read after the pipeline that sent it, where the other cursor sent more.
-_TICK_KEPT: weakref.WeakKeyDictionary[psycopg.Connection, tuple[psycopg.Cursor, psycopg.Cursor]] = (
+_TICK_KEPT: weakref.WeakKeyDictionary[psycopg.Connection, tuple[TickCursor, TickCursor]] = (
     weakref.WeakKeyDictionary())
 
 
-def new_cursor() -> psycopg.Cursor:
+def new_cursor() -> TickCursor:
     """A cursor of psycopg's own (binary parameters, server-side binding) on this thread's connection, in
     Django's transaction."""
     connection.ensure_connection()
     return psycopg.Cursor(connection.connection)
 
 
-def kept_cursors() -> tuple[psycopg.Cursor, psycopg.Cursor, bool]:
+def kept_cursors() -> tuple[TickCursor, TickCursor, bool]:
     """This thread's connection's kept cursors (binary parameters: pass ``binary=True``), and whether the small
     batch's statements are prepared (KT_TICK_PREPARE=0 for a pooler in transaction mode). Preparing needs a
     threshold on the connection (Django leaves it None, which turns preparing off), one never reached, so

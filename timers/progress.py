@@ -17,6 +17,7 @@ import contextlib
 from collections.abc import Callable, Iterator
 from datetime import datetime
 from io import StringIO
+from typing import Any
 
 from django.core.management.base import BaseCommand, OutputWrapper
 from rich.console import Console
@@ -46,17 +47,18 @@ class Bar:
 
     def __init__(self, progress: Progress | None = None, description: str = "", total: float | None = None):
         self._progress = progress
+        # None exactly when the progress is: each is asked after only with the other.
         self._task = progress.add_task(description, total=total, at="") if progress is not None else None
 
     def step(self, description: str) -> None:
         """Say what the command is doing now (loadexample's steps)."""
-        if self._progress is not None:
+        if self._progress is not None and self._task is not None:
             self._progress.update(self._task, description=description)
 
     def update(self, *, completed: float, at: str = "", description: str | None = None,
                total: float | None = None) -> None:
-        if self._progress is not None:
-            fields: dict = {} if description is None else {"description": description}
+        if self._progress is not None and self._task is not None:
+            fields: dict[str, Any] = {} if description is None else {"description": description}
             if total is not None:
                 fields["total"] = total
             # Drawn now, not at the next refresh: a batch lands far less often than the bar redraws, and the
@@ -77,7 +79,8 @@ def terminal_bar(command: BaseCommand, description: str, *, total: float | None 
     real = command.stdout
     held = StringIO()
     # soft_wrap: rich never folds a line itself; the terminal does, as it would without a bar.
-    console = Console(file=real._out, force_terminal=True, soft_wrap=True)
+    # The stubs leave out OutputWrapper._out (the stream it wraps), typing it as its __getattr__'s answer.
+    console = Console(file=real._out, force_terminal=True, soft_wrap=True)  # type: ignore[arg-type]
     columns = [SpinnerColumn(), TextColumn("{task.description}")]
     if total is not None:
         columns += [BarColumn(), TaskProgressColumn()]

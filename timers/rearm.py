@@ -24,7 +24,7 @@ class Rearm(StrEnum):
     SUBSCRIPTION_UPDATE = "subscription.update"  # the next mint re-armed with the new input
 
 
-def rearm_cause(by: object) -> Rearm:
+def rearm_cause(by: str) -> Rearm:
     """``by`` as a member of the list, or ValueError: a caller naming a cause off the list is a bug."""
     try:
         return Rearm(by)

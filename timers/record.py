@@ -7,14 +7,39 @@ from __future__ import annotations
 
 import hashlib
 import json
-from typing import Any
+from typing import Any, TypedDict
 
 from .ids import is_live
 from .models import Commit, Event
 from .timeutil import duration_text, iso_z
 
 
-def commit_json(commit: Commit | None, *, events: list[str] | None = None) -> dict | None:
+class CommitJSON(TypedDict):
+    """A timer's commit as the API shows it: the gate's outcome and the events it landed, in order."""
+
+    id: str
+    outcome: str
+    code: str | None
+    at: str | None
+    events: list[str]
+
+
+class EventJSON(TypedDict):
+    """One event of the record as ``GET /events/<id>`` answers it and a webhook delivery POSTs it."""
+
+    id: str
+    object: str
+    type: str
+    subject: str
+    owed_at: str | None
+    fired_at: str | None
+    late_by: str | None
+    key: str | None
+    data: dict[str, Any]
+    test_clock: str | None
+
+
+def commit_json(commit: Commit | None, *, events: list[str] | None = None) -> CommitJSON | None:
     if commit is None:
         return None
     if events is None:
@@ -25,7 +50,7 @@ def commit_json(commit: Commit | None, *, events: list[str] | None = None) -> di
             "events": events}
 
 
-def event_json(e: Event) -> dict:
+def event_json(e: Event) -> EventJSON:
     return {
         "id": e.id,
         "object": "event",

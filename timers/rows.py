@@ -4,16 +4,47 @@ from __future__ import annotations
 
 import contextlib
 import json
-from collections.abc import Iterator
-from typing import Any
+from collections.abc import Iterable, Iterator, Sequence
+from typing import Any, TypeAlias, TypeVar
 
 import psycopg
 from django.db import connection
-from django.db.models import JSONField, Model, QuerySet
+from django.db.backends.utils import CursorWrapper
+from django.db.models import Field, JSONField, Model, QuerySet
 from django.db.models.base import ModelState
+from django.db.models.options import Options
+
+M = TypeVar("M", bound=Model)
+AnyField: TypeAlias = "Field[Any, Any]"  # the stubs' Field is generic (in what it is set to and reads back)
+# (attname, field or None) per concrete field, None where the attribute goes as it is (_plan).
+Plan: TypeAlias = "list[tuple[str, AnyField | None]]"
 
 
-def _insert_sql(rows: list[Model], *, tail: str, with_pk: bool = True) -> tuple[str, list]:
+# A concrete field has a column and a column type: the stubs allow None for both, as a relation's reverse has.
+def column_name(f: AnyField) -> str:
+    return f.column  # type: ignore[return-value]
+
+
+def db_type(f: AnyField) -> str:
+    return f.db_type(connection)  # type: ignore[return-value]
+
+
+def concrete_field(meta: Options[Any], name: str) -> AnyField:
+    """The concrete field ``name`` names (the stubs' get_field also answers a reverse relation)."""
+    return meta.get_field(name)  # type: ignore[return-value]
+
+
+def column(f: AnyField) -> str:
+    """A concrete field's column, quoted."""
+    return connection.ops.quote_name(column_name(f))
+
+
+def columns(fields: Iterable[AnyField]) -> str:
+    """The fields' columns, quoted, comma-separated: an INSERT's column list."""
+    return ", ".join(column(f) for f in fields)
+
+
+def _insert_sql(rows: Sequence[Model], *, tail: str, with_pk: bool = True) -> tuple[str, list[Any]]:
     meta = rows[0]._meta
     fields = [f for f in meta.concrete_fields
               if (with_pk or f is not meta.pk)
@@ -21,15 +52,15 @@ def _insert_sql(rows: list[Model], *, tail: str, with_pk: bool = True) -> tuple[
     qn = connection.ops.quote_name
     one = "(" + ", ".join(["%s"] * len(fields)) + ")"
     params = [f.get_db_prep_save(f.pre_save(row, add=True), connection) for row in rows for f in fields]
-    return (f"INSERT INTO {qn(meta.db_table)} ({', '.join(qn(f.column) for f in fields)}) "
-            f"VALUES {', '.join([one] * len(rows))} {tail} RETURNING {qn(meta.pk.column)}", params)
+    return (f"INSERT INTO {qn(meta.db_table)} ({columns(fields)}) "
+            f"VALUES {', '.join([one] * len(rows))} {tail} RETURNING {column(meta.pk)}", params)
 
 
 PROBED_FROM = 100  # rows: fewer, and a hash join would scan only a table smaller than their probes
 
 
 @contextlib.contextmanager
-def probed_by_key(cur, rows: int) -> Iterator[None]:
+def probed_by_key(cur: CursorWrapper, rows: int) -> Iterator[None]:
     """Plan the statement inside, an update of ``rows`` rows by primary key, as one probe of the key per row:
     hash and merge joins off, for this transaction, until the block ends (as they were before, then).
     Otherwise an ``UPDATE … FROM unnest(ids)`` of a few thousand rows is planned as a hash join over every
@@ -107,10 +138,10 @@ def insert_new(rows: list[Model]) -> list[Model]:
 _AS_IS = frozenset({"AutoField", "BigAutoField", "BigIntegerField", "BooleanField", "CharField", "DateField",
                     "DateTimeField", "DurationField", "ForeignKey", "IntegerField", "PositiveIntegerField",
                     "PositiveSmallIntegerField", "SmallIntegerField", "TextField"})
-_PLANS: dict[type[Model], list[tuple]] = {}
+_PLANS: dict[type[Model], Plan] = {}
 
 
-def _plan(model: type[Model]) -> list[tuple]:
+def _plan(model: type[Model]) -> Plan:
     """(attname, field or None) per concrete field: None where the attribute goes as it is."""
     found = _PLANS.get(model)
     if found is None:
@@ -121,12 +152,12 @@ def _plan(model: type[Model]) -> list[tuple]:
     return found
 
 
-def _value(row: Model, attname: str, field) -> object:
+def _value(row: Model, attname: str, field: AnyField | None) -> Any:
     return getattr(row, attname) if field is None else field.get_db_prep_save(field.pre_save(row, add=True),
                                                                                 connection)
 
 
-def insert_one_sql(model: type[Model], *, omit: frozenset[str] = frozenset()) -> tuple[str, list[tuple]]:
+def insert_one_sql(model: type[Model], *, omit: frozenset[str] = frozenset()) -> tuple[str, Plan]:
     """The INSERT of one row of ``model``, every concrete field but those in ``omit`` (attnames: their column's
     default applies), with ``%s`` placeholders; and the plan ``values_of`` takes. Fixed text per model: one
     statement to prepare (timers/prepared.py)."""
@@ -134,13 +165,13 @@ def insert_one_sql(model: type[Model], *, omit: frozenset[str] = frozenset()) ->
     fields = [f for f in model._meta.concrete_fields if f.attname not in omit]
     # psycopg takes most values as they are; elsewhere each goes through its field (SQLite keeps datetimes as
     # naive UTC text, which string comparison orders).
-    plan = ([p for p in _plan(model) if p[0] not in omit] if connection.vendor == "postgresql"
-            else [(f.attname, f) for f in fields])
-    return (f"INSERT INTO {qn(model._meta.db_table)} ({', '.join(qn(f.column) for f in fields)}) "
+    plan: Plan = ([p for p in _plan(model) if p[0] not in omit] if connection.vendor == "postgresql"
+                  else [(f.attname, f) for f in fields])
+    return (f"INSERT INTO {qn(model._meta.db_table)} ({columns(fields)}) "
             f"VALUES ({', '.join(['%s'] * len(fields))})"), plan
 
 
-def values_of(row: Model, plan: list[tuple]) -> list:
+def values_of(row: Model, plan: Plan) -> list[Any]:
     """``row``'s values for its INSERT, in the order of ``plan`` (``insert_one_sql``'s)."""
     return [_value(row, attname, field) for attname, field in plan]
 
@@ -148,11 +179,11 @@ def values_of(row: Model, plan: list[tuple]) -> list:
 def _copy_rows(rows: list[Model]) -> None:
     meta = rows[0]._meta
     fields = meta.concrete_fields
-    types = [f.db_type(connection).split("(")[0] for f in fields]  # the registry's names, no modifiers
+    types = [db_type(f).split("(")[0] for f in fields]  # the registry's names, no modifiers
     plan = _plan(rows[0].__class__)
     connection.ensure_connection()
     with psycopg.Cursor(connection.connection) as cur:
-        copy_in(cur, meta.db_table, [f.column for f in fields], types,
+        copy_in(cur, meta.db_table, [column_name(f) for f in fields], types,
                 ([_value(row, a, f) for a, f in plan] for row in rows))
 
 
@@ -160,7 +191,9 @@ def _insert_unnest(rows: list[Model], tail: str) -> None:
     meta = rows[0]._meta
     fields = meta.concrete_fields
     qn = connection.ops.quote_name
-    arrays, casts, picks = [], [], []
+    arrays: list[list[Any]] = []
+    casts: list[str] = []
+    picks: list[str] = []
     for n, (f, (attname, prep)) in enumerate(zip(fields, _plan(rows[0].__class__), strict=True)):
         if isinstance(f, JSONField):  # as text, cast in the SELECT: jsonb arrays of adapted values are not
             values = [f.pre_save(row, add=True) for row in rows]
@@ -171,7 +204,7 @@ def _insert_unnest(rows: list[Model], tail: str) -> None:
             arrays.append([_value(row, attname, prep) for row in rows])
             casts.append(f"%b::{f.db_type(connection)}[]")
             picks.append(f"v{n}")
-    sql = (f"INSERT INTO {qn(meta.db_table)} ({', '.join(qn(f.column) for f in fields)}) "
+    sql = (f"INSERT INTO {qn(meta.db_table)} ({columns(fields)}) "
            f"SELECT {', '.join(picks)} FROM unnest({', '.join(casts)}) "
            f"AS v({', '.join(f'v{n}' for n in range(len(fields)))}) {tail}")
     connection.ensure_connection()
@@ -179,7 +212,8 @@ def _insert_unnest(rows: list[Model], tail: str) -> None:
         cur.execute(sql, arrays, binary=True)
 
 
-def copy_in(cur, table: str, columns: list[str], types: list[str], rows) -> None:
+def copy_in(cur: psycopg.Cursor[Any], table: str, columns: Sequence[str], types: Sequence[str],
+            rows: Iterable[Sequence[Any]]) -> None:
     """Rows into ``table`` with one binary COPY on a psycopg cursor: the rows are formatted by psycopg's C
     code, where the binary arrays of INSERT … SELECT FROM unnest were built element by element in Python
     (a sixteenth of a domain fire). For rows no unique constraint can refuse but by a bug: COPY has no ON
@@ -191,7 +225,7 @@ def copy_in(cur, table: str, columns: list[str], types: list[str], rows) -> None
             copy.write_row(row)
 
 
-def read(qs: QuerySet, *, related: tuple[str, ...] = ()) -> list[Model]:
+def read(qs: QuerySet[M], *, related: tuple[str, ...] = ()) -> list[M]:
     """``list(qs.select_related(*related))`` for a batch's caches, built from plain rows: what Django's
     Model.__init__ costs per instance (a setattr per field, the init signals) was a tenth of a domain fire.
     ``related`` names foreign keys of ``qs.model`` (one level), read in the same query; a null one is None.
@@ -203,6 +237,7 @@ def read(qs: QuerySet, *, related: tuple[str, ...] = ()) -> list[Model]:
     names = list(own)
     for name in related:
         rel = model._meta.get_field(name).related_model
+        assert isinstance(rel, type)  # a foreign key's model (None or "self" only on a field not yet set up)
         attnames = [f.attname for f in rel._meta.concrete_fields]
         parts.append((name, rel, attnames, rel._meta.pk.attname))
         names.extend(f"{name}__{a}" for a in attnames)
@@ -221,10 +256,11 @@ def read(qs: QuerySet, *, related: tuple[str, ...] = ()) -> list[Model]:
     return out
 
 
-_NEW: dict[type[Model], tuple[list[tuple], frozenset[str]]] = {}
+# (name, attname, is a relation, field) per concrete field, and every name and attname it may be given.
+_NEW: dict[type[Model], tuple[list[tuple[str, str, bool, AnyField]], frozenset[str]]] = {}
 
 
-def new(model: type[Model], **values: Any) -> Model:
+def new(model: type[M], **values: Any) -> M:
     """``model(**values)`` for a row about to be inserted (a schedule fire's Run and tick), built as ``read``
     builds rows: Model.__init__ (a setattr per field, a foreign key's checks on assignment) was a fifth of an
     HTTP schedule's fire in Python, for two rows a fire. Every concrete field not given takes its default; a
@@ -239,7 +275,7 @@ def new(model: type[Model], **values: Any) -> Model:
         raise TypeError(f"{model.__name__} has no field {sorted(set(values) - known)[0]!r}")
     obj = model.__new__(model)
     state = ModelState()
-    row = {"_state": state}
+    row: dict[str, Any] = {"_state": state}
     for name, attname, relation, field in fields:
         if relation and name in values:
             other = values[name]
@@ -253,7 +289,7 @@ def new(model: type[Model], **values: Any) -> Model:
     return obj
 
 
-def _built(model: type[Model], attnames: list[str], values: tuple, db: str) -> Model:
+def _built(model: type[M], attnames: list[str], values: Sequence[Any], db: str) -> M:
     obj = model.__new__(model)
     obj.__dict__.update(zip(attnames, values, strict=True))
     state = obj._state = ModelState()

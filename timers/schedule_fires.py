@@ -176,7 +176,7 @@ def _locked(f: Firing) -> Schedule | None:
                        pk=lambda v, _: (v.pk,))
 
 
-def _load_schedules(domain: str, ids: set) -> dict:
+def _load_schedules(domain: str, ids: set) -> dict[str, Any]:
     return {s.id: s for s in Schedule.objects.select_for_update().filter(domain=domain, id__in=ids)}
 
 

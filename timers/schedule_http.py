@@ -48,7 +48,7 @@ class HttpTargetTransport:
     def __init__(self) -> None:
         self._secrets: dict[str, str] = {}  # a schedule's secret never changes
 
-    def prepare(self, rows: list[tuple[str, dict]]) -> None:
+    def prepare(self, rows: list[tuple[str, dict[str, Any]]]) -> None:
         """The secrets of a claim's schedules not known yet, in one query (the outbox calls this per claim):
         a brand with 10,000 schedules paid a query a send on their first round."""
         wanted = {p["schedule"] for _, p in rows if isinstance(p, dict) and "schedule" in p} - self._secrets.keys()
@@ -68,7 +68,7 @@ class HttpTargetTransport:
                                           .first() or "")
         return self._secrets[schedule_id]
 
-    def send(self, submission_id: str, payload: dict) -> dict:
+    def send(self, submission_id: str, payload: dict[str, Any]) -> dict[str, Any]:
         secret = self._secret(payload["schedule"])
         body = json.dumps({"id": submission_id, "object": "schedule.fire", "schedule": payload["schedule"],
                            "run": payload["run"], "scheduled_at": payload["scheduled_at"],
@@ -88,10 +88,10 @@ class HttpTargetTransport:
             raise transports.PermanentFailure(message)
         raise RuntimeError(message)
 
-    def lookup(self, submission_id: str) -> dict | None:
+    def lookup(self, submission_id: str) -> dict[str, Any] | None:
         return None  # an endpoint cannot be asked: send again, under the same Idempotency-Key
 
-    def max_tries(self, payload: dict) -> int:
+    def max_tries(self, payload: dict[str, Any]) -> int:
         return 1 + int(payload.get("retries", 3))
 
 

@@ -24,7 +24,7 @@ def settle_tick(tick: ScheduleTick, state: str, now: datetime) -> None:
 
 
 def dead_letter(sch: Schedule, tick: ScheduleTick, now: datetime, *, error: str, status: int | None,
-                payload: dict | None) -> None:
+                payload: dict[str, Any] | None) -> None:
     """A tick that will not succeed: settled dead-lettered, with its DeadLetter row (once)."""
     settle_tick(tick, ScheduleTick.State.DEAD_LETTERED, now)
     DeadLetter.objects.get_or_create(tick=tick, defaults={
@@ -41,7 +41,7 @@ def close_run(run: ScheduleRun, now: datetime, outcome: str) -> None:
 
 def direct_arm(sch: Schedule, *, runtime: bool = False) -> Callable[..., None]:
     # runtime: a settle's release, which lands between an advance's batches (timers.domains.domain_writable)
-    def arm(key: str, *, owed_at: datetime, handler: str, data: dict, opened_at: datetime, version: str = "") -> None:
+    def arm(key: str, *, owed_at: datetime, handler: str, data: dict[str, Any], opened_at: datetime, version: str = "") -> None:
         try:
             timer_arm(brand=Brand(id=sch.brand_id), key=key, owed_at=owed_at, domain=sch.domain, handler=handler,
                       data=data, opened_at=opened_at, runtime=runtime)

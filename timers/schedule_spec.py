@@ -20,7 +20,7 @@ import re
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
-from typing import Protocol
+from typing import Any, Protocol
 from zoneinfo import ZoneInfo
 
 from cronsim import CronSim, CronSimError
@@ -41,18 +41,18 @@ class Evaluator(Protocol):
         """The first fire strictly after ``t`` (UTC), or None when there is none."""
 
 
-_kinds: dict[str, Callable[[dict, ZoneInfo], Evaluator]] = {}
-_schemas: dict[str, dict] = {}
+_kinds: dict[str, Callable[[dict[str, Any], ZoneInfo], Evaluator]] = {}
+_schemas: dict[str, dict[str, Any]] = {}
 
 
-def register_kind(key: str, parse: Callable[[dict, ZoneInfo], Evaluator], *, schema: dict | None = None) -> None:
+def register_kind(key: str, parse: Callable[[dict[str, Any], ZoneInfo], Evaluator], *, schema: dict[str, Any] | None = None) -> None:
     """A spec kind the domain adds, recognised by its key in the spec (``each``), with its JSON schema."""
     _kinds[key] = parse
     if schema is not None:
         _schemas[key] = schema
 
 
-def json_schema() -> dict:
+def json_schema() -> dict[str, Any]:
     """The spec's schema: exactly what ``parse`` takes (the API documents it)."""
     return {"oneOf": [
         {"type": "object", "additionalProperties": False, "required": ["cron"],

@@ -11,7 +11,7 @@ import re
 from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import UTC, datetime
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from django.db.models import QuerySet
 
@@ -68,18 +68,18 @@ class Started:
     tick: str = "open"  # open | succeeded | dead_lettered
     error: str = ""
     status: int | None = None
-    payload: dict | None = None
+    payload: dict[str, Any] | None = None
 
 
 @dataclass(frozen=True)
 class TargetKind:
-    clean: Callable[[dict, Brand, str], dict]  # the target as stored, or KeepingTimeError
+    clean: Callable[[dict[str, Any], Brand, str], dict[str, Any]]  # the target as stored, or KeepingTimeError
     start: Callable[[Firing, Schedule, ScheduleRun], Started]
     cancel: Callable[[Firing, ScheduleRun], bool] | None = None  # True if the Run was asked to stop
     # Narrows the Runs in state open to those still running (an HTTP call the outbox still owes): one query.
     still_open: Callable[[QuerySet, Schedule], QuerySet] | None = None
     atomic: bool = True  # its start writes rows: a savepoint, so a refusal rolls them back
-    schema: Callable[[], dict] | None = None  # the target's JSON schema: exactly what ``clean`` takes
+    schema: Callable[[], dict[str, Any]] | None = None  # the target's JSON schema: exactly what ``clean`` takes
 
 
 _targets: dict[str, TargetKind] = {}
@@ -108,18 +108,18 @@ URL_PATTERN = r"^https?://[!-~]+$"  # printable ASCII, no spaces
 _URL = re.compile(URL_PATTERN[1:-1])
 
 
-def http_schema() -> dict:
+def http_schema() -> dict[str, Any]:
     return {"type": "object", "additionalProperties": False, "required": ["url"], "properties": {
         "url": {"type": "string", "pattern": URL_PATTERN, "maxLength": 2000},
         "timeout": {"type": "number", "minimum": 0, "exclusiveMinimum": True, "maximum": MAX_TIMEOUT},
         "retries": {"type": "integer", "minimum": 0, "maximum": MAX_RETRIES}}}
 
 
-def targets_schema() -> dict:
+def targets_schema() -> dict[str, Any]:
     return {"oneOf": [t.schema() for t in _targets.values() if t.schema is not None]}
 
 
-def clean_http(target: dict, brand: Brand, domain: str) -> dict:
+def clean_http(target: dict[str, Any], brand: Brand, domain: str) -> dict[str, Any]:
     url = target.get("url")
     if not isinstance(url, str) or len(url) > 2000 or not _URL.fullmatch(url):
         raise ScheduleError("target.url is an http:// or https:// URL (printable ASCII, at most 2000 characters) "

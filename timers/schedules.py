@@ -13,6 +13,7 @@ from __future__ import annotations
 import re
 import secrets
 from datetime import datetime, timedelta
+from typing import Any
 
 from django.db import IntegrityError, transaction
 
@@ -95,7 +96,7 @@ def _clean(spec: object, zone: str, overlap: str, buffer_limit: object) -> specs
 
 
 @transaction.atomic
-def schedule_create(*, brand: Brand, domain: str, spec: dict, target: dict, zone: str = "UTC", name: str = "",
+def schedule_create(*, brand: Brand, domain: str, spec: dict[str, Any], target: dict[str, Any], zone: str = "UTC", name: str = "",
                     overlap: str = "skip", buffer_limit: int = 100, catchup_window: object = None,
                     paused: bool = False, pause_note: str = "", owner_ref: str = "",
                     target_kind: str | None = None) -> Schedule:
@@ -217,20 +218,20 @@ def schedule_trigger(*, schedule: Schedule) -> Timer:
 
 
 # -- reading -----------------------------------------------------------------------------------------
-def tick_json(t: ScheduleTick | None) -> dict | None:
+def tick_json(t: ScheduleTick | None) -> dict[str, Any] | None:
     if t is None:
         return None
     return {"id": t.id, "object": "schedule_tick", "state": t.state, "scheduled_at": iso_z(t.intended_at),
             "fired_at": iso_z(t.fired_at), "settled_at": iso_z(t.settled_at), "run": run_json(t.run)}
 
 
-def run_json(r: ScheduleRun) -> dict:
+def run_json(r: ScheduleRun) -> dict[str, Any]:
     return {"id": r.id, "object": "schedule_run", "state": r.state, "scheduled_at": iso_z(r.intended_at),
             "started_at": iso_z(r.started_at), "closed_at": iso_z(r.closed_at), "ref": r.ref or None,
             "outcome": r.outcome or None}
 
 
-def dead_letter_json(d: DeadLetter) -> dict:
+def dead_letter_json(d: DeadLetter) -> dict[str, Any]:
     return {"id": d.id, "object": "dead_letter", "tick": d.tick_id, "at": iso_z(d.at), "status": d.status,
             "error": d.error, "payload": d.payload}
 
@@ -240,7 +241,7 @@ def fired_count(sch: Schedule) -> int:
     return sch.runs.filter(started_at__isnull=False).count()
 
 
-def schedule_json(sch: Schedule, *, recent: int = 10, upcoming: int = 5) -> dict:
+def schedule_json(sch: Schedule, *, recent: int = 10, upcoming: int = 5) -> dict[str, Any]:
     ticks = list(ScheduleTick.objects.filter(schedule=sch).select_related("run").order_by("-fired_at", "-intended_at")
                  [:recent])
     nxt: list[datetime] = []

@@ -11,6 +11,7 @@ mode's is the same 404. Lists are Stripe's shape, {"object": "list", "data", "ha
 from __future__ import annotations
 
 import re
+from typing import Any
 
 from django.db.models import Count, Q, QuerySet
 
@@ -103,8 +104,8 @@ def _after(order: tuple[str, ...], row) -> Q:
     return q
 
 
-def page(qs: QuerySet, *, scope: QuerySet, order: tuple[str, ...], lookup: str, params: dict, url: str,
-         render, what: str) -> dict:
+def page(qs: QuerySet, *, scope: QuerySet, order: tuple[str, ...], lookup: str, params: dict[str, Any], url: str,
+         render, what: str) -> dict[str, Any]:
     """One page of ``qs`` in ``order``, after the object ``starting_after`` names (found within ``scope``)."""
     limit = params["limit"]
     after = params.get("starting_after")
@@ -134,7 +135,7 @@ def page(qs: QuerySet, *, scope: QuerySet, order: tuple[str, ...], lookup: str, 
 TIMER_ORDER = ("armed_at", "id")
 
 
-def timers_page(brand: Brand, params: dict) -> dict:
+def timers_page(brand: Brand, params: dict[str, Any]) -> dict[str, Any]:
     """GET /timers' page for validated query ``params`` (TimerListQuerySerializer): the view's and the MCP tool's."""
     scope = owned(Timer.objects.all(), brand)
     domain = domain_of(brand, params.get("test_clock"))
@@ -147,7 +148,7 @@ def timers_page(brand: Brand, params: dict) -> dict:
                 what="timer")
 
 
-def events_page(brand: Brand, params: dict) -> dict:
+def events_page(brand: Brand, params: dict[str, Any]) -> dict[str, Any]:
     """GET /events' page for validated query ``params`` (EventListQuerySerializer): the view's and the MCP tool's."""
     scope = owned(Event.objects.all(), brand)
     qs = scope

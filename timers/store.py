@@ -12,6 +12,7 @@ import functools
 import json
 from collections.abc import Callable
 from datetime import datetime
+from typing import Any
 
 import psycopg
 from django.db import connection
@@ -42,7 +43,7 @@ _ENDPOINTS = ("SELECT id, brand_id, livemode, enabled_events FROM timers_webhook
               "WHERE brand_id = ANY(%b::varchar[]) AND status = 'enabled'")
 
 
-def _json(value) -> dict:
+def _json(value) -> dict[str, Any]:
     if value is None:
         return {}
     return json.loads(value) if isinstance(value, str | bytes) else value

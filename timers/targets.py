@@ -29,7 +29,7 @@ from typing import Any
 from django.conf import settings
 
 IP = ipaddress.IPv4Address | ipaddress.IPv6Address
-AddrInfo = tuple[Any, Any, Any, str, tuple]  # socket.getaddrinfo's rows
+AddrInfo = tuple[Any, Any, Any, str, tuple[Any, ...]]  # socket.getaddrinfo's rows
 
 _NAT64 = ipaddress.ip_network("64:ff9b::/96")
 _SHARED = ipaddress.ip_network("100.64.0.0/10")
@@ -137,7 +137,8 @@ def address_allowed(ip: IP, entries: Iterable[str] | None = None) -> bool:
 @functools.lru_cache(maxsize=32)
 def _resolved(host: str) -> frozenset[IP]:
     try:
-        return frozenset(parse_ip(i[4][0]) for i in socket.getaddrinfo(host, None, proto=socket.IPPROTO_TCP))
+        # An IP family's sockaddr starts with the address's text; typeshed's row also allows other families' ints.
+        return frozenset(parse_ip(i[4][0]) for i in socket.getaddrinfo(host, None, proto=socket.IPPROTO_TCP))  # type: ignore[arg-type]
     except (OSError, UnicodeError, ValueError):
         return frozenset()
 
@@ -226,12 +227,13 @@ def checked(host: str, port: int) -> list[AddrInfo]:
     return infos
 
 
-def _databases() -> tuple:
+def _databases() -> tuple[tuple[object, object, object], ...]:  # (engine, host, port) of each
     return tuple((db.get("ENGINE"), db.get("HOST"), db.get("PORT")) for db in settings.DATABASES.values())
 
 
 @functools.lru_cache(maxsize=4096)
-def _judged(host: str, port: int, addresses: tuple[str, ...], entries: tuple[str, ...], databases: tuple) -> str:
+def _judged(host: str, port: int, addresses: tuple[str, ...], entries: tuple[str, ...],
+            databases: tuple[tuple[object, object, object], ...]) -> str:
     # refusal() of one answer under one allowance and one set of databases (the key names all it reads): a
     # send judges its host's answer every time, and a schedule's sends ask the same question thousands of times.
     return refusal(host, port, addresses, entries)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import functools
 import re
-from datetime import UTC, date, datetime, timedelta
+from datetime import UTC, date, datetime, timedelta, tzinfo
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError, available_timezones
 
 from dateutil.relativedelta import relativedelta
@@ -100,7 +100,7 @@ def iso_z(value: datetime | None) -> str | None:
     return text + "Z"
 
 
-def local_text(value: datetime | None, zone) -> str:
+def local_text(value: datetime | None, zone: tzinfo) -> str:
     """People's form (notices, pages): 'Fri 22 Oct 2027, 07:30 PDT', in ``zone`` with its abbreviation."""
     if value is None:
         return ""

@@ -15,7 +15,7 @@ import json
 import threading
 from collections import Counter
 from collections.abc import Iterator
-from typing import Protocol
+from typing import Any, Protocol
 
 from django.conf import settings
 from django.core.mail import EmailMessage
@@ -25,9 +25,9 @@ from .models import Outbox
 
 
 class Transport(Protocol):
-    def send(self, submission_id: str, payload: dict) -> dict: ...
+    def send(self, submission_id: str, payload: dict[str, Any]) -> dict[str, Any]: ...
 
-    def lookup(self, submission_id: str) -> dict | None: ...
+    def lookup(self, submission_id: str) -> dict[str, Any] | None: ...
 
 
 class PermanentFailure(Exception):
@@ -41,12 +41,12 @@ class RecordingTransport:
         self.received: Counter[str] = Counter()
         self._lock = threading.Lock()
 
-    def send(self, submission_id: str, payload: dict) -> dict:
+    def send(self, submission_id: str, payload: dict[str, Any]) -> dict[str, Any]:
         with self._lock:
             self.received[submission_id] += 1
         return {"received": submission_id}
 
-    def lookup(self, submission_id: str) -> dict | None:
+    def lookup(self, submission_id: str) -> dict[str, Any] | None:
         return {"received": submission_id} if self.received[submission_id] else None
 
     def sent_twice(self) -> int:
@@ -63,7 +63,7 @@ class HttpTransport:
         self.url = url.rstrip("/")
         self.timeout = timeout
 
-    def send(self, submission_id: str, payload: dict) -> dict:
+    def send(self, submission_id: str, payload: dict[str, Any]) -> dict[str, Any]:
         body = json.dumps({"id": submission_id, "payload": payload}).encode()
         got = send("POST", f"{self.url}/submissions", body=body, keep=None, timeout=self.timeout,
                    headers={"Content-Type": "application/json", "Idempotency-Key": submission_id})
@@ -71,7 +71,7 @@ class HttpTransport:
             raise PermanentFailure(f"{got.status} {got.reason}")
         return _receipt(got)
 
-    def lookup(self, submission_id: str) -> dict | None:
+    def lookup(self, submission_id: str) -> dict[str, Any] | None:
         got = send("GET", f"{self.url}/submissions/{submission_id}", keep=None, timeout=self.timeout)
         return None if got.status == 404 else _receipt(got)
 
@@ -80,7 +80,7 @@ class HTTPError(Exception):
     """A submissions endpoint answered neither 2xx nor a refusal for good: the try failed, and is tried again."""
 
 
-def _receipt(got: Response) -> dict:
+def _receipt(got: Response) -> dict[str, Any]:
     if not 200 <= got.status < 300:
         raise HTTPError(f"HTTP Error {got.status}: {got.reason}")  # as urllib said it: a failed try's reason
     return json.loads(got.body or b"{}")
@@ -103,7 +103,7 @@ class DjangoEmailTransport:
     lets a receiving server or mail client recognise it as the same email.
     """
 
-    def send(self, submission_id: str, payload: dict) -> dict:
+    def send(self, submission_id: str, payload: dict[str, Any]) -> dict[str, Any]:
         messages = payload.get("messages", [])
         done = list(self._receipt(submission_id).get("messages", []))
         host = self._host()
@@ -117,7 +117,7 @@ class DjangoEmailTransport:
             Outbox.objects.filter(pk=submission_id).exclude(status="sent").update(receipt={"messages": done})
         return {"messages": done, "emails": len(messages)}
 
-    def lookup(self, submission_id: str) -> dict | None:
+    def lookup(self, submission_id: str) -> dict[str, Any] | None:
         row = Outbox.objects.filter(pk=submission_id).values("payload", "receipt").first()
         if row is None:
             return None
@@ -126,7 +126,7 @@ class DjangoEmailTransport:
         return receipt if set(refs) <= set(receipt.get("messages", [])) else None
 
     @staticmethod
-    def _receipt(submission_id: str) -> dict:
+    def _receipt(submission_id: str) -> dict[str, Any]:
         row = Outbox.objects.filter(pk=submission_id).values_list("receipt", flat=True).first()
         return row if isinstance(row, dict) else {}
 

@@ -16,6 +16,7 @@ import signal
 import threading
 from collections.abc import Callable, Sequence
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
 
 from .models import Brand
 from .signing import SIGNATURE_HEADER, verify
@@ -24,7 +25,7 @@ from .webhooks import endpoint_create, endpoint_delete
 MAX_BODY = 1 << 20
 
 
-def describe(event: dict) -> str:
+def describe(event: dict[str, Any]) -> str:
     """One line for a delivered event: when it was owed (UTC, Z), its type, what it is about."""
     owed = (event.get("owed_at") or "").replace(":00Z", "Z").replace("T", " ")
     parts = [owed or "-", f"{event.get('type', '?'):<18}", event.get("subject") or ""]
@@ -34,7 +35,7 @@ def describe(event: dict) -> str:
 class _Receiver(ThreadingHTTPServer):
     daemon_threads = True
 
-    def __init__(self, port: int, secret: str, say: Callable[[str], None], on_event: Callable[[dict], None]):
+    def __init__(self, port: int, secret: str, say: Callable[[str], None], on_event: Callable[[dict[str, Any]], None]):
         super().__init__(("127.0.0.1", port), _Handler)
         self.secret, self.say, self.on_event = secret, say, on_event
         self.seen: set[str] = set()
@@ -90,7 +91,7 @@ def listen(*, brand: Brand, livemode: bool, events: Sequence[str], port: int, sa
     received = 0
     done = threading.Event()
 
-    def on_event(event: dict) -> None:
+    def on_event(event: dict[str, Any]) -> None:
         nonlocal received
         received += 1
         if (count is not None and received >= count) or (until is not None and event.get("type") == until):

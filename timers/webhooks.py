@@ -221,7 +221,7 @@ def get_endpoint(*, brand: Brand, livemode: bool, endpoint_id: str) -> WebhookEn
     return found
 
 
-def endpoint_json(e: WebhookEndpoint, *, secret: bool = False) -> dict:
+def endpoint_json(e: WebhookEndpoint, *, secret: bool = False) -> dict[str, Any]:
     out = {
         "id": e.id,
         "object": "webhook_endpoint",
@@ -333,7 +333,7 @@ def _cfg(name: str, default: float) -> float:
     return float(settings.KEEPING_TIME.get(name, default))
 
 
-def _logged(submission_id: str) -> dict | None:
+def _logged(submission_id: str) -> dict[str, Any] | None:
     """The 2xx a submission got, if one is logged: then it arrived, and is never sent again."""
     row = (WebhookAttempt.objects.filter(submission=submission_id, status__gte=200, status__lt=300)
            .values("status", "attempt").first())
@@ -355,7 +355,7 @@ class _Prepared(threading.local):
 
     def clear(self) -> None:
         self.sids: set[str] = set()
-        self.logged: dict[str, dict] = {}
+        self.logged: dict[str, dict[str, Any]] = {}
         self.endpoints: dict[str, WebhookEndpoint] = {}
         self.events: dict[str, Event] = {}
         self.tries: dict[tuple[str, str], int] = {}
@@ -376,7 +376,7 @@ class WebhookTransport:
     def __init__(self) -> None:
         self._set = _Prepared()
 
-    def prepare(self, sends: Sequence[tuple[str, dict]]) -> None:
+    def prepare(self, sends: Sequence[tuple[str, dict[str, Any]]]) -> None:
         p = self._set
         p.clear()
         p.sids = {sid for sid, _ in sends}
@@ -393,7 +393,7 @@ class WebhookTransport:
                                 .values_list("endpoint_id", "event_id", "n")):
             p.tries[(ep_id, ev_id)] = n
 
-    def _read(self, submission_id: str, payload: dict) -> tuple[dict | None, WebhookEndpoint | None,
+    def _read(self, submission_id: str, payload: dict[str, Any]) -> tuple[dict[str, Any] | None, WebhookEndpoint | None,
                                                                 Event | None, int]:
         p = self._set
         if submission_id in p.sids:
@@ -407,7 +407,7 @@ class WebhookTransport:
                  if endpoint is not None and event is not None else 0)
         return _logged(submission_id), endpoint, event, tries
 
-    def send(self, submission_id: str, payload: dict) -> dict:
+    def send(self, submission_id: str, payload: dict[str, Any]) -> dict[str, Any]:
         logged, endpoint, event, tries = self._read(submission_id, payload)
         if logged is not None:  # it arrived before this sender's predecessor could record so
             return logged
@@ -438,11 +438,11 @@ class WebhookTransport:
             return {"status": status, "attempt": attempt}
         raise DeliveryFailed(f"HTTP {status}: {answer[:200]}" if status is not None else error)
 
-    def lookup(self, submission_id: str) -> dict | None:
+    def lookup(self, submission_id: str) -> dict[str, Any] | None:
         # An endpoint cannot be asked; the log can: a 2xx logged means it arrived.
         return _logged(submission_id)
 
-    def retry_after(self, payload: dict, tries: int, created_at: datetime) -> timedelta | None:
+    def retry_after(self, payload: dict[str, Any], tries: int, created_at: datetime) -> timedelta | None:
         """The backoff before try ``tries + 1``, or None: failed for good. A resend is tried once; an event
         is retried until WEBHOOK_RETRY_WINDOW_SECONDS after it was written, its last try at that end."""
         if payload.get("resend"):
@@ -479,7 +479,7 @@ def held(domain: str) -> bool:
     return WebhookEndpoint.objects.filter(pk=domain, status=WebhookEndpoint.Status.DISABLED).exists()
 
 
-def owed_summary(endpoint: WebhookEndpoint) -> dict:
+def owed_summary(endpoint: WebhookEndpoint) -> dict[str, Any]:
     """What the endpoint is still owed: how many deliveries, and when the next try is (None: as soon as a
     sender gets to it)."""
     qs = Outbox.objects.filter(domain=endpoint.id, transport=TRANSPORT, status__in=OWED)

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import logging
 from functools import wraps
+from typing import Any
 
 from django.conf import settings
 from django.core.exceptions import PermissionDenied as DjangoPermissionDenied
@@ -28,7 +29,7 @@ NO_KEY = "You did not provide an API key. Send it as 'Authorization: Bearer sk_t
 
 
 def error_body(code: str, message: str, *, param: str | None = None, type_: str | None = None,
-               status: int = 400) -> dict:
+               status: int = 400) -> dict[str, Any]:
     err = {"type": type_ or ("api_error" if status >= 500 else "invalid_request_error"), "code": code,
            "message": message}
     if param:

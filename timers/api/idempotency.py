@@ -21,6 +21,7 @@ import hashlib
 import re
 from collections.abc import Callable
 from datetime import timedelta
+from typing import Any
 
 from django.db import IntegrityError, transaction
 from django.http import HttpRequest, HttpResponse, JsonResponse
@@ -127,7 +128,7 @@ def run(*, request: HttpRequest, brand: Brand, livemode: bool, key: str,
     return response
 
 
-def openapi_header(result: dict, generator, request, public) -> dict:
+def openapi_header(result: dict[str, Any], generator, request, public) -> dict[str, Any]:
     """drf-spectacular's postprocessing hook: every POST takes an optional Idempotency-Key header."""
     param = {"in": "header", "name": "Idempotency-Key", "required": False,
              "description": "Replays the first answer to the same request for 24 hours (Idempotent-Replayed: true); "

@@ -9,6 +9,8 @@ The HTTP target's signing secret (``whsec_…``) is in the create response only.
 
 from __future__ import annotations
 
+from typing import Any
+
 from django.db import transaction
 from drf_spectacular.extensions import OpenApiSerializerFieldExtension
 from drf_spectacular.utils import extend_schema, inline_serializer
@@ -200,7 +202,7 @@ def get_schedule(brand, schedule_id: str) -> Schedule:
     return get_owned(brand, Schedule.objects.all(), schedule_id, "schedule")
 
 
-def _render(sch: Schedule) -> dict:
+def _render(sch: Schedule) -> dict[str, Any]:
     sch.refresh_from_db()
     return schedules.schedule_json(sch)
 

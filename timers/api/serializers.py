@@ -3,6 +3,8 @@ and what their endpoints take: arm a timer, list timers, list events."""
 
 from __future__ import annotations
 
+from typing import Any
+
 from django.db.models import Q
 from drf_spectacular.extensions import OpenApiSerializerExtension, OpenApiSerializerFieldExtension
 from drf_spectacular.utils import extend_schema_field
@@ -18,7 +20,7 @@ from .inputs import InstantField, ListQuerySerializer, StrictCharField, plain_js
 from .openapi import Choice, const
 
 
-def timers_json(timers: list[Timer]) -> list[dict]:
+def timers_json(timers: list[Timer]) -> list[dict[str, Any]]:
     """Many timers with their commits in two queries, not two per fired timer."""
     fired = [t for t in timers if t.status == Timer.Status.FIRED]
     if not fired:
@@ -39,7 +41,7 @@ def timers_json(timers: list[Timer]) -> list[dict]:
 _UNSET = object()
 
 
-def timer_json(t: Timer, *, commit=_UNSET) -> dict:
+def timer_json(t: Timer, *, commit=_UNSET) -> dict[str, Any]:
     if commit is _UNSET:
         commit = commit_json(t.commit()) if t.status == Timer.Status.FIRED else None
     return {

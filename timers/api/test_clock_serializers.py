@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 from drf_spectacular.extensions import OpenApiSerializerExtension
 from rest_framework import serializers
 
@@ -12,7 +14,7 @@ from .inputs import InstantField, NameField, SpanField, StrictBooleanField, Stri
 from .openapi import Choice, const
 
 
-def test_clock_json(c: TestClock) -> dict:
+def test_clock_json(c: TestClock) -> dict[str, Any]:
     return {
         "id": c.id,
         "object": "test_clock",
@@ -48,7 +50,7 @@ class TestClockAdvanceSerializer(serializers.Serializer):
         return attrs
 
 
-def openapi_advance_body(result: dict, generator, request, public) -> dict:
+def openapi_advance_body(result: dict[str, Any], generator, request, public) -> dict[str, Any]:
     """drf-spectacular's postprocessing hook: an advance's body is required (it names to or span), which
     drf-spectacular infers only from a required property, and neither is required alone."""
     for path, operations in result.get("paths", {}).items():

@@ -12,6 +12,7 @@ CACHE_URL names a shared cache, so with N worker processes a key may make up to 
 from __future__ import annotations
 
 import math
+from typing import Any
 
 from django.http import HttpRequest, HttpResponse
 from django.template import engines
@@ -81,7 +82,7 @@ def sign_in_limited(request: HttpRequest) -> HttpResponse | None:
     return too_many_page(request, retry_after(throttle.wait()))
 
 
-def openapi_rate_limited(result: dict, generator, request, public) -> dict:
+def openapi_rate_limited(result: dict[str, Any], generator, request, public) -> dict[str, Any]:
     """drf-spectacular's postprocessing hook: every operation a key calls may answer 429 rate_limited."""
     error = {"application/json": {"schema": {"$ref": "#/components/schemas/Error"}}}
     header = {"Retry-After": {"schema": {"type": "integer", "minimum": 1},

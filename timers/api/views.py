@@ -9,6 +9,8 @@ a test clock with a live key (``test_mode_only``), a timer on the live clock wit
 
 from __future__ import annotations
 
+from typing import Any
+
 from drf_spectacular.utils import extend_schema
 from rest_framework.exceptions import AuthenticationFailed, ParseError
 from rest_framework.parsers import FormParser, JSONParser
@@ -97,7 +99,7 @@ class BrandAPIView(APIView):
     def brand(self) -> Brand:
         return self.request.auth
 
-    def body(self, serializer_class) -> dict:
+    def body(self, serializer_class) -> dict[str, Any]:
         raw = self.request._request
         if raw.body.lstrip()[:1] in (b"{", b"[") and not (self.request.content_type or "").startswith(
                 "application/json"):
@@ -108,7 +110,7 @@ class BrandAPIView(APIView):
         s.is_valid(raise_exception=True)
         return s.validated_data
 
-    def query(self, serializer_class) -> dict:
+    def query(self, serializer_class) -> dict[str, Any]:
         # A plain dict, not the QueryDict: DRF reads an empty value in a QueryDict as absent, whatever the
         # field allows, so ?status= would list everything while the schema says it is no status.
         s = serializer_class(data=self.request.query_params.dict())

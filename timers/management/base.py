@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import sys
+from typing import Any
 
 from django.core.management.base import BaseCommand, CommandError
 
@@ -12,7 +13,7 @@ from ..models import Brand, TestClock
 
 
 class KTCommand(BaseCommand):
-    def execute(self, *args, **options):
+    def execute(self, *args: Any, **options: Any) -> str | None:
         try:
             return super().execute(*args, **options)
         except KeepingTimeError as exc:

@@ -24,7 +24,7 @@ from ..clock import wall_now
 from ..models import Outbox
 from .sessions import LIVE_SESSIONS, SESSION_NAME, commit_unflushed
 
-Row = tuple[str, str, dict, bool, str]  # a claimed row: id, transport, payload, in doubt, domain
+Row = tuple[str, str, dict[str, Any], bool, str]  # a claimed row: id, transport, payload, in doubt, domain
 
 # A claim's CTE of the senders alive now (their sessions, named as timers/sql/sessions.py names one): a row
 # claimed by anyone else is in doubt.
@@ -117,7 +117,7 @@ def _pg() -> bool:
     return connection.vendor == "postgresql"
 
 
-def _payload(raw: Any) -> dict:
+def _payload(raw: Any) -> dict[str, Any]:
     return raw if isinstance(raw, dict) else json.loads(raw)
 
 
@@ -235,7 +235,7 @@ def unflushed(*, savepoint: bool = False) -> Iterator[None]:
         yield
 
 
-def record(receipts: list[tuple[str, dict]], *, relaxed: bool = False) -> None:
+def record(receipts: list[tuple[str, dict[str, Any]]], *, relaxed: bool = False) -> None:
     """Write receipts in one statement. ``relaxed``: the transport's far end takes a send twice (webhooks: at
     least once, with the Idempotency-Key), so the receipts' commit need not wait for its flush (``unflushed``):
     a sender killed after it loses nothing (the server writes it); only the server's own crash can lose the last

@@ -6,7 +6,9 @@ live clock's. Neither sees the other's (timers.selectors.owned).
 
 from __future__ import annotations
 
-from django.core.management.base import CommandError
+from typing import Any
+
+from django.core.management.base import CommandError, CommandParser
 
 from timers.api.inputs import name_problem
 from timers.tenants import api_key_create, brand_get_or_create
@@ -17,12 +19,12 @@ from ..base import KTCommand
 class Command(KTCommand):
     help = "Create a secret API key for a brand (the brand is created if new)."
 
-    def add_arguments(self, parser):
+    def add_arguments(self, parser: CommandParser) -> None:
         parser.add_argument("--brand", required=True)
         parser.add_argument("--name", default="")
         parser.add_argument("--live", action="store_true", help="a live key (sk_live_…) for the live clock")
 
-    def handle(self, *args, **o):
+    def handle(self, *args: Any, **o: Any) -> None:
         for option in ("brand", "name"):
             problem = name_problem(o[option]) or ("is empty" if option == "brand" and not o[option].strip() else None)
             if problem:

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
-from django.core.management.base import CommandError
+from typing import Any
+
+from django.core.management.base import CommandError, CommandParser
 
 from timers.models import LIVE, LIVE_PREFIX, Schedule
 from timers.schedules import schedule_json, schedule_pause, schedule_resume, schedule_trigger
@@ -18,7 +20,7 @@ def _z(text: str | None) -> str:
 class Command(KTCommand):
     help = "List, show, pause, resume and trigger schedules."
 
-    def add_arguments(self, parser):
+    def add_arguments(self, parser: CommandParser) -> None:
         sub = parser.add_subparsers(dest="action", required=True)
         ls = sub.add_parser("list", help="a clock domain's schedules")
         ls.add_argument("--test-clock")
@@ -30,7 +32,7 @@ class Command(KTCommand):
         pause.add_argument("schedule_id")
         pause.add_argument("--note", default="", help="why (pause_note)")
 
-    def handle(self, *args, **o):
+    def handle(self, *args: Any, **o: Any) -> None:
         getattr(self, f"_{o['action']}")(o)
 
     def _get(self, schedule_id: str) -> Schedule:
@@ -39,7 +41,7 @@ class Command(KTCommand):
             raise CommandError(f"resource_missing: no schedule {schedule_id!r}")
         return sch
 
-    def _list(self, o):
+    def _list(self, o: dict[str, Any]) -> None:
         clock = self.test_clock(o["test_clock"])
         domain = clock.id if clock else LIVE
         # Without a test clock: every brand's live clock.
@@ -54,7 +56,7 @@ class Command(KTCommand):
                               f"last {last['state'] if last else '—'}  fired {j['counters']['fired']} skipped {sch.skipped} "
                               f"dropped {sch.dropped} missed {sch.missed}")
 
-    def _show(self, o):
+    def _show(self, o: dict[str, Any]) -> None:
         sch = self._get(o["schedule_id"])
         j = schedule_json(sch)
         w = self.stdout.write
@@ -74,15 +76,15 @@ class Command(KTCommand):
         for d in j["dead_letters"]:
             w(f"  dead letter {_z(d['at'])} tick {d['tick']}: {d['error'][:160]}")
 
-    def _pause(self, o):
+    def _pause(self, o: dict[str, Any]) -> None:
         sch = schedule_pause(schedule=self._get(o["schedule_id"]), note=o["note"])
         self.stdout.write(f"{sch.id} paused" + (f": {sch.pause_note}" if sch.pause_note else ""))
 
-    def _resume(self, o):
+    def _resume(self, o: dict[str, Any]) -> None:
         sch = schedule_resume(schedule=self._get(o["schedule_id"]))
         self.stdout.write(f"{sch.id} resumed; missed fires start only inside its catch-up window")
 
-    def _trigger(self, o):
+    def _trigger(self, o: dict[str, Any]) -> None:
         timer = schedule_trigger(schedule=self._get(o["schedule_id"]))
         self.stdout.write(f"{o['schedule_id']} triggered: {timer.key} owed {iso_z(timer.owed_at)}")
 

@@ -2,6 +2,10 @@
 
 from __future__ import annotations
 
+from typing import Any
+
+from django.core.management.base import CommandParser
+
 from timers.models import TestClock
 from timers.test_clocks import test_clock_create, test_clock_delete
 from timers.timeutil import parse_instant, trace_z
@@ -12,7 +16,7 @@ from ..base import KTCommand
 class Command(KTCommand):
     help = "Create, list and delete test clocks."
 
-    def add_arguments(self, parser):
+    def add_arguments(self, parser: CommandParser) -> None:
         sub = parser.add_subparsers(dest="action", required=True)
         c = sub.add_parser("create")
         c.add_argument("--frozen-time", required=True)
@@ -23,7 +27,7 @@ class Command(KTCommand):
         d = sub.add_parser("delete")
         d.add_argument("clock_id")
 
-    def handle(self, *args, **o):
+    def handle(self, *args: Any, **o: Any) -> None:
         if o["action"] == "create":
             clock = test_clock_create(brand=self.brand(o["brand"]), frozen_time=parse_instant(o["frozen_time"]),
                                       name=o["name"], seed=o["seed"])
@@ -34,6 +38,7 @@ class Command(KTCommand):
                 self.stdout.write(f"{clock.id} · {clock.status} · frozen at {trace_z(clock.frozen_time)} · "
                                   f"{clock.brand.name} · {clock.name}")
         else:
-            clock = self.test_clock(o["clock_id"])
-            test_clock_delete(clock=clock)
-            self.stdout.write(f"{clock.id} deleted · everything on it voided")
+            gone = self.test_clock(o["clock_id"])
+            assert gone is not None  # clock_id is a required argument: only an empty id gives None
+            test_clock_delete(clock=gone)
+            self.stdout.write(f"{gone.id} deleted · everything on it voided")

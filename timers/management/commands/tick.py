@@ -10,15 +10,19 @@
 from __future__ import annotations
 
 import signal
+from datetime import datetime
+from types import FrameType
+from typing import Any
 
-from django.core.management.base import CommandError
+from django.core.management.base import CommandError, CommandParser
 
 from timers import cli, progress
 from timers.advance import advance, run_requested_advances
 from timers.clock import WallClock
 from timers.compare import compare
+from timers.engine import RunStats
 from timers.live import live_step
-from timers.models import Outbox, in_domain
+from timers.models import Outbox, TestClock, in_domain
 from timers.signals import worker_starting
 from timers.timeutil import after_span, parse_instant, parse_span
 from timers.worker import Worker
@@ -29,7 +33,7 @@ from ..base import KTCommand
 class Command(KTCommand):
     help = "Fire every owed timer, in the tick's order, on the live clock or a test clock."
 
-    def add_arguments(self, parser):
+    def add_arguments(self, parser: CommandParser) -> None:
         parser.add_argument("span", nargs="?", help="advance a test clock by a span: 6h, 7d, 1mo, 1y")
         parser.add_argument("--to", help="advance a test clock to this instant (ISO 8601 with Z)")
         parser.add_argument("--test-clock", help="the test clock tc_… to advance")
@@ -39,7 +43,7 @@ class Command(KTCommand):
         parser.add_argument("--redeliver", action="store_true", help="deliver every wake twice")
         parser.add_argument("--forever", action="store_true", help="keep ticking the live clock until SIGTERM")
 
-    def handle(self, *args, **o):
+    def handle(self, *args: Any, **o: Any) -> None:
         clock = self.test_clock(o["test_clock"])
         if o["span"] and o["to"]:
             raise CommandError("invalid_request: give a span or --to, not both")
@@ -66,7 +70,7 @@ class Command(KTCommand):
                 self.stdout.write(line)
         self._sends(clock.id, stats)
 
-    def _sends(self, domain: str, stats) -> None:
+    def _sends(self, domain: str, stats: RunStats) -> None:
         # Every owed send was made before the tick returned, unless the far end failed it or left it in doubt.
         s = stats.sends
         if s is not None and (s.in_doubt or s.failed):
@@ -75,7 +79,7 @@ class Command(KTCommand):
             self.stderr.write(f"sends: {s.sent + s.confirmed} made, {s.in_doubt} in doubt (retried after asking the "
                               f"far end), {s.failed} failed: {'; '.join(reasons)[:300]}")
 
-    def _compare(self, clock, to, redeliver: bool, span: str | None) -> None:
+    def _compare(self, clock: TestClock, to: datetime, redeliver: bool, span: str | None) -> None:
         with progress.tick_bar(self, clock.id, clock.frozen_time, to) as bar:  # on a terminal only
             ways = compare(clock.id, to, redeliver=redeliver, span_label=span, on_way=bar.begin_way)
         self.stdout.write(
@@ -93,13 +97,13 @@ class Command(KTCommand):
             raise CommandError("compare_mismatch: the ways disagree; the record depends on how time was driven")
         self.stdout.write(f"all {len(ways)} agree · sha256:{ways[0].sha256}")
 
-    def _live(self, o) -> None:
+    def _live(self, o: dict[str, Any]) -> None:
         # The live worker starts: the domain app stores (and deploys) a working-tree bundle whose hash is new.
         worker_starting.send(sender=Command, now=WallClock().now())
         if o["forever"]:
             worker = Worker(WallClock())
 
-            def stop(signum, frame):
+            def stop(signum: int, frame: FrameType | None) -> None:
                 worker.stop.set()  # checked between steps
 
             signal.signal(signal.SIGTERM, stop)

@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 import json
+from typing import Any
 
-from django.core.management.base import CommandError
+from django.core.management.base import CommandError, CommandParser
 from django.db.models import Count
 from rest_framework.exceptions import ValidationError
 
@@ -23,7 +24,7 @@ from ..base import KTCommand
 class Command(KTCommand):
     help = "List, show and arm timers."
 
-    def add_arguments(self, parser):
+    def add_arguments(self, parser: CommandParser) -> None:
         sub = parser.add_subparsers(dest="action", required=True)
         ls = sub.add_parser("list", help="timers on an owner")
         ls.add_argument("--on", required=True, help="owner id: job_…, clk_…#US, sbn_…")
@@ -40,10 +41,10 @@ class Command(KTCommand):
         arm.add_argument("--test-clock")
         arm.add_argument("--brand")
 
-    def handle(self, *args, **o):
+    def handle(self, *args: Any, **o: Any) -> None:
         getattr(self, f"_{o['action']}")(o)
 
-    def _list(self, o):
+    def _list(self, o: dict[str, Any]) -> None:
         clock = self.test_clock(o["test_clock"])
         owner = o["on"]
         # Without a test clock: the live clock of the brand whose timers the owner has (live_<brand>).
@@ -79,13 +80,13 @@ class Command(KTCommand):
         for line in cli.timer_rows(rest + shown_armed):
             self.stdout.write(line)
 
-    def _show(self, o):
+    def _show(self, o: dict[str, Any]) -> None:
         timer = Timer.objects.filter(pk=o["timer_id"]).first()
         if timer is None:
             raise CommandError(f"resource_missing: no timer {o['timer_id']!r}")
         self.stdout.write(json.dumps(timer_json(timer), indent=2))
 
-    def _arm(self, o):
+    def _arm(self, o: dict[str, Any]) -> None:
         clock = self.test_clock(o["test_clock"])
         brand = clock.brand if clock else self.brand(o["brand"])
         try:
@@ -97,6 +98,7 @@ class Command(KTCommand):
         try:
             plain_json(data)  # what the API refuses in a timer's data, the CLI refuses too
         except ValidationError as exc:
+            assert isinstance(exc.detail, list)  # plain_json raises with a message, never a map of fields
             raise CommandError(f"invalid_data: --data {exc.detail[0]}") from None
         timer = timer_arm(brand=brand, key=o["key"], owed_at=parse_instant(o["owed"]),
                           domain=clock.id if clock else live_domain(brand.id), handler=o["handler"], data=data)

@@ -10,7 +10,9 @@ and a non-zero exit.
 
 from __future__ import annotations
 
-from django.core.management.base import CommandError
+from typing import Any
+
+from django.core.management.base import CommandError, CommandParser
 
 from timers import webhooks
 from timers.models import WebhookEndpoint
@@ -22,7 +24,7 @@ from ..base import KTCommand
 class Command(KTCommand):
     help = "Create and list webhook endpoints: where a brand's own systems hear its record."
 
-    def add_arguments(self, parser):
+    def add_arguments(self, parser: CommandParser) -> None:
         sub = parser.add_subparsers(dest="action", required=True)
         create = sub.add_parser("create", help="an endpoint; prints its secret once")
         create.add_argument("--brand")
@@ -43,10 +45,10 @@ class Command(KTCommand):
         lsn.add_argument("--until", help="stop at an event of this type (test_clock.ready: an advance's end)")
         lsn.add_argument("--keep", action="store_true", help="keep the endpoint when it stops")
 
-    def handle(self, *args, **o):
+    def handle(self, *args: Any, **o: Any) -> None:
         getattr(self, f"_{o['action']}")(o)
 
-    def _create(self, o):
+    def _create(self, o: dict[str, Any]) -> None:
         brand = self.brand(o["brand"])
         events = [e.strip() for e in o["events"].split(",") if e.strip()]
         endpoint = webhooks.endpoint_create(brand=brand, livemode=o["live"], url=o["url"], enabled_events=events,
@@ -55,7 +57,7 @@ class Command(KTCommand):
                           f"{', '.join(endpoint.enabled_events)}")
         self.stdout.write(endpoint.secret)
 
-    def _listen(self, o):
+    def _listen(self, o: dict[str, Any]) -> None:
         events = [e.strip() for e in o["events"].split(",") if e.strip()]
         try:
             listen(brand=self.brand(o["brand"]), livemode=o["live"], events=events, port=o["port"],
@@ -68,7 +70,7 @@ class Command(KTCommand):
         self.stdout.write(line)
         self.stdout.flush()  # each event as it arrives, also into a pipe
 
-    def _list(self, o):
+    def _list(self, o: dict[str, Any]) -> None:
         brand = self.brand(o["brand"])
         rows = WebhookEndpoint.objects.filter(brand=brand).order_by("created_at", "id")
         self.stdout.write(f"{rows.count()} webhook endpoints of {brand.name}")
