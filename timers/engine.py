@@ -20,10 +20,10 @@ import heapq
 import itertools
 import logging
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
-from typing import Any
+from typing import TYPE_CHECKING, Any, Literal, Protocol, TypeAlias
 
 from django.conf import settings
 from django.db import transaction
@@ -37,6 +37,9 @@ from .keys import PLACES, Key, parse
 from .lease import ttl
 from .models import LATE_BUCKETS
 from .rearm import UNHOLDABLE_KINDS, Rearm, rearm_cause
+
+if TYPE_CHECKING:
+    from .outbox import DeliverStats, Taken
 
 log = logging.getLogger(__name__)
 
@@ -100,7 +103,7 @@ class Item:
     new: bool = False  # armed in this run: inserted at the flush
     dirty: bool = field(init=False)  # written at the flush
     pass_no: int = field(default=1, init=False)
-    instant: datetime | None = field(default=None, init=False)
+    instant: datetime = field(default=_LEFT_OUT, init=False)  # set when the run takes it (None until then)
     gen: int = field(default=0, init=False)  # bumped whenever its heap entries go stale
     unverified: bool = field(default=False, init=False)  # armed here without asking the database (Run._verify)
     was: str | None = field(init=False)  # the status as stored: a row already in history is written there
@@ -109,9 +112,70 @@ class Item:
         self.dirty = self.new
         self.was = self.status
 
-    def sort_key(self) -> tuple:
+    def sort_key(self) -> SortKey:
         # Python compares str by code point, which is UTF-8 byte order: the same as collation "C".
         return (self.instant, self.pass_no, self.owed_at, self.place, self.opened_at, self.key)
+
+
+# An item's place in tick order: (instant, pass, owed_at, place, opened_at, key). The horizon is the last row a
+# batch's query returned, as one; the store's query goes on after its last four.
+SortKey: TypeAlias = tuple[datetime, int, "datetime | None", int, datetime, str]
+After: TypeAlias = tuple["datetime | None", int, datetime, str]
+# A heap entry: the sort key, a sequence number (ties), the item's gen when pushed (stale if it moved on), the item.
+Entry: TypeAlias = tuple[datetime, int, "datetime | None", int, datetime, str, int, int, Item]
+
+# What a firing proposes (Firing.ops), in order, each tagged with its kind; Run._apply applies them.
+ArmOp: TypeAlias = tuple[  # key, timer id, owed_at, handler, data, opened_at, version, what
+    Literal["arm"], Key, str, datetime, str, dict[str, Any], datetime, str, "str | None"]
+SupersedeOp: TypeAlias = tuple[Literal["supersede"], str, str, str]  # key, by, successor
+HoldOp: TypeAlias = tuple[Literal["hold"], str, str]  # key, by
+ResumeOp: TypeAlias = tuple[Literal["resume"], str, "datetime | None"]  # key, cap
+RetimeOp: TypeAlias = tuple[Literal["retime"], str, datetime, str]  # key, owed_at, by
+RepinOp: TypeAlias = tuple[Literal["repin"], str, str]  # key, version
+SendOp: TypeAlias = tuple[Literal["send"], str, str, dict[str, Any], int, int]  # submission, transport, payload,
+# attempt, seq
+Op: TypeAlias = ArmOp | SupersedeOp | HoldOp | ResumeOp | RetimeOp | RepinOp | SendOp
+# What a firing records: type, subject, data, key (None: the firing timer's).
+Recorded: TypeAlias = tuple[str, str, dict[str, Any], "str | None"]
+
+# The rows a batch writes (Run's buffers, the store's write): a commit (id, domain, key, timer id, outcome, code,
+# at); an event (id, domain, brand id, type, subject, owed_at, key, data, fired_at, late_by); a send (id, domain,
+# brand id, key, attempt, transport, payload, created_at, seq); a tally (domain, kind, outcome, late_by bucket,
+# fires, late seconds); a repinned timer (id, version).
+CommitRow: TypeAlias = tuple[str, str, str, str, str, str, datetime]
+EventRow: TypeAlias = tuple[str, str, str, str, str, "datetime | None", str, dict[str, Any], datetime,
+                            "timedelta | None"]
+SendRow: TypeAlias = tuple[str, str, str, str, int, str, dict[str, Any], datetime, int]
+TallyRow: TypeAlias = tuple[str, str, str, int, int, float]
+VersionRow: TypeAlias = tuple[str, str]
+
+
+class Store(Protocol):
+    """The tick's reads and writes (timers/store.py: PostgresStore, OrmStore)."""
+
+    def fetch(self, domain: str, to: datetime, after: After | None, limit: int) -> list[Item]: ...
+
+    def load(self, domain: str, key: str) -> Item | None: ...
+
+    def load_owners(self, domain: str, owners: list[str], limit: int) -> list[Item]: ...
+
+    def load_many(self, domain: str, keys: list[str]) -> list[Item]: ...
+
+    def write(self, *, domain: str, new: list[Item], changed: list[Item], commits: list[CommitRow],
+              events: list[EventRow], sends: list[SendRow], tallies: Sequence[TallyRow] = (),
+              versions: Sequence[VersionRow] = (), also: Callable[[], None] | None = None,
+              claim_sends: bool = False) -> Taken | None: ...
+
+
+class Redelivered(Protocol):
+    @property
+    def replayed(self) -> bool: ...
+
+
+class Redeliver(Protocol):
+    """The wake path a batch's fired timers are delivered through again (timers.gate.wake)."""
+
+    def __call__(self, *, domain: str, timer_ids: list[str]) -> Sequence[Redelivered]: ...
 
 
 @dataclass
@@ -144,10 +208,10 @@ class RunStats:
     instants: int = 0
     batches: int = 0
     stopped: bool = False  # the run's guard stopped it at a batch (its test clock was deleted)
-    sends: Any = None  # the outbox's DeliverStats once the run has settled what it owes
+    sends: DeliverStats | None = None  # the outbox's, once the run has settled what it owes
     trace: list[TraceRow] = field(default_factory=list)
 
-    def add_sends(self, got: Any) -> None:
+    def add_sends(self, got: DeliverStats | None) -> None:
         if got is not None:
             if self.sends is None:
                 self.sends = got
@@ -180,8 +244,8 @@ class Firing:
         self.instant = instant
         self.now = run.now
         self.pass_no = pass_no
-        self.events: list[tuple[str, str, dict[str, Any], str | None]] = []
-        self.ops: list[tuple] = []
+        self.events: list[Recorded] = []
+        self.ops: list[Op] = []
         self.what = ""
         self._key: Key | None = None
         self.instead: tuple[str, str] | None = None
@@ -325,11 +389,12 @@ class Run:
     visited); the wall's (or a virtual wall's) time for the live loop.
     """
 
-    def __init__(self, *, domain: str, floor: datetime | None, to: datetime, store,
-                 now: Callable[[], datetime] | None = None, redeliver: Callable[..., list] | None = None,
+    def __init__(self, *, domain: str, floor: datetime | None, to: datetime, store: Store,
+                 now: Callable[[], datetime] | None = None, redeliver: Redeliver | None = None,
                  trace: bool = False,
                  on: set[str] | None = None, on_flush: Callable[[datetime], None] | None = None,
-                 deliver: Callable[[], None] | None = None, guard: Callable[[], bool] | None = None,
+                 deliver: Callable[[Taken | None], DeliverStats | None] | None = None,
+                 guard: Callable[[], bool] | None = None,
                  keep_writes: bool = True, batch_size: int | None = None,
                  carry: Callable[[], object] | None = None, claim_sends: bool = False):
         cfg = settings.KEEPING_TIME
@@ -351,7 +416,7 @@ class Run:
         # The batch writes its sends claimed by this session's sender (the store's claim_sends), for ``deliver``
         # to send once the batch commits: a deliver in this thread, on this connection (an advance's).
         self.claim_sends = claim_sends
-        self.taken: Any = None
+        self.taken: Taken | None = None
         self.guard = guard  # checked at each batch: False stops the run before it writes anything more
         # What the run may keep in memory from one batch to the next (its timers, and the rows its handlers
         # read) while nobody else writes to the domain: given only while a test clock advances, when its
@@ -359,7 +424,7 @@ class Run:
         # runtime itself makes between batches (a send's receipt): a changed token drops what was kept.
         self.carry = carry if not redeliver else None
         self._carry_token: object = None
-        self._carried: dict[str, Any] | None = None  # the handlers' caches kept from the last batch (timers/batch.py)
+        self._carried: dict[str, batches.Cache] | None = None  # the handlers' caches kept from the last batch (timers/batch.py)
         self._carry_ok = False  # this batch goes on from what the last one kept
         self._ran = False  # a batch of this run has been written (the next one goes on from it)
         self._batch_fired: list[str] = []  # ids fired in the batch being written, for redelivery
@@ -369,7 +434,7 @@ class Run:
         self.stats = RunStats(domain=domain, start=floor, to=to)
         self.landed = RunStats(domain=domain, start=floor, to=to)
         self.now: datetime = floor or to
-        self._heap: list = []
+        self._heap: list[Entry] = []
         self._armed: dict[str, Item] = {}  # armed items in memory, by id
         self._by_key: dict[str, Item] = {}  # every item touched since the last flush, by key
         # Keys armed since the last check that were in neither memory nor asked of the database: one set
@@ -377,10 +442,11 @@ class Run:
         self._unverified: dict[str, tuple[Item, TraceRow | None, TraceRow | None]] = {}
         self._owners: set[str] = set()  # owners all of whose timers are in _by_key (read since the last fetch)
         self._big_owners: set[str] = set()  # owners with more timers than OWNER_READ_LIMIT
-        self._owners_ahead: tuple | None = None  # _held_owners()'s memo: (holding's view, handler, owners)
-        self._next: tuple[int, list] | None = None  # (fires then, the heap's next batch): holding()'s
+        # _held_owners()'s memo: (holding's view, handler, owners)
+        self._owners_ahead: tuple[tuple[int, list[Entry]], str, dict[str, None]] | None = None
+        self._next: tuple[int, list[Entry]] | None = None  # (fires then, the heap's next batch): holding()'s
         self._rest: bool | None = None  # _rest_of_horizon() read since the fetch (and found it all)
-        self._horizon: tuple | None = None
+        self._horizon: SortKey | None = None
         self._complete = False
         self._seq = itertools.count()
         self._instant: datetime | None = None
@@ -391,9 +457,9 @@ class Run:
 
     # -- buffers written at each flush -------------------------------------------------------------
     def _reset_buffers(self) -> None:
-        self.commits: list[tuple] = []
-        self.events: list[tuple] = []
-        self.sends: list[tuple] = []
+        self.commits: list[CommitRow] = []
+        self.events: list[EventRow] = []
+        self.sends: list[SendRow] = []
         self._repinned: set[str] = set()  # ids of stored timers whose version a repin changed
         self._absent: set[str] = set()  # keys a handler found in no timer this batch (Firing.absent)
         for item in self._by_key.values():
@@ -484,7 +550,8 @@ class Run:
     def _take(self, rows: list[Item]) -> None:
         """Put armed rows the store returned in tick order on the heap (what is in memory already wins)."""
         for item in rows:
-            item.instant = item.owed_at if self.floor is None or item.owed_at > self.floor else self.floor
+            # The store's rows are armed, so owed (only a held timer's owed_at is None).
+            item.instant = item.owed_at if self.floor is None or item.owed_at > self.floor else self.floor  # type: ignore[assignment,operator]
             # A timer a firing armed for this very instant keeps its pass, even across a crash and resume.
             item.pass_no = (item.tick_pass or 1) if item.instant == self.floor else 1
             if item.id in self._armed:
@@ -502,7 +569,7 @@ class Run:
             self._push(item)
 
     @staticmethod
-    def _row_horizon(last: Item) -> tuple:
+    def _row_horizon(last: Item) -> SortKey:
         return (last.instant, 1, last.owed_at, last.place, last.opened_at, last.key)
 
     def _push(self, item: Item) -> None:
@@ -569,7 +636,7 @@ class Run:
             self._push_out(item, now, f"{type(exc).__name__}: {exc}")
             return
         if f.instead is not None and outcome == "committed":
-            self._supersede_instead(item, f, now)
+            self._supersede_instead(item, f, f.instead, now)
             return
         tracing = self.tracing and self._traced(item)
         row = None
@@ -599,8 +666,8 @@ class Run:
         if self.redeliver:
             self._batch_fired.append(item.id)
 
-    def _supersede_instead(self, item: Item, f: Firing, now: datetime) -> None:
-        by, successor = f.instead
+    def _supersede_instead(self, item: Item, f: Firing, instead: tuple[str, str], now: datetime) -> None:
+        by, successor = instead
         succ = self._lookup(successor, item)
         item.status, item.by, item.dirty = "superseded", by, True
         item.superseded_by = succ.id if succ is not None else successor
@@ -613,6 +680,7 @@ class Run:
         """Deliver every wake of the batch a second time, after its commit, through the real wake path:
         the timer is claimed again and the gate answers replayed: true with the first commit."""
         ids, self._batch_fired = self._batch_fired, []
+        assert self.redeliver is not None  # a batch's fired ids are kept only to redeliver them
         results = self.redeliver(domain=self.domain, timer_ids=ids)
         self.stats.replayed += sum(1 for r in results if r.replayed)
 
@@ -623,6 +691,7 @@ class Run:
             item.domain = self.domain
             self._by_key[item.key] = item
             before = len(self.commits)
+            assert item.fired_at is not None  # they fired once
             self._fire(item, item.fired_at)
             del self.commits[before:]
         self._flush()
@@ -636,7 +705,8 @@ class Run:
     def _late_by(self, item: Item, now: datetime) -> timedelta:
         if self.now_fn is None:
             return ZERO
-        due = item.owed_at if item.owed_at >= item.armed_at else item.armed_at
+        # A firing timer is armed, so owed (only a held timer's owed_at is None).
+        due: datetime = item.owed_at if item.owed_at >= item.armed_at else item.armed_at  # type: ignore[assignment,operator]
         return max(ZERO, now - due)
 
     def _push_out(self, item: Item, now: datetime, error: str) -> None:
@@ -722,6 +792,7 @@ class Run:
         (its limit fell inside the instant), to fire in this batch: True when every armed timer owed by then
         is in memory."""
         if self._rest is None:
+            assert self._horizon is not None  # asked only while a fetch has left a horizon
             rows = self.store.fetch(self.domain, self._horizon[0], self._horizon[2:], HORIZON_REST_LIMIT)
             # They join this batch's heap and the horizon moves past them: the next fetch does not read
             # them again (with more subscribers than a batch holds, every instant straddles two batches).
@@ -740,7 +811,7 @@ class Run:
             memo = self._owners_ahead = (view, handler, owners)
         return memo[2]
 
-    def _held_view(self) -> tuple:
+    def _held_view(self) -> tuple[int, list[Entry]]:
         # (fires when taken, the heap's next batch of entries), taken again after HOLDING_REFRESH fires.
         fired = self.stats.fired + self.stats.refused + self.stats.failed
         if self._next is None or fired - self._next[0] >= HOLDING_REFRESH:
@@ -775,15 +846,19 @@ class Run:
             row.domain = self.domain
             self._by_key[row.key] = row
 
-    def _arm_item(self, item: Item, instant: datetime, pass_no: int) -> None:
-        if item.owed_at <= instant:
+    def _arm_item(self, item: Item, owed: datetime, instant: datetime, pass_no: int) -> None:
+        # ``owed`` is the item's owed_at, just set: armed, so owed.
+        if owed <= instant:
             item.instant, item.pass_no = instant, pass_no + 1
         else:
-            item.instant, item.pass_no = item.owed_at, 1
-        if item.owed_at <= self.to:
+            item.instant, item.pass_no = owed, 1
+        if owed <= self.to:
             self._push(item)
 
-    def _apply(self, op: tuple, parent: Item, instant: datetime, now: datetime, row: TraceRow | None) -> None:
+    # ``op`` is one of Op's tuples, dispatched on its tag read once into a local: the checker narrows a union of
+    # tuples only on op[0] itself, and reading it again at each test would cost the tick at every op.
+    def _apply(self, op: tuple[Any, ...], parent: Item, instant: datetime, now: datetime, row: TraceRow | None) -> None:
+        item: Item | None
         kind = op[0]
         if kind == "arm":
             _, k, timer_id, owed_at, handler, data, opened_at, version, what = op
@@ -797,7 +872,7 @@ class Run:
             # Else its owner's timers are all in memory, or a handler read the key ahead and found no timer.
             item.unverified = k.owner not in self._owners and key not in self._absent
             self._by_key[key] = item
-            self._arm_item(item, instant, parent.pass_no)
+            self._arm_item(item, owed_at, instant, parent.pass_no)
             self.stats.armed += 1
             child = None
             if row is not None:
@@ -834,12 +909,12 @@ class Run:
             item = self._lookup(key, parent)
             if item is None or item.status != "held":
                 return
-            owed = now + item.remaining
+            owed: datetime = now + item.remaining  # type: ignore[operator]  # a held timer keeps what it had left
             if cap is not None and cap < owed:
                 owed = cap
             item.status, item.owed_at, item.dirty, item.by = "armed", owed, True, Rearm.RESUME.value
             item.held_since, item.held_by, item.remaining = None, "", None
-            self._arm_item(item, instant, parent.pass_no)
+            self._arm_item(item, owed, instant, parent.pass_no)
             if row is not None:
                 row.children.append(TraceRow("armed", parent.pass_no, owed, None, item.place, item.kind,
                                              item.owner, f"{key} resumed"))
@@ -851,7 +926,7 @@ class Run:
             item.owed_at, item.by, item.dirty = owed_at, by, True
             item.gen += 1
             self._armed.pop(item.id, None)
-            self._arm_item(item, instant, parent.pass_no)
+            self._arm_item(item, owed_at, instant, parent.pass_no)
             if row is not None:
                 row.children.append(TraceRow("armed", parent.pass_no, owed_at, None, item.place, item.kind,
                                              item.owner, f"{key} retimed"))
@@ -876,6 +951,7 @@ class Run:
         for i in dirty:
             i.tick_pass = i.pass_no
         at = self.to if (self._complete and not self._heap) else (self._instant or self.to)
+        on_flush = self.on_flush
         self.taken = self.store.write(
             domain=self.domain,
             new=[i for i in dirty if i.new],
@@ -886,19 +962,19 @@ class Run:
             tallies=self._tallies(dirty),
             versions=[(i.id, i.version) for i in dirty if not i.new and i.id in self._repinned],
             # The domain's new position, written with the batch (in its round trip, where the store pipelines).
-            also=None if self.on_flush is None else (lambda: self.on_flush(at)),
+            also=None if on_flush is None else (lambda: on_flush(at)),
             claim_sends=self.claim_sends,
         )
         self.sends_flushed = bool(self.sends)
         self._reset_buffers()
 
-    def _tallies(self, dirty: list[Item]) -> list[tuple]:
+    def _tallies(self, dirty: list[Item]) -> list[TallyRow]:
         """The batch's commits counted by kind, outcome and late_by bucket (FireTally's rows to add to): a
         few rows a batch, written with it, so /metrics never counts the fired timers themselves."""
         if not self.commits:
             return []
         by_id = {i.id: i for i in dirty}
-        tally: dict[tuple[str, str, int], list] = {}
+        tally: dict[tuple[str, str, int], list[Any]] = {}  # (kind, outcome, bucket) → [fires, late seconds]
         for _, _, key, timer_id, outcome, _, _ in self.commits:
             item = by_id.get(timer_id)
             kind = item.kind if item is not None else parse(key).kind

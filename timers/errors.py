@@ -8,6 +8,8 @@ from typing import Any
 class KeepingTimeError(Exception):
     code = "invalid_request"
     status = 400
+    # The request field to blame, where one is (the API's "param"): set on few, so read with getattr.
+    param: str | None
 
     def __init__(self, message: str, *, code: str | None = None, status: int | None = None):
         super().__init__(message)

@@ -14,6 +14,8 @@ from django.db.models import Field, JSONField, Model, QuerySet
 from django.db.models.base import ModelState
 from django.db.models.options import Options
 
+from .sql import one_row
+
 M = TypeVar("M", bound=Model)
 AnyField: TypeAlias = "Field[Any, Any]"  # the stubs' Field is generic (in what it is set to and reads back)
 # (attname, field or None) per concrete field, None where the attribute goes as it is (_plan).
@@ -60,7 +62,7 @@ PROBED_FROM = 100  # rows: fewer, and a hash join would scan only a table smalle
 
 
 @contextlib.contextmanager
-def probed_by_key(cur: CursorWrapper, rows: int) -> Iterator[None]:
+def probed_by_key(cur: CursorWrapper | psycopg.Cursor[Any], rows: int) -> Iterator[None]:
     """Plan the statement inside, an update of ``rows`` rows by primary key, as one probe of the key per row:
     hash and merge joins off, for this transaction, until the block ends (as they were before, then).
     Otherwise an ``UPDATE … FROM unnest(ids)`` of a few thousand rows is planned as a hash join over every
@@ -72,7 +74,7 @@ def probed_by_key(cur: CursorWrapper, rows: int) -> Iterator[None]:
         return
     cur.execute("SELECT current_setting('enable_hashjoin'), current_setting('enable_mergejoin'), "
                 "set_config('enable_hashjoin', 'off', true), set_config('enable_mergejoin', 'off', true)")
-    hashjoin, mergejoin = cur.fetchone()[:2]
+    hashjoin, mergejoin = one_row(cur)[:2]
     yield
     cur.execute("SELECT set_config('enable_hashjoin', %s, true), set_config('enable_mergejoin', %s, true)",
                 [hashjoin, mergejoin])

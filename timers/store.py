@@ -8,23 +8,23 @@ Either way a batch's events become webhook deliveries in the batch's transaction
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import json
-from collections.abc import Callable
+from collections.abc import Callable, Iterable, Sequence
 from datetime import datetime
 from typing import Any
 
-import psycopg
 from django.db import connection
 from django.db.models import Q
 from django.db.models.functions import Now
 from psycopg.types.json import Jsonb
 
 from . import outbox
-from .engine import TIMER_FIELDS, Item
+from .engine import TIMER_FIELDS, After, CommitRow, EventRow, Item, SendRow, TallyRow, VersionRow
 from .history import LEFT
 from .models import Commit, Event, Outbox, Timer
-from .prepared import kept_cursors, new_cursor, together
+from .prepared import TickCursor, kept_cursors, new_cursor, together
 from .rows import copy_in, insert_rows, probed_by_key
 from .sql.tallies import tally_sql
 from .webhooks import fan_out
@@ -43,10 +43,11 @@ _ENDPOINTS = ("SELECT id, brand_id, livemode, enabled_events FROM timers_webhook
               "WHERE brand_id = ANY(%b::varchar[]) AND status = 'enabled'")
 
 
-def _json(value) -> dict[str, Any]:
+def _json(value: str | bytes | dict[str, Any] | None) -> dict[str, Any]:
     if value is None:
         return {}
-    return json.loads(value) if isinstance(value, str | bytes) else value
+    got: dict[str, Any] = json.loads(value) if isinstance(value, str | bytes) else value
+    return got
 
 
 class PostgresStore:
@@ -56,14 +57,14 @@ class PostgresStore:
     arrays element by element than the server spends writing them; binary arrays are sent as they are.
     """
 
-    def _cursor(self) -> psycopg.Cursor:
+    def _cursor(self) -> TickCursor:
         return new_cursor()
 
-    def cursor(self) -> psycopg.Cursor:
+    def cursor(self) -> TickCursor:
         """The tick's own cursor (binary, server-side binding) in Django's transaction, for the batch's guard."""
         return self._cursor()
 
-    def _items(self, rows) -> list[Item]:
+    def _items(self, rows: Iterable[Sequence[Any]]) -> list[Item]:
         out = []
         for row in rows:
             item = Item(**dict(zip(TIMER_FIELDS, row, strict=True)))
@@ -71,9 +72,9 @@ class PostgresStore:
             out.append(item)
         return out
 
-    def fetch(self, domain: str, to: datetime, after: tuple | None, limit: int) -> list[Item]:
+    def fetch(self, domain: str, to: datetime, after: After | None, limit: int) -> list[Item]:
         sql = f"SELECT {_COLUMNS} FROM timers_timer WHERE domain = %b AND status = 'armed' AND owed_at <= %b"
-        params: list = [domain, to]
+        params: list[Any] = [domain, to]
         if after is not None:
             sql += " AND (owed_at, place, opened_at, key) > (%b, %b, %b, %b)"
             params.extend(after)
@@ -109,17 +110,22 @@ class PostgresStore:
                         [domain, keys], binary=True)
             return self._items(cur.fetchall())
 
-    def write(self, *, domain: str, new: list[Item], changed: list[Item], commits: list[tuple],
-              events: list[tuple], sends: list[tuple], tallies: list[tuple] = (), versions: list[tuple] = (),
-              also: Callable[[], None] | None = None, claim_sends: bool = False) -> outbox.Taken | None:
+    def write(self, *, domain: str, new: list[Item], changed: list[Item], commits: list[CommitRow],
+              events: list[EventRow], sends: list[SendRow], tallies: Sequence[TallyRow] = (),
+              versions: Sequence[VersionRow] = (), also: Callable[[], None] | None = None,
+              claim_sends: bool = False) -> outbox.Taken | None:
         """The batch's rows. ``claim_sends``: its sends are written claimed by this session's sender, which sends
         them once the batch commits (the Taken returned, for outbox.deliver); else they are owed to any."""
         small = max(len(new), len(commits), len(events), len(changed)) <= PIPELINED_UP_TO
+        read: TickCursor | None  # the endpoints' read, a small batch's (only a small batch reads them here)
+        run: Callable[[str, list[Any]], object]
+        rows_in: RowsIn
+        writing: contextlib.AbstractContextManager[object]
         if small:
             # One statement for the rows (each table's write a data-modifying WITH of it), sent with the rest in
             # one pipeline: a batch of one paid the client's and the server's cost of a statement four times.
             cur, read, prepare = kept_cursors()
-            parts: list[tuple[str, list]] = []
+            parts: list[tuple[str, list[Any]]] = []
             rows_in = _values_into(parts)
             run = lambda sql, params: parts.append((sql, params))  # noqa: E731
             writing = cur.connection.pipeline()
@@ -160,7 +166,8 @@ class PostgresStore:
                 # cursor, whose results are read after the pipeline).
                 if brands:
                     parts.append((_ENDPOINTS, [brands]))
-                (read if brands else cur).execute(together(tuple(sql for sql, _ in parts)),
+                # Brands are read only by a small batch, which has the read cursor (as the fetchall below).
+                (read if brands else cur).execute(together(tuple(sql for sql, _ in parts)),  # type: ignore[union-attr]
                                                   [v for _, ps in parts for v in ps], binary=True, prepare=prepare)
             if versions:  # a repin's (rare): apart, so the batch's update of every changed timer stays as it is
                 cur.execute("UPDATE timers_timer AS t SET version = v.version FROM unnest(%b::varchar[], %b::varchar[]) "
@@ -169,7 +176,7 @@ class PostgresStore:
             if also is not None:
                 # The caller's statements (the clock's position) on the kept cursor: in this pipeline, when small.
                 also()
-        endpoints = read.fetchall() if brands else None
+        endpoints = read.fetchall() if brands else None  # type: ignore[union-attr]
         if events:
             fan_out(events, endpoints=endpoints)
         if not sends:
@@ -228,12 +235,17 @@ def _update_sql(rows: int, armed_only: bool) -> str:
 _DOMAIN = "(SELECT %b::varchar)"
 
 
-def _values_into(parts: list[tuple[str, list]]) -> Callable[..., None]:
+# How a batch's rows go in: a binary COPY (rows.copy_in), or a pipeline's INSERT … VALUES (_values_into).
+RowsIn = Callable[[TickCursor, str, Sequence[str], Sequence[str], Sequence[Sequence[Any]]], None]
+
+
+def _values_into(parts: list[tuple[str, list[Any]]]) -> RowsIn:
     """copy_in's rows as an INSERT … VALUES added to ``parts``, in the rows' order: a statement a pipeline can
     carry (a COPY waits for the server twice), its parameters plain values (each array of an unnest costs
     Python more to build than a few rows' values), prepared once for each number of rows."""
 
-    def rows_in(cur: psycopg.Cursor, table: str, columns: list[str], types: list[str], rows: list) -> None:
+    def rows_in(cur: TickCursor, table: str, columns: Sequence[str], types: Sequence[str],
+                rows: Sequence[Sequence[Any]]) -> None:
         jsonb = [t == "jsonb" for t in types]
         parts.append((_values_sql(table, tuple(columns), tuple(types), len(rows)),
                       [Jsonb(v) if j and v is not None else v for row in rows for v, j in zip(row, jsonb, strict=True)]))
@@ -258,7 +270,7 @@ _PG_TYPES = {
 }  # fmt: skip
 
 
-def _write_sends(sends: list[tuple]) -> None:
+def _write_sends(sends: list[SendRow]) -> None:
     insert_rows([Outbox(id=s[0], domain=s[1], brand_id=s[2], key=s[3], attempt=s[4], transport=s[5], payload=s[6],
                         created_at=s[7], seq=s[8]) for s in sends])
 
@@ -266,7 +278,7 @@ def _write_sends(sends: list[tuple]) -> None:
 class OrmStore:
     """Portable reads and writes for the embedded default; the same contract, row by row where needed."""
 
-    def fetch(self, domain: str, to: datetime, after: tuple | None, limit: int) -> list[Item]:
+    def fetch(self, domain: str, to: datetime, after: After | None, limit: int) -> list[Item]:
         qs = Timer.objects.filter(domain=domain, status="armed", owed_at__lte=to)
         if after is not None:
             o, p, op, k = after
@@ -284,22 +296,23 @@ class OrmStore:
         return None if row is None else Item(**dict(zip(TIMER_FIELDS, row, strict=True)))
 
     def load_owners(self, domain: str, owners: list[str], limit: int) -> list[Item]:
-        out = []
+        out: list[Item] = []
         for owner in owners:  # the embedded default: a query per owner keeps each owner's limit
             rows = Timer.objects.filter(domain=domain, owner=owner).values_list(*TIMER_FIELDS)[:limit]
             out.extend(Item(**dict(zip(TIMER_FIELDS, row, strict=True))) for row in rows)
         return out
 
     def load_many(self, domain: str, keys: list[str]) -> list[Item]:
-        out = []
+        out: list[Item] = []
         for at in range(0, len(keys), 500):  # SQLite caps the variables of one statement
             rows = Timer.objects.filter(domain=domain, key__in=keys[at:at + 500]).values_list(*TIMER_FIELDS)
             out.extend(Item(**dict(zip(TIMER_FIELDS, row, strict=True))) for row in rows)
         return out
 
-    def write(self, *, domain: str, new: list[Item], changed: list[Item], commits: list[tuple],
-              events: list[tuple], sends: list[tuple], tallies: list[tuple] = (), versions: list[tuple] = (),
-              also: Callable[[], None] | None = None, claim_sends: bool = False) -> None:
+    def write(self, *, domain: str, new: list[Item], changed: list[Item], commits: list[CommitRow],
+              events: list[EventRow], sends: list[SendRow], tallies: Sequence[TallyRow] = (),
+              versions: Sequence[VersionRow] = (), also: Callable[[], None] | None = None,
+              claim_sends: bool = False) -> None:
         # claim_sends: PostgreSQL's (a sender is a database session); here the sends are owed to any sender.
         if new:
             Timer.objects.bulk_create(
@@ -334,7 +347,7 @@ class OrmStore:
             also()
 
 
-def get_store():
+def get_store() -> PostgresStore | OrmStore:
     return PostgresStore() if connection.vendor == "postgresql" else OrmStore()
 
 

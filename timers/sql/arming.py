@@ -7,13 +7,15 @@ The arming is the API's most frequent write: its INSERT and its look at history 
 from __future__ import annotations
 
 import functools
+from typing import Any
 
 from django.db import connection
 
 from ..history import LEFT
 from ..models import Timer
 from ..prepared import cursor
-from ..rows import insert_one_sql, values_of
+from ..rows import Plan, insert_one_sql, values_of
+from . import one_row
 
 # Whether the key is in history (fired or superseded): PostgreSQL keeps history apart from the armed table, so no
 # one unique index spans both (params: domain, key).
@@ -22,7 +24,7 @@ IN_HISTORY = ("SELECT 1 FROM timers_timer WHERE domain = %s AND key = %s AND sta
 # A brand's live clock named, once: the live loop runs the domains LiveClock names (params: domain).
 NAME_LIVE_CLOCK = "INSERT INTO timers_liveclock (id, position) VALUES (%s, NULL) ON CONFLICT DO NOTHING"
 @functools.cache
-def _arm_sql() -> tuple[str, list[tuple], bool]:
+def _arm_sql() -> tuple[str, Plan, bool]:
     """The arming's INSERT: every column but ``moved_at``, whose default is the database's clock (read back, as
     ``Timer.objects.create`` does, where the database can return it)."""
     sql, plan = insert_one_sql(Timer, omit=frozenset({"moved_at"}))
@@ -54,7 +56,7 @@ def arm_check(timer: Timer, *, name_live_clock: bool, notify: tuple[str, str] | 
                 cur.execute(NAME_LIVE_CLOCK, [domain])
             return found
         sql = f"SELECT EXISTS ({IN_HISTORY})"
-        params: list = [domain, key]
+        params: list[Any] = [domain, key]
         if name_live_clock:
             sql = f"WITH named AS ({NAME_LIVE_CLOCK}) {sql}"
             params.insert(0, domain)
@@ -62,4 +64,5 @@ def arm_check(timer: Timer, *, name_live_clock: bool, notify: tuple[str, str] | 
             sql += ", pg_notify(%s, %s)"
             params += list(notify)
         cur.execute(sql, params)
-        return cur.fetchone()[0]
+        in_history: bool = one_row(cur)[0]
+        return in_history

@@ -16,6 +16,7 @@ from django.db import connection, connections
 
 from ..models import LiveClock, TestClock, Timer, is_live
 from ..prepared import kept_cursors
+from . import one_row
 
 # The frozen time's move, once a batch: forward only, and never on a clock marked gone.
 MOVE_FROZEN = ("UPDATE timers_testclock SET frozen_time = %s WHERE id = %s AND frozen_time < %s AND status NOT IN ("
@@ -56,10 +57,10 @@ def owes_sends(clock_id: str) -> bool:
     if _kept():
         cur, _, prepare = kept_cursors()
         cur.execute(OWED_SENDS.replace("%s", "%b"), [clock_id], prepare=prepare)
-        return bool(cur.fetchone()[0])
-    with connection.cursor() as cur:
-        cur.execute(OWED_SENDS, [clock_id])
-        return bool(cur.fetchone()[0])
+        return bool(one_row(cur)[0])
+    with connection.cursor() as db_cur:
+        db_cur.execute(OWED_SENDS, [clock_id])
+        return bool(db_cur.fetchone()[0])
 
 
 def owed_by(clock_id: str, to: datetime) -> bool:
@@ -67,7 +68,7 @@ def owed_by(clock_id: str, to: datetime) -> bool:
     if _kept():
         cur, _, prepare = kept_cursors()
         cur.execute(OWED_BY.replace("%s", "%b"), [clock_id, to], prepare=prepare)
-        return bool(cur.fetchone()[0])
+        return bool(one_row(cur)[0])
     return Timer.objects.filter(domain=clock_id, status="armed", owed_at__lte=to).exists()
 
 
@@ -77,7 +78,7 @@ def mark_idle(clock_id: str, to: datetime) -> bool:
     if _kept():
         cur, _, prepare = kept_cursors()
         cur.execute(IDLE_MARK.replace("%s", "%b"), [clock_id, to, to, to, clock_id], prepare=prepare)
-        return bool(cur.fetchone()[0])
+        return bool(one_row(cur)[0])
     owed = owed_by(clock_id, to)
     TestClock.objects.filter(pk=clock_id).update(
         status=TestClock.Status.ADVANCING, advance_to=to, **({} if owed else {"frozen_time": to}))
@@ -94,13 +95,13 @@ def move_frozen(clock_id: str, at: datetime, *, look: bool = False) -> bool | No
             cur.execute(MOVE_FROZEN.replace("%s", "%b"), [at, clock_id, at], prepare=prepare)
             return None
         cur.execute(MOVE_FROZEN_LOOK.replace("%s", "%b"), [at, clock_id, at, clock_id], prepare=prepare)
-        return bool(cur.fetchone()[0])
-    with connection.cursor() as cur:
-        cur.execute(MOVE_FROZEN, [at, clock_id, at])
+        return bool(one_row(cur)[0])
+    with connection.cursor() as db_cur:
+        db_cur.execute(MOVE_FROZEN, [at, clock_id, at])
         if not look:
             return None
-        cur.execute(OWED_SENDS, [clock_id])
-        return bool(cur.fetchone()[0])
+        db_cur.execute(OWED_SENDS, [clock_id])
+        return bool(db_cur.fetchone()[0])
 
 
 def set_live_position(domain: str, at: datetime) -> None:

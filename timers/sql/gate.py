@@ -3,9 +3,14 @@ refusing a second, beside its SQLite fallback."""
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from django.db import IntegrityError, connection, transaction
 
 from ..models import Commit
+
+if TYPE_CHECKING:
+    from ..engine import CommitRow
 
 # The gate's commits, each key once per domain: what the constraint refuses is not returned (params: the seven
 # columns as arrays).
@@ -14,7 +19,7 @@ COMMIT_ONCE = ("INSERT INTO timers_commit (id, domain, key, timer_id, outcome, c
                "%s::varchar[], %s::varchar[], %s::timestamptz[]) ON CONFLICT DO NOTHING RETURNING key")
 
 
-def commit_once(rows: list[tuple]) -> set[str]:
+def commit_once(rows: list[CommitRow]) -> set[str]:
     """Offer each (id, domain, key, timer_id, outcome, code, at); returns the keys committed now. On SQLite one
     savepoint a row, whose unique constraint refuses a key committed before."""
     if not rows:

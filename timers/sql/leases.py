@@ -9,13 +9,16 @@ tick pays it once a batch. SQLite is one machine and one writer: a dead holder's
 from __future__ import annotations
 
 from datetime import datetime
+from typing import Any
 
 from django.db import connection
+from django.db.backends.utils import CursorWrapper
 from django.db.models import OuterRef, Subquery
 from django.db.models.expressions import RawSQL
 
 from ..models import Lease, TestClock
 from ..prepared import kept_cursors
+from . import one_row
 from .sessions import LIVE_SESSIONS, lease_session, named
 
 # Whether the lease's holder is alive: its session is (PostgreSQL), or it names none.
@@ -59,11 +62,11 @@ LAST_HOLDER_LIVE = ("SELECT l.holder FROM timers_lease l WHERE l.domain = timers
                     f"AND (l.session = '' OR l.session IN ({LIVE_SESSIONS}))")
 
 
-def _db(at: datetime):
+def _db(at: datetime) -> Any:  # the backend's value for a datetime column (text on SQLite)
     return connection.ops.adapt_datetimefield_value(at)
 
 
-def _begin(cur, *settings_: str) -> None:
+def _begin(cur: CursorWrapper, *settings_: str) -> None:
     """Begin a take's or a release's transaction (PostgreSQL): ``settings_`` (SET LOCAL …) and, when it is
     the outermost transaction, a commit that does not wait for its WAL flush. A live turn takes and releases a
     lease around each batch: two flushes a turn on top of the batch's own, on a disk shared with the API's
@@ -115,9 +118,10 @@ def fence(*, domain: str, holder: str, epoch: int, expires: datetime) -> bool:
         cur, _, prepare = kept_cursors()
         cur.execute(FENCE.replace("%s", "%b"), [expires, domain, holder, epoch], prepare=prepare)
         return cur.rowcount == 1
-    with connection.cursor() as cur:
-        cur.execute(FENCE, [_db(expires), domain, holder, epoch])
-        return cur.rowcount == 1
+    with connection.cursor() as db_cur:
+        db_cur.execute(FENCE, [_db(expires), domain, holder, epoch])
+        renewed: int = db_cur.rowcount
+        return renewed == 1
 
 
 def fence_locking(*, domain: str, holder: str, epoch: int, expires: datetime,
@@ -132,7 +136,7 @@ def fence_locking(*, domain: str, holder: str, epoch: int, expires: datetime,
         return ok, status
     cur, _, prepare = kept_cursors()
     cur.execute(FENCE_LOCKING, [expires, domain, holder, epoch, clock_id], binary=True, prepare=prepare)
-    ok, status = cur.fetchone()
+    ok, status = one_row(cur)
     return ok, status
 
 
@@ -152,7 +156,7 @@ def held_now(now: datetime) -> list[tuple[str, str, int]]:
         return [(d, h, int(e)) for d, h, e in cur.fetchall()]
 
 
-def last_holder():
+def last_holder() -> RawSQL | Subquery:
     """An expression for the holder of a live domain's last lease (a LiveClock row's), while its database
     session lives where sessions are named: a worker that was stopped or killed keeps no domain waiting."""
     if named():

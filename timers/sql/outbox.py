@@ -22,6 +22,7 @@ from django.db.models import Q
 
 from ..clock import wall_now
 from ..models import Outbox
+from . import one_row
 from .sessions import LIVE_SESSIONS, SESSION_NAME, commit_unflushed
 
 Row = tuple[str, str, dict[str, Any], bool, str]  # a claimed row: id, transport, payload, in doubt, domain
@@ -139,7 +140,8 @@ def _os_sender_alive(claimer: str) -> bool:
 def lease_end(cur: Any, lease: timedelta) -> datetime:
     """The end of a lease taken now, by the database's clock, on the caller's cursor (PostgreSQL)."""
     cur.execute(LEASE_END, [lease.total_seconds()])
-    return cur.fetchone()[0]
+    end: datetime = one_row(cur)[0]
+    return end
 
 
 # -- claiming ---------------------------------------------------------------------------------------------------
@@ -277,7 +279,7 @@ def owed_by_domain() -> list[tuple[str, int, int, int]]:
     A sender is alive as the claim judges it: on PostgreSQL its session is too (timers/sql/sessions.py)."""
     if _pg():
         live = f"COALESCE(lease_until > clock_timestamp(), false) AND claimed_by IN ({LIVE_SESSIONS})"
-        params: list = []
+        params: list[Any] = []
     else:
         live = "COALESCE(lease_until > %s, 0)"
         params = [connection.ops.adapt_datetimefield_value(wall_now())] * 2
@@ -287,4 +289,5 @@ def owed_by_domain() -> list[tuple[str, int, int, int]]:
            f"FROM {Outbox._meta.db_table} WHERE status IN ('pending', 'sending') GROUP BY domain")
     with connection.cursor() as cur:
         cur.execute(sql, params)
-        return cur.fetchall()
+        rows: list[tuple[str, int, int, int]] = cur.fetchall()
+    return rows

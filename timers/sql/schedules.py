@@ -10,6 +10,7 @@ updates a group.
 from __future__ import annotations
 
 from datetime import datetime
+from typing import Any
 
 from django.db import IntegrityError, connection, transaction
 
@@ -39,7 +40,7 @@ def settle_rows(succeeded: dict[datetime, list[str]], closed: dict[tuple[datetim
             ScheduleRun.objects.filter(pk__in=pks, state=ScheduleRun.State.OPEN).update(
                 state=ScheduleRun.State.CLOSED, closed_at=now, outcome=outcome[:200])
         return
-    parts: list[tuple[str, list]] = [(TICKS_SUCCEEDED, [now, pks]) for now, pks in succeeded.items()]
+    parts: list[tuple[str, list[Any]]] = [(TICKS_SUCCEEDED, [now, pks]) for now, pks in succeeded.items()]
     parts += [(RUNS_CLOSED, [now, outcome[:200], pks]) for (now, outcome), pks in closed.items()]
     if not parts:
         return

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import os
 import socket
+from typing import Any
 
 import psycopg
 from django.db import connection
@@ -34,7 +35,7 @@ def sender_id() -> str:
     connection.ensure_connection()
     if named():
         raw = connection.connection
-        cached = getattr(raw, "_kt_sender", None)
+        cached: str | None = getattr(raw, "_kt_sender", None)  # kept on the session it names
         if cached is None:
             with connection.cursor() as cur:
                 cur.execute(OWN_NAME)
@@ -71,7 +72,8 @@ def listen(channel: str) -> psycopg.Connection:
 def session() -> psycopg.Connection:
     """This thread's database session, connected."""
     connection.ensure_connection()
-    return connection.connection
+    conn: psycopg.Connection[Any] = connection.connection
+    return conn
 
 
 # Wake whoever LISTENs on the channel, at the commit (params: channel, payload).

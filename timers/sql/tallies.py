@@ -45,4 +45,5 @@ def fires_by_clock(live_prefix: str) -> list[tuple[bool, str, str, int, int, flo
     """(live, kind, outcome, bucket, fires, late seconds) summed over every domain, live or test."""
     with connection.cursor() as cur:
         cur.execute(FIRES_BY_CLOCK, [f"{live_prefix}%"])
-        return cur.fetchall()
+        rows: list[tuple[bool, str, str, int, int, float | None]] = cur.fetchall()
+    return rows
