@@ -256,13 +256,14 @@ def advance(clock_id: str, to: datetime, *, redeliver: bool = False, trace: bool
         if marked and pin is not None:
             clock.status, clock.advance_to = TestClock.Status.ADVANCING, to
         if idle:
+            assert pin is not None  # only a pinned advance is found idle
             _finish_pinned(pin, to, marked)
             return RunStats(domain=clock.id, start=start, to=to)
         # So the run may keep its timers and its handlers' rows from one batch to the next (Run.carry): a
         # batch of thousands reads them once, not once a batch. Not worth a statement for small batches.
         carry = (lambda: _carry_token(clock.id)) if size >= CARRY_MIN_BATCH else None
 
-        def run(keep_writes: bool, floor: datetime) -> Run:
+        def run(keep_writes: bool, floor: datetime | None) -> Run:
             return Run(domain=clock.id, floor=floor, to=to, store=get_store(), redeliver=wake if redeliver else None,
                        trace=trace, on=on, on_flush=flush_frozen(clock.id),
                        deliver=lambda taken: deliver_batch(clock.id, taken), guard=guard, keep_writes=keep_writes,
@@ -389,6 +390,7 @@ def run_requested_advances(*, limit: int = 10) -> int:
             clock.refresh_from_db()
             if clock.status != TestClock.Status.ADVANCING:
                 continue
+            assert target is not None  # an advancing clock's row says where to
             try:
                 advance(clock.id, target, redeliver=redeliver)
             except TestClockDeleted:

@@ -180,7 +180,7 @@ class DirectArmer:
 
     def state(self, key: str) -> tuple[str, datetime | None] | None:
         row = Timer.objects.filter(domain=self.domain, key=key).values_list("status", "owed_at").first()
-        return None if row is None else tuple(row)
+        return row  # values_list's row: a tuple already
 
     def hold(self, key: str, *, by: Rearm, who: str = "") -> None:
         by = rearm_cause(by)

@@ -498,9 +498,9 @@ def create(obj: Model, *, skip_taken: bool = False, kept_by: tuple[str, ...] = (
     b.keep_create(obj, skip_taken=skip_taken, kept_by=kept_by)
 
 
-def row(f: Reading, key: Any, *, name: str, load: Callable[[set[Any]], Mapping[Any, Any]], ahead: tuple[str, ...],
+def row(f: Reading, key: Any, *, name: str, load: Callable[[set[Any]], Mapping[Any, M]], ahead: tuple[str, ...],
         key_of: Callable[[Any], Any], tables: tuple[str, ...], pk: RowKeys,
-        read_ahead: bool = True, carry: bool = False) -> Any:
+        read_ahead: bool = True, carry: bool = False) -> M | None:
     """The row ``load`` finds for ``key``, read for a firing ``f``. In a batch, the first ask reads the rows of
     every timer the batch holds whose handler is in ``ahead`` (``key_of`` a timer) in one query, and a row a
     write has dropped since is read alone; a handler gets a copy, so what it changes without saving never

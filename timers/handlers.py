@@ -78,11 +78,13 @@ def repeat(f: Firing) -> None:
     f.record("timer.fired", data={"n": n, "of": count})
     f.what = f"{n} of {count}"
     if n < count:
-        nxt_at = repeat_at(data, n, f.timer.owed_at)
+        owed = f.timer.owed_at
+        assert owed is not None  # a firing timer is armed, so owed
+        nxt_at = repeat_at(data, n, owed)
         key = f.key
         nxt = f"{key.owner}:{key.kind}:{key.name}:{n + 1}"
         base = {"from": data["from"], "from_n": data.get("from_n", 1)} if data.get("from") else \
-            {"from": f.timer.owed_at.isoformat(), "from_n": n}
+            {"from": owed.isoformat(), "from_n": n}
         f.arm(nxt, owed_at=nxt_at, handler="repeat", data={**data, **base, "n": n + 1},
               what=f"{key.name} · {n + 1} of {count}, the next")
 

@@ -31,7 +31,7 @@ import uuid
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from datetime import datetime, timedelta
-from typing import Any
+from typing import Any, Literal, overload
 
 from django.conf import settings
 from django.db import OperationalError, transaction
@@ -139,7 +139,15 @@ def _upsert(domain: str, me: str, now: datetime) -> Held | None:
     return None if epoch is None else Held(domain=domain, holder=me, epoch=epoch)
 
 
-@contextlib.contextmanager
+@overload
+def lease(domain: str, *, wait: Literal[True] = True) -> contextlib.AbstractContextManager[Held]: ...
+
+
+@overload
+def lease(domain: str, *, wait: bool) -> contextlib.AbstractContextManager[Held | None]: ...
+
+
+@contextlib.contextmanager  # type: ignore[misc]  # the overloads above say what each wait yields
 def lease(domain: str, *, wait: bool = True) -> Iterator[Held | None]:
     """Hold the clock domain for the duration; with ``wait=False`` yields None if another holds it.
 

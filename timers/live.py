@@ -89,6 +89,7 @@ def turn(clock: Clock, domain: str, held: Held, *, trace: bool = False, on: set[
     """Run ``domain`` to now under ``held``; with ``batches``, stop after that many (``stopped``: more is owed)."""
     now = clock.now()
     pin = pinned_on(domain)
+    floor: datetime | None
     if pin is not None:
         pin.write_ready()
         floor = pin.clock.frozen_time

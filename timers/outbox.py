@@ -35,6 +35,7 @@ from django.db.models import Q
 from .clock import wall_now
 from .models import Outbox
 from .sql import outbox as statements
+from .prepared import TickCursor
 from .sql.sessions import sender_id
 from .transports import PermanentFailure, Transport, transport
 
@@ -123,7 +124,7 @@ class Taken:
     claimed_at: float  # monotonic, no later than the lease's start
 
 
-def claim_ahead(cur) -> tuple[str, datetime, float]:
+def claim_ahead(cur: TickCursor) -> tuple[str, datetime, float]:
     """For sends a transaction is about to write and this same session sends once it commits (a test clock's
     advance, batch by batch): this sender, the lease's end by the database's clock, and the monotonic instant
     the lease counts from (just before it was read). Written so, a row is written once before its receipt, where
@@ -170,7 +171,7 @@ def _fail(sid: str, domain: str, error: str, *, permanent: bool, max_tries: int 
     # Never over a receipt, nor over a void (its endpoint or clock is gone): those stand.
     Outbox.objects.filter(domain=domain, pk=sid).exclude(status__in=["sent", "voided"]).update(
         status="failed" if final else "sending", error=error[:500], tries=tries, lease_until=None,
-        next_try_at=None if final else wall_now() + wait)
+        next_try_at=None if final else wall_now() + wait)  # type: ignore[operator]  # not final: a wait was chosen
     return final
 
 
@@ -190,7 +191,11 @@ def _send_claimed(rows: list[Claimed], me: str, stats: DeliverStats, stop: threa
         _notify(settled)
 
 
-def _attempt(t: Transport | None, row: Claimed) -> tuple[dict[str, Any] | None, bool, Exception | None]:
+# One send's outcome: (the receipt, confirmed without sending, or what it raised).
+Attempted = tuple["dict[str, Any] | None", bool, "Exception | None"]
+
+
+def _attempt(t: Transport | None, row: Claimed) -> Attempted:
     """One row's outside call: (receipt, confirmed without sending, or what it raised). The transport's ask and
     send only, nothing written here: a transport that allows it (``concurrent_sends``) runs this in a sender
     thread, and every write stays with the claim's own database connection."""
@@ -236,7 +241,7 @@ def _send_claimed_rows(rows: list[Claimed], me: str, stats: DeliverStats, stop: 
     The rows leave in order; a transport with ``concurrent_sends`` has up to that many (at most send_threads()) in
     flight at once, each started only after the checks above, and each outcome (a receipt, a failed try, a
     failure for good) is written here as it comes back, by this thread."""
-    receipts: list[tuple[str, dict[str, Any]]] = []
+    receipts: list[tuple[str, dict[str, Any] | None]] = []
     domains = sorted({r.domain for r in rows})
     # An ordered domain's claim (one domain) goes one row after another: each receipt written at once, and
     # nothing sent past a row that failed.
@@ -256,9 +261,9 @@ def _send_claimed_rows(rows: list[Claimed], me: str, stats: DeliverStats, stop: 
                                                              for n in names)]))
     # The sends in flight, and where each comes back when done (a queue: no waiter per future and per wait).
     flying = 0
-    back: queue.SimpleQueue = queue.SimpleQueue()
+    back: queue.SimpleQueue[tuple[Claimed, Transport | None, Attempted]] = queue.SimpleQueue()
 
-    def outcome(row: Claimed, t: Transport | None, result: tuple[dict[str, Any] | None, bool, Exception | None]) -> bool:
+    def outcome(row: Claimed, t: Transport | None, result: Attempted) -> bool:
         """Write what one send came to; False when an ordered domain must stop behind it."""
         nonlocal receipts
         receipt, confirmed, exc = result
@@ -298,7 +303,7 @@ def _send_claimed_rows(rows: list[Claimed], me: str, stats: DeliverStats, stop: 
                 return
 
     def fly(row: Claimed, t: Transport | None) -> None:
-        result: tuple = (None, False, RuntimeError("the send's thread stopped before it finished"))
+        result: Attempted = (None, False, RuntimeError("the send's thread stopped before it finished"))
         try:
             result = _attempt(t, row)
         finally:  # always back: the claim's thread waits for every send it started

@@ -23,6 +23,7 @@ import contextlib
 import itertools
 import json
 import logging
+from collections.abc import Mapping
 from datetime import datetime
 from functools import partial
 from typing import TYPE_CHECKING, Any
@@ -176,7 +177,7 @@ def _locked(f: Firing) -> Schedule | None:
                        pk=lambda v, _: (v.pk,))
 
 
-def _load_schedules(domain: str, ids: set) -> dict[str, Any]:
+def _load_schedules(domain: str, ids: set[str]) -> dict[str, Schedule]:
     return {s.id: s for s in Schedule.objects.select_for_update().filter(domain=domain, id__in=ids)}
 
 
@@ -195,7 +196,7 @@ def _read_ahead(f: Firing, sch: Schedule, ev: Any, nxt: datetime) -> None:
     key = fire_key(sch.id, nxt)
     if key in checked:
         return
-    locked = b.caches.get("timers.schedules") or {}
+    locked: Mapping[str, Schedule | None] = b.caches.get("timers.schedules") or {}
     starts: dict[str, tuple[Any, datetime, bool]] = {sch.id: (ev, nxt, True)}
     for t in f.run.holding((FIRE,)):
         other = locked.get(t.owner)
@@ -285,7 +286,7 @@ def register() -> None:
     pre_delete.connect(_removed_with_clock, sender=TestClock, dispatch_uid="timers.schedules.clock_removed")
 
 
-def _removed_with_clock(sender, instance: TestClock, **kwargs) -> None:
+def _removed_with_clock(sender: type[TestClock], instance: TestClock, **kwargs: Any) -> None:
     # A test clock's rows removed (a reload of an example frees its seed): its schedules go with it, so the
     # ids the seed mints again are free too. Runs, ticks and dead letters follow them.
     Schedule.objects.filter(domain=instance.pk).delete()

@@ -165,7 +165,7 @@ def parse(spec: object, zone: str) -> Evaluator:
         if not isinstance(phase_text, str) or not _PHASE_RE.fullmatch(phase_text):
             raise InvalidSpec(f"phase {str(phase_text)[:40]!r} is 0 to 9999 of a unit: s, m, h, d or w (e.g. 5m)")
         every = _fixed_span(spec["every"], what="every")
-        zero = int(re.match(r"[0-9]+", phase_text)[0]) == 0
+        zero = int(re.match(r"[0-9]+", phase_text)[0]) == 0  # type: ignore[index]  # _PHASE_RE matched: digits lead
         phase = timedelta(0) if zero else _fixed_span(phase_text, what="phase")
         return Every(every, phase % every)  # a phase of an interval or more is the same phase, once round
     for key, kind in _kinds.items():
@@ -183,12 +183,13 @@ def fires(ev: Evaluator, after: datetime, until: datetime) -> Iterator[datetime]
                 return
             yield t
         return
-    t: datetime | None = after
+    at = after
     for _ in range(MAX_COUNT):
-        t = ev.after(t)
-        if t is None or t > until:
+        nxt = ev.after(at)
+        if nxt is None or nxt > until:
             return
-        yield t
+        yield nxt
+        at = nxt
 
 
 def next_fires(ev: Evaluator, after: datetime, n: int = 5) -> list[datetime]:

@@ -77,7 +77,7 @@ class TargetKind:
     start: Callable[[Firing, Schedule, ScheduleRun], Started]
     cancel: Callable[[Firing, ScheduleRun], bool] | None = None  # True if the Run was asked to stop
     # Narrows the Runs in state open to those still running (an HTTP call the outbox still owes): one query.
-    still_open: Callable[[QuerySet, Schedule], QuerySet] | None = None
+    still_open: Callable[[QuerySet[ScheduleRun], Schedule], QuerySet[ScheduleRun]] | None = None
     atomic: bool = True  # its start writes rows: a savepoint, so a refusal rolls them back
     schema: Callable[[], dict[str, Any]] | None = None  # the target's JSON schema: exactly what ``clean`` takes
 
@@ -150,7 +150,7 @@ def start_http(f: Firing, sch: Schedule, run: ScheduleRun) -> Started:
     return Started(ref=f.send(HTTP, payload))
 
 
-def http_open(runs: QuerySet, sch: Schedule) -> QuerySet:
+def http_open(runs: QuerySet[ScheduleRun], sch: Schedule) -> QuerySet[ScheduleRun]:
     # On a test clock a call settles at the instant it fires: the outbox sends (and retries) in wall time,
     # outside the clock's time, so whether a later fire finds it open would depend on how the advance was cut
     # (one call, or day by day) and on how fast the far end answered. Live, open is a call the outbox still
@@ -164,7 +164,7 @@ def http_open(runs: QuerySet, sch: Schedule) -> QuerySet:
     return runs_by_ref(runs, owed) if owed else runs.none()
 
 
-def runs_by_ref(runs: QuerySet, refs: list[str]) -> QuerySet:
+def runs_by_ref(runs: QuerySet[ScheduleRun], refs: list[str]) -> QuerySet[ScheduleRun]:
     """The Runs whose call is one of ``refs``, by schedule_run_ref. ``ref <> ''`` says what that partial index's
     predicate says: PostgreSQL proves a predicate from an IN list of at most 100 values, and a claim settles 200,
     so without it each settle read every Run of every schedule (tests/test_query_plans.py)."""

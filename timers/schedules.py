@@ -192,6 +192,7 @@ def schedule_resume(*, schedule: Schedule) -> Schedule:
     timer = _fire_timer(sch, "held")
     if timer is not None:
         timer_resume(timer=timer, now=now, cap=instant(timer.data["at"]))
+    assert sch.paused_at is not None  # a paused schedule says since when
     paused_for = now - sch.paused_at
     sch.paused, sch.pause_note, sch.paused_at = False, "", None
     sch.save(update_fields=["paused", "pause_note", "paused_at"])

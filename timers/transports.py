@@ -83,7 +83,8 @@ class HTTPError(Exception):
 def _receipt(got: Response) -> dict[str, Any]:
     if not 200 <= got.status < 300:
         raise HTTPError(f"HTTP Error {got.status}: {got.reason}")  # as urllib said it: a failed try's reason
-    return json.loads(got.body or b"{}")
+    receipt: dict[str, Any] = json.loads(got.body or b"{}")
+    return receipt
 
 
 class DjangoEmailTransport:

@@ -45,7 +45,7 @@ class _Receiver(ThreadingHTTPServer):
 class _Handler(BaseHTTPRequestHandler):
     server: _Receiver
 
-    def log_message(self, format, *args):  # noqa: A002 - BaseHTTPRequestHandler's name
+    def log_message(self, format: str, *args: Any) -> None:  # noqa: A002 - BaseHTTPRequestHandler's name
         pass  # one line per event is printed instead
 
     def _answer(self, status: int, text: str) -> None:
@@ -56,7 +56,7 @@ class _Handler(BaseHTTPRequestHandler):
         self.end_headers()
         self.wfile.write(body)
 
-    def do_POST(self):  # noqa: N802 - BaseHTTPRequestHandler's name
+    def do_POST(self) -> None:  # noqa: N802 - BaseHTTPRequestHandler's name
         length = int(self.headers.get("Content-Length") or 0)
         if not 0 < length <= MAX_BODY:
             self._answer(400, "no body")

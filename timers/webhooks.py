@@ -310,13 +310,13 @@ def fan_out(events: Sequence[Sequence[Any]], *,
     return len(pairs)
 
 
-def _event_saved(sender, instance: Event, created: bool, raw: bool = False, **kwargs) -> None:
+def _event_saved(sender: type[Event], instance: Event, created: bool, raw: bool = False, **kwargs: Any) -> None:
     # Every Event.objects.create (and save of a new event) outside the tick's batch writes, in its transaction.
     if created and not raw:
         fan_out([(instance.id, instance.domain, instance.brand_id, instance.type)])
 
 
-def _test_clock_deleted(sender, clock: TestClock, **kwargs) -> None:
+def _test_clock_deleted(sender: object, clock: TestClock, **kwargs: Any) -> None:
     """A deleted test clock's deliveries not yet made are voided, as its other sends are; its
     test_clock.deleted itself, written just before, is still delivered (as Stripe sends it)."""
     (Outbox.objects.filter(transport=TRANSPORT, status__in=OWED, payload__domain=clock.id)

@@ -13,6 +13,7 @@ from __future__ import annotations
 import logging
 import threading
 import time
+from collections.abc import Set as AbstractSet
 from datetime import datetime, timedelta
 
 import psycopg
@@ -245,7 +246,7 @@ class Worker:
         self.woken.extend(d for d in woken if d not in self.woken)
 
 
-def _wakes(payload: str, wake_at: float, woken: dict[str, None], others: set[str] = frozenset()) -> None:
+def _wakes(payload: str, wake_at: float, woken: dict[str, None], others: AbstractSet[str] = frozenset()) -> None:
     """(A payload is timers.wakes.wake_payload's.) Add the payload's domain to ``woken`` if it asks for a wake before ``wake_at`` (epoch seconds)."""
     domain, _, owed = payload.partition(" ")
     if not domain or domain in others:

@@ -237,7 +237,7 @@ def unflushed(*, savepoint: bool = False) -> Iterator[None]:
         yield
 
 
-def record(receipts: list[tuple[str, dict[str, Any]]], *, relaxed: bool = False) -> None:
+def record(receipts: list[tuple[str, dict[str, Any] | None]], *, relaxed: bool = False) -> None:
     """Write receipts in one statement. ``relaxed``: the transport's far end takes a send twice (webhooks: at
     least once, with the Idempotency-Key), so the receipts' commit need not wait for its flush (``unflushed``):
     a sender killed after it loses nothing (the server writes it); only the server's own crash can lose the last
