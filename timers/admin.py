@@ -2,31 +2,40 @@
 
 from __future__ import annotations
 
-from datetime import timedelta
+from datetime import datetime, timedelta
+from typing import TYPE_CHECKING, Any
 
 from django.conf import settings
 from django.contrib import admin
+from django.db.models import Model, QuerySet
+from django.http import HttpRequest
 from django.utils.html import format_html, format_html_join
 
 from .models import ApiKey, Brand, Commit, DeadLetter, Event, Outbox, Schedule, ScheduleTick, TestClock, Timer
 from .schedules import fired_count, next_fire_at
 from .timeutil import duration_text
 
+if TYPE_CHECKING:
+    # The stubs' ModelAdmin is generic in its model (Django's is not subscriptable).
+    ModelAdmin = admin.ModelAdmin[Any]
+else:
+    ModelAdmin = admin.ModelAdmin
+
 
 class ReadOnlyMixin:
     """The record and the runtime's state are written by the tick and the service functions, never by hand."""
 
-    def has_add_permission(self, request, obj=None):
+    def has_add_permission(self, request: HttpRequest, obj: Model | None = None) -> bool:
         return False
 
-    def has_change_permission(self, request, obj=None):
+    def has_change_permission(self, request: HttpRequest, obj: Model | None = None) -> bool:
         return False
 
-    def has_delete_permission(self, request, obj=None):
+    def has_delete_permission(self, request: HttpRequest, obj: Model | None = None) -> bool:
         return False
 
 
-class ReadOnlyAdmin(ReadOnlyMixin, admin.ModelAdmin):
+class ReadOnlyAdmin(ReadOnlyMixin, ModelAdmin):
     pass
 
 
@@ -36,10 +45,10 @@ class LateFilter(admin.SimpleListFilter):
     title = "late"
     parameter_name = "late"
 
-    def lookups(self, request, model_admin):
+    def lookups(self, request: HttpRequest, model_admin: ModelAdmin) -> list[tuple[str, str]]:
         return [("yes", "fired late (> 5 min)")]
 
-    def queryset(self, request, queryset):
+    def queryset(self, request: HttpRequest, queryset: QuerySet[Any]) -> QuerySet[Any]:
         if self.value() == "yes":
             late = timedelta(seconds=settings.KEEPING_TIME["LATE_AFTER_SECONDS"])
             return queryset.filter(late_by__gt=late).order_by("-late_by")
@@ -90,7 +99,7 @@ class OutboxAdmin(ReadOnlyAdmin):
 
 
 @admin.register(Brand)
-class BrandAdmin(admin.ModelAdmin):
+class BrandAdmin(ModelAdmin):
     list_display = ("id", "name", "created_at")
     readonly_fields = ("created_at",)
 
@@ -122,7 +131,7 @@ class ScheduleAdmin(ReadOnlyAdmin):
         return ", ".join(f"{k} {v}" for k, v in (obj.spec or {}).items())
 
     @admin.display(description="next fire")
-    def next_fire(self, obj: Schedule):
+    def next_fire(self, obj: Schedule) -> datetime | None:
         return next_fire_at(obj)
 
     @admin.display(description="fired")

@@ -66,7 +66,7 @@ def timer_hold(*, timer: Timer, by: str, now: datetime) -> Timer:
     if timer.status != Timer.Status.ARMED:
         raise KeepingTimeError(f"timer {timer.id} is {timer.status}; only an armed timer can be held",
                                code="timer_not_armed", status=409)
-    timer.remaining = max(timedelta(0), timer.owed_at - now)
+    timer.remaining = max(timedelta(0), timer.owed_at - now)  # type: ignore[operator]  # armed, so owed
     timer.status, timer.owed_at, timer.held_since, timer.held_by = "held", None, now, by
     timer.save(update_fields=["status", "owed_at", "held_since", "held_by", "remaining"])
     return timer
@@ -77,7 +77,7 @@ def timer_resume(*, timer: Timer, now: datetime, cap: datetime | None = None) ->
     if timer.status != Timer.Status.HELD:
         raise KeepingTimeError(f"timer {timer.id} is {timer.status}; only a held timer resumes",
                                code="timer_not_held", status=409)
-    owed = now + timer.remaining
+    owed: datetime = now + timer.remaining  # type: ignore[operator]  # held, so it keeps what it had left
     timer.owed_at = min(owed, cap) if cap is not None else owed
     timer.status, timer.held_since, timer.held_by, timer.remaining = "armed", None, "", None
     timer.by = Rearm.RESUME.value  # a re-arm names its cause from the closed list

@@ -57,7 +57,11 @@ def _sent_twice(domain: str, far: RecordingTransport) -> int:
     return far.sent_twice() + sum(1 for n in keys.values() if n > 1)
 
 
-def _one_way(clock: TestClock, label: str, drive) -> Way:
+# A way's drive: (what it fired or stepped, how many wakes the gate answered replayed: true; None: not asked).
+Drive = Callable[[], tuple[int, int | None]]
+
+
+def _one_way(clock: TestClock, label: str, drive: Drive) -> Way:
     after = Event.objects.aggregate(m=Max("seq"))["m"] or 0
     result: Way | None = None
     try:
@@ -81,22 +85,22 @@ def compare(clock_id: str, to: datetime, *, redeliver: bool = False, span_label:
     span = to - start
     days = max(1, -(-span // timedelta(days=1)))
 
-    def one():
+    def one() -> tuple[int, int | None]:
         s = advance(clock.id, to)
         return s.fired, None
 
-    def daily():
+    def daily() -> tuple[int, int | None]:
         fired = 0
         for i in range(1, days + 1):
             fired += advance(clock.id, min(to, start + timedelta(days=i))).fired
         return fired, None
 
-    def wall():
+    def wall() -> tuple[int, int | None]:
         worker = Worker(VirtualWallClock(start), domain=clock.id, until=to, test_clocks=False)
         worker.run()
         return worker.steps, None
 
-    def twice():
+    def twice() -> tuple[int, int | None]:
         s = advance(clock.id, to, redeliver=True)
         return s.fired, s.replayed
 

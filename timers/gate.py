@@ -10,6 +10,7 @@ time, on the record for anyone comparing hashes to see.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from datetime import datetime
 
 from django.db import transaction
 from django.db.models import F
@@ -36,13 +37,14 @@ def wake(*, domain: str, timer_ids: list[str]) -> list[Wake]:
                 .values_list(*TIMER_FIELDS))
         items = {r[0]: Item(**dict(zip(TIMER_FIELDS, r, strict=True))) for r in rows}
         fired = [items[i] for i in timer_ids if i in items and items[i].status == "fired"]
-        again = commit_once([(new_id("cmt"), domain, t.key, t.id, "committed", "", t.fired_at)
+        # A fired timer has its fire time (a timer's fired_at is None only before it fires).
+        again = commit_once([(new_id("cmt"), domain, t.key, t.id, "committed", "", t.fired_at)  # type: ignore[misc]
                                       for t in fired])
         replayed = [t.id for t in fired if t.key not in again]
         if replayed:
             Timer.objects.filter(pk__in=replayed).update(wakes=F("wakes") + 1)
         if again:
-            first = min(t.fired_at for t in fired if t.key in again)
+            first: datetime = min(t.fired_at for t in fired if t.key in again)  # type: ignore[type-var,assignment]
             run = Run(domain=domain, floor=first, to=first, store=get_store())
             run.refire([t for t in fired if t.key in again])
     out = []

@@ -34,8 +34,8 @@ from django.db.models import Q
 
 from .clock import wall_now
 from .models import Outbox
-from .sql import outbox as statements
 from .prepared import TickCursor
+from .sql import outbox as statements
 from .sql.sessions import sender_id
 from .transports import PermanentFailure, Transport, transport
 

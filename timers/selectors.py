@@ -11,9 +11,10 @@ mode's is the same 404. Lists are Stripe's shape, {"object": "list", "data", "ha
 from __future__ import annotations
 
 import re
+from collections.abc import Callable, Sequence
 from typing import Any
 
-from django.db.models import Count, Q, QuerySet
+from django.db.models import Count, Model, Q, QuerySet
 
 from . import test_clocks
 from .api.auth import livemode
@@ -22,6 +23,7 @@ from .errors import KeepingTimeError, NotFound
 from .models import LIVE_PREFIX, Brand, Event, TestClock, Timer, is_live, live_domain
 from .owners import owner_filter
 from .record import event_json
+from .rows import M
 
 # What an object id may be: a wrong shape never reaches the database.
 _ID = re.compile(r"^[A-Za-z0-9_]{1,32}$")
@@ -32,7 +34,7 @@ def _missing(what: str, object_id: str) -> NotFound:
     return NotFound(f"no {what} {object_id!r}")
 
 
-def owned(qs: QuerySet, brand: Brand) -> QuerySet:
+def owned(qs: QuerySet[M], brand: Brand) -> QuerySet[M]:
     """The caller's rows of ``qs``: the brand's, in its key's mode. A live key's are the brand's live clock's
     (domain live_<brand id>); a test key's are the test clocks' (domain a test clock id), and the test clocks."""
     qs = qs.filter(brand=brand)
@@ -42,7 +44,7 @@ def owned(qs: QuerySet, brand: Brand) -> QuerySet:
     return qs.filter(domain=live) if livemode(brand) else qs.exclude(domain=live)
 
 
-def get_owned(brand: Brand, qs: QuerySet, object_id: str, what: str, *, field: str = "pk"):
+def get_owned(brand: Brand, qs: QuerySet[M], object_id: str, what: str, *, field: str = "pk") -> M:
     """One of the caller's objects by id (``qs`` narrowed to ``owned``), or 404 as if it did not exist: another
     brand's or another mode's alike. An id of the wrong shape never reaches the database."""
     found = owned(qs, brand).filter(**{field: object_id}).first() if _ID.match(object_id) else None
@@ -94,9 +96,10 @@ def arm_domain_of(brand: Brand, test_clock: str | None) -> str:
 
 
 # -- Stripe-style lists --------------------------------------------------------------------------------
-def _after(order: tuple[str, ...], row) -> Q:
+def _after(order: tuple[str, ...], row: Model) -> Q:
     """Keyset: the rows after ``row`` in ``order`` (every field non-null, the last one unique)."""
-    q, equal = Q(), {}
+    q = Q()
+    equal: dict[str, Any] = {}
     for field in order:
         value = getattr(row, field)
         q |= Q(**equal, **{f"{field}__gt": value})
@@ -104,8 +107,8 @@ def _after(order: tuple[str, ...], row) -> Q:
     return q
 
 
-def page(qs: QuerySet, *, scope: QuerySet, order: tuple[str, ...], lookup: str, params: dict[str, Any], url: str,
-         render, what: str) -> dict[str, Any]:
+def page(qs: QuerySet[M], *, scope: QuerySet[M], order: tuple[str, ...], lookup: str, params: dict[str, Any],
+         url: str, render: Callable[[list[M]], Sequence[Any]], what: str) -> dict[str, Any]:
     """One page of ``qs`` in ``order``, after the object ``starting_after`` names (found within ``scope``)."""
     limit = params["limit"]
     after = params.get("starting_after")

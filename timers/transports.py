@@ -15,7 +15,7 @@ import json
 import threading
 from collections import Counter
 from collections.abc import Iterator
-from typing import Any, Protocol
+from typing import Any, Protocol, TypeVar
 
 from django.conf import settings
 from django.core.mail import EmailMessage
@@ -28,6 +28,9 @@ class Transport(Protocol):
     def send(self, submission_id: str, payload: dict[str, Any]) -> dict[str, Any]: ...
 
     def lookup(self, submission_id: str) -> dict[str, Any] | None: ...
+
+
+T = TypeVar("T", bound=Transport)
 
 
 class PermanentFailure(Exception):
@@ -169,7 +172,7 @@ def transport(name: str) -> Transport | None:
 
 
 @contextlib.contextmanager
-def capture(into: Transport) -> Iterator[Transport]:
+def capture(into: T) -> Iterator[T]:
     """Route every send to ``into`` for the duration (a rolled-back --compare way must not reach outside)."""
     _capture.append(into)
     try:
