@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import base64
 import binascii
+from typing import TYPE_CHECKING, Any
 
 from drf_spectacular.extensions import OpenApiAuthenticationExtension
 from rest_framework.authentication import BaseAuthentication, get_authorization_header
@@ -23,13 +24,19 @@ from .. import tenants
 from ..models import Brand
 from ..sql.requests import key_brand
 
+if TYPE_CHECKING:
+    from django.http import HttpRequest
+    from drf_spectacular.openapi import AutoSchema
+    from rest_framework.request import Request
+    from rest_framework.views import APIView
+
 INVALID_KEY = "Invalid API key provided. Send it as 'Authorization: Bearer sk_test_…'."
 LIVE_PREFIX = "sk_live_"
 
 
 def livemode(brand: Brand) -> bool:
     """The mode of the key the request's brand authenticated with: True for a live key."""
-    mode = getattr(brand, "livemode", None)
+    mode: bool | None = getattr(brand, "livemode", None)
     if mode is None:
         # Only SecretKeyAuthentication makes the brand a request acts as; anything else is a bug, and
         # guessing a mode here would hand one mode's objects to the other.
@@ -74,8 +81,9 @@ def _secret_from(header: bytes) -> str | None:
 
 
 class SecretKeyAuthentication(BaseAuthentication):
-    def authenticate(self, request):
-        header = get_authorization_header(request)
+    # Also Django's request itself: an Idempotency-Key's dispatch asks before DRF wraps it (BrandAPIView).
+    def authenticate(self, request: Request | HttpRequest) -> tuple[BrandUser, Brand] | None:
+        header = get_authorization_header(request)  # type: ignore[arg-type]  # it reads META, as Django's has
         if not header:
             return None  # HasBrand then answers 401 (NotAuthenticated), as authenticate_header says Bearer
         secret = _secret_from(header)
@@ -91,7 +99,7 @@ class SecretKeyAuthentication(BaseAuthentication):
         brand.api_key_id = key_id
         return BrandUser(brand), brand
 
-    def authenticate_header(self, request) -> str:
+    def authenticate_header(self, request: Request) -> str:
         # A WWW-Authenticate value makes DRF answer 401 rather than 403.
         return 'Bearer realm="api"'
 
@@ -99,7 +107,7 @@ class SecretKeyAuthentication(BaseAuthentication):
 class HasBrand(BasePermission):
     """Every API view needs a brand's key (without one, DRF raises NotAuthenticated: a 401)."""
 
-    def has_permission(self, request, view) -> bool:
+    def has_permission(self, request: Request, view: APIView) -> bool:
         return isinstance(request.auth, Brand)
 
 
@@ -109,10 +117,10 @@ class SecretKeyScheme(OpenApiAuthenticationExtension):
     target_class = SecretKeyAuthentication
     name = ["secretKey", "secretKeyBasic"]
 
-    def get_security_requirement(self, auto_schema):
+    def get_security_requirement(self, auto_schema: AutoSchema) -> list[dict[str, list[Any]]]:
         return [{"secretKey": []}, {"secretKeyBasic": []}]  # either one (OR)
 
-    def get_security_definition(self, auto_schema):
+    def get_security_definition(self, auto_schema: AutoSchema) -> list[dict[str, Any]]:
         return [
             {"type": "http", "scheme": "bearer", "description": "A secret key: Authorization: Bearer sk_test_…"},
             {"type": "http", "scheme": "basic", "description": "The secret key as username, no password"},

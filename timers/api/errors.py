@@ -7,13 +7,15 @@ shape for Django's handler404/handler500 (a URL no view matches never reaches DR
 from __future__ import annotations
 
 import logging
+from collections.abc import Callable
 from functools import wraps
 from typing import Any
 
 from django.conf import settings
 from django.core.exceptions import PermissionDenied as DjangoPermissionDenied
 from django.core.exceptions import RequestDataTooBig, SuspiciousOperation, TooManyFieldsSent, TooManyFilesSent
-from django.http import Http404, JsonResponse
+from django.http import Http404, HttpRequest, JsonResponse
+from django.http.response import HttpResponseBase
 from django.views.decorators.csrf import csrf_exempt
 from rest_framework import exceptions as drf
 from rest_framework.response import Response
@@ -30,14 +32,14 @@ NO_KEY = "You did not provide an API key. Send it as 'Authorization: Bearer sk_t
 
 def error_body(code: str, message: str, *, param: str | None = None, type_: str | None = None,
                status: int = 400) -> dict[str, Any]:
-    err = {"type": type_ or ("api_error" if status >= 500 else "invalid_request_error"), "code": code,
+    err: dict[str, Any] = {"type": type_ or ("api_error" if status >= 500 else "invalid_request_error"), "code": code,
            "message": message}
     if param:
         err["param"] = param
     return {"error": err}
 
 
-def _first_error(detail, path: str = "") -> tuple[str | None, str]:
+def _first_error(detail: Any, path: str = "") -> tuple[str | None, str]:
     """The first message in a ValidationError's detail, and the field it is about (``a.b`` when nested)."""
     if isinstance(detail, dict):
         for field, sub in detail.items():
@@ -79,7 +81,7 @@ def too_large(exc: Exception) -> tuple[int, str, str] | None:
     return None
 
 
-def exception_handler(exc, context):
+def exception_handler(exc: Exception, context: dict[str, Any]) -> Response | None:
     headers: dict[str, str] = {}
     param = None
     refused_body = too_large(exc)
@@ -112,7 +114,7 @@ def exception_handler(exc, context):
         status, code, message = 403, "permission_denied", str(getattr(exc, "detail", "") or "permission denied")
     elif isinstance(exc, drf.Throttled):  # timers.api.throttles: Stripe's 429, with the seconds to wait
         status, code = 429, "rate_limited"
-        seconds = retry_after(exc.wait)
+        seconds = retry_after(exc.wait)  # type: ignore[attr-defined]  # DRF sets it in __init__; the stubs leave it out
         message = f"too many requests with this API key; retry after {seconds} second{'s' if seconds != 1 else ''}"
         headers["Retry-After"] = str(seconds)
     elif isinstance(exc, drf.APIException):
@@ -128,12 +130,12 @@ def exception_handler(exc, context):
 
 
 # -- Django's handlers, for URLs no API view matches (wire them in keeping_time/urls.py) ---------------
-def page_not_found(request, exception=None):
+def page_not_found(request: HttpRequest, exception: Exception | None = None) -> JsonResponse:
     return JsonResponse(error_body("resource_missing", f"no such URL: {request.method} {request.path}",
                                    status=404), status=404)
 
 
-def bad_request(request, exception=None):
+def bad_request(request: HttpRequest, exception: Exception | None = None) -> JsonResponse:
     """handler400: a request Django refused before any view (a body too large for the CSRF check to read,
     a bad Host) in the API's shape; a body too large is a 413 as in the API's views."""
     refused_body = too_large(exception) if exception is not None else None
@@ -147,7 +149,7 @@ def bad_request(request, exception=None):
     return JsonResponse(error_body(code, message, status=status), status=status)
 
 
-def method_not_allowed(request, allowed: list[str]) -> JsonResponse:
+def method_not_allowed(request: HttpRequest, allowed: list[str]) -> JsonResponse:
     """A 405 in the API's shape for the views outside DRF (the feed, the portal pages), with Allow."""
     response = JsonResponse(error_body("method_not_allowed", f"method {request.method!r} is not allowed here; "
                                        f"allowed: {', '.join(allowed)}", status=405), status=405)
@@ -155,13 +157,13 @@ def method_not_allowed(request, allowed: list[str]) -> JsonResponse:
     return response
 
 
-def read_only(view):
+def read_only(view: Callable[..., HttpResponseBase]) -> Callable[..., HttpResponseBase]:
     """For a function view outside DRF that only reads (GET and HEAD): any other method is a 405 in the API's
     shape. CSRF is off for it, since it changes nothing: otherwise Django's check answers a POST with an HTML
     403 before the view can say 405."""
 
     @wraps(view)
-    def wrapper(request, *args, **kwargs):
+    def wrapper(request: HttpRequest, *args: Any, **kwargs: Any) -> HttpResponseBase:
         if request.method not in SAFE_METHODS:
             return method_not_allowed(request, list(SAFE_METHODS))
         return view(request, *args, **kwargs)
@@ -169,6 +171,6 @@ def read_only(view):
     return csrf_exempt(wrapper)
 
 
-def server_error(request):
+def server_error(request: HttpRequest) -> JsonResponse:
     return JsonResponse(error_body("internal_error", "an internal error occurred; it has been logged",
                                    status=500), status=500)

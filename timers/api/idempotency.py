@@ -21,7 +21,7 @@ import hashlib
 import re
 from collections.abc import Callable
 from datetime import timedelta
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from django.db import IntegrityError, transaction
 from django.http import HttpRequest, HttpResponse, JsonResponse
@@ -30,6 +30,11 @@ from ..clock import wall_now
 from ..models import Brand, IdempotencyKey
 from ..sql import requests
 from .errors import error_body
+
+if TYPE_CHECKING:
+    from drf_spectacular.generators import SchemaGenerator
+    from rest_framework.request import Request
+
 
 HEADER = "HTTP_IDEMPOTENCY_KEY"
 KEPT = timedelta(hours=24)
@@ -55,6 +60,7 @@ def _replay(kept: IdempotencyKey, key: str) -> HttpResponse:
 
 def _digest(request: HttpRequest) -> str:
     h = hashlib.sha256()
+    assert request.method is not None  # a request being served has its method (the stubs allow a bare one)
     for part in (request.method.encode(), request.get_full_path().encode(), request.body):
         h.update(len(part).to_bytes(8, "big"))
         h.update(part)
@@ -69,6 +75,7 @@ def _try_lock(brand: Brand, livemode: bool, key: str) -> bool:
 
 def _kept_row(*, brand: Brand, livemode: bool, key: str, request: HttpRequest, digest: str,
               response: HttpResponse) -> IdempotencyKey:
+    assert request.method is not None  # as in _digest
     return IdempotencyKey(brand=brand, livemode=livemode, key=key, request_digest=digest, method=request.method,
                           path=request.get_full_path()[:2000], status=response.status_code,
                           content_type=response.get("Content-Type", "application/json")[:100],
@@ -128,7 +135,8 @@ def run(*, request: HttpRequest, brand: Brand, livemode: bool, key: str,
     return response
 
 
-def openapi_header(result: dict[str, Any], generator, request, public) -> dict[str, Any]:
+def openapi_header(result: dict[str, Any], generator: SchemaGenerator, request: Request | None,
+                public: bool) -> dict[str, Any]:
     """drf-spectacular's postprocessing hook: every POST takes an optional Idempotency-Key header."""
     param = {"in": "header", "name": "Idempotency-Key", "required": False,
              "description": "Replays the first answer to the same request for 24 hours (Idempotent-Replayed: true); "

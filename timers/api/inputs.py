@@ -14,7 +14,9 @@ import math
 import re
 from datetime import UTC, date, datetime
 from decimal import Decimal
+from typing import TYPE_CHECKING, Any, NoReturn
 
+from dateutil.relativedelta import relativedelta
 from django.http import QueryDict
 from drf_spectacular.extensions import OpenApiSerializerFieldExtension
 from drf_spectacular.utils import extend_schema_field
@@ -23,17 +25,27 @@ from rest_framework import serializers
 from ..errors import KeepingTimeError
 from ..timeutil import SPAN_PATTERN, iso_z, parse_instant, parse_span, zone_names
 
+if TYPE_CHECKING:
+    from drf_spectacular.openapi import AutoSchema
+    from drf_spectacular.utils import Direction
 
-def from_form(field: serializers.Field) -> bool:
+
+def from_form(field: serializers.Field[Any, Any, Any, Any]) -> bool:
     """Whether the body came form-encoded (as Stripe's clients send it): every value is then a string, and a
     boolean or a number is written as one."""
     return isinstance(getattr(field.root, "initial_data", None), QueryDict)
 
 
-class StringOnly:
+if TYPE_CHECKING:
+    _Text = serializers.CharField  # what StringOnly is mixed into
+else:
+    _Text = object
+
+
+class StringOnly(_Text):
     """A JSON string, never a number or a boolean turned into one."""
 
-    def to_internal_value(self, data):
+    def to_internal_value(self, data: Any) -> str:
         if not isinstance(data, str):
             self.fail("invalid")
         return super().to_internal_value(data)
@@ -55,12 +67,12 @@ NO_NUL = "^[^\\u0000]+$"
 class StrictCharSchema(OpenApiSerializerFieldExtension):
     target_class = StrictCharField
 
-    def map_serializer_field(self, auto_schema, direction):
+    def map_serializer_field(self, auto_schema: AutoSchema, direction: Direction) -> dict[str, Any]:
         # Lengths and blank come from the field's validators, added after this (_insert_field_validators).
         return {"type": "string", "pattern": NO_NUL}
 
 
-def _not_a(kind: str, data) -> str:
+def _not_a(kind: str, data: Any) -> str:
     """What a strict field says of a value of another JSON type: '"7"' is text, not the number 7."""
     if isinstance(data, str):
         return f"expected {kind}, not a string ({json.dumps(data)[:40]}): send it without quotes"
@@ -70,7 +82,7 @@ def _not_a(kind: str, data) -> str:
 class StrictBooleanField(serializers.BooleanField):
     """true or false, a JSON boolean; a form field (all strings) writes them as "true" and "false"."""
 
-    def to_internal_value(self, data):
+    def to_internal_value(self, data: Any) -> bool:
         if isinstance(data, bool):
             return data
         if isinstance(data, str) and from_form(self) and data in ("true", "false"):
@@ -85,7 +97,7 @@ class StrictIntegerField(serializers.IntegerField):
     """A whole JSON number (7, or 7.0, which JSON Schema calls the same integer), never "7" or true; a form
     field (all strings) writes it as digits. DRF's own takes "7", " 7 " and 7.0 alike."""
 
-    def to_internal_value(self, data):
+    def to_internal_value(self, data: Any) -> int:
         if isinstance(data, str) and from_form(self) and _INTEGER.fullmatch(data):
             return super().to_internal_value(data)
         if isinstance(data, bool) or not isinstance(data, int | float):
@@ -98,7 +110,7 @@ class StrictIntegerField(serializers.IntegerField):
 class StrictFloatField(serializers.FloatField):
     """A JSON number, never "7.5" or true; a form field writes it as text."""
 
-    def to_internal_value(self, data):
+    def to_internal_value(self, data: Any) -> float:
         if isinstance(data, str) and from_form(self):
             return super().to_internal_value(data)
         if isinstance(data, bool) or not isinstance(data, int | float):
@@ -110,11 +122,11 @@ class StrictDecimalField(serializers.DecimalField):
     """An amount as a JSON number (12.5), never "12.50" or true, with at most ``decimal_places`` decimals; a
     form field writes it as text. The schema says number, with multipleOf for the places."""
 
-    def __init__(self, **kwargs):
+    def __init__(self, **kwargs: Any) -> None:
         kwargs.setdefault("coerce_to_string", False)
         super().__init__(**kwargs)
 
-    def to_internal_value(self, data):
+    def to_internal_value(self, data: Any) -> Decimal:
         if isinstance(data, str) and from_form(self):
             return super().to_internal_value(data)
         if isinstance(data, bool) or not isinstance(data, int | float):
@@ -126,11 +138,11 @@ class StrictDecimalField(serializers.DecimalField):
 class StrictDecimalSchema(OpenApiSerializerFieldExtension):
     target_class = StrictDecimalField
 
-    def map_serializer_field(self, auto_schema, direction):
+    def map_serializer_field(self, auto_schema: AutoSchema, direction: Direction) -> dict[str, Any]:
         # min_value and max_value come from the field's validators, added after this (_insert_field_validators);
         # max_digits is no validator of DRF's, so its bound is said here.
         field = self.target
-        schema = {"type": "number", "format": "decimal"}
+        schema: dict[str, Any] = {"type": "number", "format": "decimal"}
         if field.decimal_places is not None:
             schema["multipleOf"] = float(Decimal(1).scaleb(-field.decimal_places))
         if field.max_whole_digits is not None:
@@ -142,7 +154,7 @@ class StrictDecimalSchema(OpenApiSerializerFieldExtension):
 class QueryIntegerField(serializers.IntegerField):
     """A whole number in a query string: digits only (DRF also takes 1.0 and " 1 ")."""
 
-    def to_internal_value(self, data):
+    def to_internal_value(self, data: Any) -> int:
         if isinstance(data, bool) or not isinstance(data, int | str) or (
                 isinstance(data, str) and not _INTEGER.fullmatch(data)):
             self.fail("invalid")
@@ -152,7 +164,7 @@ class QueryIntegerField(serializers.IntegerField):
 class QueryBooleanField(serializers.BooleanField):
     """true or false in a query string, as OpenAPI writes a boolean there (DRF also takes 1, yes and on)."""
 
-    def to_internal_value(self, data):
+    def to_internal_value(self, data: object) -> bool:
         if isinstance(data, bool):
             return data
         if data in ("true", "false"):
@@ -183,7 +195,7 @@ class NameField(StrictCharField):
     """A name: text with no control characters (400 invalid_name), read before DRF trims whitespace: "Acme\n" is
     refused, as the schema says, not taken as "Acme"."""
 
-    def run_validation(self, data=serializers.empty):
+    def run_validation(self, data: Any = serializers.empty) -> Any:
         # A NUL is refused as in any text field (invalid_request, DRF's validator).
         problem = control_problem(data) if isinstance(data, str) and "\x00" not in data else None
         if problem:
@@ -194,7 +206,7 @@ class NameField(StrictCharField):
 class NameSchema(OpenApiSerializerFieldExtension):
     target_class = NameField
 
-    def map_serializer_field(self, auto_schema, direction):
+    def map_serializer_field(self, auto_schema: AutoSchema, direction: Direction) -> dict[str, Any]:
         return {"type": "string", "pattern": NAME_PATTERN}
 
 
@@ -221,7 +233,7 @@ _DIGITS = re.compile(r"-?[0-9]{1,12}")
 
 
 @extend_schema_field(_INSTANT_SCHEMA)
-class InstantField(serializers.Field):
+class InstantField(serializers.Field[datetime, Any, "str | None", Any]):
     """An instant: RFC 3339 with Z or an offset (a naive time is refused), or integer unix seconds (a string
     of digits in a form field)."""
 
@@ -232,13 +244,14 @@ class InstantField(serializers.Field):
     }
 
     # Every way an instant is wrong answers invalid_time, the code the CLI and the README use for it.
-    def fail(self, key, **kwargs):
+    def fail(self, key: str, **kwargs: Any) -> NoReturn:
         try:
             super().fail(key, **kwargs)
         except serializers.ValidationError as exc:
+            assert isinstance(exc.detail, list)  # a field's failure is its one message
             raise serializers.ValidationError(str(exc.detail[0]), code="invalid_time") from None
 
-    def to_internal_value(self, data):
+    def to_internal_value(self, data: Any) -> datetime:
         if isinstance(data, bool):
             self.fail("invalid")
         if isinstance(data, int) or (isinstance(data, str) and from_form(self) and _DIGITS.fullmatch(data)):
@@ -252,11 +265,11 @@ class InstantField(serializers.Field):
         except KeepingTimeError as exc:
             raise serializers.ValidationError(exc.message, code=exc.code) from None
 
-    def to_representation(self, value):
+    def to_representation(self, value: datetime | None) -> str | None:
         return iso_z(value)
 
 
-def _surrogate_at(value, path: str = "") -> str | None:
+def _surrogate_at(value: object, path: str = "") -> str | None:
     """Where a lone surrogate is in a JSON value (``a.b[2]``), or None. JSON's \\ud800 parses to one, and no
     database stores it (PostgreSQL refuses it as UTF-8)."""
     if isinstance(value, str):
@@ -277,7 +290,7 @@ def _surrogate_at(value, path: str = "") -> str | None:
     return None
 
 
-def has_surrogate(value) -> str | None:
+def has_surrogate(value: object) -> str | None:
     """As _surrogate_at, with one fast pass over the whole value first (most bodies have none)."""
     try:
         json.dumps(value, ensure_ascii=False).encode("utf-8")
@@ -288,7 +301,7 @@ def has_surrogate(value) -> str | None:
     return None
 
 
-def plain_json(value, path: str = "") -> None:
+def plain_json(value: object, path: str = "") -> None:
     """Refuses (a ValidationError naming where) what jsonb cannot store: a NUL character, a lone surrogate or
     an infinite number (PostgreSQL refuses all three). The API's JSON fields and the CLI's --data check with it."""
     where = f" at {path}" if path else ""
@@ -314,10 +327,10 @@ class MetadataField(serializers.DictField):
     removed. Unlike Stripe's, a key may be any text (but NUL, which no database stores): OpenAPI 3.0 cannot say
     what a key may be (no propertyNames), and a body the schema admits is taken."""
 
-    def __init__(self, **kwargs):
+    def __init__(self, **kwargs: Any) -> None:
         super().__init__(child=StrictCharField(allow_blank=True, max_length=500), **kwargs)
 
-    def to_internal_value(self, data):
+    def to_internal_value(self, data: Any) -> dict[str, str]:
         value = super().to_internal_value(data)
         if len(value) > 50:
             raise serializers.ValidationError("at most 50 keys")
@@ -329,7 +342,7 @@ class MetadataField(serializers.DictField):
 class MetadataSchema(OpenApiSerializerFieldExtension):
     target_class = MetadataField
 
-    def map_serializer_field(self, auto_schema, direction):
+    def map_serializer_field(self, auto_schema: AutoSchema, direction: Direction) -> dict[str, Any]:
         return {"type": "object", "maxProperties": 50,
                 "additionalProperties": {"type": "string", "maxLength": 500, "pattern": "^[^\\u0000]*$"},
                 "description": 'Your own keys and text values; on an update, merged, and a key set to "" is removed'}
@@ -339,7 +352,7 @@ class QueryInstantField(InstantField):
     """An instant in a query string, where every value is a string: digits are unix seconds there, as in a form
     (the schema offers an integer, which a query can only write as digits)."""
 
-    def to_internal_value(self, data):
+    def to_internal_value(self, data: Any) -> datetime:
         if isinstance(data, str) and _DIGITS.fullmatch(data):
             data = int(data)
         return super().to_internal_value(data)
@@ -349,7 +362,7 @@ class QueryInstantField(InstantField):
 class SpanField(StrictCharField):
     """A span as the CLI's ``tick`` takes it (6h, 7d, 1mo, 1y); anything else is 400 invalid_span."""
 
-    def to_internal_value(self, data):
+    def to_internal_value(self, data: Any) -> relativedelta:  # type: ignore[override]  # a span, not its text
         if not isinstance(data, str):
             raise serializers.ValidationError(f"{data!r} is not a span: a number and a unit, e.g. 1y",
                                               code="invalid_span")
@@ -367,11 +380,11 @@ class ZoneField(StrictCharField):
 class ZoneSchema(OpenApiSerializerFieldExtension):
     target_class = ZoneField
 
-    def map_serializer_field(self, auto_schema, direction):
+    def map_serializer_field(self, auto_schema: AutoSchema, direction: Direction) -> dict[str, Any]:
         return {"type": "string", "enum": sorted(zone_names())}
 
 
-class ListQuerySerializer(serializers.Serializer):
+class ListQuerySerializer(serializers.Serializer[Any]):
     limit = QueryIntegerField(required=False, default=10, min_value=1, max_value=100)
     starting_after = query_field("An object id: the page starts after it")
 

@@ -8,16 +8,22 @@ in the schema wherever they come from: ``error_response`` (one documented error)
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING, Any
+
 from drf_spectacular.extensions import OpenApiSerializerFieldExtension
 from drf_spectacular.plumbing import ResolvedComponent
 from drf_spectacular.utils import OpenApiResponse, inline_serializer
 from rest_framework import serializers
 
+if TYPE_CHECKING:
+    from drf_spectacular.openapi import AutoSchema
+    from drf_spectacular.utils import Direction
+
 
 class Choice(serializers.ChoiceField):
     """A ChoiceField whose enum is a named schema component (Timer's and TestClock's ``status`` differ)."""
 
-    def __init__(self, *, component: str, **kwargs):
+    def __init__(self, *, component: str, **kwargs: Any) -> None:
         self.component = component
         super().__init__(**kwargs)
 
@@ -25,7 +31,7 @@ class Choice(serializers.ChoiceField):
 class ChoiceSchema(OpenApiSerializerFieldExtension):
     target_class = Choice
 
-    def map_serializer_field(self, auto_schema, direction):
+    def map_serializer_field(self, auto_schema: AutoSchema, direction: Direction) -> dict[str, Any]:
         field = self.target
         component = ResolvedComponent(name=field.component, type=ResolvedComponent.SCHEMA, object=field.component,
                                       schema={"type": "string", "enum": list(field.choices)})
@@ -38,18 +44,18 @@ def const(value: str, component: str) -> Choice:
     return Choice(choices=[value], component=component)
 
 
-class ErrorDetailSerializer(serializers.Serializer):
+class ErrorDetailSerializer(serializers.Serializer[Any]):
     type = Choice(choices=["invalid_request_error", "api_error"], component="ErrorType")
     code = serializers.CharField(help_text="e.g. invalid_key, resource_missing, test_clock_backward")
     message = serializers.CharField()
     param = serializers.CharField(required=False, help_text="The parameter at fault, when there is one")
 
 
-class ErrorSerializer(serializers.Serializer):
+class ErrorSerializer(serializers.Serializer[Any]):
     error = ErrorDetailSerializer()
 
 
-def list_serializer(name: str, item: type[serializers.Serializer]):
+def list_serializer(name: str, item: type[serializers.Serializer[Any]]) -> serializers.Serializer[Any]:
     """The shape of a Stripe-style list of ``item``."""
     return inline_serializer(name=name, fields={
         "object": const("list", "ListObject"),

@@ -9,7 +9,7 @@ The HTTP target's signing secret (``whsec_…``) is in the create response only.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from django.db import transaction
 from drf_spectacular.extensions import OpenApiSerializerFieldExtension
@@ -18,7 +18,7 @@ from rest_framework import serializers
 from rest_framework.response import Response
 
 from .. import schedule_spec, schedule_targets, schedules
-from ..models import OVERLAPS, Schedule, ScheduleRun, ScheduleTick
+from ..models import OVERLAPS, Brand, Schedule, ScheduleRun, ScheduleTick
 from ..selectors import arm_domain_of, domain_of, get_owned, owned, page
 from .inputs import (
     ListQuerySerializer,
@@ -32,6 +32,12 @@ from .inputs import (
 from .openapi import ERRORS, NOT_FOUND, WRONG_MODE, Choice, const, error_response, list_serializer
 from .views import BrandAPIView, SafeJSONParser
 
+if TYPE_CHECKING:
+    from drf_spectacular.openapi import AutoSchema
+    from drf_spectacular.utils import Direction
+    from rest_framework.request import Request
+
+
 ORDER = ("created_at", "id")
 CONFLICT = {409: error_response("Not in a state for this: schedule_paused, schedule_not_paused, schedule_triggered, "
                         "schedule_of_subscription")}
@@ -42,20 +48,20 @@ CONFLICT = {409: error_response("Not in a state for this: schedule_paused, sched
 # window within 10s to 365d, a target of a registered kind), so a body the schema admits is never refused as
 # malformed; only what names nothing (a subject) is a 404. The schemas are read when the schema is built, after
 # every app has registered its spec kinds and targets.
-class CatchupWindowField(serializers.Field):
+class CatchupWindowField(serializers.Field[int | str, Any, int | str, Any]):
     """Seconds, or a span; its range is the runtime's to check (invalid_catchup_window)."""
 
-    def to_internal_value(self, data):
+    def to_internal_value(self, data: Any) -> int | str:
         if isinstance(data, bool) or not isinstance(data, int | str):
             raise serializers.ValidationError("seconds (a whole number) or a span such as 45m")
         return data
 
-    def to_representation(self, value):
+    def to_representation(self, value: int | str) -> int | str:
         return value
 
 
 class PlainObjectField(serializers.DictField):
-    def to_internal_value(self, data):
+    def to_internal_value(self, data: Any) -> dict[Any, Any]:
         value = super().to_internal_value(data)
         plain_json(value)
         return value
@@ -72,7 +78,7 @@ class TargetField(PlainObjectField):
 class ScheduleNameField(StrictCharField):
     """A schedule's name (schedules.NAME_PATTERN): anything else is 400 invalid_name."""
 
-    def to_internal_value(self, data):
+    def to_internal_value(self, data: Any) -> str:
         try:
             return schedules.check_schedule_name(data)
         except schedule_targets.ScheduleError as exc:
@@ -82,39 +88,42 @@ class ScheduleNameField(StrictCharField):
 class ScheduleNameSchema(OpenApiSerializerFieldExtension):
     target_class = ScheduleNameField
 
-    def map_serializer_field(self, auto_schema, direction):
+    def map_serializer_field(self, auto_schema: AutoSchema, direction: Direction) -> dict[str, Any]:
         return {"type": "string", "pattern": f"^(?:{schedules.NAME_PATTERN[1:-1]})?$",
                 "description": "A lowercase letter, then up to 62 lowercase letters, digits or hyphens; one "
                                "schedule per name on a clock", "example": "nightly-report"}
 
 
 class _Schema(OpenApiSerializerFieldExtension):
-    def map_serializer_field(self, auto_schema, direction):
+    if TYPE_CHECKING:
+        def schema(self) -> dict[str, Any]: ...  # each subclass's: its field's whole schema
+
+    def map_serializer_field(self, auto_schema: AutoSchema, direction: Direction) -> dict[str, Any]:
         return self.schema()
 
 
 class CatchupWindowSchema(_Schema):
     target_class = CatchupWindowField
 
-    def schema(self):
+    def schema(self) -> dict[str, Any]:
         return dict(schedules.WINDOW_SCHEMA)
 
 
 class SpecSchema(_Schema):
     target_class = SpecField
 
-    def schema(self):
+    def schema(self) -> dict[str, Any]:
         return schedule_spec.json_schema()
 
 
 class TargetSchema(_Schema):
     target_class = TargetField
 
-    def schema(self):
+    def schema(self) -> dict[str, Any]:
         return schedule_targets.targets_schema()
 
 
-class ScheduleCreateSerializer(serializers.Serializer):
+class ScheduleCreateSerializer(serializers.Serializer[Any]):
     test_clock = StrictCharField(required=False, allow_null=True, allow_blank=True, max_length=64,
                                  help_text="Create on this test clock; the live clock (a live key) when absent")
     name = ScheduleNameField(required=False, allow_blank=True, trim_whitespace=False)
@@ -131,7 +140,7 @@ class ScheduleCreateSerializer(serializers.Serializer):
     pause_note = StrictCharField(required=False, allow_blank=True, max_length=200)
 
 
-class SchedulePauseSerializer(serializers.Serializer):
+class SchedulePauseSerializer(serializers.Serializer[Any]):
     pause_note = StrictCharField(required=False, allow_blank=True, max_length=200, help_text="Why it is paused")
 
 
@@ -140,7 +149,7 @@ class ScheduleListQuerySerializer(ListQuerySerializer):
 
 
 # -- what it answers ------------------------------------------------------------------------------------
-class ScheduleRunSerializer(serializers.Serializer):
+class ScheduleRunSerializer(serializers.Serializer[Any]):
     id = serializers.CharField()
     object = const("schedule_run", "ScheduleRunObject")
     state = Choice(choices=ScheduleRun.State.choices, component="ScheduleRunState")
@@ -151,7 +160,7 @@ class ScheduleRunSerializer(serializers.Serializer):
     outcome = serializers.CharField(allow_null=True, help_text="The Run's own result: the job's end, the answer")
 
 
-class ScheduleTickSerializer(serializers.Serializer):
+class ScheduleTickSerializer(serializers.Serializer[Any]):
     id = serializers.CharField()
     object = const("schedule_tick", "ScheduleTickObject")
     state = Choice(choices=ScheduleTick.State.choices, component="ScheduleTickState")
@@ -161,7 +170,7 @@ class ScheduleTickSerializer(serializers.Serializer):
     run = ScheduleRunSerializer()
 
 
-class DeadLetterSerializer(serializers.Serializer):
+class DeadLetterSerializer(serializers.Serializer[Any]):
     id = serializers.CharField()
     object = const("dead_letter", "DeadLetterObject")
     tick = serializers.CharField()
@@ -171,7 +180,7 @@ class DeadLetterSerializer(serializers.Serializer):
     payload = serializers.DictField()
 
 
-class ScheduleSerializer(serializers.Serializer):
+class ScheduleSerializer(serializers.Serializer[Any]):
     id = serializers.CharField()
     object = const("schedule", "ScheduleObject")
     name = serializers.CharField(allow_blank=True)
@@ -198,7 +207,7 @@ class ScheduleSerializer(serializers.Serializer):
     secret = serializers.CharField(required=False, help_text="In the create response only: whsec_…")
 
 
-def get_schedule(brand, schedule_id: str) -> Schedule:
+def get_schedule(brand: Brand, schedule_id: str) -> Schedule:
     return get_owned(brand, Schedule.objects.all(), schedule_id, "schedule")
 
 
@@ -216,7 +225,7 @@ class ScheduleListView(BrandAPIView):
                     "tick and next fire times. A Service's own schedules are listed too (target kind subscription).",
         responses={200: list_serializer("ScheduleList", ScheduleSerializer), **ERRORS, **NOT_FOUND},
     )
-    def get(self, request):
+    def get(self, request: Request) -> Response:
         params = self.query(ScheduleListQuerySerializer)
         scope = owned(Schedule.objects.all(), self.brand)
         qs = scope.filter(domain=domain_of(self.brand, params.get("test_clock")))
@@ -234,7 +243,7 @@ class ScheduleListView(BrandAPIView):
         responses={200: ScheduleSerializer, **ERRORS, **NOT_FOUND, **WRONG_MODE,
                    409: error_response("schedule_name_taken: a schedule of that name is on the clock")},
     )
-    def post(self, request):  # the body's shape (400), the clock (404, 403), then what the runtime reads (400)
+    def post(self, request: Request) -> Response:  # the body's shape (400), the clock (404, 403), then what the runtime reads (400)
         body = self.body(ScheduleCreateSerializer)
         domain = arm_domain_of(self.brand, body.get("test_clock") or None)
         with transaction.atomic():
@@ -254,7 +263,7 @@ class ScheduleDetailView(BrandAPIView):
                    description="Its spec, next fire times, counters, last and recent ticks (each with its Run), "
                                "and dead letters.",
                    responses={200: ScheduleSerializer, 401: ERRORS[401], **NOT_FOUND})
-    def get(self, request, schedule_id: str):
+    def get(self, request: Request, schedule_id: str) -> Response:
         return Response(_render(get_schedule(self.brand, schedule_id)))
 
 
@@ -263,7 +272,7 @@ class SchedulePauseView(BrandAPIView):
                    summary="Pause a schedule", description="Nothing starts until it resumes; its spec, zone, target "
                    "and revision stay as they are.",
                    responses={200: ScheduleSerializer, **ERRORS, **NOT_FOUND, **CONFLICT})
-    def post(self, request, schedule_id: str):
+    def post(self, request: Request, schedule_id: str) -> Response:
         sch = get_schedule(self.brand, schedule_id)
         body = self.body(SchedulePauseSerializer)
         schedules.schedule_pause(schedule=sch, note=body.get("pause_note") or "")
@@ -275,7 +284,7 @@ class ScheduleResumeView(BrandAPIView):
                    description="The fires missed while paused start only inside the catch-up window; older ones "
                                "are counted missed.",
                    responses={200: ScheduleSerializer, 401: ERRORS[401], **NOT_FOUND, **CONFLICT})
-    def post(self, request, schedule_id: str):
+    def post(self, request: Request, schedule_id: str) -> Response:
         sch = get_schedule(self.brand, schedule_id)
         schedules.schedule_resume(schedule=sch)
         return Response(_render(sch))
@@ -286,7 +295,7 @@ class ScheduleTriggerView(BrandAPIView):
                    description="A fire now, under the overlap policy: the live worker fires it at once; a test "
                                "clock at its next advance (to its frozen time, or later).",
                    responses={200: ScheduleSerializer, 401: ERRORS[401], **NOT_FOUND, **CONFLICT})
-    def post(self, request, schedule_id: str):
+    def post(self, request: Request, schedule_id: str) -> Response:
         sch = get_schedule(self.brand, schedule_id)
         schedules.schedule_trigger(schedule=sch)
         return Response(_render(sch))

@@ -3,14 +3,14 @@ and what their endpoints take: arm a timer, list timers, list events."""
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from django.db.models import Q
 from drf_spectacular.extensions import OpenApiSerializerExtension, OpenApiSerializerFieldExtension
 from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
-from timers.record import commit_json
+from timers.record import CommitJSON, commit_json
 
 from .. import handlers
 from ..keys import KEY_PATTERN, KINDS, MAX_KEY_LENGTH
@@ -18,6 +18,10 @@ from ..models import Commit, Event, Timer, is_live
 from ..timeutil import duration_text, iso_z
 from .inputs import InstantField, ListQuerySerializer, StrictCharField, plain_json, query_field
 from .openapi import Choice, const
+
+if TYPE_CHECKING:
+    from drf_spectacular.openapi import AutoSchema
+    from drf_spectacular.utils import Direction
 
 
 def timers_json(timers: list[Timer]) -> list[dict[str, Any]]:
@@ -38,10 +42,10 @@ def timers_json(timers: list[Timer]) -> list[dict[str, Any]]:
     ]
 
 
-_UNSET = object()
+_UNSET: Any = object()  # no commit given: timer_json reads it
 
 
-def timer_json(t: Timer, *, commit=_UNSET) -> dict[str, Any]:
+def timer_json(t: Timer, *, commit: CommitJSON | None = _UNSET) -> dict[str, Any]:
     if commit is _UNSET:
         commit = commit_json(t.commit()) if t.status == Timer.Status.FIRED else None
     return {
@@ -87,22 +91,22 @@ class HandlerField(StrictCharField):
 class HandlerSchema(OpenApiSerializerFieldExtension):
     target_class = HandlerField
 
-    def map_serializer_field(self, auto_schema, direction):
+    def map_serializer_field(self, auto_schema: AutoSchema, direction: Direction) -> dict[str, Any]:
         return {"type": "string", "enum": handlers.names()}
 
 
-class TimerCreateSerializer(serializers.Serializer):
+class TimerCreateSerializer(serializers.Serializer[Any]):
     key = KeyField(trim_whitespace=False,
                    help_text="<owner>:<kind>:<name>:<occurrence>[@<move>], unique per clock domain")
     owed_at = InstantField()
     handler = HandlerField(required=False, allow_null=True, allow_blank=True, max_length=64,
                            help_text="A registered handler; defaults to the key's kind when a handler of that "
                                      "name is registered")
-    data = serializers.DictField(required=False, default=dict)
+    data = serializers.DictField(required=False, default=dict)  # type: ignore[assignment]  # the field, not Serializer.data
     test_clock = StrictCharField(required=False, allow_null=True, allow_blank=True, max_length=64,
                                  help_text="Arm on this test clock; the live clock when absent")
 
-    def validate_data(self, value):
+    def validate_data(self, value: dict[str, Any]) -> dict[str, Any]:
         plain_json(value)
         return value
 
@@ -113,8 +117,8 @@ class TimerCreateSchema(OpenApiSerializerExtension):
 
     target_class = TimerCreateSerializer
 
-    def map_serializer(self, auto_schema, direction):
-        schema = auto_schema._map_basic_serializer(self.target, direction)
+    def map_serializer(self, auto_schema: AutoSchema, direction: Direction) -> dict[str, Any]:
+        schema: dict[str, Any] = auto_schema._map_basic_serializer(self.target, direction)
         if direction == "request" and not set(KINDS) & set(handlers.names()):
             schema.setdefault("required", [])
             if "handler" not in schema["required"]:
@@ -136,7 +140,7 @@ class EventListQuerySerializer(ListQuerySerializer):
 
 
 # -- what the API answers: these only describe the JSON above, for the OpenAPI schema ------------------
-class CommitSerializer(serializers.Serializer):
+class CommitSerializer(serializers.Serializer[Any]):
     id = serializers.CharField()
     outcome = Choice(choices=Commit.Outcome.choices, component="CommitOutcome")
     code = serializers.CharField(allow_null=True)
@@ -144,7 +148,7 @@ class CommitSerializer(serializers.Serializer):
     events = serializers.ListField(child=serializers.CharField())
 
 
-class TimerSerializer(serializers.Serializer):
+class TimerSerializer(serializers.Serializer[Any]):
     id = serializers.CharField()
     object = const("timer", "TimerObject")
     key = serializers.CharField()
@@ -169,10 +173,10 @@ class TimerSerializer(serializers.Serializer):
     opened_at = serializers.DateTimeField()
     armed_by = serializers.CharField(allow_null=True)
     test_clock = serializers.CharField(allow_null=True)
-    data = serializers.DictField()
+    data = serializers.DictField()  # type: ignore[assignment]  # the field, not Serializer.data
 
 
-class EventSerializer(serializers.Serializer):
+class EventSerializer(serializers.Serializer[Any]):
     id = serializers.CharField()
     object = const("event", "EventObject")
     type = serializers.CharField()
@@ -182,11 +186,11 @@ class EventSerializer(serializers.Serializer):
     late_by = serializers.CharField(allow_null=True, help_text="how late the firing that wrote it was (live), "
                                     "e.g. 6m 2s; 0s on a test clock; null outside the tick")
     key = serializers.CharField(allow_null=True)
-    data = serializers.DictField()
+    data = serializers.DictField()  # type: ignore[assignment]  # the field, not Serializer.data
     test_clock = serializers.CharField(allow_null=True)
 
 
-class WakeSerializer(serializers.Serializer):
+class WakeSerializer(serializers.Serializer[Any]):
     replayed = serializers.BooleanField(help_text="true for a fired timer: the answer is its first commit")
     status = Choice(choices=Timer.Status.choices, component="TimerStatus")
     commit = CommitSerializer(allow_null=True)

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from drf_spectacular.extensions import OpenApiSerializerExtension
 from rest_framework import serializers
@@ -12,6 +12,12 @@ from ..models import TestClock
 from ..timeutil import iso_z
 from .inputs import InstantField, NameField, SpanField, StrictBooleanField, StrictRegexField
 from .openapi import Choice, const
+
+if TYPE_CHECKING:
+    from drf_spectacular.generators import SchemaGenerator
+    from drf_spectacular.openapi import AutoSchema
+    from drf_spectacular.utils import Direction
+    from rest_framework.request import Request
 
 
 def test_clock_json(c: TestClock) -> dict[str, Any]:
@@ -29,7 +35,7 @@ def test_clock_json(c: TestClock) -> dict[str, Any]:
     }
 
 
-class TestClockCreateSerializer(serializers.Serializer):
+class TestClockCreateSerializer(serializers.Serializer[Any]):
     frozen_time = InstantField()
     name = NameField(required=False, allow_null=True, allow_blank=True, max_length=200, default="")
     seed = StrictRegexField(SEED_PATTERN, required=False, allow_null=True, allow_blank=True, default="",
@@ -37,20 +43,21 @@ class TestClockCreateSerializer(serializers.Serializer):
                                       "scenario on a clock of the same seed makes the same record; one clock per seed")
 
 
-class TestClockAdvanceSerializer(serializers.Serializer):
+class TestClockAdvanceSerializer(serializers.Serializer[Any]):
     to = InstantField(required=False, help_text="The new frozen time; never before the current one")
     span = SpanField(required=False, help_text="Or how far to move from the frozen time, as `tick 1y` does: a "
                                                "number and s, m, h, d, w, mo or y (`to` or `span`, not both)")
     redeliver = StrictBooleanField(required=False, default=False,
                                    help_text="Deliver every wake twice (each second one replays)")
 
-    def validate(self, attrs):
+    def validate(self, attrs: dict[str, Any]) -> dict[str, Any]:
         if ("to" in attrs) == ("span" in attrs):
             raise serializers.ValidationError({"to": "give to (an instant) or span (1y), one of them"})
         return attrs
 
 
-def openapi_advance_body(result: dict[str, Any], generator, request, public) -> dict[str, Any]:
+def openapi_advance_body(result: dict[str, Any], generator: SchemaGenerator, request: Request | None,
+                public: bool) -> dict[str, Any]:
     """drf-spectacular's postprocessing hook: an advance's body is required (it names to or span), which
     drf-spectacular infers only from a required property, and neither is required alone."""
     for path, operations in result.get("paths", {}).items():
@@ -64,24 +71,24 @@ class TestClockAdvanceSchema(OpenApiSerializerExtension):
 
     target_class = TestClockAdvanceSerializer
 
-    def map_serializer(self, auto_schema, direction):
-        schema = auto_schema._map_basic_serializer(self.target, direction)
+    def map_serializer(self, auto_schema: AutoSchema, direction: Direction) -> dict[str, Any]:
+        schema: dict[str, Any] = auto_schema._map_basic_serializer(self.target, direction)
         if direction == "request":
             schema["oneOf"] = [{"required": ["to"]}, {"required": ["span"]}]
         return schema
 
 
 # -- what the API answers: these only describe the JSON above, for the OpenAPI schema ------------------
-class AdvancingSerializer(serializers.Serializer):
+class AdvancingSerializer(serializers.Serializer[Any]):
     target_frozen_time = serializers.DateTimeField()
     redeliver = serializers.BooleanField()
 
 
-class StatusDetailsSerializer(serializers.Serializer):
+class StatusDetailsSerializer(serializers.Serializer[Any]):
     advancing = AdvancingSerializer(required=False)
 
 
-class TestClockSerializer(serializers.Serializer):
+class TestClockSerializer(serializers.Serializer[Any]):
     id = serializers.CharField()
     object = const("test_clock", "TestClockObject")
     name = serializers.CharField()
@@ -92,7 +99,7 @@ class TestClockSerializer(serializers.Serializer):
     created = serializers.DateTimeField()
 
 
-class DeletedTestClockSerializer(serializers.Serializer):
+class DeletedTestClockSerializer(serializers.Serializer[Any]):
     id = serializers.CharField()
     object = const("test_clock", "TestClockObject")
     deleted = serializers.BooleanField()

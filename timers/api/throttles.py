@@ -12,12 +12,18 @@ CACHE_URL names a shared cache, so with N worker processes a key may make up to 
 from __future__ import annotations
 
 import math
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from django.http import HttpRequest, HttpResponse
 from django.template import engines
 from rest_framework.settings import api_settings
 from rest_framework.throttling import SimpleRateThrottle
+
+if TYPE_CHECKING:
+    from drf_spectacular.generators import SchemaGenerator
+    from rest_framework.request import Request
+    from rest_framework.views import APIView
+
 
 API_SCOPE = "api_key"
 SIGN_IN_SCOPE = "sign_in"
@@ -29,9 +35,11 @@ def retry_after(wait: float | None) -> int:
 
 
 class _Rated(SimpleRateThrottle):
-    def get_rate(self):
+    scope: str  # each throttle's (DRF's may be None, where a throttle is not scoped)
+
+    def get_rate(self) -> str | None:
         # DRF reads its rates once, at import (THROTTLE_RATES): read them per request instead.
-        return api_settings.DEFAULT_THROTTLE_RATES.get(self.scope)
+        return api_settings.DEFAULT_THROTTLE_RATES.get(self.scope)  # type: ignore[return-value]  # "100/s": the stubs say a number
 
 
 class ApiKeyRateThrottle(_Rated):
@@ -40,7 +48,7 @@ class ApiKeyRateThrottle(_Rated):
 
     scope = API_SCOPE
 
-    def get_cache_key(self, request, view):
+    def get_cache_key(self, request: Request, view: APIView | None) -> str | None:
         key_id = getattr(request.auth, "api_key_id", None)
         if key_id is None:
             return None  # no key: the view answers 401 before any throttle
@@ -54,7 +62,7 @@ class ClientAddressThrottle(_Rated):
 
     scope = SIGN_IN_SCOPE
 
-    def get_cache_key(self, request, view):
+    def get_cache_key(self, request: Request, view: APIView | None) -> str | None:
         return self.cache_format % {"scope": self.scope, "ident": self.get_ident(request)}
 
 
@@ -77,12 +85,14 @@ def too_many_page(request: HttpRequest, seconds: int) -> HttpResponse:
 def sign_in_limited(request: HttpRequest) -> HttpResponse | None:
     """Count one sign-in attempt from the request's address: None while under the limit, else the 429 page."""
     throttle = ClientAddressThrottle()
-    if throttle.allow_request(request, None):
+    # Outside DRF, with Django's request and no view: the throttle reads only the request's META.
+    if throttle.allow_request(request, None):  # type: ignore[arg-type]
         return None
     return too_many_page(request, retry_after(throttle.wait()))
 
 
-def openapi_rate_limited(result: dict[str, Any], generator, request, public) -> dict[str, Any]:
+def openapi_rate_limited(result: dict[str, Any], generator: SchemaGenerator, request: Request | None,
+                public: bool) -> dict[str, Any]:
     """drf-spectacular's postprocessing hook: every operation a key calls may answer 429 rate_limited."""
     error = {"application/json": {"schema": {"$ref": "#/components/schemas/Error"}}}
     header = {"Retry-After": {"schema": {"type": "integer", "minimum": 1},

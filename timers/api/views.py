@@ -9,7 +9,8 @@ a test clock with a live key (``test_mode_only``), a timer on the live clock wit
 
 from __future__ import annotations
 
-from typing import Any
+from collections.abc import Mapping
+from typing import IO, TYPE_CHECKING, Any
 
 from drf_spectacular.utils import extend_schema
 from rest_framework.exceptions import AuthenticationFailed, ParseError
@@ -54,12 +55,19 @@ from .test_clock_serializers import (
 )
 from .throttles import ApiKeyRateThrottle
 
+if TYPE_CHECKING:
+    from django.http import HttpRequest
+    from django.http.response import HttpResponseBase
+    from rest_framework.request import Request
+    from rest_framework.serializers import Serializer
+
 
 class SafeJSONParser(JSONParser):
     """JSON, with a body nested too deep for the parser, or with a lone surrogate in a string, answered as
     invalid JSON rather than a 500."""
 
-    def parse(self, stream, media_type=None, parser_context=None):
+    def parse(self, stream: IO[Any], media_type: str | None = None,
+              parser_context: Mapping[str, Any] | None = None) -> Any:
         try:
             data = super().parse(stream, media_type, parser_context)
         except ParseError as exc:
@@ -81,7 +89,7 @@ class BrandAPIView(APIView):
     # Per secret key (KT_RATE_LIMIT): 429 rate_limited with Retry-After over it.
     throttle_classes = [ApiKeyRateThrottle]
 
-    def dispatch(self, request, *args, **kwargs):
+    def dispatch(self, request: HttpRequest, *args: Any, **kwargs: Any) -> HttpResponseBase:
         key = request.META.get(idempotency.HEADER)
         if request.method != "POST" or key is None:
             return super().dispatch(request, *args, **kwargs)
@@ -93,13 +101,14 @@ class BrandAPIView(APIView):
             return super().dispatch(request, *args, **kwargs)
         brand = found[1]
         return idempotency.run(request=request, brand=brand, livemode=livemode(brand), key=key,
-                               call=lambda: super(BrandAPIView, self).dispatch(request, *args, **kwargs))
+                               # DRF's dispatch answers a Response (an HttpResponse); the stubs say any response.
+                               call=lambda: super(BrandAPIView, self).dispatch(request, *args, **kwargs))  # type: ignore[arg-type,return-value]
 
     @property
     def brand(self) -> Brand:
-        return self.request.auth
+        return self.request.auth  # type: ignore[return-value]  # HasBrand let the request in: its auth is a Brand
 
-    def body(self, serializer_class) -> dict[str, Any]:
+    def body(self, serializer_class: type[Serializer[Any]]) -> dict[str, Any]:
         raw = self.request._request
         if raw.body.lstrip()[:1] in (b"{", b"[") and not (self.request.content_type or "").startswith(
                 "application/json"):
@@ -108,14 +117,16 @@ class BrandAPIView(APIView):
                                    code="unsupported_media_type", status=415)
         s = serializer_class(data=self.request.data)
         s.is_valid(raise_exception=True)
-        return s.validated_data
+        valid: dict[str, Any] = s.validated_data
+        return valid
 
-    def query(self, serializer_class) -> dict[str, Any]:
+    def query(self, serializer_class: type[Serializer[Any]]) -> dict[str, Any]:
         # A plain dict, not the QueryDict: DRF reads an empty value in a QueryDict as absent, whatever the
         # field allows, so ?status= would list everything while the schema says it is no status.
         s = serializer_class(data=self.request.query_params.dict())
         s.is_valid(raise_exception=True)
-        return s.validated_data
+        valid: dict[str, Any] = s.validated_data
+        return valid
 
 
 # -- timers ---------------------------------------------------------------------------------------------
@@ -127,7 +138,7 @@ class TimerListView(BrandAPIView):
                     "owner exactly, or a clock's occurrences (`on=clk_8Tx1` lists `clk_8Tx1#US`…).",
         responses={200: list_serializer("TimerList", TimerSerializer), **ERRORS, **NOT_FOUND},
     )
-    def get(self, request):
+    def get(self, request: Request) -> Response:
         return Response(timers_page(self.brand, self.query(TimerListQuerySerializer)))
 
     @extend_schema(
@@ -138,7 +149,7 @@ class TimerListView(BrandAPIView):
         responses={201: TimerSerializer, **ERRORS, **NOT_FOUND, **WRONG_MODE,
                    409: error_response("A timer with this key is already armed on the domain: timer_exists")},
     )
-    def post(self, request):
+    def post(self, request: Request) -> Response:
         body = self.body(TimerCreateSerializer)
         timer = arming.timer_arm(
             brand=self.brand, key=body["key"], owed_at=body["owed_at"],
@@ -151,7 +162,7 @@ class TimerListView(BrandAPIView):
 class TimerDetailView(BrandAPIView):
     @extend_schema(operation_id="timers_retrieve", tags=["timers"], summary="Retrieve a timer",
                    responses={200: TimerSerializer, 401: ERRORS[401], **NOT_FOUND})
-    def get(self, request, timer_id: str):
+    def get(self, request: Request, timer_id: str) -> Response:
         return Response(timer_json(get_timer(self.brand, timer_id)))
 
 
@@ -162,7 +173,7 @@ class TimerWakeView(BrandAPIView):
                     "commit and counts the wake; any other timer answers replayed: false.",
         responses={200: WakeSerializer, 401: ERRORS[401], **NOT_FOUND},
     )
-    def post(self, request, timer_id: str):
+    def post(self, request: Request, timer_id: str) -> Response:
         return Response(arming.timer_wake(timer=get_timer(self.brand, timer_id)))
 
 
@@ -174,7 +185,7 @@ class TestClockListView(BrandAPIView):
     @extend_schema(operation_id="test_clocks_list", tags=["test_clocks"], parameters=[ListQuerySerializer],
                    summary="List test clocks",
                    responses={200: list_serializer("TestClockList", TestClockSerializer), **ERRORS, **NOT_FOUND})
-    def get(self, request):
+    def get(self, request: Request) -> Response:
         params = self.query(ListQuerySerializer)
         scope = owned(TestClock.objects.all(), self.brand)
         qs = scope.exclude(status__in=TestClock.GONE)
@@ -186,7 +197,7 @@ class TestClockListView(BrandAPIView):
                    description="A test key only: a live key is refused with test_mode_only (403).",
                    responses={201: TestClockSerializer, **ERRORS, **WRONG_MODE,
                               409: error_response("Another test clock holds the seed: test_clock_seed_taken")})
-    def post(self, request):
+    def post(self, request: Request) -> Response:
         if livemode(self.brand):
             raise KeepingTimeError("test clocks are test mode: create one with a test key (sk_test_…), not a "
                                    "live key (sk_live_…)", code="test_mode_only", status=403)
@@ -199,14 +210,14 @@ class TestClockListView(BrandAPIView):
 class TestClockDetailView(BrandAPIView):
     @extend_schema(operation_id="test_clocks_retrieve", tags=["test_clocks"], summary="Retrieve a test clock",
                    responses={200: TestClockSerializer, 401: ERRORS[401], **NOT_FOUND})
-    def get(self, request, clock_id: str):
+    def get(self, request: Request, clock_id: str) -> Response:
         return Response(test_clock_json(get_test_clock(self.brand, clock_id)))
 
     @extend_schema(operation_id="test_clocks_delete", tags=["test_clocks"], summary="Delete a test clock",
                    description="Voids everything on the clock: its armed and held timers are superseded "
                                "by test_clock.deleted.",
                    responses={200: DeletedTestClockSerializer, 401: ERRORS[401], **NOT_FOUND})
-    def delete(self, request, clock_id: str):
+    def delete(self, request: Request, clock_id: str) -> Response:
         clock = test_clocks.test_clock_delete(clock=get_test_clock(self.brand, clock_id))
         return Response({"id": clock.id, "object": "test_clock", "deleted": True})
 
@@ -221,13 +232,14 @@ class TestClockAdvanceView(BrandAPIView):
                    409: error_response("test_clock_backward (with the call that creates a clock there) or "
                                "test_clock_advancing")},
     )
-    def post(self, request, clock_id: str):
+    def post(self, request: Request, clock_id: str) -> Response:
         clock = get_test_clock(self.brand, clock_id)
         body = self.body(TestClockAdvanceSerializer)
         to = body.get("to")
         if to is None:  # a span, as `tick 1y` takes it; one that lands past 9999 is invalid_span, as there
             try:
-                to = after_span(clock.frozen_time, body["span"], text=request.data["span"])
+                # The body is an object (the serializer took it); the stubs allow a list too.
+                to = after_span(clock.frozen_time, body["span"], text=request.data["span"])  # type: ignore[call-overload]
             except KeepingTimeError as exc:
                 exc.param = "span"
                 raise
@@ -244,12 +256,12 @@ class EventListView(BrandAPIView):
                     "`*` (`timer.*`).",
         responses={200: list_serializer("EventList", EventSerializer), **ERRORS, **NOT_FOUND},
     )
-    def get(self, request):
+    def get(self, request: Request) -> Response:
         return Response(events_page(self.brand, self.query(EventListQuerySerializer)))
 
 
 class EventDetailView(BrandAPIView):
     @extend_schema(operation_id="events_retrieve", tags=["events"], summary="Retrieve an event",
                    responses={200: EventSerializer, 401: ERRORS[401], **NOT_FOUND})
-    def get(self, request, event_id: str):
+    def get(self, request: Request, event_id: str) -> Response:
         return Response(event_json(get_event(self.brand, event_id)))

@@ -12,6 +12,7 @@ is never refused.
 from __future__ import annotations
 
 import re
+from typing import TYPE_CHECKING, Any
 
 from drf_spectacular.extensions import OpenApiSerializerFieldExtension
 from drf_spectacular.utils import extend_schema
@@ -27,6 +28,12 @@ from .inputs import ListQuerySerializer, MetadataField, StrictBooleanField, Stri
 from .openapi import ERRORS, NOT_FOUND, Choice, const, list_serializer
 from .views import BrandAPIView, SafeJSONParser
 
+if TYPE_CHECKING:
+    from drf_spectacular.openapi import AutoSchema
+    from drf_spectacular.utils import Direction
+    from rest_framework.request import Request
+
+
 ORDER = ("created_at", "id")
 _ID = re.compile(r"^[A-Za-z0-9_]{1,32}$")
 
@@ -39,7 +46,7 @@ class UrlField(StrictCharField):
 class UrlSchema(OpenApiSerializerFieldExtension):
     target_class = UrlField
 
-    def map_serializer_field(self, auto_schema, direction):
+    def map_serializer_field(self, auto_schema: AutoSchema, direction: Direction) -> dict[str, Any]:
         # No "format": "uri": a path may hold any text but spaces and controls (an IRI), which the pattern says.
         return {"type": "string", "pattern": webhooks.URL_PATTERN, "maxLength": webhooks.MAX_URL,
                 "example": "https://example.com/keeping-time/events"}
@@ -49,10 +56,10 @@ class EnabledEventsField(serializers.ListField):
     """The service checks each pattern (invalid_enabled_events, unknown_event_type); the schema names the
     families the record writes, so what it admits is taken."""
 
-    def __init__(self, **kwargs):
+    def __init__(self, **kwargs: Any) -> None:
         super().__init__(child=serializers.JSONField(), **kwargs)
 
-    def to_internal_value(self, data):
+    def to_internal_value(self, data: Any) -> list[Any]:
         if not isinstance(data, list):
             raise serializers.ValidationError('a list of event types: ["*"], ["clock.due", "job.*"]')
         return list(data)
@@ -61,7 +68,7 @@ class EnabledEventsField(serializers.ListField):
 class EnabledEventsSchema(OpenApiSerializerFieldExtension):
     target_class = EnabledEventsField
 
-    def map_serializer_field(self, auto_schema, direction):
+    def map_serializer_field(self, auto_schema: AutoSchema, direction: Direction) -> dict[str, Any]:
         return {"type": "array", "minItems": 1, "maxItems": webhooks.MAX_PATTERNS,
                 "items": {"type": "string", "pattern": webhooks.event_pattern_regex(),
                           "maxLength": webhooks.MAX_PATTERN_LENGTH},
@@ -69,7 +76,7 @@ class EnabledEventsSchema(OpenApiSerializerFieldExtension):
                 "description": '"*" (every event), an exact type (clock.due) or a prefix ending in .* (job.*)'}
 
 
-class WebhookEndpointCreateSerializer(serializers.Serializer):
+class WebhookEndpointCreateSerializer(serializers.Serializer[Any]):
     url = UrlField(max_length=webhooks.MAX_URL, trim_whitespace=False,
                    help_text="Where each event is POSTed: http:// or https://")
     enabled_events = EnabledEventsField(help_text="The event types it hears")
@@ -77,7 +84,7 @@ class WebhookEndpointCreateSerializer(serializers.Serializer):
     metadata = MetadataField(required=False)
 
 
-class WebhookEndpointUpdateSerializer(serializers.Serializer):
+class WebhookEndpointUpdateSerializer(serializers.Serializer[Any]):
     url = UrlField(required=False, max_length=webhooks.MAX_URL, trim_whitespace=False)
     enabled_events = EnabledEventsField(required=False)
     description = StrictCharField(required=False, allow_blank=True, max_length=5000)
@@ -87,7 +94,7 @@ class WebhookEndpointUpdateSerializer(serializers.Serializer):
 
 
 # -- what it answers -----------------------------------------------------------------------------------------
-class WebhookEndpointSerializer(serializers.Serializer):
+class WebhookEndpointSerializer(serializers.Serializer[Any]):
     id = serializers.CharField()
     object = const("webhook_endpoint", "WebhookEndpointObject")
     url = serializers.CharField()
@@ -101,7 +108,7 @@ class WebhookEndpointSerializer(serializers.Serializer):
                                                              "each delivery's Keeping-Time-Signature")
 
 
-class DeletedWebhookEndpointSerializer(serializers.Serializer):
+class DeletedWebhookEndpointSerializer(serializers.Serializer[Any]):
     id = serializers.CharField()
     object = const("webhook_endpoint", "WebhookEndpointObject")
     deleted = serializers.BooleanField()
@@ -124,7 +131,7 @@ class WebhookEndpointListView(BrandAPIView):
                    summary="List webhook endpoints", description="This key's mode's endpoints, oldest first.",
                    responses={200: list_serializer("WebhookEndpointList", WebhookEndpointSerializer), **ERRORS,
                               **NOT_FOUND})
-    def get(self, request):
+    def get(self, request: Request) -> Response:
         params = self.query(ListQuerySerializer)
         scope = WebhookEndpoint.objects.filter(brand=self.brand, livemode=livemode(self.brand))
         return Response(page(scope, scope=scope, order=ORDER, lookup="pk", params=params, url="/webhook_endpoints",
@@ -140,7 +147,7 @@ class WebhookEndpointListView(BrandAPIView):
                     "three days. " + _BAD,
         responses={201: WebhookEndpointSerializer, **ERRORS},
     )
-    def post(self, request):
+    def post(self, request: Request) -> Response:
         body = self.body(WebhookEndpointCreateSerializer)
         endpoint = webhooks.endpoint_create(
             brand=self.brand, livemode=livemode(self.brand), url=body["url"], enabled_events=body["enabled_events"],
@@ -155,7 +162,7 @@ class WebhookEndpointDetailView(BrandAPIView):
     @extend_schema(operation_id="webhook_endpoints_retrieve", tags=["webhook_endpoints"],
                    summary="Retrieve a webhook endpoint", description="Never its secret.",
                    responses={200: WebhookEndpointSerializer, 401: ERRORS[401], **NOT_FOUND})
-    def get(self, request, endpoint_id: str):
+    def get(self, request: Request, endpoint_id: str) -> Response:
         return Response(webhooks.endpoint_json(_get(self, endpoint_id)))
 
     @extend_schema(
@@ -166,7 +173,7 @@ class WebhookEndpointDetailView(BrandAPIView):
                     "enabled again). " + _BAD,
         responses={200: WebhookEndpointSerializer, **ERRORS, **NOT_FOUND},
     )
-    def post(self, request, endpoint_id: str):
+    def post(self, request: Request, endpoint_id: str) -> Response:
         endpoint = _get(self, endpoint_id)
         body = self.body(WebhookEndpointUpdateSerializer)
         webhooks.endpoint_update(endpoint=endpoint, url=body.get("url"), enabled_events=body.get("enabled_events"),
@@ -178,7 +185,7 @@ class WebhookEndpointDetailView(BrandAPIView):
                    summary="Delete a webhook endpoint",
                    description="What it is still owed is voided, never sent; its delivery log goes with it.",
                    responses={200: DeletedWebhookEndpointSerializer, 401: ERRORS[401], **NOT_FOUND})
-    def delete(self, request, endpoint_id: str):
+    def delete(self, request: Request, endpoint_id: str) -> Response:
         endpoint = _get(self, endpoint_id)
         webhooks.endpoint_delete(endpoint=endpoint)
         return Response({"id": endpoint_id, "object": "webhook_endpoint", "deleted": True})

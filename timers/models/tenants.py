@@ -32,6 +32,11 @@ class Brand(models.Model):
     tier = models.CharField(max_length=8, choices=Tier.choices, default=Tier.TEAM)
     created_at = models.DateTimeField()
 
+    # Set on the instance a request's API key authenticates as (timers.api.auth), never stored: the key's mode
+    # (read with getattr: unset on any other instance) and its id.
+    livemode: bool
+    api_key_id: str
+
     class Meta:
         constraints = [models.CheckConstraint(name="brand_tier_known", condition=models.Q(tier__in=["free", "launch",
                                                                                                    "team"]))]
