@@ -8,6 +8,9 @@ calendars stay as they were (``calendars_token``).
 
 from __future__ import annotations
 
+from datetime import date
+from typing import Any
+
 from timers import batch as batches
 from timers.models import TestClock
 
@@ -15,10 +18,10 @@ from .civil import BusinessCalendar
 from .models import Calendar, ClosedDay, Subject
 
 # The civil calendars made so far, by everything that decides one (a changed calendar is a new entry).
-_calendars: dict[tuple, BusinessCalendar] = {}
+_calendars: dict[tuple[Any, ...], BusinessCalendar] = {}
 
 
-def _closed_days(calendar_id: str) -> tuple:
+def _closed_days(calendar_id: str) -> tuple[tuple[date, str], ...]:  # (date, why), by date
     b = batches.current()
     if b is None:
         return tuple(sorted(ClosedDay.objects.filter(calendar_id=calendar_id).values_list("date", "why")))
@@ -32,7 +35,7 @@ def _closed_days(calendar_id: str) -> tuple:
     return found
 
 
-def calendars_token(domain: str) -> tuple:
+def calendars_token(domain: str) -> tuple[Any, ...]:
     """The calendars of the brand whose test clock ``domain`` is, as they are now: an advance keeps its clock
     items (with their calendars) from batch to batch only while this holds (timers.batch.on_carry_check). A
     brand's calendar is not the clock's object, so the clock's refusal of outside writes does not cover it."""

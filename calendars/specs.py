@@ -49,7 +49,7 @@ class ClockSpec:
     answers_for: str = "the brand"
     title: str = ""
     lives_on: str = "job"
-    guarantee: dict | None = None
+    guarantee: dict[str, Any] | None = None
     # A move of a sibling clock (the same job's, on the same item) that keeps this one: its step commits with
     # that move, and the date is kept, "with" what the phrase says: pay {"extend": "with the extension"}.
     kept_with: dict[str, str] = field(default_factory=dict)

@@ -22,8 +22,9 @@ _TOKEN = re.compile(r"(?P<name>[?&;][A-Za-z0-9_.-]*token=)(?P<value>[^&;#\s\"'<>
 _PATH_TOKEN = re.compile(r"(?P<name>/portal/(?:customer/session|delivery/welcome/[^/\s?#]+)/)(?P<value>[^/?#\s\"'<>]+)")
 
 
-def _cut(m: re.Match) -> str:
-    return m["name"] + (m["value"][:KEEP] + "…" if len(m["value"]) > KEEP else m["value"])
+def _cut(m: re.Match[str]) -> str:
+    name, value = m["name"], m["value"]
+    return name + (value[:KEEP] + "…" if len(value) > KEEP else value)
 
 
 def redact(text: str) -> str:

@@ -8,12 +8,14 @@ from __future__ import annotations
 
 from zoneinfo import ZoneInfo
 
+from django.contrib.auth.models import User
+
 from calendars.models import Calendar
 from calendars.words import UTC_ZONE
 from timers.models import Membership
 
 
-def member_zone(brand_ids: list[str], *, user=None) -> ZoneInfo:
+def member_zone(brand_ids: list[str], *, user: User | None = None) -> ZoneInfo:
     """A member's zone: the one they chose (their profile, ``Membership.zone``), else their brand's calendar
     (its default; the first brand's when they are in several), else UTC."""
     chosen = (Membership.objects.filter(user=user).exclude(zone="").values_list("zone", flat=True).first()

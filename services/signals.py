@@ -1,13 +1,15 @@
 from __future__ import annotations
 
+from typing import Any
+
 from calendars.models import Clock
 from timers.errors import KeepingTimeError
-from timers.models import Deploy, Timer
+from timers.models import Deploy, TestClock, Timer, Version
 
 from .models import Ask, Job, MoneyLine, Subscription, Task, Window
 
 
-def void_on_test_clock_delete(sender, clock, **kwargs) -> None:
+def void_on_test_clock_delete(sender: object, clock: TestClock, **kwargs: Any) -> None:
     """DELETE /test_clocks/:id voids every job (and subscription) on it."""
     Job.objects.filter(domain=clock.id).exclude(status=Job.Status.VOIDED).update(status=Job.Status.VOIDED)
     Subscription.objects.filter(domain=clock.id).update(status=Subscription.Status.VOIDED)
@@ -19,7 +21,7 @@ def void_on_test_clock_delete(sender, clock, **kwargs) -> None:
     Window.objects.filter(domain=clock.id, status=Window.Status.OPEN).update(status=Window.Status.CLOSED)
 
 
-def keep_pinned_versions(sender, instance, **kwargs) -> None:
+def keep_pinned_versions(sender: type[Version], instance: Version, **kwargs: Any) -> None:
     """A version is never deleted while a timer, job, clock or subscription pins it."""
     pinned = {
         "timers": Timer.objects.filter(version=instance.digest).count(),
@@ -35,7 +37,7 @@ def keep_pinned_versions(sender, instance, **kwargs) -> None:
             "a version is never deleted while anything pins it", code="version_pinned", status=409)
 
 
-def keep_versions_unedited(sender, instance, **kwargs) -> None:
+def keep_versions_unedited(sender: type[Version], instance: Version, **kwargs: Any) -> None:
     """A version is content-addressed: its files never change; only a missing name may be given once."""
     old = type(instance).objects.filter(pk=instance.pk).values("module", "sources", "services", "name").first()
     if old is None:

@@ -316,7 +316,7 @@ class Batch:
                     cache.pop(key, None)
                     continue
                 for name in fields:
-                    attname = model._meta.get_field(name).attname  # type: ignore[union-attr]
+                    attname = model._meta.get_field(name).attname  # type: ignore[union-attr]  # as above
                     setattr(hit, attname, copy.deepcopy(snap.__dict__[attname]))
 
     def keep_create(self, obj: Model, *, skip_taken: bool = False, kept_by: tuple[str, ...] = ()) -> None:

@@ -44,7 +44,7 @@ def wake(*, domain: str, timer_ids: list[str]) -> list[Wake]:
         if replayed:
             Timer.objects.filter(pk__in=replayed).update(wakes=F("wakes") + 1)
         if again:
-            first: datetime = min(t.fired_at for t in fired if t.key in again)  # type: ignore[type-var,assignment]
+            first: datetime = min(t.fired_at for t in fired if t.key in again)  # type: ignore[type-var,assignment]  # as above
             run = Run(domain=domain, floor=first, to=first, store=get_store())
             run.refire([t for t in fired if t.key in again])
     out = []
