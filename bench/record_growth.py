@@ -19,7 +19,7 @@ ANALYZE, CHECKPOINT, measured again. Timed, each --repeat times (the figure is t
     sizes stay put; --calls batches a repeat, median ms a batch.
 (b) a subject's history, the ORM shapes the code sends: the owner console's at-risk jobs
     (portals/owner/risks.py), the calendar's kept-with (calendars/entries.py), the gate replay's events
-    by key (timers/services.py commit_json), a calendar's rung events by keys (entries._rung_entries),
+    by key (timers/record.py commit_json), a calendar's rung events by keys (entries._rung_entries),
     and a subject's whole history in order (``domain`` and ``subject``, by ``seq``); --calls subjects of
     the busiest domain a repeat, p50 and p95 ms.
 (c) the API's event list (``GET /v1/events?test_clock=…&starting_after=…``: ``page()`` over ``owned()``
