@@ -9,7 +9,7 @@ Each measured run is a fresh child process (clean interpreter, its own peak RSS)
 * noop: N "noop" timers owed over the hour before a clock's frozen time are armed with one INSERT (as
   bench/tick_throughput.py does, not measured) and drained by ``timers.advance.advance``: the engine rate of
   this process, this minute, on this machine;
-* domain: K C corps on the Tax Plan (CA, NY, NJ), made with ``tests.acme.tax_plan_subscribers`` on a fresh
+* domain: K C corps on the Tax Plan (CA, NY, NJ), made with ``tests.support.acme.tax_plan_subscribers`` on a fresh
   test clock at the example's start, 2027-01-20 14:00Z (not measured), then
   ``advance(clock, start + 1 year)`` is timed: every fire of the year (cycles, schedule mints, rungs,
   dues, deadlines, money, …), the outbox's sends and the settle at the end.
@@ -309,11 +309,11 @@ def remove(brand) -> None:
 
 
 def tax_plan_subscribers(brand, clock, n: int) -> list:
-    """tests.acme.tax_plan_subscribers, with each subject's id seeded (calendars.models.seeded_subject_id) as
+    """tests.support.acme.tax_plan_subscribers, with each subject's id seeded (calendars.models.seeded_subject_id) as
     loadexample seeds Acme's: then every id of the year derives from the clock's seed, and the record's hash
-    is the same in every run of one K (tests/acme.py's subjects take random ids, which reach the record)."""
+    is the same in every run of one K (tests/support/acme.py's subjects take random ids, which reach the record)."""
     from calendars.models import Subject, seeded_subject_id
-    from tests import acme
+    from tests.support import acme
 
     original = Subject.objects.create
 

@@ -5,7 +5,7 @@ called the same everywhere: a date's kind and status, who answers for it, a refu
 in the reader's zone ('Fri 22 Oct 2027, 07:30 PDT', 'in 2 days'). Instants are UTC in the database and the
 API; a page says them in its reader's zone (a member: their own or the brand's calendar's, read by
 ``portals.selectors.member_zone``; a customer: their calendar's). It also holds the one list of what must
-never reach a reader (``RUNTIME_WORDS``, ``ID_PATTERN``), which the words check (tests/test_words_check.py)
+never reach a reader (``RUNTIME_WORDS``, ``ID_PATTERN``), which the words check (tests/calendars/test_words_check.py)
 holds every page and the feed to. The API, the CLI and the record keep the runtime's words: they are for
 developers. Pure: no database, nothing of the apps but ``timers.timeutil``. It lives in calendars, the lowest
 floor whose pages and feed people read, so the subject calendar, the domain and the portals all import it

@@ -4,7 +4,7 @@ import os
 
 os.environ.setdefault("DATABASE_URL", "postgres://postgres@127.0.0.1:5432/keeping_time")
 # The settings refuse to load without a key (DEBUG is off here, as in production). This one is put in the
-# environment, so the processes the tests start with keeping_time.settings (tests/test_concurrency.py) have
+# environment, so the processes the tests start with keeping_time.settings (tests/timers/test_concurrency.py) have
 # it too; it signs nothing outside a test run.
 os.environ.setdefault("SECRET_KEY", "keeping-time-tests-only-not-a-secret-0123456789-abcdefghij")
 os.environ.setdefault("KT_ALLOW_TARGETS", "127.0.0.1,::1")  # the tests' far ends and receivers, their processes' too
@@ -17,6 +17,6 @@ PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
 KEEPING_TIME = {**KEEPING_TIME, "ADVANCE_BATCH_SIZE": None}  # noqa: F405
 DEBUG = False
 # Rate limits out of the way of every other test (thousands of calls a second with one key, every login from
-# 127.0.0.1), yet counted, so the throttles run on every request; tests/test_rate_limits.py sets its own.
+# 127.0.0.1), yet counted, so the throttles run on every request; tests/timers/test_rate_limits.py sets its own.
 REST_FRAMEWORK = {**REST_FRAMEWORK,  # noqa: F405
                   "DEFAULT_THROTTLE_RATES": {"api_key": "1000000/s", "sign_in": "1000000/min"}}

@@ -4,7 +4,7 @@
     python -m keeping_time_client.generate --url http://127.0.0.1:8000/openapi.json
     python -m keeping_time_client.generate --check          # exit 1 if the committed file differs
 
-``scripts/gen_client`` runs the first. tests/test_client.py regenerates from a live server's /openapi.json and
+``scripts/gen_client`` runs the first. tests/project/test_client.py regenerates from a live server's /openapi.json and
 fails on any difference, so an endpoint added without rerunning this cannot land.
 
 Each operation becomes ``<resource>.<name>``: the resource is the path's first segment (``/test_clocks/…`` is

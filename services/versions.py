@@ -1,7 +1,7 @@
 """Versions: deploying a bundle (or rolling back to one), and what each version still runs.
 
 A deploy stores the bundle and records from when new work pins it in a clock domain; it re-arms and
-rewrites nothing (tests/test_versions.py shows the armed timers unchanged across one).
+rewrites nothing (tests/services/test_versions.py shows the armed timers unchanged across one).
 """
 
 from __future__ import annotations

@@ -6,10 +6,21 @@ import pytest
 
 from timers import handlers
 from timers.arming import timer_arm
-from timers.tenants import brand_get_or_create
+from timers.tenants import api_key_create, brand_get_or_create
 from timers.test_clocks import test_clock_create
 
 T0 = datetime(2026, 11, 24, 9, 0, tzinfo=UTC)
+
+
+def pytest_runtest_setup(item: pytest.Item) -> None:
+    """``@pytest.mark.postgresql("why")``: the test needs PostgreSQL and is skipped, saying why, on any other
+    database (checked before its fixtures run, so a skipped test sets nothing up)."""
+    mark = item.get_closest_marker("postgresql")
+    if mark is not None:
+        from django.db import connection  # noqa: PLC0415 - read once the settings are loaded
+
+        if connection.vendor != "postgresql":
+            pytest.skip(mark.args[0] if mark.args else "PostgreSQL only")
 
 
 def at(text: str) -> datetime:
@@ -57,8 +68,8 @@ __all__ = ["T0", "at", "timedelta"]
 
 @pytest.fixture
 def far_end():
-    """A real HTTP far end for the clocks' notices (tests/far_end.py), in place of the in-process one."""
-    from tests.far_end import FarEnd
+    """A real HTTP far end for the clocks' notices (tests/support/far_end.py), in place of the in-process one."""
+    from tests.support.far_end import FarEnd
     from timers import transports
 
     saved = dict(transports.registry)
@@ -102,3 +113,27 @@ def _no_delay_for_live_servers() -> None:
 
 
 _no_delay_for_live_servers()
+
+
+@pytest.fixture
+def client_for(live_server, transactional_db):
+    """``client_for("acme", live=False)``: the REST API over real HTTP with a new key of that brand."""
+    from tests.support.api import Client
+
+    def make(brand_name: str, *, live: bool = False) -> Client:
+        brand = brand_get_or_create(name=brand_name)
+        _, secret = api_key_create(brand=brand, live=live)
+        return Client(live_server.url, secret)
+
+    return make
+
+
+@pytest.fixture
+def api(brand):
+    """A test key of ``brand`` on DRF's test client (in process; tests/support/api.py's Client goes over HTTP)."""
+    from rest_framework.test import APIClient
+
+    _, key = api_key_create(brand=brand)
+    client = APIClient()
+    client.credentials(HTTP_AUTHORIZATION=f"Bearer {key}")
+    return client

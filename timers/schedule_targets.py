@@ -167,7 +167,7 @@ def http_open(runs: QuerySet[ScheduleRun], sch: Schedule) -> QuerySet[ScheduleRu
 def runs_by_ref(runs: QuerySet[ScheduleRun], refs: list[str]) -> QuerySet[ScheduleRun]:
     """The Runs whose call is one of ``refs``, by schedule_run_ref. ``ref <> ''`` says what that partial index's
     predicate says: PostgreSQL proves a predicate from an IN list of at most 100 values, and a claim settles 200,
-    so without it each settle read every Run of every schedule (tests/test_query_plans.py)."""
+    so without it each settle read every Run of every schedule (tests/timers/test_query_plans.py)."""
     return runs.filter(ref__in=refs).exclude(ref="")
 
 

@@ -231,7 +231,7 @@ def _update_sql(rows: int, armed_only: bool) -> str:
 # The domain beside a key, as a value the planner cannot see: a domain newer than the statistics (every new
 # test clock's, until the next ANALYZE) is estimated at one row, and a statement naming it as a constant was
 # planned as a walk of all its rows (timer_domain_owner), once per key for a join. Seen as a parameter, a
-# domain is estimated as an average one, and the key's own index wins (tests/test_query_plans.py, "new").
+# domain is estimated as an average one, and the key's own index wins (tests/timers/test_query_plans.py, "new").
 _DOMAIN = "(SELECT %b::varchar)"
 
 

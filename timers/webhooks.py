@@ -58,7 +58,7 @@ DOMAIN_PREFIX = "we_"
 # -- what an endpoint may ask for ---------------------------------------------------------------------------
 # The record's event families: the first part of every type the runtime and the domain write (clock.due,
 # job.late, subject.notice.received …). A pattern naming another family would never match anything, so it is
-# refused (unknown_event_type) rather than kept silently deaf. tests/test_webhooks.py reads the source for
+# refused (unknown_event_type) rather than kept silently deaf. tests/timers/test_webhooks.py reads the source for
 # every type recorded and checks its family is here, so the list stays true as types are added.
 EVENT_FAMILIES = frozenset({
     "act", "ask", "calendar", "clock", "grant", "job", "money", "notification", "policy", "schedule", "signal",

@@ -50,7 +50,7 @@ OWED_DOMAINS = """
 # Claim a set of one domain's owed rows (params: me, domain, limit, me, lease seconds, domain). The UPDATE joins
 # the picked rows on (id, domain) as the pick returned them, never on the domain as a constant: a domain whose
 # rows are newer than the statistics (every new test clock's) is estimated at one row, and the planner then
-# walked all of its rows once per picked row (0.5 to 2 s a claim instead of a few ms; tests/test_query_plans.py,
+# walked all of its rows once per picked row (0.5 to 2 s a claim instead of a few ms; tests/timers/test_query_plans.py,
 # the state "new"). The domain again as a value the planner cannot see (as timers/store.py's _DOMAIN): a table
 # split by domain reads one part at run time, and a domain newer than the statistics is no walk. A row this very
 # session claimed is in doubt here, never held: a session claims only inside deliver and sends what it claimed

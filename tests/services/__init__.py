@@ -1,0 +1,1 @@
+"""The domain: Services, jobs, subscriptions, money, members and people's time, versions."""
