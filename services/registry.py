@@ -231,6 +231,41 @@ def module_bundle(path: str) -> tuple[Bundle, list[Service]]:
     return bundle_of(module), found
 
 
+def module_for(ref: str) -> str:
+    """A Service module's dotted path from what a person writes: the path itself, or its file as the seed
+    writes it (``services/annual_return.py``), relative to the checkout or to a package that KT_SERVICES'
+    modules live in (each of their packages, outermost first), or absolute."""
+    if not ref.endswith(".py") and "/" not in ref and "\\" not in ref:
+        return ref
+    roots: dict[Path, str] = {Path(settings.BASE_DIR).resolve(): ""}
+    for path in getattr(settings, "KEEPING_TIME_SERVICES", []):
+        parts = path.split(".")[:-1]
+        for n in range(1, len(parts) + 1):
+            package = ".".join(parts[:n])
+            try:
+                where = Path(importlib.import_module(package).__file__ or "").resolve().parent
+            except ImportError:
+                continue
+            roots.setdefault(where.parent if n == 1 else where, "" if n == 1 else package)
+            roots.setdefault(where, package)
+    found: dict[str, Path] = {}
+    for root, package in roots.items():
+        file = (root / ref).resolve()
+        if not file.is_file() or file.suffix != ".py":
+            continue
+        try:
+            rel = file.relative_to(root).with_suffix("")
+        except ValueError:  # an absolute path elsewhere: as its package's modules are named
+            continue
+        found.setdefault(".".join(p for p in (package, *rel.parts) if p), file)
+    if not found:
+        raise ServiceError(f"no Service file {ref} in the checkout or the packages of KT_SERVICES "
+                           "(or name its module: services.examples.apis_tax.annual_return)")
+    if len(set(found.values())) > 1:
+        raise ServiceError(f"{ref} names {len(found)} files ({', '.join(sorted(found))}): name its module")
+    return min(found, key=len)
+
+
 def store_module(path: str, *, name: str = "") -> Version:
     b, found = module_bundle(path)
     return store(b, name=name, services=sorted(s.name for s in found))

@@ -15,7 +15,7 @@ from django.db import transaction
 from django.db.models import Count, Max, Q
 
 from calendars.models import Clock
-from timers.models import LIVE, Brand, Timer, Version
+from timers.models import LIVE, Brand, Deploy, Event, Timer, Version
 
 from . import registry
 from .declare import ServiceError
@@ -119,6 +119,47 @@ def versions_summary(*, brand: Brand | None = None, domains: Q | None = None, no
             p.summary = f"{p.armed:,} armed timers on {p.subjects:,} subjects"
         out.append(p)
     return out
+
+
+def retired_at(version: Version, *, domains: Q, deploys_in: str, now: datetime) -> datetime | None:
+    """When ``version`` stopped running anything in ``domains`` (in their time), or None if it never ran there.
+
+    Its last timer closed when it fired, when the timer that superseded it was armed, or when its clock
+    repinned to a newer bundle (``clock.repinned``: the timers both versions arm alike move to the newer one
+    then, so the older one's last rows are fired ones from long before). A version deployed there and
+    deployed over before it armed anything retired at the next deploy. The caller asks only for a version
+    that is not live and has nothing armed: this is its date, never a guess for one still running."""
+    timers = Timer.objects.filter(domains, version=version.digest)
+    closes = [timers.aggregate(m=Max("fired_at"))["m"],
+              Timer.objects.filter(domains, pk__in=timers.filter(status="superseded").exclude(superseded_by="")
+                                   .values("superseded_by")).aggregate(m=Max("armed_at"))["m"]]
+    # Its clocks (those of its jobs, which start on it, and those it armed timers for) left it at their first
+    # repin after the last timer it armed there.
+    by_clock: dict[str, datetime | None] = dict.fromkeys(
+        Clock.objects.filter(domains, owner_ref__in=Job.objects.filter(domains, version=version.digest).values("id"))
+        .values_list("id", flat=True))
+    for owner, at in (timers.filter(owner__startswith="clk_").values("owner").annotate(at=Max("armed_at"))
+                      .values_list("owner", "at")):
+        clock = owner.split("#", 1)[0]
+        was = by_clock.get(clock)
+        by_clock[clock] = at if was is None else max(at, was)
+    if by_clock:
+        firsts: dict[str, datetime] = {}
+        for clock, at in (Event.objects.filter(domains, type="clock.repinned", subject__in=list(by_clock),
+                                               fired_at__lte=now).values_list("subject", "fired_at")):
+            after = by_clock[clock]
+            if (after is None or at >= after) and (clock not in firsts or at < firsts[clock]):
+                firsts[clock] = at
+        closes.extend(firsts.values())
+    found = [c for c in closes if c is not None]
+    if found:
+        return max(found)
+    deployed = Deploy.objects.filter(domain=deploys_in, version=version, at__lte=now).order_by("-at").first()
+    if deployed is None:
+        return None
+    over = (Deploy.objects.filter(domain=deploys_in, service=deployed.service, at__gt=deployed.at, at__lte=now)
+            .exclude(version=version).order_by("at").values_list("at", flat=True).first())
+    return over
 
 
 def _rung_diff(old: list[str], new: list[str]) -> list[str]:

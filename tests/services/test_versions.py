@@ -214,7 +214,7 @@ def test_the_versions_cli_deploys_lists_and_refuses_in_one_line(brand):
     call_command("versions", "list", "--pinned", "--test-clock", clock.id, stdout=out)
     lines = out.getvalue().splitlines()
     old = registry.bundle("annual-return").digest
-    assert any(old[:15] in line and "retired" in line and "armed timers on 1 subjects" in line for line in lines), lines
+    assert any(old[:15] in line and " pinned · " in line and "armed timers on 1 subjects" in line for line in lines), lines
     with pytest.raises(CommandError) as exc:
         call_command("versions", "show", "sha256:nope")
     assert str(exc.value).startswith("invalid_version: no version 'sha256:nope'")

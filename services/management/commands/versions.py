@@ -14,7 +14,7 @@ from services import registry
 from services.declare import ServiceError
 from services.models import Job
 from services.repin import job_repin
-from services.versions import version_check, version_deploy, versions_summary
+from services.versions import retired_at, version_check, version_deploy, versions_summary
 from timers.armer import DirectArmer
 from timers.clock import wall_now
 from timers.management.base import KTCommand
@@ -42,7 +42,9 @@ class Command(KTCommand):
         rp.add_argument("--to", required=True, help="a version's name (2027-06) or sha256 prefix")
         rp.add_argument("--dry-run", action="store_true", help="print the diff and change nothing")
         ck = sub.add_parser("check", help="what deploying a module would change, against what is live")
-        ck.add_argument("module", help="the Service module's dotted path")
+        ck.add_argument("module", help="the Service module: its dotted path, or its file as the seed writes it "
+                                       "(services/annual_return.py, from the checkout or a KT_SERVICES package)")
+        ck.add_argument("--against", help="live (the default) or a test clock's id: what is live there now")
         ck.add_argument("--test-clock", help="against what is live on this test clock (default: the live clock)")
         sh = sub.add_parser("show")
         sh.add_argument("ref", help="a name (2027-06) or a sha256 prefix")
@@ -76,10 +78,22 @@ class Command(KTCommand):
         if not rows:
             self.stdout.write("no versions" + (" still running a timer" if o["pinned"] else ""))
         for p in rows:
+            services = ", ".join(p.version.services)
+            if not p.live and not p.armed:
+                # Nothing of it runs: retired on the day its last timer closed, or it never ran here at all.
+                gone = retired_at(p.version, domains=where, deploys_in=registry.deploy_domain(domain), now=now)
+                if gone is not None:
+                    self.stdout.write(f"retired {p.version.label} on {gone.date()} · {p.version.digest[:15]}… · "
+                                      f"{services}")
+                else:
+                    self.stdout.write(f"{p.version.name or 'unnamed':<10} {p.version.digest[:15]}… never live · "
+                                      f"{services}")
+                continue
             last = f" · keeps dates to {p.last.date()}" if p.last else ""
+            # Live: what new work pins now; pinned: an older one, runnable until its last timer closes.
             self.stdout.write(
-                f"{p.version.name or 'unnamed':<10} {p.version.digest[:15]}… {'live' if p.live else 'retired'} · "
-                f"{', '.join(p.version.services)} · {p.summary}{last}")
+                f"{p.version.name or 'unnamed':<10} {p.version.digest[:15]}… {'live' if p.live else 'pinned'} · "
+                f"{services} · {p.summary}{last}")
 
     def _repin(self, o) -> None:
         job = Job.objects.filter(pk=o["job_id"]).first()
@@ -97,8 +111,13 @@ class Command(KTCommand):
             self.stdout.write(f"{c.action} {c.key}" + (f" {trace_z(c.owed_at)}" if c.owed_at else ""))
 
     def _check(self, o) -> None:
-        clock = self.test_clock(o["test_clock"])
-        for line in version_check(module=o["module"], now=clock.frozen_time if clock else wall_now(),
+        against = o["against"]
+        if against is not None and o["test_clock"] and against != o["test_clock"]:
+            self._fail(f"invalid_request: --against {against} and --test-clock {o['test_clock']} name two clocks; "
+                       "name one")
+        clock = self.test_clock(o["test_clock"] or (against if against not in (None, LIVE) else None))
+        module = registry.module_for(o["module"])
+        for line in version_check(module=module, now=clock.frozen_time if clock else wall_now(),
                                   domain=clock.id if clock else LIVE):
             self.stdout.write(line)
 
