@@ -131,6 +131,18 @@ def refusal(code: str, message: str = "") -> str:
     return f"That couldn't be done: {text}." if text and not runtime_words(text) else "That couldn't be done."
 
 
+def failure(error: str) -> str:
+    """What went wrong, as a sentence: "ZeroDivisionError: division by zero" is "It stopped with an error:
+    division by zero (ZeroDivisionError)." Ids are cut out, and the runtime's words said plainly."""
+    name, _, text = (error or "").partition(": ")
+    if not text or " " in name:
+        name, text = "", error or ""
+    text = ID_PATTERN.sub("it", text).strip().rstrip(".") or "no message"
+    text = _RUNTIME_RE.sub(lambda m: "step" if m.group(1).lower() in ("timer", "rung") else "", text)
+    text = re.sub(r"\s{2,}", " ", text).strip()
+    return f"It stopped with an error: {text}{f' ({name})' if name else ''}."
+
+
 # Words of a Service's own that mean nothing to a customer, said plainly wherever a title shows them.
 TERMS = {
     "carryforward": "carried-forward loss",

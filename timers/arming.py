@@ -21,7 +21,7 @@ from .models import Brand, Commit, Timer, is_live
 from .rearm import UNHOLDABLE_KINDS, Rearm
 from .record import commit_json
 from .sql import arming as arming_sql
-from .wakes import CHANNEL, WAKE_HORIZON, wake_payload
+from .wakes import CHANNEL, WAKE_HORIZON, notify_workers, wake_payload
 
 
 def timer_arm(*, brand: Brand, key: str, owed_at: datetime, domain: str | None = None, handler: str | None = None,
@@ -83,6 +83,23 @@ def timer_resume(*, timer: Timer, now: datetime, cap: datetime | None = None) ->
     timer.by = Rearm.RESUME.value  # a re-arm names its cause from the closed list
     timer.tick_pass = 1  # resumed from outside a firing: it starts its instant's first pass
     timer.save(update_fields=["status", "owed_at", "held_since", "held_by", "remaining", "by", "tick_pass"])
+    return timer
+
+
+def timer_retry(*, timer: Timer) -> Timer:
+    """Run again a timer an error pushed out (held ``error``, "failed, held for the owner console"): resumed
+    under its own key, owed now on its clock (the time it had left, which a push-out at its owed time makes
+    none), so the next tick fires it in place. What the owner console's Retry and ``timers retry`` call.
+    Refused for any other timer, and while its test clock advances (a write like any other)."""
+    if timer.status != Timer.Status.HELD or timer.held_by != "error":
+        raise KeepingTimeError(f"timer {timer.id} is {timer.status}"
+                               f"{' by ' + timer.held_by if timer.held_by else ''}; only a timer an error held "
+                               "is retried", code="timer_not_failed", status=409)
+    now = domain_writable(domain=timer.domain)
+    with transaction.atomic():
+        timer = timer_resume(timer=timer, now=now)
+        if is_live(timer.domain):
+            notify_workers(timer.domain, timer.owed_at)  # at the commit: a sleeping worker runs it now
     return timer
 
 

@@ -460,6 +460,7 @@ class Run:
         self.commits: list[CommitRow] = []
         self.events: list[EventRow] = []
         self.sends: list[SendRow] = []
+        self._failed: list[tuple[str, float]] = []  # (kind, late seconds) of each timer pushed out, for the tally
         self._repinned: set[str] = set()  # ids of stored timers whose version a repin changed
         self._absent: set[str] = set()  # keys a handler found in no timer this batch (Firing.absent)
         for item in self._by_key.values():
@@ -712,6 +713,7 @@ class Run:
     def _push_out(self, item: Item, now: datetime, error: str) -> None:
         self._set_held(item, now, by="error")
         self.stats.failed += 1
+        self._failed.append((item.kind, self._late_by(item, now).total_seconds()))
         self.events.append((new_id("evt"), self.domain, item.brand_id, "timer.failed", item.owner,
                             item.owed_at, item.key, {"error": error[:500]}, now, self._late_by(item, now)))
         if self.tracing and self._traced(item):
@@ -971,10 +973,14 @@ class Run:
     def _tallies(self, dirty: list[Item]) -> list[TallyRow]:
         """The batch's commits counted by kind, outcome and late_by bucket (FireTally's rows to add to): a
         few rows a batch, written with it, so /metrics never counts the fired timers themselves."""
-        if not self.commits:
+        if not (self.commits or self._failed):
             return []
         by_id = {i.id: i for i in dirty}
         tally: dict[tuple[str, str, int], list[Any]] = {}  # (kind, outcome, bucket) → [fires, late seconds]
+        for kind, late in self._failed:  # pushed out: no commit, counted as outcome "failed"
+            row = tally.setdefault((kind, "failed", bisect.bisect_left(LATE_BUCKETS, late)), [0, 0.0])
+            row[0] += 1
+            row[1] += late
         for _, _, key, timer_id, outcome, _, _ in self.commits:
             item = by_id.get(timer_id)
             kind = item.kind if item is not None else parse(key).kind

@@ -37,7 +37,7 @@ from .sql import outbox as outbox_sql
 log = logging.getLogger(__name__)
 
 CLOCKS = ("live", "test")
-OUTCOMES = ("committed", "refused")
+OUTCOMES = ("committed", "refused", "failed")  # failed: pushed out by an error, held for the owner console
 HELD_REASONS = {"error": "error", "tick.runaway": "runaway"}  # anything else was held by a hold (or a person)
 
 
@@ -50,9 +50,12 @@ def _family_fires() -> list[Metric]:
     for live, kind_, outcome, b, n, total in tallies.fires_by_clock(LIVE):  # every brand's live clock (live_…)
         clock_ = "live" if live else "test"
         fired[(clock_, kind_, outcome)] = fired.get((clock_, kind_, outcome), 0) + int(n)
+        if outcome == "failed":
+            continue  # it never fired: the lateness histogram is of fires
         buckets[clock_][b] += int(n)
         late_sum[clock_] += float(total or 0.0)
-    fires = CounterMetricFamily("kt_timer_fires", "Timers fired through the gate, by kind and the gate's outcome.",
+    fires = CounterMetricFamily("kt_timer_fires", "Timers fired through the gate, by kind and the gate's outcome "
+                                "(failed: an error pushed it out, held for the owner console).",
                                 labels=["clock", "kind", "outcome"])
     for (clock_, kind_, outcome), n in sorted(fired.items()):
         fires.add_metric([clock_, kind_, outcome], n)

@@ -22,6 +22,7 @@ from psycopg.types.json import Jsonb
 
 from . import outbox
 from .engine import TIMER_FIELDS, After, CommitRow, EventRow, Item, SendRow, TallyRow, VersionRow
+from .failures import email_owners
 from .history import LEFT
 from .models import Commit, Event, Outbox, Timer
 from .prepared import TickCursor, kept_cursors, new_cursor, together
@@ -179,6 +180,7 @@ class PostgresStore:
         endpoints = read.fetchall() if brands else None  # type: ignore[union-attr]
         if events:
             fan_out(events, endpoints=endpoints)
+            email_owners(events)
         if not sends:
             return None
         # Straight from the batch's tuples, as its events go: an Outbox instance a send (and its payload through
@@ -338,6 +340,7 @@ class OrmStore:
                        data=e[7], fired_at=e[8], late_by=e[9]) for e in events]
             )
             fan_out(events)
+            email_owners(events)
         if tallies:
             with connection.cursor() as cur:
                 cur.execute(tally_sql(len(tallies), "%s"), [v for row in tallies for v in row])

@@ -33,9 +33,10 @@ from services.notifications import notify
 from services.subscriptions import subscription_cancel, subscription_pause, subscription_resume
 from services.tasks import task_take
 from timers.armer import DirectArmer
+from timers.arming import timer_retry
 from timers.domains import domain_now
 from timers.errors import KeepingTimeError, Refused
-from timers.models import Membership
+from timers.models import Membership, Timer
 
 from .scope import scope
 from .selectors import job_title, service_of
@@ -73,11 +74,19 @@ REFUSED = {
     "subscription_not_running": "That plan is not running",
     "subscription_not_paused": "That plan is not paused",
     "no_one_to_remind": "Nobody outside the brand answers for that date, so there is nobody to remind",
+    "timer_not_failed": "It is not stopped by an error any more",
+    "test_clock_advancing": "That test run is moving now: try again once it has stopped",
 }
 
 
 def refused(code: str) -> str:
     return f"Not done. {REFUSED.get(code) or 'That cannot be done now'}. Nothing was changed."
+
+
+def retried(timer: Timer) -> str:
+    """Retry: what an error stopped runs again at once on its clock (the same function ``timers retry`` calls)."""
+    timer_retry(timer=timer)
+    return "It runs again now; if it stops again, it is back here."
 
 
 def attempt(fn: Callable[[], str]) -> Outcome:
@@ -246,7 +255,7 @@ def notifications_read(qs) -> str:
 # -- the dashboard's settle form -------------------------------------------------------------------------------------
 SETTLE = {
     ("item", "satisfy"), ("item", "choose"), ("item", "reassign"), ("item", "remind"), ("job", "deliver"),
-    ("job", "done"), ("job", "answer"), ("task", "assign"), ("notification", "read"),
+    ("job", "done"), ("job", "answer"), ("task", "assign"), ("notification", "read"), ("timer", "retry"),
 }
 
 
@@ -291,6 +300,11 @@ def settle(*, request, brands, kind: str, id: str, act: str, option: str = "", m
         if not member:
             return Outcome(False, "Choose someone to assign it to. Nothing was changed.", "invalid_input")
         return attempt(lambda: task_assign(task, member=member))
+    if kind == "timer":
+        timer = scope(Timer.objects.filter(pk=id), brands).first()
+        if timer is None:
+            return Outcome(False, "That was not found.", "resource_missing")
+        return attempt(lambda: retried(timer))
     qs = scope(Notification.objects.filter(pk=id), brands)
     if not qs.exists():
         return Outcome(False, "That notification was not found.", "resource_missing")

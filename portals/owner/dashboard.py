@@ -21,7 +21,7 @@ from django.urls import reverse
 
 from calendars.entries import clock_what
 from calendars.models import Clock, ClockItem, Subject
-from calendars.words import capitalized, day, kind, local
+from calendars.words import capitalized, day, failure, kind, local
 from services.models import Ask, Grant, Job, Notification, Subscription, Task, Window
 from timers.models import Event, Timer
 from timers.timeutil import duration_text
@@ -272,6 +272,20 @@ def alarms(at: AsOf) -> list[dict]:
             for e in events]
 
 
+def failures(at: AsOf) -> list[dict]:
+    """What an error stopped ("failed, held for the owner console"), newest first: what it was for, when, the
+    error as a sentence (its ``timer.failed``), and the Retry control that runs it again (timers.arming
+    .timer_retry, as ``timers retry`` does)."""
+    held = list(in_as_of(Timer.objects.filter(status=Timer.Status.HELD, held_by="error"), at)
+                .order_by("-held_since", "id")[:LIMIT])
+    errors = {(e.domain, e.key): (e.data or {}).get("error", "") for e in
+              Event.objects.filter(type="timer.failed", key__in=[t.key for t in held],
+                                   domain__in={t.domain for t in held}).order_by("seq")} if held else {}
+    names = _Names({t.owner for t in held})
+    return [{"id": t.id, "what": names.timer(t), "on": names.customer(t.owner), "when": local(t.held_since, at.tz),
+             "why": failure(errors.get((t.domain, t.key), ""))} for t in held]
+
+
 NOTICE_WORDS = {
     "clock.due": "A date was missed",
     "clock.passed": "A fixed date was missed",
@@ -311,6 +325,7 @@ def dashboard(at: AsOf) -> dict:
         "late_list": reverse("admin:timers_timer_changelist") + "?late=yes",
         "ahead": next_30_days(at),
         "alarms": alarms(at),
+        "failures": failures(at),
         "unread": notes,
         "unread_count": notes_count,
         "unread_list": reverse("admin:services_notification_changelist") + "?read=no",

@@ -15,6 +15,7 @@ from types import FrameType
 from typing import Any
 
 from django.core.management.base import CommandError, CommandParser
+from django.db.models import Max, Q
 
 from timers import cli, progress
 from timers.advance import advance, run_requested_advances
@@ -22,7 +23,7 @@ from timers.clock import WallClock
 from timers.compare import compare
 from timers.engine import RunStats
 from timers.live import live_step
-from timers.models import Outbox, TestClock, in_domain
+from timers.models import LIVE, Event, Outbox, TestClock, Timer, in_domain
 from timers.signals import worker_starting
 from timers.timeutil import after_span, parse_instant, parse_span
 from timers.worker import Worker
@@ -62,6 +63,7 @@ class Command(KTCommand):
         if o["compare"]:
             return self._compare(clock, to, o["redeliver"], o["span"])
         on = {x.strip() for x in o["on"].split(",") if x.strip()} if o["on"] else None
+        seen = _last_event()
         with progress.tick_bar(self, clock.id, clock.frozen_time, to):  # on a terminal only
             stats = advance(clock.id, to, redeliver=o["redeliver"], trace=o["trace"], on=on)
         self.stdout.write(cli.header(clock.id, stats))
@@ -69,6 +71,21 @@ class Command(KTCommand):
             for line in cli.trace_lines(stats):
                 self.stdout.write(line)
         self._sends(clock.id, stats)
+        self._failed(in_domain(clock.id), stats, seen)
+
+    def _failed(self, where: Q, stats: RunStats, seen: int) -> None:
+        """A run that pushed a timer out ends with FAILED_STATUS and one line naming it and its error."""
+        if not stats.failed:
+            return
+        failed = list(Event.objects.filter(where, type="timer.failed", seq__gt=seen).order_by("seq")
+                      .values_list("domain", "key", "data"))
+        if not failed:
+            return
+        domain, key, data = failed[0]
+        timer = Timer.objects.filter(domain=domain, key=key).values_list("id", flat=True).first() or key
+        more = f" (and {len(failed) - 1} more)" if len(failed) > 1 else ""
+        raise CommandError(f"timer_failed: {timer} {key} failed: {(data or {}).get('error', '')}{more}; held for the "
+                           f"owner console (timers retry {timer})", returncode=FAILED_STATUS)
 
     def _sends(self, domain: str, stats: RunStats) -> None:
         # Every owed send was made before the tick returned, unless the far end failed it or left it in doubt.
@@ -112,6 +129,7 @@ class Command(KTCommand):
             worker.run()
             self.stdout.write(f"stopped after {worker.steps} steps · {worker.fired} fired")
             return
+        seen = _last_event()
         stats = live_step(WallClock(), trace=o["trace"])  # every brand's live clock, each under its lease
         self.stdout.write(cli.header("live", stats))
         if o["trace"]:
@@ -121,3 +139,13 @@ class Command(KTCommand):
         ran = run_requested_advances()
         if ran:
             self.stdout.write(f"{ran} requested test clock advance{'s' if ran != 1 else ''} run")
+        self._failed(in_domain(LIVE), stats, seen)
+
+
+# The exit status of a one-shot tick (`tick`, `tick 1y`, `tick --to`) that pushed a timer out: not 1 (a refused
+# command) nor 2 (a usage error), so a script tells "it ran, and something failed" from "it did not run".
+FAILED_STATUS = 3
+
+
+def _last_event() -> int:
+    return Event.objects.aggregate(n=Max("seq"))["n"] or 0

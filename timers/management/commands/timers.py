@@ -1,4 +1,5 @@
-"""timers list --on <owner> [--status armed] [--test-clock tc_…] · timers show tmr_… · timers arm <key> …"""
+"""timers list --on <owner> [--status armed] [--test-clock tc_…] · timers show tmr_… · timers arm <key> … ·
+timers retry tmr_… (a timer an error held for the owner console)"""
 
 from __future__ import annotations
 
@@ -12,7 +13,7 @@ from rest_framework.exceptions import ValidationError
 from timers import cli
 from timers.api.inputs import plain_json
 from timers.api.serializers import timer_json
-from timers.arming import timer_arm
+from timers.arming import timer_arm, timer_retry
 from timers.domains import domain_now
 from timers.models import LIVE, LIVE_PREFIX, Timer, live_domain
 from timers.owners import describe, owner_filter
@@ -33,6 +34,8 @@ class Command(KTCommand):
         ls.add_argument("--next", type=int, default=6, help="how many armed timers to list (default 6)")
         show = sub.add_parser("show", help="one timer, whole, as the API returns it")
         show.add_argument("timer_id")
+        retry = sub.add_parser("retry", help="run again a timer an error held for the owner console")
+        retry.add_argument("timer_id")
         arm = sub.add_parser("arm", help="arm a timer")
         arm.add_argument("key", help="<owner>:<kind>:<name>:<occurrence>[@<move>]")
         arm.add_argument("--owed", required=True, help="owed instant, ISO 8601 with Z")
@@ -85,6 +88,13 @@ class Command(KTCommand):
         if timer is None:
             raise CommandError(f"resource_missing: no timer {o['timer_id']!r}")
         self.stdout.write(json.dumps(timer_json(timer), indent=2))
+
+    def _retry(self, o: dict[str, Any]) -> None:
+        timer = Timer.objects.filter(pk=o["timer_id"]).first()
+        if timer is None:
+            raise CommandError(f"resource_missing: no timer {o['timer_id']!r}")
+        timer = timer_retry(timer=timer)
+        self.stdout.write(f"retried {timer.id} · {timer.key} · armed for {trace_z(timer.owed_at)} on {timer.domain}")
 
     def _arm(self, o: dict[str, Any]) -> None:
         clock = self.test_clock(o["test_clock"])
