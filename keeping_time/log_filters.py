@@ -18,8 +18,9 @@ _TOKEN = re.compile(r"(?P<name>[?&;][A-Za-z0-9_.-]*token=)(?P<value>[^&;#\s\"'<>
 
 
 # A token in a path: the customer portal's sign-in link (/portal/customer/session/<token>) and a member's
-# one-time welcome link (/portal/delivery/welcome/<uid>/<token>).
-_PATH_TOKEN = re.compile(r"(?P<name>/portal/(?:customer/session|delivery/welcome/[^/\s?#]+)/)(?P<value>[^/?#\s\"'<>]+)")
+# one-time welcome link (/portal/delivery/welcome/<uid>/<token>), an invite's (/portal/delivery/invite/<token>).
+_PATH_TOKEN = re.compile(
+    r"(?P<name>/portal/(?:customer/session|delivery/invite|delivery/welcome/[^/\s?#]+)/)(?P<value>[^/?#\s\"'<>]+)")
 
 
 def _cut(m: re.Match[str]) -> str:

@@ -78,6 +78,8 @@ def _live_domains(qs, brand: Brand):
 def member_holds(*, brand: Brand, membership: Membership) -> tuple[list[Clock], list[Task]]:
     """What the member answers for in the brand: the clocks that still have a date to keep and name them
     (their name or username), on every clock domain, and the Tasks they hold."""
+    if membership.user is None:
+        return [], []  # an invite not accepted answers for nothing yet, whatever name it was given
     names = {n for n in (membership.name, membership.user.get_username()) if n}
     clocks = _live_domains(Clock.objects.filter(brand=brand, answers_for__in=names), brand).filter(
         Q(lives_on=Clock.LivesOn.SUBJECT) | Q(items__status__in=WAITING)).distinct().order_by("domain", "id")
@@ -105,7 +107,7 @@ def member_remove(*, brand: Brand, membership: Membership, successor: Membership
     with transaction.atomic():
         membership = membership_locked(brand, membership)
         if successor is not None:
-            if successor.brand_id != brand.id:
+            if successor.brand_id != brand.id or successor.user_id is None:  # an invite is no one yet
                 raise _refused(f"{member_says(successor)} is not a member of {brand.name}", code="successor_not_member",
                            param="successor")
             if successor.pk == membership.pk:
@@ -120,7 +122,11 @@ def member_remove(*, brand: Brand, membership: Membership, successor: Membership
             raise _refused(f"{member_says(membership)} answers for "
                        f"{' and '.join(p for p in (_count(len(clocks), 'date'), _count(len(tasks), 'Task')) if p)}: "
                        f"name a successor from {brand.name}'s members", code="successor_required", param="successor")
-        user, leaver = membership.user, membership.user.get_username()
+        user = membership.user
+        if user is None:  # an invite withdrawn: its link dies with it
+            membership.delete()
+            return Handover(member=member_says(membership), successor="")
+        leaver = user.get_username()
         done = Handover(member=member_says(membership), successor=member_says(successor) if successor else "")
         armers: dict[str, DirectArmer] = {}
 

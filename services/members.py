@@ -12,14 +12,17 @@ leaves hands over what they answer for, and that is on the record of each clock 
 
 from __future__ import annotations
 
+import hashlib
 import re
+import secrets
 import smtplib
 from collections.abc import Iterable
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import datetime, timedelta
 
 from django.conf import settings
 from django.contrib.auth import get_user_model
+from django.contrib.auth.password_validation import validate_password
 from django.contrib.auth.tokens import default_token_generator
 from django.core.exceptions import ValidationError
 from django.core.mail import send_mail
@@ -64,34 +67,50 @@ def member_id(membership: Membership) -> str:
     return f"mem_{membership.pk}"
 
 
+def member_username(membership: Membership) -> str:
+    """What they sign in as; for an invite not accepted yet, the address it went to (whoever the address
+    names, and whether it names anyone yet, is the invitee's to say, not the brand's to see)."""
+    return membership.user.get_username() if membership.user is not None else membership.invited_email
+
+
+def member_email(membership: Membership) -> str:
+    return (membership.user.email if membership.user is not None else membership.invited_email) or ""
+
+
 def member_says(membership: Membership) -> str:
     """How a message names a member: their name, else their username (never an id)."""
+    if membership.user is None:
+        return membership.name or membership.invited_email
     return membership.name or membership.user.get_full_name() or membership.user.get_username()
 
 
 def answers_as(membership: Membership) -> str:
     """The name a clock answers for them by (as the delivery portal's withdraw writes it)."""
-    return membership.name or membership.user.get_username()
+    return membership.name or member_username(membership)
 
 
 def member_status(membership: Membership) -> str:
-    """``invited`` until the member has set a password through their invite, then ``active``."""
-    return "active" if membership.user.has_usable_password() else "invited"
+    """``invited`` until the invite is accepted (an account made by an invite before invites were accepted:
+    until it has a password), then ``active``."""
+    user = membership.user
+    return "active" if user is not None and user.has_usable_password() else "invited"
 
 
 def members_of(*, brand: Brand):
-    """The brand's memberships, with their users, in the order they joined."""
-    return Membership.objects.filter(brand=brand).select_related("user").order_by("id")
+    """The brand's memberships, invites not accepted yet among them, with their users, in the order they
+    were made."""
+    return Membership.everyone.filter(brand=brand).select_related("user").order_by("id")
 
 
 def member_get(*, brand: Brand, ref: str, param: str | None = None) -> Membership:
-    """One of the brand's members by id (``mem_12``) or username; another brand's is not found, the same as
-    one that never was."""
+    """One of the brand's members by id (``mem_12``) or username (an invite: the address it went to);
+    another brand's is not found, the same as one that never was."""
     ref = ref if isinstance(ref, str) else ""
     qs = members_of(brand=brand)
     m = MEMBER_ID.match(ref)
-    found = qs.filter(pk=int(m[1])).first() if m else (qs.filter(user__username=ref).first()
-                                                       if 0 < len(ref) <= 150 else None)
+    found = qs.filter(pk=int(m[1])).first() if m else (
+        qs.filter(Q(user__username=ref) | Q(user__isnull=True, invited_email=ref.strip().lower())).first()
+        if 0 < len(ref) <= 150 else None)
     if found is None:
         err = NotFound(f"no member {ref!r} of {brand.name}")
         err.param = param
@@ -130,7 +149,7 @@ def _name(name: str) -> str:
 def sync_staff(user) -> None:
     """An owner of a brand is staff (the owner console lets in staff who own a brand); one who owns none no
     longer is. A superuser is left as they are."""
-    if user.is_superuser:
+    if user is None or user.is_superuser:
         return
     owns = Membership.objects.filter(user=user, role=Membership.Role.OWNER).exists()
     if user.is_staff != owns:
@@ -142,6 +161,8 @@ def keep_an_owner(brand: Brand, membership: Membership, doing: str) -> None:
     """A brand that has an owner keeps one: the last may not leave or become a member."""
     if membership.role != Membership.Role.OWNER:
         return
+    if membership.user is None:
+        return  # an invite: it owns nothing yet
     # Locked, so two owners removing each other at once cannot both pass the count.
     owners = list(Membership.objects.select_for_update().filter(brand=brand, role=Membership.Role.OWNER)
                   .values_list("pk", flat=True))
@@ -154,12 +175,13 @@ def keep_an_owner(brand: Brand, membership: Membership, doing: str) -> None:
 @dataclass(frozen=True)
 class Invite:
     membership: Membership
-    link: str  # the one-time link to set a password; "" when the person has a password already
+    link: str  # the one-time link to accept (and, for someone with no account yet, to choose a password)
 
 
 def invite_link(user, *, link_base: str) -> str:
     """A one-time link to set a password (Django's token: it dies when the password changes, and after
-    PASSWORD_RESET_TIMEOUT), on the delivery portal."""
+    PASSWORD_RESET_TIMEOUT), on the delivery portal: what an account made by an invite before invites were
+    accepted is sent again (``member_reinvite``)."""
     path = reverse("delivery:welcome", kwargs={"uidb64": urlsafe_base64_encode(force_bytes(user.pk)),
                                                "token": default_token_generator.make_token(user)})
     return f"{link_base.rstrip('/')}{path}"
@@ -171,64 +193,76 @@ def default_link_base() -> str:
     return host.rstrip("/") if "://" in host else f"http://{host.rstrip('/')}"
 
 
-def _person(email: str):
-    """The account this address names (its username, or its email), or None. Two accounts with it: refused,
-    rather than add the wrong person to the brand."""
-    found = list(get_user_model().objects.filter(Q(username__iexact=email) | Q(email__iexact=email))
-                 .order_by("id")[:3])
-    exact = [u for u in found if u.get_username().lower() == email]
-    if len(exact) == 1 or len(found) == 1:
-        return (exact or found)[0]
-    if found:
-        raise _bad(f"{len(found)} accounts use {email}; ask the site's administrator to merge them",
-                   code="email_ambiguous", param="email", status=409)
-    return None
+def _digest(token: str) -> str:
+    return hashlib.sha256(token.encode()).hexdigest()
 
 
-def member_invite(*, brand: Brand, email: str, name: str = "", role: str = Membership.Role.MEMBER,
-                  link_base: str, by: str = "", now: datetime | None = None) -> Invite:
-    """Invite a person to the brand by email: their account (made with no usable password, or the one the
-    address already names) becomes a member or owner, and one email goes to them with a one-time link to
-    set a password and sign in to the delivery portal (an owner also to the owner console: owners are staff).
-    A person who has a password already is told to sign in with it; no link is sent. One already in the
-    brand is refused ``member_exists``. The email is sent before the transaction commits: if it cannot be
-    sent (``email_not_sent``), no one was added."""
+def _new_link(membership: Membership, *, link_base: str, now: datetime) -> str:
+    """A new one-time link for an invite (the last one dies): only its digest is kept."""
+    token = secrets.token_urlsafe(32)
+    membership.invite_digest, membership.invited_at = _digest(token), now
+    path = reverse("delivery:invite", kwargs={"token": token})
+    return f"{link_base.rstrip('/')}{path}"
+
+
+def _email_of(email: str) -> str:
     email = (email or "").strip().lower() if isinstance(email, str) else ""
     try:
         validate_email(email)
     except ValidationError:
         raise _bad(f"email: {email!r} is not an email address", code="invalid_email", param="email") from None
-    if len(email) > 150:  # it is their username
+    if len(email) > 150:  # it is the username of an account the invite makes
         raise _bad("email: at most 150 characters", code="invalid_email", param="email")
+    return email
+
+
+def accounts_of(email: str):
+    """The accounts an address names: its username, or its email."""
+    return get_user_model().objects.filter(Q(username__iexact=email) | Q(email__iexact=email))
+
+
+def member_invite(*, brand: Brand, email: str, name: str = "", role: str = Membership.Role.MEMBER,
+                  link_base: str, by: str = "", now: datetime | None = None) -> Invite:
+    """Invite a person to the brand by email: an invite (a membership with no one in it yet) and one email to
+    the address with a one-time link to accept it. Whoever the address names accepts it by the link, signing
+    in to their account or, with none, choosing a password (``member_accept``); until then they are no member
+    and see nothing of the brand. The invite, and what the caller is answered, is the same whether the address
+    has an account or not, here or on another brand: nothing here says which. One already in the brand (or
+    invited to it) is refused ``member_exists``. The email is sent before the transaction commits: if it
+    cannot be sent (``email_not_sent``), no one was invited."""
+    email = _email_of(email)
     name, role = _name(name), _role(role)
     now = now or wall_now()
+    exists = _bad(f"{email} is a member of {brand.name} already (or invited)", code="member_exists",
+                  param="email", status=409)
     with transaction.atomic():
-        user = _person(email)
-        if user is None:
-            user = get_user_model()(username=email, email=email, first_name=name[:150], date_joined=now)
-            user.set_unusable_password()
-        elif Membership.objects.filter(user=user, brand=brand).exists():
-            raise _bad(f"{email} is a member of {brand.name} already", code="member_exists", param="email",
-                       status=409)
+        if Membership.objects.filter(brand=brand, user__in=accounts_of(email)).exists():
+            raise exists
+        membership = Membership(brand=brand, role=role, name=name, invited_email=email)
+        link = _new_link(membership, link_base=link_base, now=now)
         try:
             with transaction.atomic():
-                user.save()
-                membership = Membership.objects.create(user=user, brand=brand, role=role, name=name)
-        except IntegrityError:  # the same invite, sent at the same time
-            raise _bad(f"{email} is a member of {brand.name} already", code="member_exists", param="email",
-                       status=409) from None
-        sync_staff(user)
-        link = "" if user.has_usable_password() else invite_link(user, link_base=link_base)
+                membership.save()
+        except IntegrityError:  # invited already, or the same invite sent at the same time
+            raise exists from None
         _send_invite(membership, link=link, link_base=link_base, by=by)
     return Invite(membership, link)
 
 
-def member_reinvite(*, brand: Brand, membership: Membership, link_base: str, by: str = "") -> Invite:
-    """Send a member who has not set a password yet a new link (the last one may have expired)."""
+def member_reinvite(*, brand: Brand, membership: Membership, link_base: str, by: str = "",
+                    now: datetime | None = None) -> Invite:
+    """Send an invite not accepted yet a new link (the last one dies; it may have expired). An account an
+    invite made before invites were accepted, with no password yet, is sent a new link to choose one."""
     if membership.brand_id != brand.id:
         raise NotFound(f"no member {member_id(membership)}")
+    if membership.user is None:
+        with transaction.atomic():
+            link = _new_link(membership, link_base=link_base, now=now or wall_now())
+            membership.save(update_fields=["invite_digest", "invited_at"])
+            _send_invite(membership, link=link, link_base=link_base, by=by)
+        return Invite(membership, link)
     if membership.user.has_usable_password():
-        raise KeepingTimeError(f"{member_says(membership)} has set a password already: they sign in with it",
+        raise KeepingTimeError(f"{member_says(membership)} has accepted already: they sign in with their password",
                                code="member_active", status=409)
     link = invite_link(membership.user, link_base=link_base)
     _send_invite(membership, link=link, link_base=link_base, by=by)
@@ -236,29 +270,106 @@ def member_reinvite(*, brand: Brand, membership: Membership, link_base: str, by:
 
 
 def _send_invite(membership: Membership, *, link: str, link_base: str, by: str) -> None:
-    user, brand = membership.user, membership.brand
+    brand = membership.brand
     base = link_base.rstrip("/")
+    to = member_email(membership) or member_username(membership)
     hello = f"Hello {membership.name}," if membership.name else "Hello,"
-    who = f"{by} added you" if by and by not in STAFF_NAMES else "You were added"
+    who = f"{by} invited you" if by and by not in STAFF_NAMES else "You are invited"
     owner = membership.role == Membership.Role.OWNER
-    lines = [hello, "", f"{who} to {brand.name} on Keeping Time as {'an owner' if owner else 'a member'}."]
-    if link:
-        timeout_days = max(1, round(settings.PASSWORD_RESET_TIMEOUT / 86400))
-        lines += ["", "Choose your password here (the link works once, for "
-                      f"{timeout_days} day{'s' if timeout_days != 1 else ''}):", "", link]
+    timeout_days = max(1, round(settings.PASSWORD_RESET_TIMEOUT / 86400))
+    works = f"it works once, for {timeout_days} day{'s' if timeout_days != 1 else ''}"
+    lines = [hello, "", f"{who} to join {brand.name} on Keeping Time as {'an owner' if owner else 'a member'}."]
+    if membership.user is None:
+        lines += ["", f"To accept, open this link ({works}). If you have a Keeping Time account, you sign in "
+                      f"with it there; if not, you choose a password for {to}:", "", link]
     else:
-        lines += ["", "You have a Keeping Time password already: sign in with it."]
-    lines += ["", f"Then sign in as {user.get_username()} to see your Tasks and the dates you answer for:",
-              f"{base}{reverse('delivery:login')}"]
+        lines += ["", f"Choose your password here ({works}):", "", link, "",
+                  f"Then sign in as {member_username(membership)}: {base}{reverse('delivery:login')}"]
+    lines += ["", f"Once you are in, the delivery portal shows your Tasks and the dates you answer for: "
+                  f"{base}{reverse('delivery:home')}"]
     if owner:
         lines += ["", f"As an owner you also run {brand.name} from the owner console: {base}/admin/"]
-    lines += ["", "If you did not expect this, you can ignore this email."]
+    lines += ["", "If you did not expect this, ignore this email: nothing happens until the link is used."]
     try:
-        send_mail(f"You're invited to {brand.name}", "\n".join(lines), settings.DEFAULT_FROM_EMAIL,
-                  [user.email or user.get_username()])
+        send_mail(f"You're invited to {brand.name}", "\n".join(lines), settings.DEFAULT_FROM_EMAIL, [to])
     except (OSError, smtplib.SMTPException) as exc:
-        raise KeepingTimeError(f"the invite to {user.email} could not be sent ({exc}); no one was added",
+        raise KeepingTimeError(f"the invite to {to} could not be sent ({exc}); no one was invited",
                                code="email_not_sent", status=502) from None
+
+
+# -- accept -----------------------------------------------------------------------------------------------------
+class InviteUnusable(KeepingTimeError):
+    def __init__(self) -> None:
+        super().__init__("this invite has been used, was sent again, or has expired: ask for a new one",
+                         code="invite_unusable", status=404)
+
+
+def invite_open(token: str, *, now: datetime | None = None) -> Membership:
+    """The invite a link's token opens: not accepted yet, its link the latest, within PASSWORD_RESET_TIMEOUT."""
+    if not isinstance(token, str) or not 20 <= len(token) <= 100:
+        raise InviteUnusable()
+    found = (Membership.everyone.select_related("brand")
+             .filter(user__isnull=True, invite_digest=_digest(token)).first())
+    now = now or wall_now()
+    if found is None or found.invited_at is None or \
+            now - found.invited_at > timedelta(seconds=settings.PASSWORD_RESET_TIMEOUT):
+        raise InviteUnusable()
+    return found
+
+
+def invited_is(user, membership: Membership) -> bool:
+    """Whether ``user`` is whom the invite's address names (their username or their email)."""
+    email = membership.invited_email.lower()
+    return bool(user.is_active and email and (user.get_username().lower() == email or
+                                              (user.email or "").lower() == email))
+
+
+def member_accept(*, token: str, user, now: datetime | None = None) -> Membership:
+    """The person the invite's address names, signed in, takes their place in the brand: the membership is
+    theirs from now, the link dies, and an owner is made staff. Another account is refused
+    ``invite_not_yours``; one in the brand already keeps their place (the invite goes)."""
+    with transaction.atomic():
+        membership = invite_open(token, now=now)
+        membership = Membership.everyone.select_for_update().get(pk=membership.pk)
+        if membership.user_id is not None or not membership.invite_digest:
+            raise InviteUnusable()
+        if not invited_is(user, membership):
+            raise KeepingTimeError(f"this invite is for {membership.invited_email}: sign in as that account",
+                                   code="invite_not_yours", status=403)
+        if Membership.objects.filter(user=user, brand=membership.brand_id).exists():
+            membership.delete()
+            raise KeepingTimeError(f"you are in {membership.brand.name} already", code="member_exists", status=409)
+        membership.user, membership.invite_digest = user, ""
+        membership.save(update_fields=["user", "invite_digest"])
+        sync_staff(user)
+    return membership
+
+
+def member_accept_new(*, token: str, password: str, now: datetime | None = None):
+    """Someone with no account accepts: an account whose username is the address, with the password they
+    chose (Django's validators), then ``member_accept``. An address that has an account by now signs in
+    instead (``account_exists``)."""
+    with transaction.atomic():
+        membership = invite_open(token, now=now)
+        email = membership.invited_email
+        if accounts_of(email).exists():
+            raise KeepingTimeError(f"{email} has an account: sign in with it to accept", code="account_exists",
+                                   status=409)
+        user = get_user_model()(username=email, email=email, first_name=membership.name[:150],
+                                date_joined=now or wall_now())
+        try:
+            validate_password(password, user)
+        except ValidationError as exc:
+            raise _bad(" ".join(exc.messages), code="invalid_password", param="password") from None
+        user.set_password(password)
+        try:
+            with transaction.atomic():
+                user.save()
+        except IntegrityError:
+            raise KeepingTimeError(f"{email} has an account: sign in with it to accept", code="account_exists",
+                                   status=409) from None
+        member_accept(token=token, user=user, now=now)
+    return user
 
 
 # -- change ---------------------------------------------------------------------------------------------------
@@ -284,7 +395,7 @@ def member_change(*, brand: Brand, membership: Membership, name: str | None = No
 
 def membership_locked(brand: Brand, membership: Membership) -> Membership:
     """The brand's membership read FOR UPDATE, with its user and brand, for a change or a removal."""
-    found = (Membership.objects.select_for_update().select_related("user", "brand")
+    found = (Membership.everyone.select_for_update(of=("self",)).select_related("user", "brand")
              .filter(pk=membership.pk, brand=brand).first())
     if found is None:  # removed meanwhile
         raise NotFound(f"no member {member_id(membership)} of {brand.name}")

@@ -30,9 +30,11 @@ from .members import (
     ROLES,
     Declared,
     member_change,
+    member_email,
     member_get,
     member_invite,
     member_status,
+    member_username,
     members_of,
     pool_add,
     pool_declared,
@@ -60,12 +62,13 @@ def members_json(rows: list[Membership]) -> list[dict]:
 def member_json(m: Membership, *, pools: list[str] | None = None) -> dict:
     if pools is None:
         return members_json([m])[0]
-    return {"id": id_of(m), "object": "member", "name": m.name, "username": m.user.get_username(),
-            "email": m.user.email or None, "role": m.role, "status": member_status(m), "pools": pools}
+    # An invite not accepted yet says the address it went to, and nothing of any account that address names.
+    return {"id": id_of(m), "object": "member", "name": m.name, "username": member_username(m),
+            "email": member_email(m) or None, "role": m.role, "status": member_status(m), "pools": pools}
 
 
 def _member_ref(m: Membership) -> dict:
-    return {"id": id_of(m), "name": m.name, "username": m.user.get_username()}
+    return {"id": id_of(m), "name": m.name, "username": member_username(m)}
 
 
 def pool_json(pool: Declared, members: list[Membership]) -> dict:
@@ -114,7 +117,7 @@ class MemberSerializer(serializers.Serializer):
     email = serializers.CharField(allow_null=True)
     role = Choice(choices=list(ROLES), component="MemberRole")
     status = Choice(choices=list(STATUSES), component="MemberStatus",
-                    help_text="invited until they have chosen a password through their invite")
+                    help_text="invited until they have accepted their invite")
     pools = serializers.ListField(child=serializers.CharField())
 
 
@@ -202,9 +205,11 @@ class MemberListView(BrandAPIView):
 
     @extend_schema(operation_id="members_invite", tags=["members"], request=InviteSerializer,
                    summary="Invite a member",
-                   description="Makes (or finds, by the address) the person's account and their membership, and "
-                               "emails them a one-time link to choose a password and sign in to the delivery "
-                               "portal (an owner: the owner console too). A live key only.",
+                   description="Makes an invite and emails the address a one-time link to accept it: whoever "
+                               "the address names signs in with their account or chooses a password, and only "
+                               "then is a member (an owner: the owner console too). Until then they see nothing "
+                               "of the brand, and the answer is the same whether the address has an account or "
+                               "not (username: the address). A live key only.",
                    responses={201: MemberSerializer, **ERRORS, **MEMBER_BAD, **LIVE_ONLY, **MEMBER_CONFLICT,
                               **EMAIL_FAILED})
     def post(self, request):

@@ -2,7 +2,7 @@
 
 from django.urls import path
 
-from . import views
+from . import invites, views
 
 app_name = "delivery"
 
@@ -11,6 +11,9 @@ urlpatterns = [
     path("logout", views.SignOut.as_view(), name="logout"),
     # An invite's one-time link to choose a password (services.members.invite_link).
     path("welcome/<str:uidb64>/<str:token>", views.Welcome.as_view(), name="welcome"),
+    # An invite's one-time link to accept it (services.members.member_invite); the token leaves the address at once.
+    path("invite/accept", invites.invite_accept, name="invite-accept"),
+    path("invite/<str:token>", invites.invite_link, name="invite"),
     path("", views.home, name="home"),
     path("tasks/<str:task_id>/<str:act>", views.task_act, name="task-act"),
     path("clocks/<str:clock_id>/<str:item>/<str:act>", views.clock_act, name="clock-act"),

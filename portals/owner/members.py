@@ -1,4 +1,4 @@
-"""The console's members and pools: an owner invites a member by email (a one-time link to choose a password),
+"""The console's members and pools: an owner invites a member by email (a one-time link to accept the invite),
 changes a member's name or role, puts them in pools and takes them out, and removes one, handing what they
 answer for to a successor chosen from the brand's members. Pools: each pool the registered Services declare,
 its hold and its members, with add and take out.
@@ -25,10 +25,12 @@ from services.members import (
     Declared,
     answers_as,
     member_change,
+    member_email,
     member_invite,
     member_reinvite,
     member_says,
     member_status,
+    member_username,
     pool_add,
     pool_remove,
     pool_rosters,
@@ -140,10 +142,12 @@ class MemberAdmin(admin.ModelAdmin):
 
     @admin.display(description="signs in as", ordering="user__username")
     def username(self, obj: Membership) -> str:
-        return obj.user.get_username()
+        return member_username(obj)
 
     @admin.display(description="status")
     def status(self, obj: Membership) -> str:
+        if obj.user is None:
+            return "invited: not accepted yet"
         return "invited: no password yet" if member_status(obj) == "invited" else "active"
 
     @admin.display(description="pools")
@@ -151,7 +155,10 @@ class MemberAdmin(admin.ModelAdmin):
         return ", ".join(p.pool for p in obj.pools.all()) or "—"
 
     def get_queryset(self, request):
-        return super().get_queryset(request).prefetch_related("pools")
+        # Invites not accepted yet are listed too (Membership.objects leaves them out: they are no one's yet).
+        qs = Membership.everyone.get_queryset().select_related("user", "brand").prefetch_related("pools")
+        ordering = self.get_ordering(request)
+        return qs.order_by(*ordering) if ordering else qs
 
     def changelist_view(self, request, extra_context=None):
         return super().changelist_view(request, {"title": "Members", **(extra_context or {})})
@@ -173,16 +180,16 @@ class MemberAdmin(admin.ModelAdmin):
                 form.add_error(param if param in form.fields else None, f"{exc.message} ({exc.code})")
             else:
                 m = invite.membership
-                self.message_user(request, f"Invite sent to {m.user.email}: {member_says(m)} is in {brand.name} as "
-                                           f"{'an owner' if m.role == Membership.Role.OWNER else 'a member'}"
-                                           f"{' once they choose a password' if invite.link else ''}.",
-                                  messages.SUCCESS)
+                self.message_user(request, f"Invite sent to {m.invited_email}: {member_says(m)} is in {brand.name} "
+                                           f"as {'an owner' if m.role == Membership.Role.OWNER else 'a member'} once "
+                                           "they accept it.", messages.SUCCESS)
                 return HttpResponseRedirect(reverse("admin:timers_membership_change", args=[m.pk]))
         return _page(self, request, "portals/owner/form_page.html", title="Invite a member", form=form,
                      submit="Send the invite", cancel=reverse("admin:timers_membership_changelist"),
-                     intro="They get one email with a link to choose a password (it works once, for a few days). "
-                           "A member then signs in to the delivery portal and sees their Tasks and dates; an owner "
-                           "also runs the brand from this console.")
+                     intro="They get one email with a link to accept (it works once, for a few days): they sign "
+                           "in, or choose a password if they have no account. Until they accept they see nothing "
+                           "of the brand. A member then signs in to the delivery portal and sees their Tasks and "
+                           "dates; an owner also runs the brand from this console.")
 
     # -- one member: name and role, pools, the invite again, remove -------------------------------------------
     def change_view(self, request, object_id, form_url="", extra_context=None):
@@ -191,7 +198,8 @@ class MemberAdmin(admin.ModelAdmin):
             return self._get_obj_does_not_exist_redirect(request, self.opts, object_id)
         brand = membership.brand
         declared = pools_declared()
-        others = [m for m in self.get_queryset(request).filter(brand=brand).exclude(pk=membership.pk)]
+        others = [m for m in self.get_queryset(request).filter(brand=brand, user__isnull=False)
+                  .exclude(pk=membership.pk)]
         details = MemberForm(initial={"name": membership.name, "role": membership.role})
         pools = PoolsForm(initial={"pools": pools_of(membership)}, declared=declared)
         remove = RemoveForm(others=others)
@@ -217,6 +225,7 @@ class MemberAdmin(admin.ModelAdmin):
         clocks, tasks = member_holds(brand=brand, membership=membership)
         return _page(self, request, "portals/owner/member_detail.html", title=member_says(membership),
                      member=membership, status=member_status(membership), answers_as=answers_as(membership),
+                     username=member_username(membership),
                      clocks=clocks, tasks=tasks, details=details, pools=pools, remove=remove,
                      can_change=self.has_change_permission(request, membership))
 
@@ -258,7 +267,7 @@ class MemberAdmin(admin.ModelAdmin):
         except KeepingTimeError as exc:
             self.message_user(request, _refused(exc), messages.ERROR)
         else:
-            self.message_user(request, f"A new invite went to {membership.user.email or member_says(membership)}.",
+            self.message_user(request, f"A new invite went to {member_email(membership) or member_says(membership)}.",
                               messages.SUCCESS)
         return self._back(membership)
 
@@ -319,7 +328,7 @@ class PoolAdmin(admin.ModelAdmin):
         p = request.POST
         brand = next((b for b in brands if b.id == p.get("brand")), None)
         pool = pools_declared().get(p.get("pool", ""))
-        member = (Membership.objects.select_related("user").filter(brand=brand, pk=p.get("member")).first()
+        member = (Membership.everyone.select_related("user").filter(brand=brand, pk=p.get("member")).first()
                   if brand is not None and str(p.get("member", "")).isdigit() else None)
         if pool is None or member is None or p.get("do") not in ("add", "remove"):
             self.message_user(request, "Not done: choose a member and a pool of your brand.", messages.ERROR)

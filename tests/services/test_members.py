@@ -5,7 +5,7 @@ api.forsale (``loadexample api_forsale``) ticked to its deals' opening: each dea
 the brokers pool, whose members (grace, linus) loadexample puts in as data; the deal's Service declares only
 ``Pool(hold="2d")``. apis.tax's Acme (``loadexample apis_tax``) gives clocks that answer for "Ada Lovelace".
 
-What is proved: an invite sends one email whose link sets a password once, and the member then signs in; a
+What is proved: an invite sends one email whose link, once, makes the account and the member then signs in; a
 member put in brokers (API, console) takes the next open Task at once, and one taken out cannot
 (403 not_in_pool); a removal hands every date and Task to the successor (or a Task back to its pool) on the
 record; another brand's members are never seen; every new endpoint's bad input is a coded 4xx that writes
@@ -42,7 +42,7 @@ pytestmark = pytest.mark.django_db
 
 DEALS_OPEN = datetime(2027, 10, 20, 14, 30, tzinfo=UTC)  # both deals opened; their appraise Tasks are open
 ACME_AT = datetime(2027, 10, 17, tzinfo=UTC)
-LINK = re.compile(r"http://testserver(/portal/delivery/welcome/\S+)")
+LINK = re.compile(r"https?://[^/\s]+(/portal/delivery/invite/\S+)")
 
 
 def load(example: str) -> dict:
@@ -115,6 +115,16 @@ def take(api: Api, task: Task, member: str):
     return api.post(f"/jobs/{task.job_id}/steps/{task.step}/take", {"member": member})
 
 
+def accept_new(link: str, password: str = "first-choice-1") -> Client:
+    """Open an invite's link with no account, choose a password: joined and signed in."""
+    browser = Client()
+    r = browser.get(link)  # the token leaves the address at once
+    assert r.status_code == 302 and r["Location"] == "/portal/delivery/invite/accept"
+    r = browser.post(r["Location"], {"password1": password, "password2": password})
+    assert r.status_code == 302 and r["Location"] == "/portal/delivery/", r.content[:600]
+    return browser
+
+
 def member_client(username: str, password: str = "pw") -> Client:
     c = Client()
     assert c.login(username=username, password=password)
@@ -136,7 +146,7 @@ def written() -> dict[str, int]:
 
 
 # -- invite ---------------------------------------------------------------------------------------------------
-def test_an_invite_sends_one_email_whose_link_sets_a_password_once_and_the_member_signs_in(forsale):
+def test_an_invite_sends_one_email_whose_link_makes_the_account_once_and_the_member_signs_in(forsale):
     api = forsale["live"]
     r = api.post("/members", {"email": "Ada@Example.com", "name": "Ada King", "role": "member"})
     assert r.status_code == 201, r.content
@@ -144,30 +154,29 @@ def test_an_invite_sends_one_email_whose_link_sets_a_password_once_and_the_membe
     assert (body["object"], body["email"], body["username"], body["name"], body["role"], body["status"],
             body["pools"]) == ("member", "ada@example.com", "ada@example.com", "Ada King", "member", "invited", [])
     assert re.fullmatch(r"mem_[0-9]+", body["id"])
+    assert not get_user_model().objects.filter(username="ada@example.com").exists()  # no account until she accepts
     assert len(mail.outbox) == 1
     sent = mail.outbox[0]
     assert sent.to == ["ada@example.com"] and "api.forsale" in sent.subject
     link = LINK.search(sent.body)[1]
-    assert "sign in as ada@example.com" in sent.body
 
     browser = Client()
     r = browser.get(link)  # the token leaves the address at once
-    assert r.status_code == 302 and r["Location"].endswith("/set-password")
+    assert r.status_code == 302 and r["Location"] == "/portal/delivery/invite/accept"
     page = browser.get(r["Location"])
-    assert page.status_code == 200 and "Welcome, Ada King" in page.content.decode()
-    r = browser.post(page.request["PATH_INFO"], {"new_password1": "first-choice-1", "new_password2": "first-choice-1"})
+    assert page.status_code == 200 and "Join api.forsale, Ada King" in page.content.decode()
+    r = browser.post("/portal/delivery/invite/accept", {"password1": "first-choice-1", "password2": "first-choice-1"})
     assert r.status_code == 302 and r["Location"] == "/portal/delivery/"
     home = browser.get("/portal/delivery/", follow=True)
-    assert home.status_code == 200 and "Your password is set, and you are signed in." in messages_of(home)
+    assert home.status_code == 200 and "You are in api.forsale now." in messages_of(home)
     assert api.get(f"/members/{body['id']}").json()["status"] == "active"
 
     # The link works once: a second use is refused, and the password stays the one chosen.
     again = Client()
     r = again.get(link, follow=True)
     assert "This link has been used" in r.content.decode()
-    r = again.post(link.rsplit("/", 1)[0] + "/set-password",
-                   {"new_password1": "second-try-2", "new_password2": "second-try-2"}, follow=True)
-    assert "This link has been used" in r.content.decode()
+    r = again.post("/portal/delivery/invite/accept", {"password1": "second-try-2", "password2": "second-try-2"})
+    assert r.status_code == 404 and "This link has been used" in r.content.decode()
     user = get_user_model().objects.get(username="ada@example.com")
     assert user.check_password("first-choice-1") and not user.check_password("second-try-2")
     # And the member signs in to the delivery portal with it.
@@ -176,15 +185,13 @@ def test_an_invite_sends_one_email_whose_link_sets_a_password_once_and_the_membe
     assert r.status_code == 302 and signed.get("/portal/delivery/").status_code == 200
 
 
-def test_an_owner_is_staff_and_enters_the_console_once_they_chose_a_password(forsale):
+def test_an_owner_is_staff_and_enters_the_console_once_they_accepted(forsale):
     r = forsale["live"].post("/members", {"email": "olive@example.com", "name": "Olive Owner", "role": "owner"})
     assert r.status_code == 201 and r.json()["role"] == "owner"
-    user = get_user_model().objects.get(username="olive@example.com")
-    assert user.is_staff and not user.has_usable_password()
+    assert not get_user_model().objects.filter(username="olive@example.com").exists()
     assert "owner console" in mail.outbox[0].body
-    browser = Client()
-    target = browser.get(LINK.search(mail.outbox[0].body)[1])["Location"]
-    browser.post(target, {"new_password1": "olive-pw-1", "new_password2": "olive-pw-1"})
+    browser = accept_new(LINK.search(mail.outbox[0].body)[1], "olive-pw-1")
+    assert get_user_model().objects.get(username="olive@example.com").is_staff
     assert browser.get("/admin/").status_code == 200  # the console's dashboard, signed in
 
 
@@ -194,15 +201,6 @@ def test_an_invite_to_someone_already_in_the_brand_is_409_and_sends_nothing(fors
     before = written()
     error(api.post("/members", {"email": "ADA@example.com", "role": "owner"}), 409, "member_exists", "email")
     assert written() == before
-
-
-def test_a_person_with_a_password_is_added_without_a_link(forsale, acme):
-    person(acme["brand"], "ada@example.com", "Ada Lovelace")  # has a password already (another brand's member)
-    r = forsale["live"].post("/members", {"email": "ada@example.com", "name": "Ada L"})
-    assert r.status_code == 201 and r.json()["status"] == "active"
-    assert len(mail.outbox) == 1 and not LINK.search(mail.outbox[0].body)
-    assert "sign in with it" in mail.outbox[0].body
-    assert Membership.objects.filter(user__username="ada@example.com").count() == 2
 
 
 def test_an_email_that_cannot_be_sent_adds_no_one(forsale, settings):
@@ -226,6 +224,7 @@ def test_the_link_of_someone_removed_from_every_brand_opens_nothing(forsale):
 def test_a_member_put_in_brokers_over_the_api_takes_the_next_open_task_at_once_and_one_taken_out_cannot(forsale):
     live, test = forsale["live"], forsale["test"]
     mid = live.post("/members", {"email": "ada@example.com", "name": "Ada King"}).json()["id"]
+    accept_new(LINK.search(mail.outbox[0].body)[1])
     first, second = open_tasks(forsale["tc"])
     error(take(test, first, "ada@example.com"), 403, "not_in_pool")
 
@@ -449,9 +448,9 @@ def test_the_console_invites_changes_and_removes_a_member_in_peoples_words(forsa
     r = console.post("/admin/timers/membership/add/", {"brand": brand.id, "email": "ada@example.com",
                                                        "name": "Ada King", "role": "member"}, follow=True)
     assert messages_of(r) == ["Invite sent to ada@example.com: Ada King is in api.forsale as a member once they "
-                              "choose a password."]
-    assert "Bob Owner added you to api.forsale" in mail.outbox[0].body
-    ada = Membership.objects.get(user__username="ada@example.com")
+                              "accept it."]
+    assert "Bob Owner invited you to join api.forsale" in mail.outbox[0].body
+    ada = Membership.everyone.get(invited_email="ada@example.com")
 
     # The same address again: the form says so, nothing sent.
     r = console.post("/admin/timers/membership/add/", {"brand": brand.id, "email": "ada@example.com", "role": "member"})
@@ -464,6 +463,9 @@ def test_the_console_invites_changes_and_removes_a_member_in_peoples_words(forsa
     assert messages_of(r) == ["Ada Lovelace King is in brokers now."]
     r = console.post(page, {"do": "reinvite"}, follow=True)
     assert messages_of(r) == ["A new invite went to ada@example.com."] and len(mail.outbox) == 2
+    # The new link replaces the first, which opens nothing now.
+    assert "This link has been used" in Client().get(LINK.search(mail.outbox[0].body)[1], follow=True).content.decode()
+    accept_new(LINK.search(mail.outbox[1].body)[1])
 
     # grace holds a Task: removing her needs a successor; ada is a broker, so the Task is hers.
     task = open_tasks(forsale["tc"])[0]
@@ -498,8 +500,8 @@ def test_the_cli_invites_lists_pools_and_removes_members(forsale, settings):
     settings.KEEPING_TIME = {**settings.KEEPING_TIME, "FEED_HOST": "time.example.com"}
     b = ["--brand", "api.forsale"]
     out = run("members", "invite", "ada@example.com", "--name", "Ada King", *b)
-    assert "invited ada@example.com to api.forsale as member with a link" in out
-    assert "http://time.example.com/portal/delivery/welcome/" in mail.outbox[0].body
+    assert "invited ada@example.com to api.forsale as member with a link to accept" in out
+    assert "http://time.example.com/portal/delivery/invite/" in mail.outbox[0].body
     listed = run("members", "list", *b)
     assert "Grace Hopper  grace  member" in listed and "Ada King  ada@example.com  member  invited  no pool" in listed
     assert "is in brokers" in run("pools", "add", "brokers", "ada@example.com", *b)
@@ -512,6 +514,7 @@ def test_the_cli_invites_lists_pools_and_removes_members(forsale, settings):
     one_line(["members", "change", "grace", "--role", "boss", *b], "invalid_role")
     assert "Grace H · member" in run("members", "change", "grace", "--name", "Grace H", *b)
 
+    accept_new(LINK.search(mail.outbox[0].body)[1])
     take(forsale["test"], open_tasks(forsale["tc"])[0], "grace")
     assert "holds 1 Task(s)" in run("members", "show", "grace", *b)
     one_line(["members", "remove", "grace", *b], "successor_required")

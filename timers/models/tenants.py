@@ -63,16 +63,30 @@ class ApiKey(models.Model):
         return f"{self.prefix}… ({self.brand})"
 
 
+class Accepted(models.Manager["Membership"]):
+    """Memberships with a person in them: an invite not yet accepted is no one's place in the brand, so every
+    read of who may see or do what (the console, the delivery portal, a Task's member) leaves it out."""
+
+    def get_queryset(self) -> models.QuerySet[Membership]:
+        return super().get_queryset().filter(user__isnull=False)
+
+
 class Membership(models.Model):
     """A person's place in a brand, part of the tenant beside it: an owner signs in to the owner console (a
     staff user) and sees only the brand's objects; a member signs in to the delivery portal and sees only their
-    own Tasks and clocks. Pools (services.PoolMember) and clocks' answers_for name members."""
+    own Tasks and clocks. Pools (services.PoolMember) and clocks' answers_for name members.
+
+    An invite is a membership with no user yet: the address it went to and the digest of its one-time link.
+    Whoever the address names accepts it by that link (services.members.member_accept), signing in or
+    choosing a password; until then it is nobody's, and ``Membership.objects`` does not see it
+    (``Membership.everyone`` does: the brand's list of members, the invite's own page)."""
 
     class Role(models.TextChoices):
         OWNER = "owner"
         MEMBER = "member"
 
-    user = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="memberships")
+    user = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="memberships",
+                             null=True, blank=True, help_text="None until the invite is accepted")
     brand = models.ForeignKey(Brand, on_delete=models.CASCADE, related_name="memberships")
     role = models.CharField(max_length=8, choices=Role.choices)
     name = models.CharField(max_length=200, blank=True,
@@ -80,19 +94,36 @@ class Membership(models.Model):
     zone = models.CharField(max_length=64, blank=True,
                             help_text="The zone the delivery portal says this person's times in (an IANA name); "
                                       "blank: the brand calendar's")
+    invited_email = models.CharField(max_length=254, blank=True, help_text="Where the invite went")
+    invite_digest = models.CharField(max_length=64, blank=True,
+                                     help_text="sha256 of the invite's one-time link; blank once accepted")
+    invited_at = models.DateTimeField(null=True, blank=True, help_text="When the last invite went (wall time)")
+
+    everyone = models.Manager()  # invites too
+    objects = Accepted()  # the default (Meta.default_manager_name): members, who accepted
 
     class Meta:
         verbose_name = "member"
+        base_manager_name = "everyone"
+        default_manager_name = "objects"
         constraints = [
             models.UniqueConstraint(fields=["user", "brand"], name="membership_once"),
+            # One open invite per address and brand: the same invite twice at once is one row.
+            models.UniqueConstraint(fields=["brand", "invited_email"], condition=Q(user__isnull=True),
+                                    name="membership_invited_once"),
+            models.UniqueConstraint(fields=["invite_digest"], condition=~Q(invite_digest=""),
+                                    name="membership_invite_link_once"),
+            models.CheckConstraint(name="membership_someone", condition=Q(user__isnull=False) | ~Q(invited_email="")),
             models.CheckConstraint(name="membership_role_known", condition=Q(role__in=["owner", "member"])),
         ]
 
     def __str__(self) -> str:
-        return f"{self.user} · {self.role} of {self.brand}"
+        return f"{self.user or self.invited_email} · {self.role} of {self.brand}"
 
     @property
     def display_name(self) -> str:
+        if self.user is None:
+            return self.name or self.invited_email
         return self.name or self.user.get_full_name() or self.user.get_username()
 
 

@@ -15,6 +15,7 @@ from services.members import (
     member_invite,
     member_says,
     member_status,
+    member_username,
     members_of,
     pools_of,
 )
@@ -55,13 +56,13 @@ class Command(KTCommand):
             return
         for m in rows:
             pools = ", ".join(pools_of(m)) or "no pool"
-            self.stdout.write(f"{member_id(m)}  {member_says(m)}  {m.user.get_username()}  {m.role}  "
+            self.stdout.write(f"{member_id(m)}  {member_says(m)}  {member_username(m)}  {m.role}  "
                               f"{member_status(m)}  {pools}")
 
     def _show(self, o):
         m = member_get(brand=self.the_brand, ref=o["member"])
         clocks, tasks = member_holds(brand=self.the_brand, membership=m)
-        self.stdout.write(f"{member_id(m)} · {member_says(m)} · {m.user.get_username()} · {m.role} of "
+        self.stdout.write(f"{member_id(m)} · {member_says(m)} · {member_username(m)} · {m.role} of "
                           f"{self.the_brand.name} · {member_status(m)}")
         self.stdout.write(f"pools: {', '.join(pools_of(m)) or 'none'}")
         self.stdout.write(f"answers for {len(clocks)} clock(s) as {answers_as(m)!r}; holds {len(tasks)} Task(s)")
@@ -75,8 +76,8 @@ class Command(KTCommand):
         invite = member_invite(brand=self.the_brand, email=o["email"], name=o["name"], role=self._role(o["role"]),
                                link_base=default_link_base(), by="the brand")
         m = invite.membership
-        said = "with a link to choose a password" if invite.link else "(they have a password: they sign in with it)"
-        self.stdout.write(f"{member_id(m)} · invited {m.user.email} to {self.the_brand.name} as {m.role} {said}")
+        self.stdout.write(f"{member_id(m)} · invited {m.invited_email} to {self.the_brand.name} as {m.role} with a "
+                          "link to accept: they are a member once they do")
 
     def _role(self, role):
         if role is not None and role not in ROLES:
