@@ -154,6 +154,7 @@ class FireTally(models.Model):
     # Where the counts of deleted test clocks are folded (timers.test_clocks.fire_tally_retire): no clock id has a
     # colon, and the label it scrapes under is clock="test", like theirs.
     RETIRED = "test:retired"
+    LIVE_RETIRED = "live_:retired"  # deleted brands' live clocks: counted live (live_…), no brand's id
 
     domain = models.CharField(max_length=32)
     kind = models.CharField(max_length=16)

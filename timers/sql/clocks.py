@@ -31,11 +31,11 @@ OWED_BY = "SELECT EXISTS (SELECT 1 FROM timers_timer WHERE domain = %s AND statu
 IDLE_MARK = (f"WITH o AS ({OWED_BY} AS owed), m AS (UPDATE timers_testclock SET status = "
              f"'{TestClock.Status.ADVANCING}', advance_to = %s, frozen_time = CASE WHEN (SELECT owed FROM o) "
              "THEN frozen_time ELSE %s END WHERE id = %s) SELECT owed FROM o")
-# A live clock's position, written once a batch (its row made on the first).
+# A live clock's position, written once a batch. Its row is made when its first timer is armed (sql/arming.py,
+# NAME_LIVE_CLOCK), never here: a brand deleted under a worker's turn stays deleted (services/brands.py).
 # A test clock's row shared until the transaction ends: a delete's mark waits for the write that read it.
 SHARE_CLOCK = 'SELECT 1 FROM "timers_testclock" WHERE id = %s FOR SHARE'
-LIVE_POSITION = ("INSERT INTO timers_liveclock (id, position) VALUES (%b, %b) "
-                 "ON CONFLICT (id) DO UPDATE SET position = excluded.position")
+LIVE_POSITION = "UPDATE timers_liveclock SET position = %b WHERE id = %b"
 
 
 def share_clock(clock_id: str) -> None:
@@ -109,11 +109,9 @@ def set_live_position(domain: str, at: datetime) -> None:
     batch of one writes it once a batch."""
     if _kept():
         cur, _, prepare = kept_cursors()
-        cur.execute(LIVE_POSITION, [domain, at], prepare=prepare)
+        cur.execute(LIVE_POSITION, [at, domain], prepare=prepare)
         return
-    updated = LiveClock.objects.filter(pk=domain).update(position=at)
-    if not updated:
-        LiveClock.objects.get_or_create(pk=domain, defaults={"position": at})
+    LiveClock.objects.filter(pk=domain).update(position=at)
 
 
 def position(domain: str) -> datetime | None:

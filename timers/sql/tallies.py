@@ -28,15 +28,16 @@ def tally_sql(n: int, mark: str) -> str:
     return TALLY_INSERT + "VALUES " + ", ".join([row] * n) + TALLY_ADD
 
 
-def retire(domains: list[str]) -> None:
-    """Fold the tally of ``domains`` into the retired rows (``FireTally.RETIRED``) and drop theirs. Rows are
-    taken in key order, so two retirements at once lock them in the same order."""
+def retire(domains: list[str], *, into: str = FireTally.RETIRED) -> None:
+    """Fold the tally of ``domains`` into the retired rows (``FireTally.RETIRED``; a deleted brand's live clock
+    into ``FireTally.LIVE_RETIRED``) and drop theirs. Rows are taken in key order, so two retirements at once
+    lock them in the same order."""
     with connection.cursor() as cur:
         cur.execute(
             TALLY_INSERT + "SELECT %s, kind, outcome, bucket, sum(fires), sum(late_seconds) FROM timers_firetally "
             "WHERE domain IN (" + ", ".join(["%s"] * len(domains)) + ") "
             "GROUP BY kind, outcome, bucket ORDER BY kind, outcome, bucket" + TALLY_ADD,
-            [FireTally.RETIRED, *domains],
+            [into, *domains],
         )
     FireTally.objects.filter(domain__in=domains).delete()
 
