@@ -568,3 +568,31 @@ def test_a_test_clock_takes_no_outside_write_while_it_advances(tax):
     assert counts() == before
     assert run_requested_advances() == 1
     assert tax.call("POST", f"/subjects/{tax.subject.id}/events", event).status_code == 200
+
+
+# -- issue 36, items 3, 6 and 7: the brand's delete, a retry, versions check, an invite's link -------------------
+@pytest.mark.parametrize("args, code", [
+    (["brands", "delete", "apis.test"], "confirm_required"),
+    (["brands", "delete", "apis.test", "--confirm", "apis"], "confirm_required"),
+    (["brands", "delete", "nobody.example", "--confirm", "nobody.example"], "resource_missing"),
+    (["timers", "retry", "tmr_nope"], "resource_missing"),
+    (["versions", "check", "--against", "live", "services/nowhere.py"], "invalid_version"),
+    (["versions", "check", "--against", "tc_nope", "services.examples.apis_tax.estimate"], "resource_missing"),
+])
+def test_issue_36s_commands_say_what_is_wrong_in_one_line_and_change_nothing(tax, args, code):
+    before = counts()
+    one_line(args, code)
+    assert counts() == before
+
+
+@pytest.mark.parametrize("token", ["x", "A" * 43, "%00", "A" * 200])
+def test_a_wrong_invite_link_opens_nothing_and_writes_nothing(tax, token):
+    from django.test import Client
+
+    before = counts()
+    browser = Client()
+    r = browser.get(f"/portal/delivery/invite/{token}", follow=True)
+    assert r.status_code == 404 and "This link has been used" in r.content.decode()
+    r = browser.post("/portal/delivery/invite/accept", {"password1": "Long-pw-123", "password2": "Long-pw-123"})
+    assert r.status_code == 404
+    assert counts() == before
