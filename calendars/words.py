@@ -80,6 +80,31 @@ def status(word: str) -> str:
     return plain(word)
 
 
+def miss(kind: str, *, brand: str, last_chance: bool = False, held: str = "", late: str = "",
+         included: bool = False, price: str = "", ends: bool = False) -> str:
+    """What missing a date that is not a clock's costs, as its customer reads it (a clock's date says its own:
+    the price off, the penalty the brand pays, a fixed date). ``held``, ``late``, ``price``: amounts as said."""
+    if kind == "link":
+        if last_chance:
+            return "the work ends" + (f", and you get back what is left of the {held} held" if held else "")
+        return "the link is sent once more; if that one expires too, the work ends"
+    if kind == "grant":
+        return "a step that needs it waits until you grant it again"
+    if kind == "deadline":
+        if late:
+            return f"you pay {late} less if it's late"
+        return "included in your plan" if included else f"{brand} answers for it"
+    if kind in ("task", "hold"):
+        return f"{brand}'s own work: nothing for you to do"
+    if kind == "schedule":
+        return f"nothing: {brand} starts the work"
+    if kind == "cycle":
+        if ends:
+            return "it ends then: nothing more is charged"
+        return f"it renews at {price}; cancel before then if you don't want it" if price else "it renews"
+    return "a reminder only"
+
+
 def steward(brand: str) -> str:
     """What keeping a date with the brand's steward is, in the brand's name: 'let apis.tax handle this'."""
     return f"let {brand} handle this"

@@ -14,6 +14,7 @@ from calendars.models import Subject
 from timers.models import Timer
 
 from . import registry
+from .mints import will_mint
 from .models import Job, Subscription
 from .money import usd
 from .people_dates import people_dates, people_inputs  # the people's dates: links, grants, tasks, deadlines
@@ -45,6 +46,8 @@ def schedule_and_cycle_dates(subject: Subject, domain: str, from_date: date | No
             order = registry.get(sch.order)
             title = (order.title or "{period}").format(period=t.data["period"], service=sch.order)
             job = minted.get((sub.id, t.data["schedule"], t.data["period"]))
+            if job is None and not will_mint(svc, t.data["schedule"], sub.input):
+                continue  # its when reads the input false: a date that will not happen (schedule.skipped)
             status = f"the brand minted {job.id}" if job else ("skipped" if t.status == "fired" else "ahead")
             plain_status = "started" if job else ("skipped" if t.status == "fired" else "")
             yield Entry(date=local, at=when, what=f"{title} is minted", kind="schedule", answers_for="the brand",
@@ -58,12 +61,13 @@ def schedule_and_cycle_dates(subject: Subject, domain: str, from_date: date | No
 
 
 def schedule_and_cycle_inputs(subject: Subject, domain: str) -> list[QuerySet | str]:
-    """What ``schedule_and_cycle_dates`` reads: the subject's subscriptions, their minted jobs, their timers
-    (any kind, any status), and the code of each Service a subscription runs unpinned (its working tree's
-    bundle: a stored version never changes)."""
+    """What ``schedule_and_cycle_dates`` reads: the subject's subscriptions (their input too: a schedule's
+    ``when`` reads it), their minted jobs, their timers (any kind, any status), and the code of each Service a
+    subscription runs unpinned (its working tree's bundle: a stored version never changes)."""
     subs = Subscription.objects.filter(subject=subject, domain=domain).order_by()
     return [
-        subs.values_list("id", "service", "version", "cancel_at_period_end"),
+        subs.values_list("id", "service", "version", "cancel_at_period_end",
+                         Cast("input", output_field=TextField())),
         Job.objects.filter(subscription__in=subs.values("id"), domain=domain).exclude(schedule="").order_by()
         .values_list("id", "subscription_id", "schedule", "period"),
         Timer.objects.filter(domain=domain, owner__in=subs.values("id")).order_by()

@@ -18,6 +18,8 @@ from .money import usd
 class Cost:
     cents: int  # what the brand pays or returns if it is missed (0: nothing charged)
     says: str  # readable: "$60.00 off the return's price if late; a hard date: the step is refused after it"
+    late: int = 0  # of ``cents``: the late price (a job's)
+    held: int = 0  # of ``cents``: the hold a lapse returns (a job's)
 
 
 def clock_costs(clocks: Iterable[Clock]) -> dict[str, Cost]:
@@ -62,5 +64,6 @@ def job_costs(jobs: Iterable[Job]) -> dict[str, Cost]:
         says = [f"{usd(late)} off the price if late"] if late else []
         if held.get(job.id):
             says.append(f"a lapse returns the {usd(held[job.id])} hold")
-        out[job.id] = Cost(late + held.get(job.id, 0), "; ".join(says) or "no charge of its own")
+        out[job.id] = Cost(late + held.get(job.id, 0), "; ".join(says) or "no charge of its own", late=late,
+                           held=held.get(job.id, 0))
     return out

@@ -14,7 +14,7 @@ from . import registry, schedules
 from .deadlines import batch_job, signal_key
 from .jobs import job_open
 from .kinds import CYCLE, DEADLINE, MONEY, SCHEDULE, SIGNAL, SUBJECT_EVENT, UPDATE
-from .mints import mint_at, period_ends
+from .mints import mint_at, period_ends, will_mint
 from .models import Job, MoneyLine, Subscription
 from .money import post_money, usd
 from .periods import next_period, period_named
@@ -94,7 +94,7 @@ def fire_schedule(f: Firing) -> None:
                                                            "reason": "catch_up latest"})
         f.what = f"{name} · period {period_name} · skipped, a later period is owed (catch_up: latest)"
         return
-    if sch.when is not None and not sch.when(sub.input):
+    if not will_mint(svc, name, sub.input):
         f.record("schedule.skipped", subject=sub.id, data={"schedule": name, "period": period_name,
                                                            "reason": "when"})
         f.what = f"{name} · period {period_name} · skipped, when is false"

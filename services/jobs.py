@@ -52,14 +52,15 @@ def job_open(*, armer: Armer, brand_id: str, domain: str, service: str, subject:
         price_cents=price_cents, opened_at=now,
     )
     if if_new:
-        taken = _periods_taken(armer, domain) if subscription is not None and schedule else None
+        taken = _periods_taken(armer, domain, subscription.id) if subscription is not None and schedule else None
         if taken is None:
             if not insert_new([job]):
                 return None
         else:  # asked of the batch (one query for its mints), and kept: a job's key was checked just now
-            if (subscription.id, schedule, period) in taken:
+            # The period's slot, and the id: an order of the period under the plan has the mint's id.
+            if (subscription.id, schedule, period) in taken or job.id in taken:
                 return None
-            taken.add((subscription.id, schedule, period))
+            taken.update({(subscription.id, schedule, period), job.id})
             batches.create(job, kept_by=(PERIODS_TAKEN,))
     else:
         job.save(force_insert=True)
@@ -97,18 +98,23 @@ def job_open(*, armer: Armer, brand_id: str, domain: str, service: str, subject:
 PERIODS_TAKEN = "services.periods_taken"
 
 
-def _periods_taken(armer: Armer, domain: str) -> set | None:
-    """(subscription, schedule, period) of the jobs minted so far, for the subscriptions whose mints the batch
-    holds (``period_taken`` backs it); None outside a batch that keeps writes (timers.batch.taken)."""
+def _periods_taken(armer: Armer, domain: str, subscription: str) -> set | None:
+    """(subscription, schedule, period) and the id of the jobs opened so far under ``subscription`` and the
+    subscriptions whose mints the batch holds (``period_taken`` and the primary key back it: an order under
+    the plan has the id the period's mint would, and a kept row that missed it would fail the batch); None
+    outside a batch that keeps writes (timers.batch.taken)."""
     f = armer.firing
     if f is None:
         return None
 
     def load(subs: set) -> set:
         rows = Job.objects.filter(domain=domain, subscription_id__in=subs).exclude(schedule="")
-        return set(rows.values_list("subscription_id", "schedule", "period"))
+        found: set = set()
+        for pk, sub, schedule, period in rows.values_list("id", "subscription_id", "schedule", "period"):
+            found.update({(sub, schedule, period), pk})
+        return found
 
-    return batches.taken(PERIODS_TAKEN, tables=("services_job",), owner=f.timer.owner,
+    return batches.taken(PERIODS_TAKEN, tables=("services_job",), owner=subscription,
                          ahead=lambda: {t.owner for t in mints_held(f)}, load=load)
 
 

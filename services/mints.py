@@ -23,6 +23,13 @@ from .periods import Period, next_period, period_of, previous_period
 MINT_AT = time(9, 0)  # by default a schedule mints at 09:00 in the subject's zone, as rungs ring
 
 
+def will_mint(svc: Service, name: str, input: dict) -> bool:
+    """The schedule ``name`` opens a job for this input: its ``when`` reads it true, or it has none (the mint
+    of one it reads false is skipped, so no face lists that date)."""
+    sch = svc.schedule.get(name)
+    return sch is not None and (sch.when is None or bool(sch.when(input)))
+
+
 def period_ends(svc: Service, input: dict) -> str:
     """The last day (MM-DD) of the year the Service's periods count in, for this input."""
     return svc.subject.period.ends_for(input) if svc.subject.period else "12-31"

@@ -96,9 +96,11 @@ class Job(models.Model):
 
     class Meta:
         constraints = [
-            # period_taken: a schedule mints each period once, however often it is woken.
+            # period_taken: a schedule mints each period once, however often it is woken. Orders take no
+            # schedule's slot (a return and a notice's reply of one year are both ordered): an order's id
+            # names its Service and period, and is the one a mint of that period under the plan would take.
             models.UniqueConstraint(fields=["subscription", "schedule", "period"], name="period_taken",
-                                    condition=Q(subscription__isnull=False)),
+                                    condition=Q(subscription__isnull=False) & ~Q(schedule="order")),
         ]
 
     def __str__(self) -> str:

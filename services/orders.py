@@ -125,13 +125,16 @@ def job_order(*, brand: Brand, subject: Subject, service: str, input: Mapping[st
     active = (Subscription.objects.select_for_update().filter(subject=subject, status=Subscription.Status.ACTIVE)
               .order_by("opened_at", "id"))
     plan = next((s for s in active if service in registry.get(s.service, s.version).price.includes), None)
-    # The job reads the plan's input where it has one (the entity, the states), then the order's own.
-    merged = {**(plan.input if plan else {}), **input}
     version = registry.live_version(service, domain=subject.domain, now=armer.now)
     try:
-        check_input(registry.get(service, version).input, merged)
+        reads = registry.get(service, version).input
     except ServiceError as exc:  # a stored version that no longer loads: not the caller's input
         raise KeepingTimeError(str(exc), code="service_unavailable", status=409) from None
+    # The plan fills what the Service reads (the entity, the states) and the order's own input comes on top;
+    # the plan's other fields are the plan's, not this job's (a Service that declares no input reads them all).
+    fills = {k: v for k, v in plan.input.items() if not reads or k in reads} if plan else {}
+    merged = {**fills, **input}
+    check_input(reads, merged)
     tiers.require(tier=brand.tier, domain=subject.domain, svc=svc)
     name = _period(svc, period, subject=subject, input=merged, now=armer.now)
     allowance = registry.get(plan.service, plan.version).price.includes.get(service, 0) if plan else 0
@@ -142,8 +145,8 @@ def job_order(*, brand: Brand, subject: Subject, service: str, input: Mapping[st
         with transaction.atomic():
             job = job_open(armer=armer, brand_id=brand.id, domain=subject.domain, service=service, subject=subject,
                            period=name, input=merged, subscription=plan, schedule="order", price_cents=cents)
-    except IntegrityError:
-        taken = (Job.objects.filter(subject=subject, service=service, period=name, schedule="order")
+    except IntegrityError:  # the period's job is there: ordered, or minted by the plan (its id is the same)
+        taken = (Job.objects.filter(subject=subject, service=service, period=name).order_by("opened_at", "id")
                  .values_list("pk", flat=True).first())
         raise _bad(f"period: {subject.name} has ordered {service} for {name} already: {taken}", param="period",
                    code="job_exists", status=409) from None

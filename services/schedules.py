@@ -40,7 +40,7 @@ from .declare import ServiceError, check_input
 from .jobs import job_end, job_open
 from .kinds import SCHEDULE
 from .mints import mints_held
-from .models import Job
+from .models import Job, Subscription
 from .periods import EACH, Period, next_period, period_of, previous_period
 
 # -- calendar periods --------------------------------------------------------------------------------
@@ -147,10 +147,33 @@ def _start_service(f: Firing, sch: Schedule, run: ScheduleRun) -> Started:
     subject = Subject.objects.get(pk=sch.target["subject"])
     service, data = sch.target["service"], dict(sch.target.get("input") or {})
     svc = registry.get(service, registry.live_version(service, domain=sch.domain, now=f.now))
-    job = job_open(armer=FiringArmer(f), brand_id=sch.brand_id, domain=sch.domain, service=service,
-                   subject=subject, period=job_period(sch, svc.subject.period, data, run.intended_at), input=data,
-                   schedule=sch.id, job_id=domain_id("job", sch.domain, run.id, length=10))
-    return Started(ref=job.id, tick="succeeded")
+    period = job_period(sch, svc.subject.period, data, run.intended_at)
+    plan, slot = _plan_minting(subject, service)
+    if plan is None:
+        job = job_open(armer=FiringArmer(f), brand_id=sch.brand_id, domain=sch.domain, service=service,
+                       subject=subject, period=period, input=data, schedule=sch.id,
+                       job_id=domain_id("job", sch.domain, run.id, length=10))
+        return Started(ref=job.id, tick="succeeded")
+    # The subject's plan mints this Service each period: the period's job is the plan's (its slot and the id
+    # its mint or an order would take), opened once, by whichever comes first (period_taken).
+    opened = job_open(armer=FiringArmer(f), brand_id=sch.brand_id, domain=sch.domain, service=service,
+                      subject=subject, period=period, input=data, subscription=plan, schedule=slot, if_new=True)
+    if opened is None:
+        f.record("schedule.period_taken", subject=sch.id, data={"service": service, "period": period,
+                                                                "subscription": plan.id, "schedule": slot})
+        return Started(tick="dead_lettered", error=f"period_taken: {subject.name} has {service} {period} "
+                                                   f"already, under {plan.id}")
+    return Started(ref=opened.id, tick="succeeded")
+
+
+def _plan_minting(subject: Subject, service: str) -> tuple[Subscription | None, str]:
+    """The subject's active plan whose own schedule mints ``service``, and that schedule's name."""
+    for sub in Subscription.objects.filter(subject=subject, status=Subscription.Status.ACTIVE).order_by(
+            "opened_at", "id"):
+        for name, decl in registry.get(sub.service, sub.version).schedule.items():
+            if decl.order == service:
+                return sub, name
+    return None, ""
 
 
 def job_period(sch: Schedule, declared: DeclaredPeriod | None, data: dict, intended: datetime) -> str:

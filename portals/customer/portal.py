@@ -1,6 +1,7 @@
 """The customer portal: reached through a portal session link the brand makes (``POST /portal_sessions``), it
 signs the customer in for one subject for an hour. "Coming up" lists every date ahead across clocks,
-schedules, links and grants, overdue and unsatisfied dates at the top, each with what a miss costs; the acts
+schedules, links, grants and deliveries, overdue and unsatisfied dates at the top, each with what a miss costs
+(calendars.words.miss for a date that is not a clock's); a link the customer must answer is "to do now"; the acts
 are the customer's own: acknowledge, mark done and choose on the clocks they answer for, keep a date with
 the steward, cancel a subscription at its cycle's end (and undo it). Each act is a POST with CSRF that calls
 the same service function as the API, through the gate; a refusal shows as a message on the page."""
@@ -20,14 +21,14 @@ from django.views.decorators.http import require_POST
 from calendars import feed, specs, words
 from calendars.acts import STEWARD, clock_acknowledge, clock_reassign
 from calendars.clocks import clock_choose, clock_satisfy
-from calendars.entries import subject_calendar
+from calendars.entries import Entry, subject_calendar
 from calendars.feed_tokens import subject_feed_rotate
 from calendars.models import ClockItem, Subject
 from services import registry
-from services.costs import clock_costs
+from services.costs import clock_costs, job_costs
 from services.ledger import subject_statements
 from services.members import brand_people
-from services.models import Subscription
+from services.models import Job, Subscription
 from services.money import usd
 from services.portal_sessions import portal_session_open
 from services.subscriptions import subscription_cancel, subscription_uncancel
@@ -166,14 +167,18 @@ def home(request: HttpRequest, subject: Subject) -> HttpResponse:
             todo.append(row)
         elif item.status == "open":
             year.append(row)
-    for e in sc.entries:
-        if e.kind in ("hard", "clock", "at_risk", "rung"):  # at risk: the brand's own early warning
-            continue
-        if e.kind in ("schedule", "cycle") and e.status not in ("ahead", "ends"):
-            continue
-        year.append({**_when(e.at, e.date, zone, now), "what": words.plain(e.what), "kind": words.kind(e.kind),
-                     "who": "you" if e.answers_for == "the customer" else words.who(e.answers_for, brand=brand),
-                     "status": words.status(e.status), "miss": "", "own": False})
+    # Not a clock's (listed above) nor at risk (the brand's own early warning); a plan's work and renewal ahead.
+    entries = [e for e in sc.entries if e.kind not in ("hard", "clock", "at_risk", "rung")
+               and not (e.kind in ("schedule", "cycle") and e.status not in ("ahead", "ends"))]
+    for e, miss in zip(entries, _misses(entries, subject, brand), strict=True):
+        link = e.kind == "link"  # a link is the customer's to answer: its last expiry ends the work
+        row = {**_when(e.at, e.date, zone, now), "what": words.plain(e.what), "kind": words.kind(e.kind),
+               "who": "you" if e.answers_for == "the customer" else words.who(e.answers_for, brand=brand),
+               "status": words.status(e.status), "miss": miss, "own": link}
+        if link and e.status in ("ahead", "due today", "open") and e.at <= now + NOW_WINDOW:
+            todo.append(row)
+        else:
+            year.append(row)
     todo.sort(key=lambda r: r["sort"])
     missed.sort(key=lambda r: r["sort"], reverse=True)
     year.sort(key=lambda r: r["sort"])
@@ -201,6 +206,26 @@ def home(request: HttpRequest, subject: Subject) -> HttpResponse:
         "next": nxt, "months": month_grid(today, year), "subscriptions": subs,
         "calendar_link": request.session.pop(LINK_KEY, None), "undo": request.session.get(UNDO_KEY),
     }))
+
+
+def _misses(entries: list[Entry], subject: Subject, brand: str) -> list[str]:
+    """What a miss costs for each date that is not a clock's, in order: from its job's late price and hold, or
+    its plan's price (a query for the jobs, one for their holds, one for the plans; never one a row)."""
+    on = {e.on for e in entries}
+    jobs = {j.id: j for j in Job.objects.filter(subject=subject, pk__in=[o for o in on if o.startswith("job_")])}
+    costs = job_costs(jobs.values())
+    plans = {s.id: s for s in Subscription.objects.filter(subject=subject,
+                                                          pk__in=[o for o in on if o.startswith("sbn_")])}
+    out = []
+    for e in entries:
+        job, plan, cost = jobs.get(e.on), plans.get(e.on), costs.get(e.on)
+        out.append(words.miss(
+            e.kind, brand=brand, last_chance=e.kind == "link" and e.sequence > 0,  # the link sent once more
+            held=usd(cost.held) if cost and cost.held else "", late=usd(cost.late) if cost and cost.late else "",
+            included=job is not None and bool(job.subscription_id) and not job.price_cents,
+            price=usd(registry.get(plan.service, plan.version).price.cents) if plan is not None else "",
+            ends=e.status == "ends"))
+    return out
 
 
 def _service_title(name: str) -> str:

@@ -22,6 +22,7 @@ from django.urls import reverse
 from calendars.entries import clock_what
 from calendars.models import Clock, ClockItem, Subject
 from calendars.words import capitalized, day, failure, kind, local
+from services.mints import will_mint
 from services.models import Ask, Grant, Job, Notification, Subscription, Task, Window
 from timers.models import Event, Timer
 from timers.timeutil import duration_text
@@ -178,6 +179,12 @@ class _Names:
             return f"{member + '’s' if member else 'A'} standby for {of or 'a customer'}"
         return capitalized(of) or "Something scheduled"
 
+    def will_start(self, t: Timer) -> bool:
+        """A schedule's timer opens work when it fires (its ``when``, if any, reads the plan's input true)."""
+        sub = self.subs.get(t.owner)
+        svc = service_of(sub.service, sub.version) if sub is not None else None
+        return sub is None or svc is None or will_mint(svc, (t.data or {}).get("schedule", ""), sub.input)
+
     def starts(self, t: Timer) -> str:
         """A schedule's timer: '<The 2027 return> for <Acme Robotics> starts'."""
         sub = self.subs.get(t.owner)
@@ -253,6 +260,8 @@ def next_30_days(at: AsOf) -> list[Ahead]:
     for t in timers:
         if t.kind == "cycle":
             what = f"{names.of(t.owner) or 'A plan'} renews"
+        elif not names.will_start(t):
+            continue  # its when reads the plan's input false: it will not happen
         else:
             what = names.starts(t) or "Work starts on a schedule"
         out.append(Ahead(t.owed_at, what, _kind(t.kind), names.customer(t.owner), admin_link(t)))

@@ -75,6 +75,11 @@ def test_an_owner_adds_a_customer_subscribes_them_and_orders_a_job(client, shop)
     r = client.post(order_url, {"ready": "1", "service": "annual-return", "period": "twenty"})
     assert r.status_code == 200 and b"a year, e.g. 2027" in r.content
     assert Job.objects.count() == 1
+    # A Service that reads other inputs than the plan's is ordered with its own: the plan fills only what it reads.
+    r = client.post(order_url, {"ready": "1", "service": "notice-response", "period": "2026",
+                                "reply_by": "2027-03-01"})
+    assert r.status_code == 302, r.content.decode()
+    assert Job.objects.get(service="notice-response").input == {"reply_by": "2027-03-01"}
 
 
 def test_a_refused_customer_shows_on_its_field_and_nothing_is_added(client, shop):

@@ -12,6 +12,7 @@ from django.db import connection
 from calendars.models import Calendar, ClockItem, Subject
 from services.models import Job, MoneyLine, Subscription
 from tests.support.api import Client, new_clock
+from tests.support.cli import run
 from timers.models import Brand, Event, IdempotencyKey, Timer
 
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -237,6 +238,32 @@ def test_an_order_with_no_plan_is_priced_and_takes_todays_period(api, clock):
     r = api.post("/jobs", {"subject": subject["id"], "service": "estimate", "input": {"entity": "C corp"}})
     assert r.status == 201, r.body
     assert r.body["period"] == "2027-Q1" and r.body["price"]["cents"] == 30000 and r.body["subscription"] is None
+
+
+def test_an_order_reads_only_the_inputs_its_service_declares_and_the_plan_fills_only_those(api, clock):
+    api.post("/calendars", NY)
+    subject = acme(api, clock).body
+    assert api.post("/subscriptions", {"subject": subject["id"], "plan": "tax-plan",
+                                       "input": {"entity": "C corp", "states": ["CA"]}}).status == 201
+    # notice-response reads reply_by alone: the plan's entity and states are not its inputs, so not the job's.
+    r = api.post("/jobs", {"subject": subject["id"], "service": "notice-response", "period": "2026",
+                           "input": {"reply_by": "2027-03-01"}})
+    assert r.status == 201, r.body
+    assert Job.objects.get(pk=r.body["id"]).input == {"reply_by": "2027-03-01"}
+    # A Service that declares no input reads the plan's (the annual return, its states) as before.
+    r = api.post("/jobs", {"subject": subject["id"], "service": "annual-return", "period": "2025"})
+    assert r.status == 201, r.body
+    assert Job.objects.get(pk=r.body["id"]).input == {"entity": "C corp", "states": ["CA"]}
+    # The order's own input is still checked whole: what the Service does not read is refused, nothing written.
+    r = api.post("/jobs", {"subject": subject["id"], "service": "notice-response", "period": "2025",
+                           "input": {"reply_by": "2027-03-01", "entity": "C corp"}})
+    assert r.status == 400 and r.body["error"]["param"] == "input.entity", r.body
+    assert Job.objects.filter(subject_id=subject["id"]).count() == 2
+    # jobs create takes the same road.
+    out = run("jobs", "create", "--subject", subject["id"], "--service", "notice-response", "--period", "2024",
+              "--input", '{"reply_by": "2027-04-01"}')
+    assert "notice-response 2024" in out
+    assert Job.objects.get(service="notice-response", period="2024").input == {"reply_by": "2027-04-01"}
 
 
 # -- Idempotency-Key ----------------------------------------------------------------------------------------------
