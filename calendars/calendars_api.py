@@ -31,7 +31,7 @@ from timers.selectors import page
 from timers.timeutil import iso_z
 
 from .brand_calendars import calendar_create, calendar_update, closed_days_json, supported_holidays
-from .models import Calendar, ClosedDay, Subject
+from .models import Calendar, ClockItem, ClosedDay, Subject
 
 CALENDAR_ORDER = ("name", "id")
 CLOSES = r"^([01][0-9]|2[0-3]):[0-5][0-9]$"
@@ -245,8 +245,15 @@ class CalendarDetailView(BrandAPIView):
     def post(self, request, calendar_id: str):
         cal = get_calendar(self.brand, calendar_id)
         body = self.body(CalendarUpdateSerializer)
-        if not livemode(self.brand) and Subject.objects.filter(calendar=cal, domain__startswith=LIVE_PREFIX).exists():
-            raise KeepingTimeError(f"live subjects keep their dates on {cal.name}: change it with a live key "
-                                   "(sk_live_…)", code="live_mode_only", status=403)
+        if not livemode(self.brand) and _live_on(cal):
+            raise KeepingTimeError(f"live dates fall on {cal.name}: change it with a live key (sk_live_…)",
+                                   code="live_mode_only", status=403)
         cal, _moved = calendar_update(calendar=cal, changes=_changes(body))
         return Response(calendar_json(cal))
+
+
+def _live_on(cal: Calendar) -> bool:
+    """Live subjects keep their dates on it, or it binds a live date still open: a change would move them."""
+    return (Subject.objects.filter(calendar=cal, domain__startswith=LIVE_PREFIX).exists()
+            or ClockItem.objects.filter(calendar=cal, clock__domain__startswith=LIVE_PREFIX,
+                                        status__in=[ClockItem.Status.OPEN, ClockItem.Status.DUE]).exists())

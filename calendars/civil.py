@@ -2,12 +2,17 @@
 
 A due function returns a civil date; the calendar closes it at its minute in its zone and rolls a closed
 day forward. Instants are UTC; calendar math happens in the calendar's zone. No database here.
+
+A date may be bound by two calendars (``bound``): the one its Service names decides which closed days bind it
+(the federal calendar's Emancipation Day binds every federal filer), and the customer's own gives the zone and
+the closing minute and may add closed days of its own, never remove one. A roll says whose closed day it
+passed over ("Monday 2028-04-17: Emancipation Day (observed), on the US federal calendar").
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import UTC, date, datetime, time, timedelta
 from functools import cached_property
 from typing import TypeAlias
@@ -24,7 +29,8 @@ Day: TypeAlias = date  # Rolled's field ``date`` hides the type inside its body
 class Rolled:
     civil: Day  # what the due function said
     date: Day  # the first open day on or after it
-    skipped: tuple[tuple[Day, str], ...] = ()  # each closed day passed over, with why
+    skipped: tuple[tuple[Day, str], ...] = ()  # each closed day passed over, with why (and whose)
+    whose: str = ""  # the calendar (or calendars) whose closed day pushed the date last; "" unnamed or unmoved
 
     @property
     def moved(self) -> bool:
@@ -38,8 +44,22 @@ class Rolled:
 
     @property
     def reason(self) -> str:
-        """Why the last closed day was closed: the one that pushed the date to where it is."""
+        """Why the last closed day was closed, and on whose calendar: the one that pushed the date to where it
+        is ("Emancipation Day (observed), on the US federal calendar")."""
         return self.skipped[-1][1] if self.skipped else ""
+
+
+WHOSE = ", on the "  # what joins a closed day's why to whose calendar closed it: "…, on the US federal calendar"
+
+
+def whose_text(why: str, name: str) -> str:
+    return f"{why}{WHOSE}{name} calendar" if name else why
+
+
+def split_whose(reason: str) -> tuple[str, str]:
+    """A reason cut where it says whose it is: ("Emancipation Day (observed)", ", on the US federal calendar")."""
+    at = reason.find(WHOSE)
+    return (reason, "") if at < 0 else (reason[:at], reason[at:])
 
 
 @dataclass
@@ -51,6 +71,9 @@ class BusinessCalendar:
     holiday_subdiv: str = ""
     closed_days: dict[date, str] = field(default_factory=dict)  # hand-written
     _years: dict[int, dict[date, str]] = field(default_factory=dict, repr=False)
+    name: str = ""  # what people call it: a roll says whose closed day it passed over
+    # The calendar whose closed days bind its dates (the Service's), checked first; this one's own add to them.
+    binds: BusinessCalendar | None = None
 
     @cached_property
     def zone(self) -> ZoneInfo:
@@ -71,24 +94,42 @@ class BusinessCalendar:
             self._years[year] = days
         return self._years[year]
 
-    def why_closed(self, d: date) -> str | None:
+    def _own_reasons(self, d: date) -> list[str]:
         reasons = []
         if d.weekday() in self.weekends:
             reasons.append("a weekend")
         holiday = self.closed_in(d.year).get(d)
         if holiday:
             reasons.append(holiday)
-        return ", ".join(reasons) if reasons else None
+        return reasons
+
+    def closed_by(self, d: date) -> list[tuple[str, list[str]]]:
+        """Whose closed day ``d`` is: (calendar name, reasons), the binding calendar's first; a reason the
+        binding calendar gives is not said again for this one."""
+        found: list[tuple[str, list[str]]] = []
+        said: set[str] = set()
+        for cal in (self.binds, self) if self.binds is not None else (self,):
+            reasons = [r for r in cal._own_reasons(d) if r not in said]
+            said.update(reasons)
+            if reasons:
+                found.append((cal.name, reasons))
+        return found
+
+    def why_closed(self, d: date) -> str | None:
+        found = self.closed_by(d)
+        return " and ".join(whose_text(", ".join(reasons), name) for name, reasons in found) or None
 
     def roll(self, civil: date) -> Rolled:
-        """The first open day on or after ``civil``, with each closed day passed over and why."""
+        """The first open day on or after ``civil``, with each closed day passed over, why, and whose."""
         d = civil
         skipped: list[tuple[date, str]] = []
+        whose = ""
         for _ in range(MAX_ROLL_DAYS):
-            why = self.why_closed(d)
-            if why is None:
-                return Rolled(civil, d, tuple(skipped))
-            skipped.append((d, why))
+            found = self.closed_by(d)
+            if not found:
+                return Rolled(civil, d, tuple(skipped), whose)
+            skipped.append((d, " and ".join(whose_text(", ".join(reasons), name) for name, reasons in found)))
+            whose = " and ".join(name for name, _ in found if name)
             d += timedelta(days=1)
         raise ValueError(f"no open day within a year of {civil}")
 
@@ -125,7 +166,7 @@ def local_instant(d: date, t: time, zone: ZoneInfo) -> datetime:
 
 def calendar_from(*, zone: str = "UTC", weekends: Iterable[int] | None = None, closes: time | None = None,
                   holiday_country: str = "", holiday_subdiv: str = "",
-                  closed_days: dict[date, str] | None = None) -> BusinessCalendar:
+                  closed_days: dict[date, str] | None = None, name: str = "") -> BusinessCalendar:
     return BusinessCalendar(
         zone_name=zone,
         weekends=frozenset(weekends if weekends is not None else (5, 6)),
@@ -133,7 +174,17 @@ def calendar_from(*, zone: str = "UTC", weekends: Iterable[int] | None = None, c
         holiday_country=holiday_country,
         holiday_subdiv=holiday_subdiv,
         closed_days=dict(closed_days or {}),
+        name=name,
     )
+
+
+def bound(own: BusinessCalendar, binding: BusinessCalendar | None) -> BusinessCalendar:
+    """A date's calendar when its Service names the calendar that binds it: ``own`` (the customer's) gives the
+    zone and the closing minute and adds its closed days; ``binding``'s are never removed. The same calendar
+    (or none) is ``own`` alone."""
+    if binding is None or binding is own:
+        return own
+    return replace(own, binds=binding)
 
 
 DueFunction = Callable[..., date]

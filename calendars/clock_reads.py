@@ -18,7 +18,8 @@ from timers.rows import read
 from .clock_keys import DUE_HANDLER, RUNG_HANDLER
 from .models import Clock, ClockItem, Subject
 
-# The batch's clock items (timers/batch.py): each with its clock, subject and calendar, by (clock id, item).
+# The batch's clock items (timers/batch.py): each with its clock, subject and calendar, and the calendar that
+# binds its date, by (clock id, item).
 ITEMS = "calendars.items"
 ITEM_TABLES = ("calendars_clockitem", "calendars_clock", "calendars_subject", "calendars_calendar")
 SUBJECT_CLOCKS = "calendars.subject_clocks"  # a subject's clocks that live on it: (spec, version, owner_ref)
@@ -32,7 +33,10 @@ def item_pks(item: ClockItem, table: str) -> tuple:
     if table == "calendars_clock":
         return (item.clock_id,)
     clock = item.clock
-    return (clock.subject_id,) if table == "calendars_subject" else (clock.subject.calendar_id,)
+    if table == "calendars_subject":
+        return (clock.subject_id,)
+    # The subject's calendar and the one that binds the item's date: an edit to either reads the item again.
+    return tuple(dict.fromkeys(c for c in (clock.subject.calendar_id, item.calendar_id) if c is not None))
 
 
 def load_items(wanted: set) -> dict:
@@ -43,7 +47,7 @@ def load_items(wanted: set) -> dict:
     rows = ClockItem.objects.filter(clock_id__in=clocks)
     if len(whole) < len(clocks):
         rows = rows.filter(Q(clock_id__in=whole) | Q(item__in={i for _, i in wanted}))
-    rows = read(rows.order_by("clock_id", "item"), related=("clock",))
+    rows = read(rows.order_by("clock_id", "item"), related=("clock", "calendar"))
     # Each subject (with its calendar) once, shared by its clocks' items: a handler gets its own copy anyway.
     subjects = {s.pk: s for s in read(Subject.objects.filter(pk__in={r.clock.subject_id for r in rows}),
                                       related=("calendar",))}

@@ -24,7 +24,7 @@ from . import specs
 from .civil import BusinessCalendar
 from .clock_keys import DUE_HANDLER, RUNG_HANDLER, ack_keys, due_key, item_keys, rung_key
 from .clock_reads import ITEM_NAMES, ITEMS, SUBJECT_CLOCKS, batch_item, opened_in_batch, owner_clocks
-from .closed_days import business_calendar
+from .closed_days import binding_calendar, item_calendar
 from .models import Clock, ClockItem, Subject
 from .offsets import Rung
 from .specs import ClockSpec, DueInput
@@ -36,18 +36,26 @@ def _inputs(clock: Clock, item: str, due: date | None = None) -> DueInput:
 
 @dataclass
 class Dated:
-    """A civil date as its calendar keeps it: rolled to an open day, closing at its minute, and why it rolled."""
+    """A civil date as its calendar keeps it: rolled to an open day, closing at its minute, and why it rolled
+    (and on whose calendar the day that pushed it last was closed)."""
 
     civil: date
     due_date: date
     due_at: datetime
     why: str
     reason: str
+    whose: str = ""
 
 
 def _date(cal: BusinessCalendar, civil: date) -> Dated:
     rolled = cal.roll(civil)
-    return Dated(civil, rolled.date, cal.close_of(rolled.date), rolled.why, rolled.reason)
+    return Dated(civil, rolled.date, cal.close_of(rolled.date), rolled.why, rolled.reason, rolled.whose)
+
+
+def _rolled(clock: Clock, item: str, d: Dated) -> dict:
+    """What clock.rolled says: from, to, why (whose closed day pushed it last), every day it passed over."""
+    return {"clock": clock.name, "item": item, "from": d.civil.isoformat(), "to": d.due_date.isoformat(),
+            "why": d.reason, "skipped": d.why, "closed_on": d.whose}
 
 
 def clock_open(*, armer: Armer, brand: Brand | str, domain: str, subject: Subject, spec_name: str,
@@ -72,17 +80,22 @@ def clock_open(*, armer: Armer, brand: Brand | str, domain: str, subject: Subjec
     names = spec.items_for(_inputs(clock, ""))
     if not names:
         return None
+    # Whose closed days bind each date: the clock's calendar for the item, else its Service's, else the brand's
+    # default; kept on the item, so a later change of default never moves it (subject_calendar adds its own).
+    bindings = {name: binding_calendar(brand_id=clock.brand_id, ref=spec.calendar_for(_inputs(clock, name)))
+                for name in names}
     batches.create(clock, kept_by=(SUBJECT_CLOCKS,))  # its id is new: the job that opens it is
-    cal = business_calendar(subject)
     items = []
+    cals: dict[str, BusinessCalendar] = {}
     for name in names:
+        item = ClockItem(clock=clock, item=name, calendar=bindings[name], changed_at=armer.now)
+        cal = cals[name] = item_calendar(item)
         d = _date(cal, spec.due(_inputs(clock, name)))
-        items.append(ClockItem(clock=clock, item=name, civil=d.civil, due_date=d.due_date, due_at=d.due_at,
-                               rolled_why=d.why, changed_at=armer.now))
+        item.civil, item.due_date, item.due_at, item.rolled_why = d.civil, d.due_date, d.due_at, d.why
+        items.append(item)
         if d.due_date != d.civil:
             armer.record("clock.rolled", subject=f"{clock.id}#{name}" if name else clock.id,
-                         data={"clock": clock.name, "item": name, "from": d.civil.isoformat(),
-                               "to": d.due_date.isoformat(), "why": d.reason, "skipped": d.why})
+                         data=_rolled(clock, name, d))
     keys = batches.new_keys(ClockItem, len(items))
     if keys is None:
         with batches.fresh(ITEMS):  # a new clock's items: no key the batch asked for is among them
@@ -94,7 +107,7 @@ def clock_open(*, armer: Armer, brand: Brand | str, domain: str, subject: Subjec
     for item in items:
         item.clock = clock
         armer.made(item.owner_key)  # a new clock's: its timers are all armed here
-        arm_item(armer, item, spec, cal, move=0)
+        arm_item(armer, item, spec, cals[item.item], move=0)
     opened_in_batch(clock, items)
     clock.opened_items = items  # what its opener may read without asking the database again (job_open)
     return clock
@@ -166,7 +179,7 @@ def clock_move(*, armer: Armer, item: ClockItem, civil: date, by: str, cause: di
     armed at @n+1; the run rung keeps its key (retimed if it has not rung)."""
     clock = item.clock
     spec = specs.get(clock.spec)
-    cal = business_calendar(clock.subject)
+    cal = item_calendar(item)
     d = _date(cal, civil)
     before = (item.due_date, item.moves)
     if d.due_date == item.due_date and d.civil == item.civil:
@@ -183,11 +196,10 @@ def clock_move(*, armer: Armer, item: ClockItem, civil: date, by: str, cause: di
     if d.due_date != d.civil:
         data["rolled_from"] = d.civil.isoformat()
         data["why"] = d.reason
+        data["closed_on"] = d.whose
     armer.record("clock.moved", subject=subject, data=data)
     if d.due_date != d.civil:
-        armer.record("clock.rolled", subject=subject, data={"clock": clock.name, "item": item.item,
-                                                           "from": d.civil.isoformat(), "to": d.due_date.isoformat(),
-                                                           "why": d.reason, "skipped": d.why})
+        armer.record("clock.rolled", subject=subject, data=_rolled(clock, item.item, d))
     if item.status == ClockItem.Status.OPEN:
         arm_item(armer, item, spec, cal, move=item.moves, supersede_prev=True, include_run=False, by=rearm,
                   prev_due=before[0])
@@ -241,7 +253,7 @@ def clock_satisfy(*, armer: Armer, item: ClockItem, by: str = "", kept_with: str
     item.status, item.satisfied_at, item.changed_at = ClockItem.Status.SATISFIED, armer.now, armer.now
     batches.save(item, fields=["status", "satisfied_at", "changed_at"])
     armer.supersede_all(item_keys(item, spec), by="clock.satisfied")
-    on_time = business_calendar(clock.subject).on_time(judged_at or armer.now, item.due_date)
+    on_time = item_calendar(item).on_time(judged_at or armer.now, item.due_date)
     judged = {"judged_by": judged_by, "judged_at": iso_z(judged_at)} if judged_at else {}
     armer.record("clock.satisfied", subject=item.owner_key,
                  data={"clock": clock.name, "item": item.item, "due": item.due_date.isoformat(),
@@ -253,7 +265,7 @@ def clock_step(*, armer: Armer, item: ClockItem, step: str, proposed_at: datetim
     """A step a clock bars or moves, through the gate: refused date_passed once a hard date has passed."""
     clock = item.clock
     spec = specs.get(clock.spec)
-    cal = business_calendar(clock.subject)
+    cal = item_calendar(item)
     # One already in the gate is judged by when it was proposed; one waiting on a person, when it commits.
     when = proposed_at or armer.now
     if clock.hard and not cal.on_time(when, item.due_date):
@@ -303,7 +315,7 @@ def _followers(armer: Armer, leader: ClockItem, spec: ClockSpec) -> list[ClockIt
             names = b.caches.get(ITEM_NAMES, {}).get(leader.clock_id)
     if names is None:
         items = (ClockItem.objects.filter(clock=leader.clock, status=ClockItem.Status.OPEN).exclude(pk=leader.pk)
-                 .select_related("clock__subject__calendar").order_by("item"))
+                 .select_related("clock__subject__calendar", "calendar").order_by("item"))
     else:  # the batch's: the clock's items by name, each as the batch has it now
         items = [i for i in (batch_item(f, (leader.clock_id, n), read_ahead=False) for n in names if n != leader.item)
                  if i is not None and i.status == ClockItem.Status.OPEN]
@@ -318,7 +330,7 @@ def _keep_with(armer: Armer, moved: ClockItem, move: str, *, proposed_at: dateti
     if f is None or batches.current() is None:
         siblings = (ClockItem.objects.filter(clock__domain=clock.domain, clock__owner_ref=clock.owner_ref,
                                              clock__period=clock.period, item=moved.item, status=ClockItem.Status.OPEN)
-                    .exclude(clock=clock).select_related("clock__subject__calendar").order_by("clock__name"))
+                    .exclude(clock=clock).select_related("clock__subject__calendar", "calendar").order_by("clock__name"))
     else:  # the batch's: the owner's clocks by name, each one's item as the batch has it now
         names = batches.current().caches.get(ITEM_NAMES) or {}  # a clock known not to have the item is skipped
         siblings = [i for i in (batch_item(f, (cid, moved.item), read_ahead=False)
@@ -385,7 +397,7 @@ def clock_inputs_changed(*, armer: Armer, clock: Clock, inputs: dict) -> list[Cl
     spec = specs.get(clock.spec)
     moved = []
     for item in clock.items.filter(status__in=[ClockItem.Status.OPEN, ClockItem.Status.DUE]).select_related(
-            "clock__subject"):
+            "clock__subject__calendar", "calendar"):
         if item.moves:
             continue  # a date a step moved keeps its move; the due function answered for @0 only
         civil = spec.due(_inputs(clock, item.item))

@@ -35,6 +35,7 @@ from timers.keys import parse as parse_key
 from timers.models import Event, TestClock, Timer, brand_domain, is_live
 
 from . import words
+from .civil import split_whose
 from .closed_days import business_calendar
 from .models import ClockItem, Subject
 
@@ -158,19 +159,20 @@ WEEKDAYS = ("Monday", "Tuesday", "Wednesday", "Thursday", "Friday", "Saturday", 
 
 
 def rolled_text(civil: date, rolled_why: str) -> str:
-    """Why a date rolled, as the seed says it: "rolled from Saturday 2028-04-15: Emancipation Day (observed)
-    on Monday 04-17" (the closed day that pushed it last); a weekend alone: "rolled from Sunday 2028-10-15:
-    a weekend"."""
+    """Why a date rolled, as the seed says it, and whose closed day it was: "rolled from Saturday 2028-04-15:
+    Emancipation Day (observed) on Monday 04-17, on the US federal calendar" (the closed day that pushed it
+    last); a weekend alone: "rolled from Sunday 2028-10-15: a weekend, on the apis.tax calendar"."""
     text = f"rolled from {WEEKDAYS[civil.weekday()]} {civil.isoformat()}"
     last = rolled_why.rsplit("; ", 1)[-1] if rolled_why else ""
     day, _, reason = last.partition(": ")
     if not reason:
         return text
+    what, whose = split_whose(reason)
     parts = day.split()
     when = date.fromisoformat(parts[-1]) if parts else civil
-    if when == civil or reason == "a weekend":
+    if when == civil or what == "a weekend":
         return f"{text}: {reason}"
-    return f"{text}: {reason} on {WEEKDAYS[when.weekday()]} {when:%m-%d}"
+    return f"{text}: {what} on {WEEKDAYS[when.weekday()]} {when:%m-%d}{whose}"
 
 
 def _hints(item: ClockItem) -> str:

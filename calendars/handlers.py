@@ -14,7 +14,7 @@ from . import specs
 from .clock_keys import DUE_HANDLER, RUNG_HANDLER, rung_key
 from .clock_reads import batch_item
 from .clocks import clock_lapsed, clock_step, lapse_hears
-from .closed_days import business_calendar
+from .closed_days import item_calendar
 from .models import ClockItem
 
 NOTICES_TRANSPORT = "notices"  # configured in KEEPING_TIME["TRANSPORTS"]
@@ -35,7 +35,7 @@ def fire_rung(f: Firing) -> None:
     spec = specs.get(clock.spec)
     rung = spec.rung(f.timer.data["rung"])
     move = f.timer.data.get("move", 0)
-    cal = business_calendar(clock.subject)
+    cal = item_calendar(item)
     base = {"clock": clock.name, "item": item.item, "period": clock.period, "rung": rung.text,
             "due": item.due_date.isoformat(), "due_at": iso_z(item.due_at), "zone": cal.zone_name}
     label = f"{clock.name} {item.item}".strip()

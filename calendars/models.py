@@ -80,7 +80,7 @@ class Calendar(models.Model):
         return calendar_from(
             zone=self.zone, weekends=self.weekends, closes=self.closes, holiday_country=self.holiday_country,
             holiday_subdiv=self.holiday_subdiv,
-            closed_days={c.date: c.why for c in self.closed.all()},
+            closed_days={c.date: c.why for c in self.closed.all()}, name=self.name,
         )
 
 
@@ -196,10 +196,21 @@ class ClockItem(models.Model):
     status = models.CharField(max_length=12, choices=Status.choices, default=Status.OPEN)
     satisfied_at = models.DateTimeField(null=True, blank=True)
     changed_at = models.DateTimeField(help_text="domain time of the last change: the feed's DTSTAMP")
+    # Whose closed days bind the date, resolved when the clock opens (the clock's calendar, else its Service's,
+    # else the brand's default) and kept, so a later change of default never moves it; the subject's own
+    # calendar gives the zone and adds its closed days. None: the subject's calendar alone (opened before).
+    calendar = models.ForeignKey(Calendar, on_delete=models.PROTECT, null=True, blank=True, db_index=False,
+                                 related_name="bound_items",
+                                 help_text="the calendar whose closed days bind the date (the Service's)")
 
     class Meta:
         constraints = [models.UniqueConstraint(fields=["clock", "item"], name="clock_item_once")]
         ordering = ["due_at", "item"]
+        indexes = [
+            # A change to a calendar's closed days re-rolls the open dates bound to it (brand_calendars._reroll).
+            models.Index(fields=["calendar"], name="clockitem_bound_open",
+                         condition=Q(status__in=["open", "due"]) & Q(calendar__isnull=False)),
+        ]
 
     def __str__(self) -> str:
         return self.owner_key

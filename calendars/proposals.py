@@ -21,7 +21,7 @@ from timers.armer import Armer
 from timers.errors import KeepingTimeError, Refused
 
 from .clocks import clock_step
-from .closed_days import business_calendar
+from .closed_days import item_calendar
 from .models import ClockItem, Proposal
 
 
@@ -34,14 +34,14 @@ def clock_propose(*, armer: Armer, item: ClockItem, step: str, waits_on: str = "
                                    proposed_at=armer.now)
 
 
-# A proposal's item, clock, subject and calendar come with it in the query that locks the proposal alone.
-_WITH_ITEM = "item__clock__subject__calendar"
+# A proposal's item, clock, subject and calendars come with it in the query that locks the proposal alone.
+_WITH_ITEM = ("item__clock__subject__calendar", "item__calendar")
 
 
 def _commit(armer: Armer, p: Proposal, judged_at: datetime) -> Proposal:
     item = p.item
     p.committed_at, p.judged_at = armer.now, judged_at
-    p.on_time = business_calendar(item.clock.subject).on_time(judged_at, item.due_date)
+    p.on_time = item_calendar(item).on_time(judged_at, item.due_date)
     try:
         with transaction.atomic():  # a refusal rolls back what the step wrote, never the queue's answer
             p.outcome = clock_step(armer=armer, item=item, step=p.step, proposed_at=judged_at)
@@ -56,7 +56,7 @@ def _commit(armer: Armer, p: Proposal, judged_at: datetime) -> Proposal:
 def proposals_commit(*, armer: Armer) -> list[Proposal]:
     """The gate reaches the queue: every queued proposal of the domain, oldest first, judged at proposed_at.
     Rows another worker holds are left to it (SKIP LOCKED), so two drains never commit one proposal twice."""
-    queued = list(Proposal.objects.select_for_update(skip_locked=True, of=("self",)).select_related(_WITH_ITEM)
+    queued = list(Proposal.objects.select_for_update(skip_locked=True, of=("self",)).select_related(*_WITH_ITEM)
                   .filter(domain=armer.domain, state=Proposal.State.QUEUED).order_by("proposed_at", "id"))
     return [_commit(armer, p, p.proposed_at) for p in queued]
 
@@ -64,7 +64,7 @@ def proposals_commit(*, armer: Armer) -> list[Proposal]:
 @transaction.atomic
 def proposal_approve(*, armer: Armer, proposal: Proposal) -> Proposal:
     """The person it waited on says yes: it commits now, and now is what judges it."""
-    p = Proposal.objects.select_for_update(of=("self",)).select_related(_WITH_ITEM).get(pk=proposal.pk)
+    p = Proposal.objects.select_for_update(of=("self",)).select_related(*_WITH_ITEM).get(pk=proposal.pk)
     if p.state != Proposal.State.WAITING:
         raise KeepingTimeError(f"proposal {p.id} is {p.state}, not waiting on anyone", code="proposal_not_waiting",
                                status=409)

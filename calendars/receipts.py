@@ -18,7 +18,7 @@ from timers.models import Outbox
 
 from .civil import BusinessCalendar, local_instant
 from .clocks import clock_satisfy
-from .closed_days import business_calendar
+from .closed_days import item_calendar
 from .models import ClockItem
 from .specs import ClockSpec
 
@@ -44,7 +44,7 @@ def receipt_time(receipt: dict | None, cal: BusinessCalendar) -> tuple[datetime,
 def clock_receipt(*, armer: Armer, item: ClockItem, step: str, receipt: dict | None) -> ClockItem:
     """The outside system answered a submit step: the date is kept, on time or not by the receipt's time
     (the postmark of an e-filed return, in the filer's zone; else when the system received it)."""
-    judged = receipt_time(receipt, business_calendar(item.clock.subject))
+    judged = receipt_time(receipt, item_calendar(item))
     if judged is None:
         return clock_satisfy(armer=armer, item=item, by=step)
     return clock_satisfy(armer=armer, item=item, by=step, judged_at=judged[0], judged_by=judged[1])
@@ -57,7 +57,7 @@ def submissions_settled(results: list[tuple[str, bool, object]]) -> None:
         row = rows.get(sid)
         if not ok or row is None or "clock" not in (row.payload or {}):
             continue
-        item = (ClockItem.objects.select_related("clock__subject__calendar")
+        item = (ClockItem.objects.select_related("clock__subject__calendar", "calendar")
                 .filter(clock_id=row.payload["clock"], item=row.payload.get("item", "")).first())
         if item is None or item.status in (ClockItem.Status.SATISFIED, ClockItem.Status.VOIDED):
             continue

@@ -5,7 +5,7 @@ A malformed rung or move is an error when the spec is made (at load time), namin
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import date, time
 from typing import Any
@@ -35,6 +35,39 @@ DueFn = Callable[[DueInput], date]
 
 
 @dataclass(frozen=True)
+class CalendarSpec:
+    """A calendar written on a Service or on one of its clocks (seed keeping-time, "Every date falls on one
+    calendar"): the brand's calendar of this ``name``, made from this declaration the first time it is needed
+    (the brand may then edit its closed days). On a clock it binds the clock's dates (its closed days are never
+    removed by the customer's calendar); on a Service it binds the clocks that name none, and a subject of the
+    Service that names no calendar keeps its dates on it."""
+
+    name: str
+    zone: str = "UTC"
+    weekends: tuple[int, ...] = (5, 6)
+    closes: str = "23:59"
+    # ("US",), ("US", "DC") or "US-DC": the holidays package's country and subdivision
+    holidays: tuple[str, ...] | str = ()
+    closed: tuple[tuple[str, str], ...] = ()  # the brand's own days: (("2028-01-17", "why"), …)
+
+    @property
+    def country_and_subdivision(self) -> tuple[Any, Any]:
+        """("US", "DC") from ("US", "DC") or "US-DC"; ("US", "") from ("US",) or "US"; ("", "") for none."""
+        written = self.holidays
+        if isinstance(written, str):
+            country, _, subdivision = written.partition("-")
+            return country, subdivision
+        return (tuple(written) + ("", ""))[0], (tuple(written) + ("", ""))[1]
+
+
+# Which calendar binds a clock's dates: a calendar declared here, or the name of one the brand has.
+CalendarRef = CalendarSpec | str
+# Written on a clock: one for every item, one per item ({"US": federal, "US-CA": "California"}; an item not
+# named takes the Service's), or a function of the due input that names one (None: the Service's).
+ClockCalendar = CalendarRef | Mapping[str, CalendarRef] | Callable[[DueInput], CalendarRef | None]
+
+
+@dataclass(frozen=True)
 class ClockSpec:
     name: str
     due: DueFn
@@ -58,8 +91,13 @@ class ClockSpec:
     follows: Callable[[DueInput], str | None] | None = None
     # A step that submits to an outside system (step → transport): the outside receipt's time judges on time.
     submits: dict[str, str] = field(default_factory=dict)
+    # Whose closed days bind its dates (a CalendarSpec, a calendar name the brand has, one per item, or a
+    # function of the input); None: its Service's calendar, else the brand's default.
+    calendar: ClockCalendar | None = None
     where: str = ""  # the Service file that declares it, for error messages
     parsed_rungs: tuple[Rung, ...] = field(init=False, default=())
+    # The Service's calendar, for the items the clock names none for (set when the Service is checked).
+    service_calendar: CalendarSpec | None = field(init=False, default=None, compare=False)
 
     def __post_init__(self) -> None:
         where = f"{self.where}: " if self.where else ""
@@ -79,10 +117,38 @@ class ClockSpec:
             raise SpecError(f"{where}clocks.{self.name}.follows: a function of the input that names an item")
         if not callable(self.due):
             raise SpecError(f"{where}clocks.{self.name}.due: a function of the input that returns a date")
+        for item, ref in self.declared_calendars():
+            if not (isinstance(ref, CalendarSpec) or isinstance(ref, str) and ref.strip() and len(ref) <= 200):
+                at = f".{item}" if item is not None else ""
+                raise SpecError(f"{where}clocks.{self.name}.calendar{at}: a CalendarSpec, the name of a calendar "
+                                f"the brand has, one of those per item, or a function of the input; not {ref!r}")
         for name, fn in self.moves.items():
             if not callable(fn):
                 raise SpecError(f"{where}clocks.{self.name}.moves.{name}: a function that returns a date")
         object.__setattr__(self, "parsed_rungs", tuple(parsed))
+
+    def declared_calendars(self) -> list[tuple[str | None, Any]]:
+        """The calendars written on the clock, (item or None, what is written): a function's are known only
+        when it is called."""
+        cal = self.calendar
+        if cal is None or callable(cal) and not isinstance(cal, Mapping):
+            return []
+        if isinstance(cal, Mapping):
+            return [(str(item), ref) for item, ref in cal.items()]
+        return [(None, cal)]
+
+    def calendar_for(self, x: DueInput) -> CalendarRef | None:
+        """The calendar that binds item ``x.item``'s date as declared: the clock's (for the item), else the
+        Service's, else None (the brand's default)."""
+        cal = self.calendar
+        if isinstance(cal, Mapping):
+            cal = cal.get(x.item)
+        elif callable(cal):
+            cal = cal(x)
+        if cal is not None and not (isinstance(cal, CalendarSpec) or isinstance(cal, str) and cal.strip()):
+            raise SpecError(f"clocks.{self.name}.calendar: for {x.item or 'its date'} names {cal!r}, not a "
+                            "CalendarSpec or a calendar's name")
+        return cal if cal is not None else self.service_calendar
 
     def items_for(self, x: DueInput) -> list[str]:
         items = self.items(x) if callable(self.items) else self.items

@@ -24,7 +24,7 @@ from typing import Any
 from dateutil.relativedelta import relativedelta
 
 from calendars.offsets import Offset, OffsetError, parse_offset, parse_span
-from calendars.specs import ClockSpec, SpecError
+from calendars.specs import CalendarSpec, ClockSpec, SpecError
 from timers.errors import KeepingTimeError
 
 from .periods import EACH
@@ -61,20 +61,6 @@ class SubjectSpec:
             shown = f" (e.g. {self.example})" if self.example else ""
             return f"a {self.kind}'s {self.key} is {self.pattern}{shown}, not {key!r}"
         return None
-
-
-@dataclass(frozen=True)
-class CalendarSpec:
-    """A calendar written on a Service (seed keeping-time, "Every date falls on one calendar"): a subject of the
-    Service that names no calendar keeps its dates on the brand's calendar of this ``name``, made from this
-    declaration the first time a subject needs it (the brand may then edit its closed days)."""
-
-    name: str
-    zone: str = "UTC"
-    weekends: tuple[int, ...] = (5, 6)
-    closes: str = "23:59"
-    holidays: tuple[str, ...] = ()  # ("US",) or ("US", "DC"): the holidays package's country and subdivision
-    closed: tuple[tuple[str, str], ...] = ()  # the brand's own days: (("2028-01-17", "why"), …)
 
 
 @dataclass(frozen=True)
@@ -415,6 +401,7 @@ class Service:
         self._check_signals(w)
         self._check_inputs(w)
         self._check_subject_and_calendar(w)
+        self._check_clock_calendars(w)
         unknown_keeps = [k for k in self.subject.keeps if not k.isidentifier()]
         if unknown_keeps:
             raise ServiceError(f"{w}subject.keeps: names are identifiers, not {unknown_keeps}")
@@ -531,27 +518,18 @@ class Service:
                 raise ServiceError(f"{w}subject.pattern: {exc}") from None
             if spec.example and spec.key_problem(spec.example):
                 raise ServiceError(f"{w}subject.example: {spec.example!r} does not match {spec.pattern}")
-        cal = self.calendar
-        if cal is None:
-            return
-        from calendars.brand_calendars import (  # noqa: PLC0415 - a Service file imports declare before any app loads
-            check_closed_days,
-            check_closes,
-            check_holidays,
-            check_weekends,
-            check_zone,
-        )
+        if self.calendar is not None:
+            _check_calendar_spec(self.calendar, f"{w}calendar")
 
-        try:
-            if not isinstance(cal, CalendarSpec) or not cal.name.strip():
-                raise ServiceError("a CalendarSpec with a name")
-            check_zone(cal.zone)
-            check_weekends(list(cal.weekends))
-            check_closes(cal.closes)
-            check_holidays(*(tuple(cal.holidays) + ("", ""))[:2])
-            check_closed_days([{"date": d, "why": why} for d, why in cal.closed])
-        except KeepingTimeError as exc:
-            raise ServiceError(f"{w}calendar.{exc.message}") from None
+    def _check_clock_calendars(self, w: str) -> None:
+        """Each calendar a clock writes is a CalendarSpec that makes a calendar, or a name; a clock that writes
+        none (or none for an item) is bound by the Service's. A CalendarSpec makes the brand's calendar of its
+        name the first time one is needed; from then on that calendar is the brand's to edit."""
+        for name, spec in self.clocks.items():
+            for item, ref in spec.declared_calendars():
+                if isinstance(ref, CalendarSpec):
+                    _check_calendar_spec(ref, f"{w}clocks.{name}.calendar" + (f".{item}" if item is not None else ""))
+            object.__setattr__(spec, "service_calendar", self.calendar)
 
     def _check_people(self, w: str) -> None:
         """Steps, pools, scopes and policy values: each named thing declared, each span parsed."""
@@ -608,6 +586,30 @@ class Service:
 
 
 _STEP_RE = re.compile(r"[a-z][a-z0-9_]{0,39}")
+
+
+def _check_calendar_spec(cal: Any, where: str) -> None:
+    from calendars.brand_calendars import (  # noqa: PLC0415 - a Service file imports declare before any app loads
+        check_closed_days,
+        check_closes,
+        check_holidays,
+        check_weekends,
+        check_zone,
+    )
+
+    try:
+        if not isinstance(cal, CalendarSpec) or not isinstance(cal.name, str) or not cal.name.strip() \
+                or len(cal.name) > 200:
+            raise ServiceError("a CalendarSpec with a name of 1 to 200 characters")
+        check_zone(cal.zone)
+        check_weekends(list(cal.weekends))
+        check_closes(cal.closes)
+        check_holidays(*cal.country_and_subdivision)
+        check_closed_days([{"date": d, "why": why} for d, why in cal.closed])
+    except ServiceError as exc:
+        raise ServiceError(f"{where}: {exc}") from None
+    except KeepingTimeError as exc:
+        raise ServiceError(f"{where}.{exc.message}") from None
 
 
 def clock(name: str, **kw: Any) -> ClockSpec:

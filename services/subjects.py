@@ -6,25 +6,27 @@ domain (``subject_key_per_domain``: a constraint, and the id derives from it). I
 names, else the calendar its Service declares (``Service(calendar=CalendarSpec(…))``), else the brand's
 default; a brand with none is refused with ``calendar_required``, never silently UTC with no weekends. The
 calendar is resolved when the subject is made and kept on it, so its dates never change under it because a
-default changed later.
+default changed later. It is the customer's own: its zone and closing minute judge each due, and its closed
+days add to those of the calendar each date is bound to (the clock's or the Service's: calendars.closed_days).
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping
-from datetime import date, datetime
+from datetime import datetime
 from typing import Any
 
 from django.db import IntegrityError, transaction
 
-from calendars.brand_calendars import brand_default_calendar, check_closes, check_metadata, merge_metadata
-from calendars.models import Calendar, ClockItem, ClosedDay, Subject, seeded_subject_id
+from calendars.brand_calendars import brand_default_calendar, check_metadata, merge_metadata
+from calendars.closed_days import calendar_of_spec
+from calendars.models import Calendar, ClockItem, Subject, seeded_subject_id
 from timers.armer import DirectArmer
 from timers.errors import KeepingTimeError, NotFound
 from timers.models import Brand
 
 from . import registry
-from .declare import CalendarSpec, Service, SubjectSpec
+from .declare import Service, SubjectSpec
 
 
 def _bad(message: str, *, param: str, code: str = "invalid_request", status: int = 400) -> KeepingTimeError:
@@ -62,31 +64,13 @@ def check_kind_and_key(kind: Any, key: Any) -> SubjectSpec:
     return spec
 
 
-def _service_calendar(*, brand: Brand, spec: CalendarSpec) -> Calendar:
-    """The brand's calendar a Service declares, made from the declaration the first time it is needed."""
-    found = Calendar.objects.filter(brand=brand, name=spec.name).first()
-    if found is not None:
-        return found
-    country, subdiv = (tuple(spec.holidays) + ("", ""))[:2]
-    try:
-        with transaction.atomic():
-            cal = Calendar.objects.create(brand=brand, name=spec.name, zone=spec.zone, weekends=sorted(spec.weekends),
-                                          closes=check_closes(spec.closes), holiday_country=country,
-                                          holiday_subdiv=subdiv)
-            ClosedDay.objects.bulk_create([ClosedDay(calendar=cal, date=date.fromisoformat(d), why=why)
-                                           for d, why in spec.closed])
-            return cal
-    except IntegrityError:  # made meanwhile by another request
-        return Calendar.objects.get(brand=brand, name=spec.name)
-
-
 def resolve_calendar(*, brand: Brand, kind: str, calendar: Calendar | None = None) -> Calendar:
     """The calendar a new subject of ``kind`` keeps its dates on: its own, its Service's, else the brand's."""
     if calendar is not None:
         return calendar
     declared = {s.calendar.name: s.calendar for s in services_for(kind) if s.calendar is not None}
     if len(declared) == 1:
-        return _service_calendar(brand=brand, spec=next(iter(declared.values())))
+        return calendar_of_spec(brand_id=brand.id, spec=next(iter(declared.values())))
     default = brand_default_calendar(brand.id)
     if default is not None:
         return default

@@ -40,11 +40,14 @@ def test_acme_file_dates_roll_past_emancipation_day(brand, acme):
     got = items(file)
     for state in ("US", "US-CA", "US-NY"):
         assert got[state].civil == date(2028, 4, 15) and got[state].due_date == date(2028, 4, 18)
-        assert got[state].rolled_why.endswith("Monday 2028-04-17: Emancipation Day (observed)")
+        # Whose closed day each was: the subject's calendar, which these test clocks are bound by alone.
+        assert got[state].rolled_why.endswith("Monday 2028-04-17: Emancipation Day (observed), on the Acme Robotics "
+                                              "calendar")
     assert got["US-NJ"].due_date == date(2028, 5, 15) and got["US-NJ"].rolled_why == ""
     assert items(pay)["US"].due_date == date(2028, 4, 18)
     rolled = Event.objects.filter(domain=tc.id, type="clock.rolled", subject=f"{file.id}#US").get()
-    assert rolled.data["why"] == "Emancipation Day (observed)"
+    assert rolled.data["why"] == "Emancipation Day (observed), on the Acme Robotics calendar"
+    assert rolled.data["closed_on"] == "Acme Robotics"
     assert rolled.data["from"] == "2028-04-15" and rolled.data["to"] == "2028-04-18"
     # Due closes at 23:59 New York: on time through 23:59:59.999 local.
     assert got["US"].due_at == at("2028-04-19T03:59Z")

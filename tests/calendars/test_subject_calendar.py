@@ -91,7 +91,7 @@ def test_the_calendar_lists_the_returns_dates_and_rungs(client, key, acme):
     for state in ("US", "US-CA", "US-NY"):
         row = got[f"file the 2027 return · {state}"]
         assert (row["date"], row["kind"], row["answers_for"]) == ("2028-04-18", "clock", "Ada Lovelace")
-        assert row["status"] == "ahead, rolled from Saturday 2028-04-15: Emancipation Day (observed) on Monday 04-17"
+        assert row["status"] == "ahead, rolled from Saturday 2028-04-15: Emancipation Day (observed) on Monday 04-17, on the Acme Robotics calendar"
     assert got["file the 2027 return · US-NJ"]["date"] == "2028-05-15"
     assert got["file the 2027 return · US-NJ"]["status"] == "ahead"
     pay_row = got["pay the 2027 tax · US"]
@@ -266,7 +266,7 @@ def test_a_moved_date_keeps_its_uid_and_counts_the_move(client, key, acme):
     assert us.decoded("DTSTART") == date(2028, 10, 16)
     assert int(us["SEQUENCE"]) == 1
     assert us.decoded("DTSTAMP") == at("2028-04-15T13:00Z")  # when the extension moved it
-    assert "moved 1×, rolled from Sunday 2028-10-15: a weekend" in str(us["DESCRIPTION"])
+    assert "moved 1×, rolled from Sunday 2028-10-15: a weekend, on the Acme Robotics calendar" in str(us["DESCRIPTION"])
     # Its reminders move with it: notice 30d:2027@1 rings on 2028-09-16, 30 days before its new date.
     assert at("2028-09-16T13:00Z") in rings(us)
     assert at("2028-03-19T13:00Z") not in rings(us)
@@ -283,7 +283,8 @@ def test_a_moved_date_keeps_its_uid_and_counts_the_move(client, key, acme):
     got = by_what(rows)
     assert got["file the 2027 return · US"]["date"] == "2028-10-16"
     assert got["file the 2027 return · US"]["uid"] == us_uid
-    assert got["file the 2027 return · US"]["status"] == "ahead, moved 1×, rolled from Sunday 2028-10-15: a weekend"
+    assert got["file the 2027 return · US"]["status"] == ("ahead, moved 1×, rolled from Sunday 2028-10-15: a weekend, on the Acme Robotics "
+                                                             "calendar")
     assert got["file the 2027 return · US-NY"]["date"] == "2028-10-16"
     assert got["file the 2027 return · US-CA"]["date"] == "2028-11-15"
     assert got["file the 2027 return · US-NJ"]["date"] == "2028-05-15"
@@ -393,16 +394,16 @@ def test_subjects_calendar_prints_the_seeds_table(acme):
     assert lines[1].split() == ["date", "what", "kind", "answers", "for", "status"]
     cells = [re.split(r"\s{2,}", r) for r in rows]
     assert all(len(c) == 5 for c in cells)
-    assert ["2028-04-18", "file the 2027 return · US", "clock", "Ada Lovelace", "ahead, rolled from Saturday 2028-04-15: Emancipation Day (observed) on Monday 04-17"] in cells
+    assert ["2028-04-18", "file the 2027 return · US", "clock", "Ada Lovelace", "ahead, rolled from Saturday 2028-04-15: Emancipation Day (observed) on Monday 04-17, on the Acme Robotics calendar"] in cells
     assert ["2028-05-15", "file the 2027 return · US-NJ", "clock", "Ada Lovelace", "ahead"] in cells
-    assert ["2028-04-18", "pay the 2027 tax · US", "hard", "Ada Lovelace", "ahead, rolled from Saturday 2028-04-15: Emancipation Day (observed) on Monday 04-17"] in cells
+    assert ["2028-04-18", "pay the 2027 tax · US", "hard", "Ada Lovelace", "ahead, rolled from Saturday 2028-04-15: Emancipation Day (observed) on Monday 04-17, on the Acme Robotics calendar"] in cells
     assert [c[0] for c in cells] == sorted(c[0] for c in cells)
     assert not any(c[2] == "rung" for c in cells)
     # --rungs lists each date's rungs under it, indented.
     with_rungs = run("subjects", "calendar", subject.id, "--from", "2027-02-01", "--rungs").splitlines()
     assert with_rungs[0] == lines[0]
     more = [re.split(r"\s{2,}", r.strip()) for r in with_rungs[2:]]
-    us = more.index(["2028-04-18", "file the 2027 return · US", "clock", "Ada Lovelace", "ahead, rolled from Saturday 2028-04-15: Emancipation Day (observed) on Monday 04-17"])
+    us = more.index(["2028-04-18", "file the 2027 return · US", "clock", "Ada Lovelace", "ahead, rolled from Saturday 2028-04-15: Emancipation Day (observed) on Monday 04-17, on the Acme Robotics calendar"])
     assert more[us + 1] == ["2028-01-19", "notice 90d · file the 2027 return · US", "rung", "Ada Lovelace", "armed"]
     assert with_rungs[2 + us + 1].startswith("  2028-01-19")
     # Without --test-clock it lists the subject's own clock domain.

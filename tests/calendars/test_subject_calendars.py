@@ -34,8 +34,9 @@ def test_a_services_calendar_is_made_once_from_its_declaration_and_kept_by_its_s
     assert cal.name == "Paris office" and b.calendar_id == cal.id and Calendar.objects.count() == 1
     civil = cal.civil()
     assert (civil.zone_name, civil.closes.strftime("%H:%M"), civil.holiday_country) == ("Europe/Paris", "18:00", "FR")
-    assert civil.why_closed(date(2027, 5, 7)) == "bridge day"
-    assert civil.why_closed(date(2027, 7, 14)) and civil.why_closed(date(2027, 1, 23)) == "a weekend"
+    assert civil.why_closed(date(2027, 5, 7)) == "bridge day, on the Paris office calendar"  # and whose
+    assert civil.why_closed(date(2027, 7, 14))
+    assert civil.why_closed(date(2027, 1, 23)) == "a weekend, on the Paris office calendar"
     # A brand's own default does not win over the calendar the Service writes; one the subject names does.
     other = calendar_create(brand=brand, name="Home", zone="UTC", default=True, now=T0)
     c = subject_create(brand=brand, domain=tc.id, kind="club", key="CDE", name="Gamma", now=T0)

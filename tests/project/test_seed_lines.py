@@ -179,7 +179,7 @@ def test_the_feed_reads_right_in_khal_in_berlin(client, brand, tmp_path):
 
 
 # -- Acme's calendar and its dates (the example, as loadexample makes it) ---------------------------------------
-ROLLED = "rolled from Saturday 2028-04-15: Emancipation Day (observed) on Monday 04-17"
+ROLLED = "rolled from Saturday 2028-04-15: Emancipation Day (observed) on Monday 04-17, on the US federal calendar"
 
 
 @pytest.fixture
@@ -267,8 +267,8 @@ def test_the_extension_follows_the_seeds_order(example):
 
 
 def test_a_rolled_date_says_why_in_the_feed_and_the_portal(client, example):
-    """A clock's date that rolled says why: "rolled from Saturday 2028-04-15: Emancipation Day (observed) on
-    Monday 04-17", not only "rolled from"."""
+    """A clock's date that rolled says why, and whose closed day it was: "rolled from Saturday 2028-04-15:
+    Emancipation Day (observed) on Monday 04-17, on the US federal calendar", not only "rolled from"."""
     tc, subject = example
     advance(tc.id, at("2028-02-02T14:00Z"))
     token = subject_feed_rotate(subject=subject)

@@ -4,7 +4,14 @@ from __future__ import annotations
 
 from datetime import date
 
-from calendars.specs import DueInput
+from calendars.specs import CalendarSpec, DueInput
+
+# Whose closed days bind a federal date: the federal holidays and the District of Columbia's (IRC 7503: a
+# legal holiday in the District binds every federal filer, wherever they live: DC's Emancipation Day moves the
+# return due Saturday 15 April 2028 to Tuesday the 18th). The customer's own calendar adds its closed days and
+# says the zone the date closes in; it never removes these. The example binds every item to it (a state's own
+# closed days would be a calendar per item: calendar={"US": FEDERAL, "US-NJ": NEW_JERSEY}).
+FEDERAL = CalendarSpec("US federal", zone="America/New_York", holidays=("US", "DC"))
 
 # When the return is due, by item: the 15th day of the 4th month after the year (federal, CA, NY), or of
 # the 5th (NJ's CBT-100 and the Texas franchise report). An extension gives 6 months (CA: 7).
