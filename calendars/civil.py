@@ -71,6 +71,7 @@ class BusinessCalendar:
     holiday_subdiv: str = ""
     closed_days: dict[date, str] = field(default_factory=dict)  # hand-written
     _years: dict[int, dict[date, str]] = field(default_factory=dict, repr=False)
+    _holidays: dict[int, dict[date, str]] = field(default_factory=dict, repr=False)
     name: str = ""  # what people call it: a roll says whose closed day it passed over
     # The calendar whose closed days bind its dates (the Service's), checked first; this one's own add to them.
     binds: BusinessCalendar | None = None
@@ -80,14 +81,21 @@ class BusinessCalendar:
         return ZoneInfo(self.zone_name)
 
     # -- closed days ---------------------------------------------------------------------------------
-    def closed_in(self, year: int) -> dict[date, str]:
-        if year not in self._years:
+    def holidays_in(self, year: int) -> dict[date, str]:
+        """The public holidays of ``year`` (the holidays package's), without the hand-written days."""
+        if year not in self._holidays:
             days: dict[date, str] = {}
             if self.holiday_country:
                 source = holidays_lib.country_holidays(self.holiday_country, subdiv=self.holiday_subdiv or None,
                                                        years=year)
                 for d, name in source.items():
                     days[d] = name
+            self._holidays[year] = days
+        return self._holidays[year]
+
+    def closed_in(self, year: int) -> dict[date, str]:
+        if year not in self._years:
+            days = dict(self.holidays_in(year))
             for d, name in self.closed_days.items():
                 if d.year == year:
                     days[d] = f"{days[d]}, {name}" if d in days and name not in days[d] else name
@@ -95,12 +103,16 @@ class BusinessCalendar:
         return self._years[year]
 
     def _own_reasons(self, d: date) -> list[str]:
+        """Why this calendar alone closes ``d``, each reason apart: a weekend, a holiday, a hand-written day."""
         reasons = []
         if d.weekday() in self.weekends:
             reasons.append("a weekend")
-        holiday = self.closed_in(d.year).get(d)
+        holiday = self.holidays_in(d.year).get(d)
         if holiday:
             reasons.append(holiday)
+        own = self.closed_days.get(d)
+        if own and own not in (holiday or ""):  # as closed_in joins them
+            reasons.append(own)
         return reasons
 
     def closed_by(self, d: date) -> list[tuple[str, list[str]]]:
