@@ -22,8 +22,8 @@ from . import tools
 
 INSTRUCTIONS = (
     "Keeping Time keeps a services business's dates: every reminder, deadline and step is a timer on its record. "
-    "Read with list_timers, get_timer, subject_calendar and list_events; act with set_policy, advance_test_clock "
-    "and acknowledge. A test key (sk_test_…) sees test clocks only: pass test_clock=tc_… to read one. Errors carry "
+    "Read with list_timers, get_timer, subject_calendar, list_events and list_contacts; act with set_policy, "
+    "advance_test_clock, acknowledge and add_contact. A test key (sk_test_…) sees test clocks only: pass test_clock=tc_… to read one. Errors carry "
     "the API's code (resource_missing, invalid_request, live_mode_only …)."
 )
 READ = ToolAnnotations(readOnlyHint=True, idempotentHint=True, openWorldHint=False)
@@ -131,5 +131,26 @@ def build(secret: str) -> MCPServer:
         """Acknowledge a date that asks daily (ack daily 7d): the asking stops, and clock.acknowledged is
         recorded."""
         return call(tools.acknowledge, clock_id=clock_id, item=item, by=by)
+
+    @server.tool(annotations=READ)
+    def list_contacts(subject_id: Annotated[str, Field(description="sbj_…")]) -> dict[str, Any]:
+        """A customer's people (name, email, role, primary): who their dates go to; as GET
+        /subjects/<id>/contacts."""
+        return call(tools.list_contacts, subject_id=subject_id)
+
+    @server.tool(annotations=ACT)
+    def add_contact(
+        subject_id: Annotated[str, Field(description="sbj_…")],
+        name: Annotated[str, Field(description="Their name: Ada Lovelace")],
+        email: Annotated[str, Field(description="Where their dates' emails go")],
+        role: Annotated[str | None, Field(description="The brand's word for them: officer, bookkeeper")] = None,
+        phone: Annotated[str | None, Field(description="+1 212 555 0100")] = None,
+        zone: Annotated[str | None, Field(description="An IANA zone their times are said in")] = None,
+        primary: Annotated[bool | None, Field(description="The one a customer's date goes to first")] = None,
+    ) -> dict[str, Any]:
+        """Add a contact to a customer; the dates their role names move to them, on the record; as POST
+        /subjects/<id>/contacts."""
+        return call(tools.add_contact, subject_id=subject_id, name=name, email=email, role=role, phone=phone,
+                    zone=zone, primary=primary)
 
     return server

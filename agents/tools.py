@@ -13,11 +13,13 @@ from types import SimpleNamespace
 from typing import Any
 
 from calendars.acts import clock_acknowledge
+from calendars.contacts import contact_create, contact_json
 from calendars.entries import subject_calendar as build_subject_calendar
 from calendars.selectors import calendar_domain, get_subject
 from calendars.subject_calendar_json import calendar_json
 from services import registry
 from services.api_schemas import PolicySerializer
+from services.contacts_api import ContactCreateSerializer
 from services.declare import ServiceError
 from services.outside_writes import through_the_gate
 from services.policies import policy_set
@@ -28,7 +30,9 @@ from timers.api.inputs import parse_from
 from timers.api.serializers import EventListQuerySerializer, TimerListQuerySerializer, timer_json
 from timers.api.test_clock_serializers import TestClockAdvanceSerializer, test_clock_json
 from timers.armer import DirectArmer
+from timers.domains import domain_now, domain_writable
 from timers.errors import KeepingTimeError
+from timers.ids import brand_domain
 from timers.models import Brand
 from timers.selectors import arm_domain_of, events_page, get_test_clock, get_timer, timers_page
 from timers.timeutil import after_span
@@ -128,5 +132,25 @@ def acknowledge(brand: Brand, *, clock_id: str, item: str = "-", by: str = "") -
     it = get_item(clock, item)
     with through_the_gate():
         ended = clock_acknowledge(armer=DirectArmer(brand=brand, domain=clock.domain), item=it,
-                                  by=by or clock.answers_for)
+                                  by=by or clock.answers_for or "an agent")
     return {"object": "acknowledgement", "clock": clock.id, "item": item, "asks_ended": ended}
+
+
+# -- a customer's people ---------------------------------------------------------------------------------
+def list_contacts(brand: Brand, *, subject_id: str) -> dict[str, Any]:
+    """The customer's contacts, primary first (as GET /subjects/<id>/contacts)."""
+    subject = get_subject(brand, subject_id)
+    rows = subject.contacts.order_by("-primary", "created_at", "id")
+    return {"object": "list", "data": [contact_json(c) for c in rows], "has_more": False}
+
+
+def add_contact(brand: Brand, *, subject_id: str, name: str, email: str, role: str | None = None,
+                phone: str | None = None, zone: str | None = None, primary: bool | None = None) -> dict[str, Any]:
+    """A contact of the customer's (as POST /subjects/<id>/contacts): the dates their role names move to them, on
+    the record."""
+    subject = get_subject(brand, subject_id)
+    values = _valid(ContactCreateSerializer, {k: v for k, v in {"name": name, "email": email, "role": role,
+                                                                "phone": phone, "zone": zone,
+                                                                "primary": primary}.items() if v is not None})
+    domain_writable(domain=brand_domain(subject.domain, subject.brand_id))
+    return contact_json(contact_create(subject=subject, values=values, now=domain_now(domain=subject.domain)))

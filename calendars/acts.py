@@ -10,12 +10,14 @@ from django.db import transaction
 
 from timers.armer import Armer
 from timers.errors import KeepingTimeError
+from timers.models import Membership
 
-from . import specs
+from . import answers, specs
 from .clock_keys import ack_keys
-from .models import Clock, ClockItem
+from .models import Clock, ClockItem, Contact
+from .roles import STEWARD, Role
 
-STEWARD = "the brand"  # who keeps a date the customer hands over
+BACK = "role"  # clock_reassign's ``to``: back to whoever the clock's role names (the customer takes it back)
 
 
 def clock_acknowledge(*, armer: Armer, item: ClockItem, by: str = "") -> int:
@@ -40,16 +42,35 @@ def clock_acknowledge(*, armer: Armer, item: ClockItem, by: str = "") -> int:
 
 
 @transaction.atomic
-def clock_reassign(*, armer: Armer, clock: Clock, to: str, by: str, why: str) -> Clock:
-    """Who answers for the clock changes (a member withdraws naming a successor; a customer hands a date to
-    the steward). Its timers do not move: only who hears its rungs and lapses."""
-    if not to.strip():
-        raise KeepingTimeError("name who answers for it next", code="invalid_input")
+def clock_reassign(*, armer: Armer, clock: Clock, to: Membership | Contact | str, by: str, why: str) -> Clock:
+    """Who answers for the clock changes, on this clock itself: a member of the brand (the owner's Assign, a
+    successor when a member withdraws), a contact of the customer's, the brand (``STEWARD``: a customer hands
+    a date over), or ``BACK`` to whoever its role names (the customer takes it back). Its timers do not move:
+    only who hears its rungs and lapses. Recorded ``clock.reassigned {from, to, by, why}``."""
     was = clock.answers_for
-    if was == to:
+    if isinstance(to, Membership):
+        if to.brand_id != clock.brand_id:
+            raise KeepingTimeError("that person isn't one of the brand's people", code="unknown_member", status=404)
+        found: Membership | Contact | None = to
+        assigned = True
+    elif isinstance(to, Contact):
+        if to.subject_id != clock.subject_id:
+            raise KeepingTimeError("that contact isn't the customer's", code="resource_missing", status=404)
+        found, assigned = to, True
+    elif to == STEWARD:
+        found, assigned = None, True
+    elif to == BACK:
+        role = answers.role_of(clock)
+        found, assigned = answers.resolve(role, subject_id=clock.subject_id, owner_ref=clock.owner_ref), False
+    else:
+        raise KeepingTimeError("name who answers for it next", code="invalid_input")
+    role = answers.role_of(clock) if to == BACK else Role("brand")  # who "nobody" is: the brand, or no one yet
+    before = (clock.contact_id, clock.member_id, clock.assigned)
+    answers.place(clock, found, role)
+    clock.assigned = assigned
+    if (clock.contact_id, clock.member_id, clock.assigned) == before and clock.answers_for == was:
         return clock
-    clock.answers_for = to
-    clock.save(update_fields=["answers_for"])
-    armer.record("clock.reassigned", subject=clock.id, data={"clock": clock.name, "from": was, "to": to, "by": by,
-                                                             "why": why})
+    clock.save(update_fields=["contact", "member", "assigned", "answers_for"])
+    armer.record("clock.reassigned", subject=clock.id, data={"clock": clock.name, "from": was,
+                                                             "to": clock.answers_for, "by": by, "why": why})
     return clock

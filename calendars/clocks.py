@@ -20,13 +20,14 @@ from timers.rearm import Rearm
 from timers.rows import insert
 from timers.timeutil import iso_z
 
-from . import specs
+from . import answers, specs
 from .civil import BusinessCalendar
 from .clock_keys import DUE_HANDLER, RUNG_HANDLER, ack_keys, due_key, item_keys, rung_key
 from .clock_reads import ITEM_NAMES, ITEMS, SUBJECT_CLOCKS, batch_item, opened_in_batch, owner_clocks
 from .closed_days import binding_calendar, item_calendar
 from .models import Clock, ClockItem, Subject
 from .offsets import Rung
+from .roles import STEWARD, parse_role
 from .specs import ClockSpec, DueInput
 
 
@@ -60,21 +61,23 @@ def _rolled(clock: Clock, item: str, d: Dated) -> dict:
 
 def clock_open(*, armer: Armer, brand: Brand | str, domain: str, subject: Subject, spec_name: str,
                owner_ref: str, period: str, inputs: dict | None = None, title: str = "", version: str = "",
-               answers_for: str | None = None, opened_at: datetime | None = None,
+               role: str | None = None, opened_at: datetime | None = None,
                clock_id: str | None = None) -> Clock | None:
     """Open a clock: each item's date from its due function, rolled, and its rungs and due timer armed.
 
     Inside the tick pass a ``clock_id`` derived from what the clock is, so a replay makes the same ids. A
     clock whose items function names no item this time (a carryforward the period did not make) opens
-    nothing: None.
+    nothing: None. Who answers is the spec's role (or ``role``), resolved now to a person and recorded
+    (``clock.assigned``) unless it is the brand's.
     """
     spec = specs.get(spec_name)
+    who = parse_role(role) if role else spec.role
     clock = Clock(
         # Derived from the domain's seed and what the clock is, so the same scenario makes the same ids.
         id=clock_id or domain_id("clk", domain, owner_ref, spec_name, period, length=8),
         brand_id=brand if isinstance(brand, str) else brand.id, domain=domain, subject=subject, spec=spec_name,
         name=spec.name, title=title or spec.title or spec.name, lives_on=spec.lives_on, owner_ref=owner_ref,
-        period=period, hard=spec.hard, answers_for=answers_for or spec.answers_for, guarantee=spec.guarantee,
+        period=period, hard=spec.hard, role=str(who), guarantee=spec.guarantee,
         version=version, inputs=inputs or {}, opened_at=opened_at or armer.now,
     )
     names = spec.items_for(_inputs(clock, ""))
@@ -84,6 +87,9 @@ def clock_open(*, armer: Armer, brand: Brand | str, domain: str, subject: Subjec
     # default; kept on the item, so a later change of default never moves it (subject_calendar adds its own).
     bindings = {name: binding_calendar(brand_id=clock.brand_id, ref=spec.calendar_for(_inputs(clock, name)))
                 for name in names}
+    answers.place(clock, answers.resolve(who, subject_id=subject.id, owner_ref=owner_ref), who)
+    if who.kind != "brand":
+        answers.record_assigned(armer, clock, why="opened")
     batches.create(clock, kept_by=(SUBJECT_CLOCKS,))  # its id is new: the job that opens it is
     items = []
     cals: dict[str, BusinessCalendar] = {}
@@ -218,26 +224,35 @@ def on_clock_moved(fn: Callable[[Armer, ClockItem], None]) -> None:
         _moved_hooks.append(fn)
 
 
-# Called when a clock's date lapses (clock.due: it came unsatisfied; clock.passed: a hard date passed) with
-# the armer of the lapse, the item, the kind, who hears it and what they are told. Inside the tick the
-# armer is the firing's, so what a hook writes is part of its proposal (domain apps register: calendars
-# knows nothing of notifications).
-_lapse_hooks: list[Callable[[Armer, ClockItem, str, list[str], str], None]] = []
+# Called when a clock's notice rings or its date lapses (clock.notice, clock.escalate; clock.due: it came
+# unsatisfied; clock.passed: a hard date passed) with the armer, the item, the kind, who hears it (``hears``) and
+# what they are told. Inside the tick the armer is the firing's, so what a hook writes is part of its proposal
+# (domain apps register: calendars knows nothing of notifications).
+_told_hooks: list[Callable[[Armer, ClockItem, str, list[answers.Person | str], str], None]] = []
 
 
-def on_clock_lapsed(fn: Callable[[Armer, ClockItem, str, list[str], str], None]) -> None:
-    if fn not in _lapse_hooks:
-        _lapse_hooks.append(fn)
+def on_clock_told(fn: Callable[[Armer, ClockItem, str, list[answers.Person | str], str], None]) -> None:
+    if fn not in _told_hooks:
+        _told_hooks.append(fn)
 
 
-def lapse_hears(clock: Clock) -> list[str]:
-    """Who hears a clock's lapse: who answers for it, then the brand's owner (the owner console)."""
-    return list(dict.fromkeys(name for name in (clock.answers_for, "owner") if name))
+def hears(clock: Clock) -> list[answers.Person | str]:
+    """Who hears of a clock's date: who answers for it (a person; none for the brand or nobody yet), then
+    "owner", the brand's owners."""
+    person = answers.clock_person(clock)
+    return [person, "owner"] if person is not None else ["owner"]
 
 
-def clock_lapsed(*, armer: Armer, item: ClockItem, kind: str, hears: list[str], message: str) -> None:
-    for hook in _lapse_hooks:
-        hook(armer, item, kind, hears, message)
+def hears_names(clock: Clock) -> list[str]:
+    """Who hears, as the record says it: the person who answers by name, then "owner"."""
+    person = clock.answers_for if clock.answers_for != STEWARD else ""
+    return list(dict.fromkeys(name for name in (person, "owner") if name))
+
+
+def clock_told(*, armer: Armer, item: ClockItem, kind: str, message: str) -> None:
+    who = hears(item.clock)
+    for hook in _told_hooks:
+        hook(armer, item, kind, who, message)
 
 
 def clock_satisfy(*, armer: Armer, item: ClockItem, by: str = "", kept_with: str = "",

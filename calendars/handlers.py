@@ -13,8 +13,9 @@ from timers.timeutil import day_text, iso_z
 from . import specs
 from .clock_keys import DUE_HANDLER, RUNG_HANDLER, rung_key
 from .clock_reads import batch_item
-from .clocks import clock_lapsed, clock_step, lapse_hears
+from .clocks import clock_step, clock_told, hears_names
 from .closed_days import item_calendar
+from .entries import clock_what
 from .models import ClockItem
 
 NOTICES_TRANSPORT = "notices"  # configured in KEEPING_TIME["TRANSPORTS"]
@@ -49,7 +50,11 @@ def fire_rung(f: Firing) -> None:
             return
         f.record(f"clock.{rung.kind}", subject=item.owner_key, data=base)
         f.send(NOTICES_TRANSPORT, {"to": clock.answers_for, "subject": clock.subject_id, **base})
-        f.what = f"{label} · {rung.text} · due {item.due_date} · to {clock.answers_for}"
+        f.what = f"{label} · {rung.text} · due {item.due_date} · to {clock.answers_for or 'nobody yet'}"
+        days = (item.due_date - cal.today(f.instant)).days
+        soon = "today" if days <= 0 else "tomorrow" if days == 1 else f"in {days} days"
+        clock_told(armer=FiringArmer(f), item=item, kind=f"clock.{rung.kind}",
+                   message=f"{clock_what(item)} is due {day_text(item.due_date)}, {soon}.")
     elif rung.kind == "ack":
         day, days = f.timer.data.get("day", 1), f.timer.data.get("days", 1)
         f.record("clock.ack_requested", subject=item.owner_key, data={**base, "day": day, "of": days})
@@ -96,11 +101,10 @@ def fire_due(f: Firing) -> None:
         return
     clock = item.clock
     # A lapse is never silent: who hears it is on the record, and each of them is notified (the hooks).
-    hears = lapse_hears(clock)
     base = {"clock": clock.name, "item": item.item, "period": clock.period, "due": item.due_date.isoformat(),
-            "answers_for": clock.answers_for, "hears": hears}
+            "answers_for": clock.answers_for, "hears": hears_names(clock)}
     label = f"{clock.name} {item.item}".strip()
-    title = f"{clock.name} {clock.period} {item.item}".strip()
+    title = clock_what(item)
     if clock.hard:
         item.status, kind = ClockItem.Status.PASSED, "clock.passed"
         message = (f"{title}: the fixed date {day_text(item.due_date)} passed without being done; it can no "
@@ -109,12 +113,12 @@ def fire_due(f: Firing) -> None:
     else:
         item.status, kind = ClockItem.Status.DUE, "clock.due"
         message = (f"{title}: {day_text(item.due_date)} passed without being done; it stays open for "
-                   f"{clock.answers_for or 'its owner'} to mark done or choose what happens next")
-        f.what = f"{label} · came unsatisfied · waits on {clock.answers_for}'s choice"
+                   f"{clock.answers_for or 'the brand'} to mark done or choose what happens next")
+        f.what = f"{label} · came unsatisfied · waits on {clock.answers_for or 'the brand'}'s choice"
     f.record(kind, subject=item.owner_key, data=base)
     item.changed_at = f.now
     batches.save(item, fields=["status", "changed_at"])
-    clock_lapsed(armer=FiringArmer(f), item=item, kind=kind, hears=hears, message=message)
+    clock_told(armer=FiringArmer(f), item=item, kind=kind, message=message)
 
 
 def register() -> None:

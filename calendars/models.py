@@ -14,7 +14,7 @@ from django.db.models import Q
 from timers.domains import domain_id
 from timers.fields import IdField
 from timers.ids import LIVE, is_live, new_id
-from timers.models import Brand
+from timers.models import Brand, Membership
 
 from .civil import BusinessCalendar, calendar_from
 
@@ -36,6 +36,10 @@ def seeded_subject_id(*, brand: Brand, domain: str, kind: str, key: str) -> str:
     if is_live(domain):
         return new_id("sbj", seed="|".join((LIVE, brand.id, kind, key)))
     return domain_id("sbj", domain, kind, key)
+
+
+def new_contact_id() -> str:
+    return new_id("ctc")
 
 
 def new_proposal_id() -> str:
@@ -132,6 +136,52 @@ class Subject(models.Model):
         return self.calendar.civil() if self.calendar_id else calendar_from(zone="UTC", weekends=())
 
 
+class Contact(models.Model):
+    """A person of the customer's (Stripe's customers carry theirs): who a date the customer answers for goes to,
+    who hears its notices and opens the customer portal. Its role is the brand's word (officer, bookkeeper); a
+    Service's ``answers_for="customer:officer"`` finds them by it, and ``"customer"`` finds the primary one."""
+
+    id = IdField(primary_key=True, max_length=32, default=new_contact_id, editable=False)
+    brand = models.ForeignKey(Brand, on_delete=models.CASCADE, related_name="contacts")
+    subject = models.ForeignKey(Subject, on_delete=models.CASCADE, related_name="contacts")
+    name = models.CharField(max_length=200)
+    email = models.EmailField(max_length=254)
+    phone = models.CharField(max_length=32, blank=True)
+    zone = models.CharField(max_length=64, blank=True, help_text="The zone their times are said in; blank: the "
+                                                                  "customer's calendar's")
+    role = models.CharField(max_length=32, default="contact", help_text="The brand's word for them: officer, "
+                                                                        "bookkeeper")
+    primary = models.BooleanField(default=False, help_text="Who a date the customer answers for goes to first")
+    created_at = models.DateTimeField()
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(fields=["subject"], condition=Q(primary=True), name="contact_one_primary"),
+            models.UniqueConstraint(fields=["subject", "email"], name="contact_email_per_subject"),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.name} <{self.email}>"
+
+
+class MemberOfRecord(models.Model):
+    """The member who answers in a role for a subject's work (``answers_for="member:preparer"``): for one job
+    (``owner_ref`` its id) or for all of the subject's (``owner_ref`` empty). Set by the owner's Assign, or by
+    the member who takes a Task of the job's pool (the role is then the pool's name)."""
+
+    brand = models.ForeignKey(Brand, on_delete=models.CASCADE, related_name="members_of_record")
+    subject = models.ForeignKey(Subject, on_delete=models.CASCADE, related_name="members_of_record")
+    owner_ref = models.CharField(max_length=32, blank=True, help_text="The job it is for; empty: the subject's")
+    role = models.CharField(max_length=32)
+    member = models.ForeignKey(Membership, on_delete=models.CASCADE, related_name="of_record")
+
+    class Meta:
+        constraints = [models.UniqueConstraint(fields=["subject", "owner_ref", "role"], name="member_of_record_once")]
+
+    def __str__(self) -> str:
+        return f"{self.role} of {self.subject_id} {self.owner_ref}".strip()
+
+
 class Clock(models.Model):
     """A date the world sets, for one owner and period, declared by a ClockSpec (calendars.specs)."""
 
@@ -152,7 +202,16 @@ class Clock(models.Model):
     owner_ref = models.CharField(max_length=32, help_text="the job or subject it belongs to")
     period = models.CharField(max_length=32)
     hard = models.BooleanField(default=False)
-    answers_for = models.CharField(max_length=200, blank=True, help_text="who answers for it: the brand, a member")
+    # Who answers for it: the Service's role, and the person it resolved to (a contact of the customer's or a
+    # member of the brand; neither: the brand itself, or nobody yet), whose name ``answers_for`` keeps as the
+    # record said it. ``assigned``: set on this clock itself (the owner's Assign, a hand-over), so a change of
+    # contact or member of record leaves it where it is.
+    role = models.CharField(max_length=48, default="brand", help_text="customer, customer:<role>, brand, member:<role>")
+    contact = models.ForeignKey(Contact, on_delete=models.SET_NULL, null=True, blank=True, related_name="clocks")
+    member = models.ForeignKey(Membership, on_delete=models.SET_NULL, null=True, blank=True, related_name="clocks")
+    assigned = models.BooleanField(default=False)
+    answers_for = models.CharField(max_length=200, blank=True, help_text="who answers for it, by name: the brand, "
+                                                                          "a person; empty: nobody yet")
     guarantee = models.JSONField(null=True, blank=True)
     version = models.CharField(max_length=80, blank=True)
     inputs = models.JSONField(default=dict, blank=True, help_text="what its due function read")
@@ -165,6 +224,9 @@ class Clock(models.Model):
             # A job's clocks (services/deadlines.py: _deadline_times; services/jobs.py: job_end; services/repin.py):
             # without it a lagging statistic nests a scan of every clock under each item (bench/README.md).
             models.Index(fields=["owner_ref", "domain"], name="clock_owner"),
+        ]
+        constraints = [
+            models.CheckConstraint(name="clock_one_person", condition=Q(contact__isnull=True) | Q(member__isnull=True)),
         ]
 
     def __str__(self) -> str:

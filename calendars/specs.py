@@ -11,6 +11,7 @@ from datetime import date, time
 from typing import Any
 
 from .offsets import OffsetError, Rung, parse_rung
+from .roles import STEWARD, Role, RoleError, parse_role
 
 
 class SpecError(ValueError):
@@ -79,7 +80,7 @@ class ClockSpec:
     options: dict[str, str | None] = field(default_factory=dict)
     hard: bool = False
     at: time = time(9, 0)
-    answers_for: str = "the brand"
+    answers_for: str = "brand"  # a role (calendars/roles.py): customer, customer:<role>, brand, member:<role>
     title: str = ""
     lives_on: str = "job"
     guarantee: dict[str, Any] | None = None
@@ -149,6 +150,15 @@ class ClockSpec:
             raise SpecError(f"clocks.{self.name}.calendar: for {x.item or 'its date'} names {cal!r}, not a "
                             "CalendarSpec or a calendar's name")
         return cal if cal is not None else self.service_calendar
+    @property
+    def role(self) -> Role:
+        """Who answers, as a role. A version stored before roles named a person here: "the brand" was the brand,
+        any other name the customer's person, so its clocks open as they did (a Service loaded from source with a
+        name is refused by its check)."""
+        try:
+            return parse_role(self.answers_for)
+        except RoleError:
+            return Role("brand") if self.answers_for in (STEWARD, "steward", "") else Role("customer")
 
     def items_for(self, x: DueInput) -> list[str]:
         items = self.items(x) if callable(self.items) else self.items

@@ -8,6 +8,7 @@ to ``.env`` once per machine). The environment wins over ``.env``; KT_ENV_FILE n
 import ipaddress
 import os
 import re
+import sys
 import warnings
 from pathlib import Path
 
@@ -194,13 +195,13 @@ KEEPING_TIME_SERVICES = env.list("KT_SERVICES", default=[
 
 
 
-def _people(text: str) -> dict[str, str]:
-    people = {}
-    for part in text.split(";"):
-        name, sep, address = part.partition("=")
-        if sep and name.strip() and address.strip():
-            people[name.strip()] = address.strip()
-    return people
+# KT_PEOPLE (a name → address map) is retired: people are records now. `migrate` reads it once, to move what it
+# held onto customers' contacts and members' accounts (calendars' migration 0008), so only migrate starts with it.
+if os.environ.get("KT_PEOPLE", "").strip() and sys.argv[1:2] != ["migrate"]:
+    raise ImproperlyConfigured(
+        "KT_PEOPLE is retired: who hears a date is a person record now, a customer's contact (POST "
+        "/subjects/<id>/contacts, the console's customer page, `manage.py subjects contacts add`) or a member of "
+        "the brand (their account's email). `manage.py migrate` moves what KT_PEOPLE held onto them; then unset it.")
 
 
 # Email (notifications): SMTP from EMAIL_URL (smtp://user:pass@host:587, smtp+tls://…), the console by default.
@@ -254,9 +255,6 @@ KEEPING_TIME = {
     "LEASE_TERMS_KEPT": env.int("KT_LEASE_TERMS_KEPT", default=1000),
     # How many batches a brand's live clock runs in its turn before the loop moves to the next owed one.
     "LIVE_TURN_BATCHES": env.int("KT_LIVE_TURN_BATCHES", default=1),
-    # Who a notification's recipient is by email, name → address (KT_PEOPLE "Ada Lovelace=ada@example.com;
-    # owner=owner@apis.tax"). A name without an address still gets its Notification row, and no email.
-    "PEOPLE": _people(env("KT_PEOPLE", default="")),
     # Webhook endpoints (timers/webhooks.py): a failed delivery is tried again after BASE seconds, doubling up
     # to CAP, until WINDOW seconds after its event (three days, as Stripe's), then failed. Tests shrink them.
     "WEBHOOK_RETRY_BASE_SECONDS": env.float("KT_WEBHOOK_RETRY_BASE_SECONDS", default=60.0),

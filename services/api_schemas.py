@@ -151,3 +151,16 @@ class PolicySerializer(serializers.Serializer):
     name = StrictCharField(max_length=40, help_text="A policy value the Service declares: stall_days")
     value = StrictIntegerField(min_value=1, max_value=3650, help_text="Days")
     test_clock = StrictCharField(required=False, allow_blank=True, max_length=32, default="")
+
+
+class ContactSerializer(serializers.Serializer):
+    id = serializers.CharField()
+    object = const("contact", "ContactObject")
+    subject = serializers.CharField()
+    name = serializers.CharField()
+    email = serializers.CharField()
+    phone = serializers.CharField()
+    zone = serializers.CharField(allow_null=True)
+    role = serializers.CharField()
+    primary = serializers.BooleanField()
+    created = serializers.CharField()

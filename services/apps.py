@@ -10,7 +10,7 @@ class ServicesConfig(AppConfig):
         from django.db.models.signals import pre_delete, pre_save  # noqa: PLC0415 - models load after this module
 
         from calendars import entries  # noqa: PLC0415 - models load after this module
-        from calendars.clocks import on_clock_lapsed, on_clock_moved  # noqa: PLC0415 - models load after this module
+        from calendars.clocks import on_clock_moved, on_clock_told  # noqa: PLC0415 - models load after this module
         from timers import owners  # noqa: PLC0415 - models load after this module
         from timers.models import Version  # noqa: PLC0415 - models load after this module
         from timers.signals import test_clock_deleted, worker_starting  # noqa: PLC0415 - models load after this module
@@ -18,7 +18,7 @@ class ServicesConfig(AppConfig):
         from . import calendar, handlers, people_handlers, registry, schedules  # noqa: PLC0415 - models load after this module
         from . import owners as timer_owners  # noqa: PLC0415 - models load after this module
         from .deadlines import deadline_follows_clock  # noqa: PLC0415 - models load after this module
-        from .notifications import clock_lapsed  # noqa: PLC0415 - models load after this module
+        from .notifications import clock_told  # noqa: PLC0415 - models load after this module
         from .signals import (  # noqa: PLC0415 - models load after this module
             keep_pinned_versions,
             keep_versions_unedited,
@@ -30,7 +30,7 @@ class ServicesConfig(AppConfig):
         people_handlers.register()
         schedules.register()  # calendar-period specs and Service targets of timers' Schedules
         on_clock_moved(deadline_follows_clock)
-        on_clock_lapsed(clock_lapsed)  # who hears a lapse: Notification rows and their emails
+        on_clock_told(clock_told)  # who hears a notice or a lapse: Notification rows and their emails
         entries.register(calendar.schedule_and_cycle_dates, inputs=calendar.schedule_and_cycle_inputs)
         entries.register(calendar.people_dates, inputs=calendar.people_inputs)  # links, grants, tasks, deadlines
         owners.register(related=timer_owners.related, describe=timer_owners.describe)

@@ -7,6 +7,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from dataclasses import dataclass
 
+from calendars import words
 from calendars.models import Clock
 
 from . import registry
@@ -49,6 +50,23 @@ def clock_costs(clocks: Iterable[Clock]) -> dict[str, Cost]:
             says.append("a hard date: its step is refused once it passes")
         out[clock.id] = Cost(cents, "; ".join(says) or "a reminder to whoever answers for it")
     return out
+
+
+def customer_says(says: str, hard: bool, brand: str) -> str:
+    """What a miss costs, from the customer's side (``Cost.says`` is the owner's): the customer portal and a
+    reminder's email say it so."""
+    out = []
+    for part in [p.strip() for p in says.split(";") if p.strip()]:
+        if part.startswith("$") and " off the price" in part:
+            out.append(f"you pay {part.split(' off', 1)[0]} less if it's late")
+        elif part.startswith("the plan includes this work"):
+            out.append("included in your plan")
+        elif part.startswith("penalties credited"):
+            cap = part.rsplit("up to ", 1)[-1]
+            out.append(f"{brand} pays any penalty, up to {cap}")
+    if hard:
+        out.append(words.kind("hard"))
+    return "; ".join(out) or "a reminder only"
 
 
 def job_costs(jobs: Iterable[Job]) -> dict[str, Cost]:

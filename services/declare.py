@@ -24,6 +24,7 @@ from typing import Any
 from dateutil.relativedelta import relativedelta
 
 from calendars.offsets import Offset, OffsetError, parse_offset, parse_span
+from calendars.roles import RoleError, parse_role
 from calendars.specs import CalendarSpec, ClockSpec, SpecError
 from timers.errors import KeepingTimeError
 
@@ -391,10 +392,13 @@ class Service:
         i = names.index(name) + 1
         return self.steps[i] if i < len(names) else None
 
-    def check(self, known: Mapping[str, Service]) -> None:
-        """Validate every field against the other Services; raise ServiceError naming file and field."""
+    def check(self, known: Mapping[str, Service], *, stored: bool = False) -> None:
+        """Validate every field against the other Services; raise ServiceError naming file and field. A version
+        ``stored`` before a rule existed still loads (its running clocks need it): it is checked as it was."""
         w = f"{self.where}: " if self.where else ""
         self._check_waits_and_clocks(w)
+        if not stored:
+            self._check_roles(w)
         self._check_price(w)
         self._check_on(w, known)
         self._check_people(w)
@@ -422,6 +426,14 @@ class Service:
                 # The seed: a postponement is "the one thing that moves a hard date"; a step never does.
                 raise ServiceError(f"{w}clocks.{name}.moves: a hard date moves only by a postponement "
                                    f"(calendar.postpone); drop moves ({', '.join(spec.moves)}) or hard=True")
+
+    def _check_roles(self, w: str) -> None:
+        """Who answers for a clock is a role: the customer's contacts and the brand's members are data."""
+        for name, spec in self.clocks.items():
+            try:
+                parse_role(spec.answers_for)
+            except RoleError as exc:
+                raise ServiceError(f"{w}clocks.{name}.answers_for: {exc}") from None
 
     def _check_price(self, w: str) -> None:
         """The deadline (price.within, before a clock or from the open), the cycle and the late price."""

@@ -8,12 +8,12 @@ from datetime import datetime, timedelta
 
 from django.db import transaction
 
+from calendars.answers import customers_clock
 from calendars.models import Clock
 from timers.armer import Armer
 from timers.errors import KeepingTimeError
 from timers.models import Event
 
-from .members import brand_people
 from .models import Job, MoneyLine
 from .money import check_amount, money_line_id, post_money
 
@@ -49,8 +49,8 @@ def penalty_notice(*, armer: Armer, clock: Clock, amount_cents: int, notice: str
     credited returns its line again and records nothing (its line's id is seeded by the notice)."""
     amount_cents, currency = check_amount(amount_cents, currency)
     Clock.objects.select_for_update().filter(pk=clock.pk).first()
-    if clock.guarantee and clock.answers_for and clock.answers_for not in brand_people(clock.brand_id):
-        raise KeepingTimeError(f"{clock.answers_for} answers for this date, not the brand: the brand's guarantee "
+    if clock.guarantee and customers_clock(clock):
+        raise KeepingTimeError(f"{clock.answers_for or 'the customer'} answers for this date, not the brand: the brand's guarantee "
                                "covers only dates the brand or its people of record answer for",
                                code="guarantee_not_brands", status=409)
     job = Job.objects.filter(pk=clock.owner_ref).first()

@@ -14,14 +14,14 @@ from django.db import transaction
 from django.db.models import Q
 
 from calendars.acts import clock_reassign
-from calendars.models import Clock, ClockItem
+from calendars.models import Clock, ClockItem, MemberOfRecord
 from timers.armer import DirectArmer
 from timers.errors import KeepingTimeError
 from timers.ids import brand_domain
 from timers.models import Brand, Membership, TestClock
 from timers.timeutil import iso_z
 
-from .members import answers_as, keep_an_owner, member_says, membership_locked, sync_staff
+from .members import keep_an_owner, member_says, membership_locked, sync_staff
 from .models import PoolMember, Task, Window
 from .tasks import task_reopen
 from .windows import window_close
@@ -76,12 +76,11 @@ def _live_domains(qs, brand: Brand):
 
 
 def member_holds(*, brand: Brand, membership: Membership) -> tuple[list[Clock], list[Task]]:
-    """What the member answers for in the brand: the clocks that still have a date to keep and name them
-    (their name or username), on every clock domain, and the Tasks they hold."""
+    """What the member answers for in the brand: the clocks that still have a date to keep and are theirs, on
+    every clock domain, and the Tasks they hold."""
     if membership.user is None:
-        return [], []  # an invite not accepted answers for nothing yet, whatever name it was given
-    names = {n for n in (membership.name, membership.user.get_username()) if n}
-    clocks = _live_domains(Clock.objects.filter(brand=brand, answers_for__in=names), brand).filter(
+        return [], []  # an invite not accepted answers for nothing yet
+    clocks = _live_domains(Clock.objects.filter(brand=brand, member=membership), brand).filter(
         Q(lives_on=Clock.LivesOn.SUBJECT) | Q(items__status__in=WAITING)).distinct().order_by("domain", "id")
     tasks = _live_domains(Task.objects.filter(brand=brand, member=membership.user, status=Task.Status.TAKEN),
                           brand).select_related("job", "member").order_by("domain", "id")
@@ -137,8 +136,10 @@ def member_remove(*, brand: Brand, membership: Membership, successor: Membership
             return armers[domain]
 
         for clock in clocks:
-            clock_reassign(armer=armer(clock.domain), clock=clock, to=answers_as(successor), by=by, why=LEFT)
+            clock_reassign(armer=armer(clock.domain), clock=clock, to=successor, by=by, why=LEFT)
             done.clocks.append(clock.id)
+        if successor is not None:  # what they were of record for (a job's preparer) is the successor's now
+            MemberOfRecord.objects.filter(brand=brand, member=membership).update(member=successor)
         their_pools = set(PoolMember.objects.filter(brand=brand, membership=successor).values_list("pool", flat=True)
                           ) if successor else set()
         for task in tasks:

@@ -6,7 +6,7 @@ from django.conf import settings
 from django.db import models
 from django.db.models import Q
 
-from calendars.models import Subject
+from calendars.models import Contact, Subject
 from timers.fields import IdField
 from timers.ids import new_id
 from timers.models import Brand
@@ -184,9 +184,13 @@ class Notification(models.Model):
     id = IdField(primary_key=True, max_length=32, default=new_notification_id, editable=False)
     brand = models.ForeignKey(Brand, on_delete=models.CASCADE, related_name="notifications")
     domain = models.CharField(max_length=32, default="live")
-    recipient = models.CharField(max_length=200, help_text='a person or a role by name: "Ada Lovelace", "owner"')
+    recipient = models.CharField(max_length=200, help_text='who, by name: "Ada Lovelace", "Olive Owner"; "owner" '
+                                                          "for a brand with no owner of record")
     user = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.SET_NULL, null=True, blank=True,
-                             related_name="notifications", help_text="the recipient's account, once there is one")
+                             related_name="notifications", help_text="the recipient's account: a member's")
+    contact = models.ForeignKey(Contact, on_delete=models.SET_NULL, null=True, blank=True,
+                                related_name="notifications", help_text="the recipient: a customer's contact")
+    email = models.EmailField(max_length=254, blank=True, db_default="", help_text="where its email went; empty: no email")
     kind = models.CharField(max_length=40, help_text="clock.due, clock.passed, job.lapsed …")
     subject = models.CharField(max_length=64, help_text="what lapsed: the clock item or job id")
     key = models.CharField(max_length=255, help_text="the timer key whose firing raised it")
@@ -389,6 +393,8 @@ class PortalSession(models.Model):
     id = IdField(primary_key=True, max_length=32, default=new_portal_session_id, editable=False)
     brand = models.ForeignKey(Brand, on_delete=models.CASCADE, related_name="portal_sessions")
     subject = models.ForeignKey(Subject, on_delete=models.CASCADE, related_name="portal_sessions")
+    contact = models.ForeignKey(Contact, on_delete=models.CASCADE, null=True, blank=True,
+                                related_name="portal_sessions", help_text="Who it is for: the page's 'you'")
     digest = models.CharField(max_length=64, unique=True)
     created_at = models.DateTimeField()
     expires_at = models.DateTimeField()

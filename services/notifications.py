@@ -1,4 +1,6 @@
-"""Who hears a lapse: a Notification row per recipient and one email each, through the armer of the lapse.
+"""Who hears a date: a Notification row per person and one email each to that person's address, through the
+armer of what raised it (a lapse, a notice, a reminder). A person is a record: a contact of the customer's or
+a member of the brand (calendars/answers.py's Person); "owner" stands for the brand's owners, each by name.
 
 Inside the tick the armer is the firing's: the rows are written in its atomic handler (the gate commits them
 with the lapse, or nothing) and the emails leave through the outbox after the commit, exactly once. The
@@ -11,17 +13,17 @@ from __future__ import annotations
 from typing import Any
 from zoneinfo import ZoneInfo
 
-from django.conf import settings
 from django.db import transaction
 
-from calendars.clock_keys import DUE_HANDLER
+from calendars.answers import Person
+from calendars.clock_keys import DUE_HANDLER, RUNG_HANDLER
 from calendars.models import Calendar
 from timers import batch as batches
 from timers import outbox
 from timers.clock import wall_now
 from timers.engine import Firing
 from timers.ids import new_id
-from timers.models import Brand, Outbox
+from timers.models import Brand, Membership, Outbox
 from timers.rows import insert_new
 from timers.timeutil import local_text
 
@@ -51,9 +53,52 @@ def when(value, brand_id: str) -> str:
     return local_text(value, brand_zone(brand_id))
 
 
-def notify(armer: Any, *, kind: str, subject: str, recipients: list[str], message: str,
-           key: str | None = None) -> list[Notification]:
-    """Notify each recipient (a person or role by name) of a lapse once; returns the rows created now.
+OWNER = "owner"  # a recipient that stands for the brand's owners
+
+# What an email's subject line calls each kind, in people's words.
+SUBJECTS = {
+    "clock.due": "A date was missed",
+    "clock.passed": "A fixed date was missed",
+    "clock.notice": "A date is coming up",
+    "clock.escalate": "A date is close",
+    "clock.reminder": "A reminder",
+    "task.hold_ending": "Your hold is ending",
+    "job.lapsed": "Work stopped",
+}
+
+
+def _owners(brand_id: str) -> list[Person]:
+    """The brand's owners, as people to reach (read once a batch inside the tick)."""
+    b = batches.current()
+    cache = None if b is None else b.cache("services.owners", tables=("timers_membership", "auth_user"))
+    if cache is not None and brand_id in cache:
+        return cache[brand_id]
+    found = [Person.of_member(m) for m in Membership.objects.filter(brand_id=brand_id, role=Membership.Role.OWNER,
+                                                                    user__isnull=False)  # an invite is no one yet
+             .select_related("user").order_by("id")]
+    if cache is not None:
+        cache[brand_id] = found
+    return found
+
+
+def people(brand_id: str, recipients: list[Person | str]) -> list[Person]:
+    """Each recipient as a person to reach, in order, once: "owner" is each of the brand's owners (or, with none,
+    "owner" with no address: the row is there for the console); another name is a person with no address."""
+    out: dict[str, Person] = {}
+    for r in recipients:
+        if isinstance(r, Person):
+            out.setdefault(r.name, r)
+        elif r == OWNER:
+            for owner in _owners(brand_id) or [Person(OWNER)]:
+                out.setdefault(owner.name, owner)
+        elif r:
+            out.setdefault(r, Person(r))
+    return list(out.values())
+
+
+def notify(armer: Any, *, kind: str, subject: str, recipients: list[Person | str], message: str,
+           key: str | None = None, body: str = "") -> list[Notification]:
+    """Notify each recipient (a person record, or "owner") once; returns the rows created now.
 
     ``armer`` is the lapse's Firing, a FiringArmer (its ``firing``), or a DirectArmer outside the tick
     (then ``key`` names what raised it). A future ``job.lapsed`` (a link expired twice) calls
@@ -66,9 +111,10 @@ def notify(armer: Any, *, kind: str, subject: str, recipients: list[str], messag
         domain, brand_id, now = armer.domain, armer.brand_id, armer.now
         if not key:
             raise ValueError("a notification outside the tick names the key that raised it")
-    rows = [Notification(brand_id=brand_id, domain=domain, recipient=name, kind=kind, subject=subject, key=key,
-                         message=message, created_at=now)
-            for name in dict.fromkeys(r for r in recipients if r)]
+    rows = [Notification(brand_id=brand_id, domain=domain, recipient=p.name[:200], contact_id=p.contact_id,
+                         user_id=p.user_id, email=p.email, kind=kind, subject=subject, key=key, message=message,
+                         created_at=now)
+            for p in people(brand_id, recipients)]
     # A recipient who already heard this lapse (a replay, a redelivered wake) is skipped: in the tick, asked
     # of the batch (one query for its lapses), the rows kept and sent with the batch's other inserts; the
     # unique constraint backs both ways.
@@ -80,7 +126,7 @@ def notify(armer: Any, *, kind: str, subject: str, recipients: list[str], messag
         for r in created:
             heard.add((r.recipient, kind))
             batches.create(r, skip_taken=True, kept_by=(HEARD,))
-    messages = _emails(brand_id, created)
+    messages = _emails(brand_id, created, body=body)
     if messages:
         if firing is not None:
             _send_in_firing(firing, messages)
@@ -100,7 +146,7 @@ def _heard(f: Firing, domain: str, key: str) -> set | None:
         return None
     cache = b.cache(HEARD, tables=("services_notification",))
     if key not in cache:
-        keys = {key} | {t.key for t in f.holding((DUE_HANDLER,)) if t.key not in cache}
+        keys = {key} | {t.key for t in f.holding((DUE_HANDLER, RUNG_HANDLER)) if t.key not in cache}
         cache.loaded = True
         with b.quiet():
             for k in keys:
@@ -122,17 +168,12 @@ def _brand_name(brand_id: str) -> str:
     return name
 
 
-def _emails(brand_id: str, rows: list[Notification]) -> list[dict]:
-    people = settings.KEEPING_TIME.get("PEOPLE", {})
+def _emails(brand_id: str, rows: list[Notification], *, body: str = "") -> list[dict]:
+    """One email to each row's person at their address (a row with none is for the apps only): ``body``, else
+    the message signed by the brand."""
     brand = _brand_name(brand_id)
-    out = []
-    for n in rows:
-        address = people.get(n.recipient)
-        if not address:
-            continue  # no address for this name: the row is there for the apps, no email
-        out.append({"to": [address], "ref": n.id, "subject": f"[{brand}] {n.kind} · {n.message}"[:200],
-                    "body": f"{n.message}\n\n{n.kind} · {n.subject} · {n.created_at.isoformat()} · to {n.recipient}\n"})
-    return out
+    return [{"to": [n.email], "ref": n.id, "subject": f"[{brand}] {SUBJECTS.get(n.kind, 'A notice')}: {n.message}"[:200],
+             "body": body or f"{n.message}\n\n{brand}\n"} for n in rows if n.email]
 
 
 def _send_in_firing(f: Firing, messages: list[dict]) -> None:
@@ -148,6 +189,7 @@ def _send_direct(domain: str, brand_id: str, key: str, messages: list[dict]) -> 
     transaction.on_commit(lambda: outbox.deliver(domain))
 
 
-def clock_lapsed(armer: Any, item: Any, kind: str, hears: list[str], message: str) -> None:
-    """calendars' lapse hook (registered in ServicesConfig.ready): a clock date came unsatisfied or passed."""
+def clock_told(armer: Any, item: Any, kind: str, hears: list[Person | str], message: str) -> None:
+    """calendars' hook (registered in ServicesConfig.ready): a clock's notice rang, or its date came unsatisfied
+    or passed."""
     notify(armer, kind=kind, subject=item.owner_key, recipients=hears, message=message)

@@ -11,6 +11,7 @@ from datetime import timedelta
 
 from django.db import IntegrityError, transaction
 
+from calendars.answers import Person, party_person
 from timers import handlers
 from timers.armer import FiringArmer
 from timers.engine import Firing
@@ -50,7 +51,8 @@ def fire_task(f: Firing) -> None:
     if point == "warn":
         f.record("task.hold_warning", subject=task.job_id, data={"task": task.id, "member": member,
                                                                   "hold_until": iso_z(task.hold_until)})
-        notify(f, kind="task.hold_ending", subject=task.id, recipients=[member],
+        notify(f, kind="task.hold_ending", subject=task.id,
+               recipients=[Person(member, task.member.email, user_id=task.member.pk)],
                message=f"Your hold on {task.step} ({task.job.service} {task.job.period}) ends "
                        f"{when(task.hold_until, task.brand_id)}; extend it once, or it opens again for the pool")
         f.what = f"{task.id} · {member}'s hold ends {iso_z(task.hold_until)}"
@@ -72,7 +74,7 @@ def fire_ask(f: Firing) -> None:
     if data["point"] == "remind":
         f.record("ask.reminded", subject=job.id, data={"ask": ask.id, "party": ask.party, "link": link,
                                                       "expires": iso_z(ask.expires_at)})
-        notify(f, kind="ask.expiring", subject=ask.id, recipients=[ask.party],
+        notify(f, kind="ask.expiring", subject=ask.id, recipients=[party_person(job.subject_id, ask.party)],
                message=f"The link for {what} ({job.service} {job.period}) expires "
                        f"{when(ask.expires_at, job.brand_id)}")
         f.what = f"{ask.id} · reminded {ask.party} · expires {iso_z(ask.expires_at)}"
@@ -87,7 +89,7 @@ def fire_ask(f: Firing) -> None:
     Ask.objects.filter(pk=ask.pk).update(status=Ask.Status.EXPIRED)
     f.record("ask.expired", subject=job.id, data={"ask": ask.id, "party": ask.party, "link": link})
     job_end(armer=armer, job=job, status=Job.Status.LAPSED, reason=f"the link for {what} expired twice")
-    notify(f, kind="job.lapsed", subject=job.id, recipients=[ask.party, "owner"],
+    notify(f, kind="job.lapsed", subject=job.id, recipients=[party_person(job.subject_id, ask.party), "owner"],
            message=f"{job.service} {job.period} ended: {ask.party}'s link for {what} expired twice; "
                    "the amount held is returned")
     f.what = f"{ask.id} · expired twice · {job.id} lapsed"
@@ -111,7 +113,7 @@ def _grant_ended(f: Firing) -> None:
                        span=None, link=1)
     except IntegrityError:
         pass
-    notify(f, kind="grant.ended", subject=job.id, recipients=[grant.party],
+    notify(f, kind="grant.ended", subject=job.id, recipients=[party_person(job.subject_id, grant.party)],
            message=f"Your {grant.scope} grant for {job.service} {job.period} ended; grant it again to go on")
     f.what = f"{grant.id} · {grant.scope} ended · {grant.party} asked again"
 

@@ -8,7 +8,7 @@ import hashlib
 import secrets
 from datetime import datetime, timedelta
 
-from calendars.models import Subject
+from calendars.models import Contact, Subject
 from timers.clock import wall_now
 from timers.domains import domain_writable
 from timers.errors import KeepingTimeError
@@ -23,16 +23,26 @@ def _digest(token: str) -> str:
     return hashlib.sha256(token.encode()).hexdigest()
 
 
-def portal_session_create(*, brand: Brand, subject: Subject, now: datetime | None = None) -> tuple[PortalSession, str]:
-    """A link that signs a customer in for ``subject`` for an hour; returns (session, its path). The token
-    is shown once: only its sha256 is kept."""
+def portal_session_create(*, brand: Brand, subject: Subject, contact: Contact | None = None,
+                          now: datetime | None = None,
+                          lifetime: timedelta = PORTAL_SESSION_LIFETIME) -> tuple[PortalSession, str]:
+    """A link that signs one of the customer's contacts in for ``subject`` for an hour (default: the primary
+    contact; a customer with none yet: the customer, unnamed); returns (session, its path). The token is shown
+    once: only its sha256 is kept."""
     if subject.brand_id != brand.id:
         raise KeepingTimeError(f"no subject {subject.id}", code="resource_missing", status=404)
+    if contact is not None and contact.subject_id != subject.id:
+        err = KeepingTimeError(f"contact: {subject.name} has no contact {contact.id!r}", code="resource_missing",
+                               status=404)
+        err.param = "contact"
+        raise err
     domain_writable(domain=brand_domain(subject.domain, brand.id))  # none for a deleted test clock's subject
+    if contact is None:
+        contact = Contact.objects.filter(subject=subject, primary=True).first()
     token = secrets.token_urlsafe(32)
     now = now or wall_now()
-    session = PortalSession.objects.create(brand=brand, subject=subject, digest=_digest(token), created_at=now,
-                                           expires_at=now + PORTAL_SESSION_LIFETIME)
+    session = PortalSession.objects.create(brand=brand, subject=subject, contact=contact, digest=_digest(token),
+                                           created_at=now, expires_at=now + lifetime)
     # The token rides in the query, which every log the project configures cuts (keeping_time/log_filters.py,
     # gunicorn.conf.py), and the link redirects at once to a clean URL.
     return session, f"/portal/customer/session?token={token}"
@@ -47,4 +57,4 @@ def portal_session_open(*, token: str, now: datetime | None = None) -> PortalSes
     digest = _digest(token)
     if not PortalSession.objects.filter(digest=digest, used_at__isnull=True, expires_at__gt=now).update(used_at=now):
         return None
-    return PortalSession.objects.select_related("subject__calendar", "brand").filter(digest=digest).first()
+    return PortalSession.objects.select_related("subject__calendar", "brand", "contact").filter(digest=digest).first()

@@ -126,7 +126,7 @@ def _load_stored(digest: str) -> dict[str, Service] | None:
                 found[value.name] = value
     known = {**_services, **found}
     for svc in found.values():
-        svc.check(known)
+        svc.check(known, stored=True)
         for clock_name, spec in svc.clocks.items():
             specs.register(clock_spec_name(svc.name, clock_name, digest), spec)
     _versioned[digest] = found

@@ -20,6 +20,7 @@ from django.db import IntegrityError, transaction
 
 from calendars.brand_calendars import brand_default_calendar, check_metadata, merge_metadata
 from calendars.closed_days import calendar_of_spec
+from calendars.contacts import check_contacts, contacts_add
 from calendars.models import Calendar, ClockItem, Subject, seeded_subject_id
 from timers.armer import DirectArmer
 from timers.errors import KeepingTimeError, NotFound
@@ -96,11 +97,13 @@ def _check_name(name: Any) -> str:
 
 @transaction.atomic
 def subject_create(*, brand: Brand, domain: str, kind: str, key: str, name: str, calendar: Calendar | None = None,
-                   metadata: Mapping[str, Any] | None = None, now: datetime) -> Subject:
-    """A customer of the brand on the live clock or a test clock: ``409 subject_exists`` names the one it is."""
+                   metadata: Mapping[str, Any] | None = None, contacts: Any = None, now: datetime) -> Subject:
+    """A customer of the brand on the live clock or a test clock, with their people (``contacts``: checked before
+    anything is written): ``409 subject_exists`` names the one it is."""
     spec = check_kind_and_key(kind, key)
     name = _check_name(name)
     meta = check_metadata(metadata)
+    people = check_contacts(contacts) if contacts is not None else []
     cal = resolve_calendar(brand=brand, kind=kind, calendar=calendar)
     subject = Subject(id=seeded_subject_id(brand=brand, domain=domain, kind=kind, key=key), brand=brand, domain=domain,
                       kind=kind, key_name=spec.key, key=key, name=name, calendar=cal, metadata=meta, created_at=now)
@@ -115,6 +118,7 @@ def subject_create(*, brand: Brand, domain: str, kind: str, key: str, name: str,
     DirectArmer(brand=brand, domain=domain, now=now).record(
         "subject.created", subject=subject.id,
         data={"kind": kind, "key": key, "name": name, "calendar": cal.id, "zone": cal.zone})
+    contacts_add(subject=subject, contacts=people, now=now)
     return subject
 
 

@@ -13,7 +13,8 @@ from drf_spectacular.utils import extend_schema
 from rest_framework import serializers
 from rest_framework.response import Response
 
-from calendars.models import Subject
+from calendars.contacts import contact_json
+from calendars.models import Contact, Subject
 from timers.api.inputs import (
     ListQuerySerializer,
     MetadataField,
@@ -32,7 +33,7 @@ from timers.selectors import arm_domain_of, domain_of, get_owned, owned, page
 from timers.timeutil import iso_z
 
 from .api_json import jobs_json, subscriptions_json
-from .api_schemas import DeclaredInputField, JobSerializer, SubscriptionSerializer
+from .api_schemas import ContactSerializer, DeclaredInputField, JobSerializer, SubscriptionSerializer
 from .jobs_api import JobListView
 from .orders import job_order, subscription_start
 from .subjects import get_calendar, subject_create, subject_kinds, subject_update
@@ -41,8 +42,10 @@ from .subscriptions_api import SubscriptionListView
 SUBJECT_ORDER = ("created_at", "id")
 
 
-def subject_json(s: Subject) -> dict:
+def subject_json(s: Subject, contacts: list[Contact] | None = None) -> dict:
     cal = s.calendar
+    if contacts is None:
+        contacts = list(s.contacts.order_by("-primary", "created_at", "id"))
     return {
         "id": s.id,
         "object": "subject",
@@ -52,6 +55,7 @@ def subject_json(s: Subject) -> dict:
         "name": s.name,
         "calendar": cal.id if cal else None,
         "zone": cal.zone if cal else "UTC",
+        "contacts": [contact_json(c) for c in contacts],
         "metadata": s.metadata or {},
         "livemode": is_live(s.domain),
         "test_clock": None if is_live(s.domain) else s.domain,
@@ -103,6 +107,9 @@ class SubjectCreateSerializer(serializers.Serializer):
     name = NameField(max_length=200, help_text="Acme Robotics")
     calendar = StrictCharField(required=False, max_length=32,
                                help_text="cal_…: its own; else its Service's, else the brand's default")
+    contacts = serializers.ListField(
+        child=serializers.DictField(), required=False, max_length=50,
+        help_text="Their people: [{name, email, phone, zone, role, primary}]; the first is primary unless one says")
     metadata = MetadataField(required=False)
     test_clock = StrictCharField(required=False, allow_blank=True, max_length=64,
                                  help_text="tc_…: a test key's subject lives on a test clock")
@@ -129,6 +136,7 @@ class SubjectSerializer(serializers.Serializer):
     name = serializers.CharField()
     calendar = serializers.CharField(allow_null=True, help_text="cal_…: where its dates fall")
     zone = serializers.CharField()
+    contacts = ContactSerializer(many=True)
     metadata = serializers.DictField(child=serializers.CharField())
     livemode = serializers.BooleanField()
     test_clock = serializers.CharField(allow_null=True)
@@ -183,7 +191,8 @@ class SubjectListView(BrandAPIView):
         operation_id="subjects_create", tags=["subjects"], request=SubjectCreateSerializer, summary="Create a subject",
         description=f"A customer: a kind a Service takes ({', '.join(subject_kinds()) or 'none yet'}) and its key "
                     "in the kind's grammar. Its calendar: its own, else its Service's, else the brand's default; "
-                    "a brand with none is refused (calendar_required). Errors: invalid_kind, "
+                    "a brand with none is refused (calendar_required). Its contacts (their people) may come with "
+                    "it. Errors: invalid_kind, invalid_email, invalid_role (param contacts[i].…), "
                     "invalid_subject_key, calendar_required, subject_exists (409, naming the subject), "
                     "live_mode_only (403: a test key names its test_clock).",
         responses={201: SubjectSerializer, **ERRORS, **NOT_FOUND, **WRONG_MODE, 409: error_response("subject_exists")},
@@ -194,7 +203,7 @@ class SubjectListView(BrandAPIView):
         cal = get_calendar(brand=self.brand, calendar_id=body["calendar"]) if body.get("calendar") else None
         subject = subject_create(brand=self.brand, domain=domain, kind=body["kind"], key=body["key"],
                                  name=body["name"], calendar=cal, metadata=body.get("metadata"),
-                                 now=domain_now(domain=domain))
+                                 contacts=body.get("contacts"), now=domain_now(domain=domain))
         return Response(subject_json(subject), status=201)
 
 

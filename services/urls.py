@@ -4,6 +4,7 @@ from django.urls import path
 
 from . import (
     clocks_api,
+    contacts_api,
     jobs_api,
     members_api,
     money_api,
@@ -17,6 +18,9 @@ from . import (
 urlpatterns = [
     path("subjects", subjects_api.SubjectListView.as_view(), name="subject-list"),
     path("subjects/<str:subject_id>", subjects_api.SubjectDetailView.as_view(), name="subject-detail"),
+    path("subjects/<str:subject_id>/contacts", contacts_api.ContactListView.as_view(), name="contact-list"),
+    path("subjects/<str:subject_id>/contacts/<str:contact_id>", contacts_api.ContactDetailView.as_view(),
+         name="contact-detail"),
     path("subscriptions", subjects_api.SubscriptionsView.as_view(), name="subscription-list"),
     path("subscriptions/<str:subscription_id>", subscriptions_api.SubscriptionDetailView.as_view(), name="subscription-detail"),
     path("subscriptions/<str:subscription_id>/cancel", subscriptions_api.SubscriptionCancelView.as_view(),

@@ -52,8 +52,9 @@ class _Rollback(Exception):
 
 def _sent_twice(domain: str, far: RecordingTransport) -> int:
     """Firings whose outside send arrived more than once, counted at the far end of the way's sends:
-    a submission received twice, or two submissions received for one key."""
-    keys = Counter(Outbox.objects.filter(domain=domain, id__in=list(far.received)).values_list("key", flat=True))
+    a submission received twice, or two submissions received for one key and transport (a firing may send to
+    several: a notice to the notices' far end and its email)."""
+    keys = Counter(Outbox.objects.filter(domain=domain, id__in=list(far.received)).values_list("key", "transport"))
     return far.sent_twice() + sum(1 for n in keys.values() if n > 1)
 
 

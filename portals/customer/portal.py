@@ -19,15 +19,15 @@ from django.urls import reverse
 from django.views.decorators.http import require_POST
 
 from calendars import feed, specs, words
-from calendars.acts import STEWARD, clock_acknowledge, clock_reassign
+from calendars.acts import BACK, STEWARD, clock_acknowledge, clock_reassign
+from calendars.answers import customers_clock
 from calendars.clocks import clock_choose, clock_satisfy
 from calendars.entries import Entry, subject_calendar
 from calendars.feed_tokens import subject_feed_rotate
-from calendars.models import ClockItem, Subject
+from calendars.models import ClockItem, Contact, Subject
 from services import registry
-from services.costs import clock_costs, job_costs
+from services.costs import clock_costs, customer_says, job_costs
 from services.ledger import subject_statements
-from services.members import brand_people
 from services.models import Job, Subscription
 from services.money import usd
 from services.portal_sessions import portal_session_open
@@ -55,7 +55,7 @@ def session_open(request: HttpRequest) -> HttpResponse:
         return private(render(request, "portals/customer/link_expired.html", status=403), referrer="no-referrer")
     request.session.cycle_key()
     request.session[SESSION_KEY] = {"subject": found.subject_id, "brand": found.brand_id,
-                                    "session": found.id}
+                                    "session": found.id, "contact": found.contact_id}
     request.session.set_expiry(found.expires_at)
     return private(redirect("customer:home"), referrer="no-referrer")
 
@@ -65,6 +65,18 @@ def _subject(request: HttpRequest) -> Subject | None:
     if not held:
         return None
     return Subject.objects.select_related("calendar", "brand").filter(pk=held["subject"], brand_id=held["brand"]).first()
+
+
+def _me(request: HttpRequest, subject: Subject) -> Contact | None:
+    """Who the link was for (the page's "you"), while they are still the customer's contact."""
+    held = request.session.get(SESSION_KEY) or {}
+    return Contact.objects.filter(pk=held.get("contact") or "", subject=subject).first() if held.get("contact") else None
+
+
+def _by(request: HttpRequest, subject: Subject) -> str:
+    """Who the record says acted: the contact the link was for, else the customer."""
+    me = _me(request, subject)
+    return me.name if me is not None else subject.name
 
 
 def _signed_in(view):
@@ -87,26 +99,20 @@ def _when(at: datetime, d: date, zone: ZoneInfo, now: datetime) -> dict:
             "until": words.until(at, now), "anchor": "", "sort": at}
 
 
-def _miss_text(says: str, hard: bool, brand: str) -> str:
-    """What a miss costs, from the customer's side (services.costs says it for the owner)."""
-    out = []
-    for part in [p.strip() for p in says.split(";") if p.strip()]:
-        if part.startswith("$") and " off the price" in part:
-            out.append(f"you pay {part.split(' off', 1)[0]} less if it's late")
-        elif part.startswith("the plan includes this work"):
-            out.append("included in your plan")
-        elif part.startswith("penalties credited"):
-            cap = part.rsplit("up to ", 1)[-1]
-            out.append(f"{brand} pays any penalty, up to {cap}")
-    if hard:
-        out.append(words.kind("hard"))
-    return "; ".join(out) or "a reminder only"
-
-
 def _status(item: ClockItem, today: date) -> str:
     if item.status != "open":
         return item.status
     return "due" if item.due_date < today else "due today" if item.due_date == today else "ahead"
+
+
+def _who(clock, own: bool, me: Contact | None, brand: str) -> str:
+    """Who answers for a date, as the person reading says it: "you (Ada Lovelace)", another of the customer's
+    people by name, "you" while the customer has nobody named for it, or the brand's side."""
+    if not own:
+        return words.who(clock.answers_for, brand=brand)
+    if me is not None and clock.contact_id == me.pk:
+        return f"you ({me.name})"
+    return clock.answers_for or "you"
 
 
 def _missed_next(item: ClockItem, brand: str, own: bool) -> str:
@@ -126,7 +132,7 @@ def home(request: HttpRequest, subject: Subject) -> HttpResponse:
     zone = ZoneInfo(sc.zone)
     now, today = sc.now, sc.today
     brand = subject.brand.name
-    staff = brand_people(subject.brand_id)
+    me = _me(request, subject)
     items = list(ClockItem.objects.filter(clock__subject=subject, clock__domain=domain)
                  .exclude(status=ClockItem.Status.VOIDED).select_related("clock").order_by("due_at", "id"))
     costs = clock_costs({i.clock for i in items})
@@ -140,15 +146,15 @@ def home(request: HttpRequest, subject: Subject) -> HttpResponse:
     def item_row(item: ClockItem) -> dict:
         clock = item.clock
         spec = specs.get(clock.spec)
-        own = clock.answers_for not in staff
+        own = customers_clock(clock)
         title = words.plain((clock.title or clock.name).replace("{period}", clock.period))
         what = f"{title}{' · ' + item.item if item.item else ''}"
         mine = open_count.get(clock.id, [])
         return {**_when(item.due_at, item.due_date, zone, now), "what": what,
                 "kind": words.kind("hard" if clock.hard else "clock"),
-                "who": f"you ({clock.answers_for})" if own else words.who(clock.answers_for, brand=brand),
+                "who": _who(clock, own, me, brand),
                 "status": words.status(_status(item, today)),
-                "miss": _miss_text(costs[clock.id].says, clock.hard, brand), "own": own,
+                "miss": customer_says(costs[clock.id].says, clock.hard, brand), "own": own,
                 "clock": clock.id, "item": item.item or "-", "hard": clock.hard,
                 "options": list(spec.options) if own and item.status in ("due", "passed") else [],
                 "acks": own and item.owner_key in asking, "done": own and item.status in ("open", "due"),
@@ -267,7 +273,7 @@ def _act(request: HttpRequest, subject: Subject, fn, done: str) -> HttpResponse:
 def _own_item(subject: Subject, clock_id: str, item: str) -> ClockItem | None:
     found = (ClockItem.objects.select_related("clock__subject__calendar")
              .filter(clock_id=clock_id, clock__subject=subject, item="" if item == "-" else item).first())
-    if found is None or found.clock.answers_for in brand_people(subject.brand_id):
+    if found is None or not customers_clock(found.clock):
         return None  # not this subject's, or not the customer's own clock: the same answer
     return found
 
@@ -278,7 +284,7 @@ def clock_act(request: HttpRequest, subject: Subject, clock_id: str, item: str, 
     it = _own_item(subject, clock_id, item)
     if it is None or act not in ("acknowledge", "done", "choose", "steward"):
         return private(render(request, "portals/customer/not_found.html", status=404))
-    who = it.clock.answers_for
+    who = _by(request, subject)
     if act == "acknowledge":
         return _act(request, subject, lambda a: clock_acknowledge(armer=a, item=it, by=who), "Acknowledged.")
     if act == "done":
@@ -288,7 +294,7 @@ def clock_act(request: HttpRequest, subject: Subject, clock_id: str, item: str, 
         title = words.plain((clock.title or clock.name).replace("{period}", clock.period))
         n = ClockItem.objects.filter(clock=clock, status__in=["open", "due"]).count()
         brand = subject.brand.name
-        request.session[UNDO_KEY] = {"clock": clock.id, "to": who, "what": title}
+        request.session[UNDO_KEY] = {"clock": clock.id, "what": title}
         return _act(request, subject, lambda a: clock_reassign(armer=a, clock=clock, to=STEWARD, by=who,
                                                               why="the customer handed it to the brand"),
                     f"{brand} handles {title} now" + (f" ({n} dates)." if n > 1 else "."))
@@ -302,10 +308,11 @@ def clock_act(request: HttpRequest, subject: Subject, clock_id: str, item: str, 
 def undo(request: HttpRequest, subject: Subject) -> HttpResponse:
     """Take back the dates last handed to the brand, while the brand still holds them."""
     held = request.session.pop(UNDO_KEY, None) or {}
-    clock = subject.clocks.filter(pk=held.get("clock", ""), answers_for=STEWARD).first()
-    if clock is None or not held.get("to") or held["to"] in brand_people(subject.brand_id):
+    clock = subject.clocks.filter(pk=held.get("clock", ""), assigned=True, contact=None, member=None).first()
+    if clock is None or not clock.role.startswith("customer"):
         return _act(request, subject, lambda a: None, "There is nothing to undo.")
-    return _act(request, subject, lambda a: clock_reassign(armer=a, clock=clock, to=held["to"], by=held["to"],
+    by = _by(request, subject)
+    return _act(request, subject, lambda a: clock_reassign(armer=a, clock=clock, to=BACK, by=by,
                                                           why="the customer took it back"),
                 f"{held.get('what') or 'It'} is yours again.")
 

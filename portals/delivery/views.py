@@ -25,7 +25,7 @@ from calendars.clocks import clock_choose, clock_satisfy
 from calendars.models import ClockItem, Subject
 from services.acts import step_done
 from services.costs import clock_costs
-from services.members import member_names
+from services.members import member_says
 from services.models import PoolMember, Task, Window
 from services.tasks import task_extend, task_release, task_take
 from services.windows import window_close, window_open
@@ -134,8 +134,7 @@ def home(request: HttpRequest) -> HttpResponse:
     mine, open_ = _my_tasks(user, brands)
     tasks = sorted((_task_row(t, now_of, zone) for t in mine), key=lambda r: r["sort"])
     pool = sorted((_task_row(t, now_of, zone) for t in open_), key=lambda r: r["sort"])
-    names = member_names(user)
-    items = list(ClockItem.objects.filter(clock__brand_id__in=brands, clock__answers_for__in=names,
+    items = list(ClockItem.objects.filter(clock__brand_id__in=brands, clock__member__user=user,
                                           status__in=[ClockItem.Status.OPEN, ClockItem.Status.DUE,
                                                       ClockItem.Status.PASSED])
                  .select_related("clock__subject").order_by("due_at", "id"))
@@ -217,7 +216,7 @@ def task_act(request: HttpRequest, task_id: str, act: str) -> HttpResponse:
 def _own_item(user, clock_id: str, item: str) -> ClockItem | None:
     found = (ClockItem.objects.select_related("clock__subject__calendar")
              .filter(clock_id=clock_id, item="" if item == "-" else item, clock__brand_id__in=_brands(user)).first())
-    if found is None or found.clock.answers_for not in member_names(user):
+    if found is None or found.clock.member is None or found.clock.member.user_id != user.pk:
         return None
     return found
 
@@ -249,19 +248,17 @@ def withdraw(request: HttpRequest, subject_id: str) -> HttpResponse:
     subject = Subject.objects.filter(pk=subject_id, brand_id__in=brands).first()
     successor = Membership.objects.filter(user__username=request.POST.get("successor", ""),
                                           brand_id=subject.brand_id if subject else None).exclude(user=user).first()
-    names = member_names(user)
-    clocks = list(subject.clocks.filter(answers_for__in=names)) if subject else []
+    clocks = list(subject.clocks.filter(member__user=user)) if subject else []
     if subject is None or not clocks:
         return _not_yours(request)
     if successor is None:
         messages.error(request, "Choose who takes over your dates: someone on your team.")
         return redirect(reverse("delivery:home"))
-    to = successor.name or successor.user.get_username()
-    done = f"{to} answers for {subject.name}'s dates now."
+    done = f"{member_says(successor)} answers for {subject.name}'s dates now."
 
     def move(armer) -> None:  # the subject's clocks are on its own clock domain, the act's
         for clock in clocks:
-            clock_reassign(armer=armer, clock=clock, to=to, by=user.get_username(), why="withdrew")
+            clock_reassign(armer=armer, clock=clock, to=successor, by=user.get_username(), why="withdrew")
 
     return _act(request, subject.brand_id, brand_domain(subject.domain, subject.brand_id), move, done)
 

@@ -4,9 +4,10 @@ owner's words: what it did, to what, for whom (never an id, nor the runtime's wo
 inside the tick's rules, or a KeepingTimeError such as job_not_open) rolls everything back and is said as a
 sentence (its code stays on the Outcome, for tests); it is never a 500.
 
-A date the customer answers for (its clock's ``answers_for`` is not one of the brand's people:
-``services.members.brand_people``) is theirs to keep or choose on: the console may remind them or assign it
-to one of the brand's people, and refuses marking it done or choosing for them, whatever a form posts.
+A date the customer answers for (its clock's role is the customer's and nobody took it over:
+``calendars.answers.customers_clock``) is theirs to keep or choose on: the console may remind them (an email to
+the person, ``services.reminders``) or assign it to one of the brand's people, and refuses marking it done or
+choosing for them, whatever a form posts.
 
 Every lookup is within the request's brands (``portals.owner.scope``): another brand's id is "not found".
 """
@@ -20,6 +21,7 @@ from datetime import date
 from django.db import transaction
 
 from calendars.acts import clock_reassign
+from calendars.answers import customers_clock, member_of_record_set
 from calendars.brand_calendars import calendar_postpone
 from calendars.clocks import clock_choose, clock_satisfy
 from calendars.entries import clock_what
@@ -27,9 +29,9 @@ from calendars.models import ClockItem
 from calendars.words import capitalized, day
 from services.acts import ask_answer, step_done
 from services.jobs import job_deliver, job_end
-from services.members import brand_people
+from services.members import member_says
 from services.models import Job, Notification, Subscription, Task
-from services.notifications import notify
+from services.reminders import clock_remind
 from services.subscriptions import subscription_cancel, subscription_pause, subscription_resume
 from services.tasks import task_take
 from timers.armer import DirectArmer
@@ -73,7 +75,8 @@ REFUSED = {
     "subscription_not_active": "That plan is no longer running",
     "subscription_not_running": "That plan is not running",
     "subscription_not_paused": "That plan is not paused",
-    "no_one_to_remind": "Nobody outside the brand answers for that date, so there is nobody to remind",
+    "no_one_to_remind": "Nobody is named for that date, so there is nobody to remind: add a contact on the "
+                        "customer's page, or assign it",
     "timer_not_failed": "It is not stopped by an error any more",
     "test_clock_advancing": "That test run is moving now: try again once it has stopped",
 }
@@ -108,13 +111,12 @@ def _job(job: Job) -> str:
 
 
 def customers_date(item: ClockItem) -> bool:
-    """Whether the customer answers for the date (not one of the brand's people): theirs to keep or choose."""
-    clock = item.clock
-    return bool(clock.answers_for) and clock.answers_for not in brand_people(clock.brand_id)
+    """Whether the customer answers for the date: theirs to keep or choose."""
+    return customers_clock(item.clock)
 
 
 def not_yours(item: ClockItem) -> Outcome:
-    who = item.clock.answers_for
+    who = item.clock.answers_for or "the customer"
     return Outcome(False, f"Not done. {who} answers for {_what(item)}, not the brand, so only they can mark it "
                           f"done or choose what happens. Remind them, or assign it to one of your people. "
                           f"Nothing was changed.", "customers_date")
@@ -134,10 +136,19 @@ def _armer(obj) -> DirectArmer:
 
 
 # -- clock items: mark done, choose, postpone, assign ---------------------------------------------------------
-def item_reassign(item: ClockItem, *, to: str, by: str) -> str:
-    """Assign who answers for the date's clock (a member of the brand): its rungs and lapses go to them."""
-    clock_reassign(armer=_armer(item.clock), clock=item.clock, to=to, by=by, why="assigned in the owner console")
-    return f"{to} now answers for {_what(item)}."
+def item_reassign(item: ClockItem, *, to: Membership, by: str) -> str:
+    """Assign who answers for the date (a member of the brand): its notices and lapses go to them. A date a
+    Service gives a member role (``member:preparer``) makes them that role's member of record for its job, so
+    every date of the job in that role moves with it; any other date is assigned on its own."""
+    clock = item.clock
+    if clock.role.startswith("member:") and not clock.assigned:
+        role = clock.role.split(":", 1)[1]
+        owner_ref = clock.owner_ref if clock.lives_on == clock.LivesOn.JOB else ""
+        n = member_of_record_set(subject=clock.subject, owner_ref=owner_ref, role=role, member=to, by=by)
+        return f"{member_says(to)} is the {role} now, and answers for {_what(item)}" + (
+            f" and {n - 1} more date{'s' if n != 2 else ''}." if n > 1 else ".")
+    clock_reassign(armer=_armer(clock), clock=clock, to=to, by=by, why="assigned in the owner console")
+    return f"{member_says(to)} now answers for {_what(item)}."
 
 
 def item_satisfy(item: ClockItem, *, by: str) -> str:
@@ -155,21 +166,16 @@ def item_choose(item: ClockItem, *, option: str, by: str) -> str:
     return f"Chose “{option}” on {_what(item)}."
 
 
-def item_remind(item: ClockItem, *, by: str) -> str:
-    """Remind who answers for the date: a notification to them (and its email, where the brand has their
-    address), through the same ``notify`` a lapse uses. One a minute of domain time at most."""
-    armer = _armer(item.clock)
-    who = item.clock.answers_for
-    if item.status in (ClockItem.Status.SATISFIED, ClockItem.Status.VOIDED):
-        raise KeepingTimeError(f"{item.owner_key} is {item.status}", code="clock_not_open", status=409)
-    if not customers_date(item):
-        raise KeepingTimeError(f"{item.owner_key} is the brand's", code="no_one_to_remind", status=409)
-    sent = notify(armer, kind="clock.reminder", subject=item.owner_key, recipients=[who],
-                  message=f"A reminder from {by}: {_what(item)} is waiting on you.",
-                  key=f"{item.owner_key}|remind:{armer.now:%Y-%m-%dT%H:%M}")
-    if not sent:
-        return f"{who} was already reminded of {_what(item)} just now."
-    return f"Reminded {who} of {_what(item)}."
+def item_remind(item: ClockItem, *, by: str, link_base: str) -> str:
+    """Email who answers for the date a reminder (services.reminders: the date in their zone, what a miss
+    costs, a one-time link to their portal); at most once a minute of domain time."""
+    done = clock_remind(item=item, by=by, link_base=link_base)
+    person = done.person
+    if not done.sent:
+        return f"{person.name} was already reminded of {_what(item)} just now."
+    if not person.email:
+        return f"Reminded {person.name} of {_what(item)} in their portal: they have no email address."
+    return f"Emailed {person.name} ({person.email}) a reminder of {_what(item)}."
 
 
 def items_postpone(items: list[ClockItem], *, to: date, notice: str) -> str:
@@ -273,16 +279,16 @@ def settle(*, request, brands, kind: str, id: str, act: str, option: str = "", m
         if act in ("satisfy", "choose") and customers_date(item):
             return not_yours(item)  # the customer's to keep or choose on, whatever the form posted
         if act == "remind":
-            return attempt(lambda: item_remind(item, by=by))
+            return attempt(lambda: item_remind(item, by=by, link_base=request.build_absolute_uri("/")))
         if act == "satisfy":
             return attempt(lambda: item_satisfy(item, by=by))
         if act == "reassign":
-            name = (Membership.objects.filter(brand_id=item.clock.brand_id, user__username=member)
-                    .values_list("name", "user__username").first())
-            if name is None:
+            to = (Membership.objects.filter(brand_id=item.clock.brand_id, user__username=member)
+                  .select_related("user").first())
+            if to is None:
                 return Outcome(False, "Choose one of the brand's people to assign it to. Nothing was changed.",
                                "invalid_input")
-            return attempt(lambda: item_reassign(item, to=name[0] or name[1], by=by))
+            return attempt(lambda: item_reassign(item, to=to, by=by))
         return attempt(lambda: item_choose(item, option=option, by=by))
     if kind == "job":
         job = scope(Job.objects.select_related("subscription", "subject"), brands).filter(pk=id).first()

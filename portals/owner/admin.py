@@ -417,7 +417,9 @@ class ClockItemAdmin(SettleMixin, CalendarsClockItemAdmin):
     @admin.display(description="answers for it")
     def answered_by(self, obj: ClockItem) -> str:
         who = obj.clock.answers_for
-        return f"{who} (the customer)" if actions.customers_date(obj) else (who or "the brand")
+        if actions.customers_date(obj):
+            return f"{who} (the customer)" if who else "the customer: nobody named yet (add a contact)"
+        return who or "nobody yet"
 
     @admin.display(description="moved from")
     def rolled(self, obj: ClockItem) -> str:

@@ -33,6 +33,7 @@ from timers.errors import KeepingTimeError
 from timers.models import ApiKey, Brand, TestClock, is_live, live_domain
 from timers.tenants import api_key_create
 
+from .contacts import contact_act, contact_add, contacts_table, values_of
 from .scope import as_of, request_brands, test_clocks
 from .site import site
 
@@ -46,6 +47,11 @@ def _brands(request) -> list[Brand]:
     ids = request_brands(request)
     qs = Brand.objects.order_by("name")
     return list(qs if ids is None else qs.filter(pk__in=ids))
+
+
+# A contact's param (contacts[1].email) as the Add a customer form's field.
+CONTACT_FIELDS = {f"contacts[{i}].{name}": f"{prefix}{name}" for i, prefix in enumerate(("contact_", "second_"))
+                  for name in ("name", "email", "role")}
 
 
 def _error_to_form(form: forms.Form, exc: KeepingTimeError, *, fields: dict[str, str] | None = None) -> None:
@@ -76,6 +82,19 @@ class CustomerForm(forms.Form):
                                       help_text="Where their dates fall (zone, weekends, holidays)")
     where = forms.ChoiceField(label="Clock", help_text="The live clock, or a test clock to try it first")
     brand = forms.ModelChoiceField(queryset=Brand.objects.none(), empty_label=None)
+    # Their people: the first is primary; more are added on their page.
+    contact_name = forms.CharField(label="Contact's name", max_length=200, required=False,
+                                   help_text="Who their dates go to: Ada Lovelace")
+    contact_email = forms.CharField(label="Contact's email", max_length=254, required=False)
+    contact_role = forms.CharField(label="Contact's role", max_length=32, required=False,
+                                   help_text="Your word for them: officer, bookkeeper")
+    second_name = forms.CharField(label="Second contact's name", max_length=200, required=False)
+    second_email = forms.CharField(label="Second contact's email", max_length=254, required=False)
+    second_role = forms.CharField(label="Second contact's role", max_length=32, required=False)
+
+    def contacts(self) -> list[dict]:
+        return [values_of(self.cleaned_data, prefix=p) for p in ("contact_", "second_")
+                if self.cleaned_data.get(f"{p}name") or self.cleaned_data.get(f"{p}email")]
 
     def __init__(self, *args, brands: list[Brand], clocks: list[TestClock], chosen: str, **kwargs):
         super().__init__(*args, **kwargs)
@@ -117,9 +136,9 @@ def customer_add(model_admin, request: HttpRequest) -> HttpResponse:
                 with transaction.atomic():
                     subject = subject_create(brand=brand, domain=domain, kind=form.cleaned_data["kind"],
                                              key=form.cleaned_data["key"], name=form.cleaned_data["name"],
-                                             calendar=cal, now=domain_now(domain=domain))
+                                             calendar=cal, contacts=form.contacts(), now=domain_now(domain=domain))
             except KeepingTimeError as exc:
-                _error_to_form(form, exc)
+                _error_to_form(form, exc, fields=CONTACT_FIELDS)
             else:
                 model_admin.log_addition(request, subject, "Added in the owner console.")
                 messages.success(request, f"{subject.name} is a customer now, their dates in "
@@ -271,7 +290,7 @@ def customer_order(model_admin, request: HttpRequest, object_id: str) -> HttpRes
 class CustomerAdmin(CalendarsSubjectAdmin):
     """Customers: added here (or over the API), subscribed and ordered for from their page."""
 
-    fields = ("name", "kind", "key_name", "key", "calendar", "where", "next_steps", "subscriptions_table",
+    fields = ("name", "kind", "key_name", "key", "calendar", "where", "next_steps", "people", "subscriptions_table",
               "jobs_table", "feed", "created_at", "id")
     readonly_fields = fields
 
@@ -288,6 +307,12 @@ class CustomerAdmin(CalendarsSubjectAdmin):
                  name="calendars_subject_subscribe"),
             path("<path:object_id>/order/", wrap(lambda r, object_id: customer_order(self, r, object_id)),
                  name="calendars_subject_order"),
+            path("<path:object_id>/contacts/add/",
+                 wrap(lambda r, object_id: contact_add(self, r, _subject(self, r, object_id), _page)),
+                 name="calendars_subject_contact_add"),
+            path("<path:object_id>/contacts/<str:contact_id>/",
+                 wrap(lambda r, object_id, contact_id: contact_act(r, _subject(self, r, object_id), contact_id)),
+                 name="calendars_subject_contact"),
             *super().get_urls(),
         ]
 
@@ -302,6 +327,10 @@ class CustomerAdmin(CalendarsSubjectAdmin):
                            '<a class="button" href="{}">Order a job</a>',
                            reverse("admin:calendars_subject_subscribe", args=[pk]),
                            reverse("admin:calendars_subject_order", args=[pk]))
+
+    @admin.display(description="their people")
+    def people(self, obj: Subject) -> str:
+        return contacts_table(obj)
 
     @admin.display(description="subscriptions")
     def subscriptions_table(self, obj: Subject) -> str:

@@ -15,11 +15,12 @@ from datetime import datetime, timedelta
 from django.db.models import Q
 
 from calendars import specs
+from calendars.answers import customers_clock
 from calendars.entries import clock_what
 from calendars.models import Clock, ClockItem
 from calendars.words import capitalized, day, local, until
 from services.costs import Cost, clock_costs, job_costs
-from services.members import STAFF_NAMES, member_says, pool_named
+from services.members import member_says, pool_named
 from services.models import Ask, Job, Task
 from services.money import usd
 from timers.models import Brand, Event, Membership
@@ -89,29 +90,27 @@ class _Rosters(dict):
 
 
 class _People:
-    """The brands' people (one query): whom a date may be assigned to, and who stands for the brand (as
-    ``services.members.brand_people``: "the brand", each member's and owner's name and username)."""
+    """The brands' people (one query): whom a date may be assigned to, and the brands' names."""
 
     def __init__(self, brand_ids):
         self.members: dict[str, tuple[tuple[str, str], ...]] = {}
-        self.names: dict[str, set[str]] = {}
         self.brands = dict(Brand.objects.filter(pk__in=list(brand_ids)).values_list("id", "name"))
         for m in Membership.objects.filter(brand_id__in=list(brand_ids)).select_related("user").order_by("user__username"):
-            username = m.user.get_username()
-            self.members[m.brand_id] = (*self.members.get(m.brand_id, ()), (username, member_says(m)))
-            self.names.setdefault(m.brand_id, set(STAFF_NAMES)).update(n for n in (m.name, username) if n)
+            self.members[m.brand_id] = (*self.members.get(m.brand_id, ()), (m.user.get_username(), member_says(m)))
 
-    def customers(self, clock: Clock) -> bool:
-        """Whether the customer answers for the clock (anyone but the brand's people; nobody named: the
-        brand's)."""
-        return bool(clock.answers_for) and clock.answers_for not in self.names.get(clock.brand_id, set(STAFF_NAMES))
+    @staticmethod
+    def customers(clock: Clock) -> bool:
+        """Whether the customer answers for the clock: its role is theirs and nobody took it over."""
+        return customers_clock(clock)
 
     def who(self, clock: Clock) -> str:
         if self.customers(clock):
-            return f"{clock.answers_for} (the customer)"
-        if not clock.answers_for or clock.answers_for in STAFF_NAMES:
-            return self.brands.get(clock.brand_id, "the brand")
-        return clock.answers_for
+            return f"{clock.answers_for} (the customer)" if clock.answers_for else "the customer: nobody named yet"
+        if clock.member_id is not None:
+            return clock.answers_for
+        if clock.role.startswith("member:") and not clock.assigned:
+            return f"nobody yet (the {clock.role.split(':', 1)[1]})"
+        return self.brands.get(clock.brand_id, "the brand")
 
 
 def _options(clock: Clock) -> tuple[str, ...]:
@@ -135,15 +134,18 @@ def _item_risk(item: ClockItem, at: AsOf, cost: Cost, people: _People) -> Risk:
         nxt = "What it guarded can no longer be done on time, and is refused from now on."
     elif item.status == ClockItem.Status.DUE:
         why = f"{capitalized(fixed)}, missed on {day(item.due_date)}."
-        nxt = (f"It stays open until {person if customers else 'someone'} chooses what happens"
+        nxt = (f"It stays open until {person if customers and person else 'someone'} chooses what happens"
                + (f" ({', '.join(options)})" if options else "") + " or it is marked done.")
     else:
         days = (item.due_at.astimezone(tz).date() - now.astimezone(tz).date()).days
         why = f"{capitalized(fixed)}, not yet done: due {'today' if days <= 0 else 'in ' + _days(days)}."
         nxt = "If nobody keeps it, it is missed and who answers for it is told."
-    if customers:
+    if customers and person:
         why += f" {person} answers for it, not the brand: remind them, or assign it to one of your people."
         controls.append(Control(f"Remind {person}", "item", str(item.pk), "remind"))
+    elif customers:
+        why += (f" The customer answers for it, and {clock.subject.name} has nobody to remind: add a contact on "
+                "their page, or assign it to one of your people.")
     else:
         if item.status in (ClockItem.Status.DUE, ClockItem.Status.PASSED):
             controls += [Control(f"Choose {o}", "item", str(item.pk), "choose", option=o) for o in options]

@@ -59,6 +59,12 @@ def owner(brand: Brand, username: str, name: str = ""):
     return user
 
 
+def theirs(clocks, user) -> None:
+    """The clocks are the brand's own: assigned to ``user``'s membership (as the owner's Assign does)."""
+    m = Membership.objects.get(user=user)
+    clocks.update(member=m, contact=None, assigned=True, answers_for=m.name or user.username)
+
+
 @pytest.fixture
 def world(db, client):
     transports.register("notices", transports.RecordingTransport())
@@ -66,8 +72,9 @@ def world(db, client):
     advance(tc_a, CAME_DUE)
     b, tc_b = load("api_forsale")
     advance(tc_b, DEALS_OPEN)
-    return {"a": a, "tc_a": tc_a, "b": b, "tc_b": tc_b,
-            "ada": owner(a, "ada", "Ada Lovelace"), "bob": owner(b, "bob")}
+    ada = owner(a, "ada", "Ada Lovelace")
+    theirs(Clock.objects.filter(brand=a, answers_for="Ada Lovelace"), ada)  # Ada works for apis.tax here
+    return {"a": a, "tc_a": tc_a, "b": b, "tc_b": tc_b, "ada": ada, "bob": owner(b, "bob")}
 
 
 def as_user(client, user):
@@ -314,7 +321,7 @@ def passed_pay(brand, client):
 
 def test_a_refusal_is_a_clear_message_and_nothing_is_kept(passed_pay, client):
     tc, item, user = passed_pay
-    Clock.objects.filter(pk=item.clock_id).update(answers_for="Owner")  # the brand's own: it may choose
+    theirs(Clock.objects.filter(pk=item.clock_id), user)  # the brand's own: it may choose
     as_user(client, user)
     before = Event.objects.filter(domain=tc.id).count()
     r = client.post("/admin/settle/", {"kind": "item", "id": item.pk, "act": "choose", "option": "pay late"},
@@ -339,7 +346,7 @@ def test_the_dashboard_offers_each_option_of_a_clock_that_declares_them(passed_p
                                              brand_ids=frozenset({tc.brand_id}), chosen=True))
                if r.ref == item.owner_key)
     assert row.customers and not [c for c in row.controls if c.act in ("choose", "satisfy")]  # Ada's, not ours
-    Clock.objects.filter(pk=item.clock_id).update(answers_for="Owner")
+    theirs(Clock.objects.filter(pk=item.clock_id), user)
     at = AsOf(domain=tc.id, clock=tc, now=domain_now(domain=tc.id), zone=NY, brand_ids=frozenset({tc.brand_id}),
               chosen=True)
     row = next(r for r in dates_at_risk(at) if r.ref == item.owner_key)

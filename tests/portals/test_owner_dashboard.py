@@ -146,10 +146,10 @@ def test_no_act_on_a_date_the_customer_answers_for_is_offered_or_performed(acme,
     fed.refresh_from_db()
     assert fed.status == "open"
     assert Event.objects.filter(domain=acme["tc"]).count() == events
-    # What the brand may do: remind her (a notification to her), or assign it to one of its people.
+    # What the brand may do: remind her (an email to her), or assign it to one of its people.
     r = client.post("/admin/settle/", {"kind": "item", "id": fed.pk, "act": "remind"}, follow=True)
-    assert "Reminded Ada Lovelace of file · the 2027 return · US for Acme Robotics (Tue 18 Apr 2028)." in \
-        _text(r.content.decode())
+    assert ("Emailed Ada Lovelace (ada@acme-robotics.example) a reminder of file · the 2027 return · US for Acme "
+            "Robotics (Tue 18 Apr 2028).") in _text(r.content.decode())
     assert Notification.objects.filter(kind="clock.reminder", recipient="Ada Lovelace",
                                        subject=fed.owner_key).count() == 1
     client.post("/admin/settle/", {"kind": "item", "id": fed.pk, "act": "reassign", "member": "olive"})
@@ -225,7 +225,8 @@ def test_every_banner_the_settle_view_can_say_is_in_words(acme, client):
     settle(kind="item", id=fed.pk, act="remind")
     settle(kind="item", id=fed.pk, act="remind")  # again, at once
     settle(kind="item", id=fed.pk, act="reassign", member="nobody")
-    Clock.objects.filter(pk__in=[fed.clock_id, pay.clock_id, ny26.clock_id]).update(answers_for="Olive Owner")
+    Clock.objects.filter(pk__in=[fed.clock_id, pay.clock_id, ny26.clock_id]).update(
+        answers_for="the brand", role="brand", contact=None)
     settle(kind="item", id=fed.pk, act="remind")  # the brand's own: nobody to remind
     settle(kind="item", id=pay.pk, act="choose", option="pay late")  # no such option
     settle(kind="item", id=ny26.pk, act="choose", option="extend")

@@ -216,7 +216,7 @@ def test_a_customer_link_opens_nothing_of_another_subject_or_brand(acme):
 def test_a_customer_acts_only_on_their_own_clocks(acme):
     subject = acme["subject"]
     clock = Clock.objects.get(subject=subject, name="file", period="2027")
-    Clock.objects.filter(pk=clock.pk).update(answers_for="the brand")
+    Clock.objects.filter(pk=clock.pk).update(answers_for="the brand", role="brand", contact=None)
     r = _customer(subject).post(f"/portal/customer/clocks/{clock.id}/US/done")
     assert r.status_code == 404
     assert ClockItem.objects.get(clock=clock, item="US").status == "open"
@@ -297,7 +297,10 @@ def test_a_member_marks_a_task_done_and_the_job_moves_on(forsale):
 def test_a_member_withdraws_from_a_subject_and_its_clocks_go_to_the_successor(acme):
     brand = acme["brand"]
     ada = get_user_model().objects.create_user("ada", password="pw")
-    Membership.objects.create(user=ada, brand=brand, role="member", name="Ada Lovelace")
+    member = Membership.objects.create(user=ada, brand=brand, role="member", name="Ada Lovelace")
+    # The owner assigned her the dates the customer's officer answered for.
+    Clock.objects.filter(subject=acme["subject"], answers_for="Ada Lovelace").update(
+        member=member, contact=None, assigned=True)
     bob = get_user_model().objects.create_user("bob", password="pw")
     Membership.objects.create(user=bob, brand=brand, role="member", name="Bob Noyce")
     client = _member("ada")

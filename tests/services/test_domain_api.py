@@ -410,7 +410,7 @@ def test_a_penalty_notice_over_http_is_credited_up_to_the_guarantees_cap_once_pe
     # Ada Lovelace (the customer's) answers for it: the brand's guarantee does not cover her date.
     r = tax.api.post(f"/clocks/{pay.id}/penalties", {"notice": "CP14", "amount": 30_000})
     assert r.status == 409 and r.body["error"]["code"] == "guarantee_not_brands", r.body
-    Clock.objects.filter(pk=pay.id).update(answers_for="the brand")  # handed to the steward: the brand's now
+    Clock.objects.filter(pk=pay.id).update(answers_for="the brand", assigned=True, contact=None)  # handed to the brand
     got = [tax.api.post(f"/clocks/{pay.id}/penalties", {"notice": n, "amount": 30_000, "currency": "usd"})
            for n in ("CP14", "CP501", "CP503")]
     assert [r.status for r in got] == [201, 201, 201], [r.body for r in got]

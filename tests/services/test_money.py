@@ -108,7 +108,9 @@ def _tax_job(brand, *, guarantee: dict, answers_for: str = "the brand"):
     job = job_open(armer=DirectArmer(brand=brand, domain=tc.id), brand_id=brand.id, domain=tc.id,
                    service="annual-return", subject=subject, period="2027", input={"states": ["CA"]})
     pay = Clock.objects.get(owner_ref=job.id, name="pay")
+    # Who answers is the clock's role: the brand, or a person of the customer's.
     pay.guarantee, pay.answers_for = guarantee, answers_for
+    pay.role = "brand" if answers_for == "the brand" else "customer"
     pay.save()
     return tc, job, pay
 

@@ -1,6 +1,7 @@
 """Lapses are never silent (issue 9): each lapse is a Notification row per recipient, and one email each,
 sent through the outbox exactly once: not twice on a redelivered wake, never from a rolled-back compare way.
 
+Each goes to a person record at its address: Acme's officer Ada (its primary contact) and the brand's owner.
 Acme's 2026 tax `pay` clock is hard and due 2027-04-15 (so is 2027's first estimate); the example never
 pays them, so both pass unsatisfied at the close of that day (2027-04-16 04:00Z). The 2026 return's `file`
 clock (soft) comes unsatisfied on 2027-10-15 (US, NY).
@@ -8,14 +9,17 @@ clock (soft) comes unsatisfied on 2027-10-15 (US, NY).
 
 from __future__ import annotations
 
+import re
 from datetime import UTC, datetime
 from io import StringIO
 
 import pytest
+from django.contrib.auth import get_user_model
 from django.core import mail
 from django.core.management import call_command
 from django.db import IntegrityError, connection, transaction
 
+from calendars.answers import Person
 from services.models import Notification
 from services.notifications import notify
 from tests.conftest import T0, at
@@ -23,20 +27,29 @@ from timers import outbox, transports
 from timers.advance import advance
 from timers.engine import TIMER_FIELDS, Item, Run
 from timers.errors import Refused
-from timers.models import Event, Outbox, Timer
+from timers.models import Event, Membership, Outbox, Timer
 from timers.store import get_store
+from timers.tenants import brand_get_or_create
 
-PEOPLE = {"Ada Lovelace": "ada@example.com", "owner": "owner@apis.tax"}
+ADA = "ada@acme-robotics.example"  # Acme's officer, its primary contact (loadexample apis_tax)
+OWNER = "owner@apis.tax"  # the brand's owner, a member with an account
+PEOPLE = {"Ada Lovelace": ADA, "Olive Owner": OWNER}
+LAPSES = ("clock.passed", "clock.due")
 PASSED = datetime(2027, 4, 17, tzinfo=UTC)  # after 2027-Q1's pay date passed unsatisfied (2026's was kept)
 CAME_DUE = datetime(2027, 10, 17, tzinfo=UTC)  # after the 2026 return's federal and NY file dates came
 
 
 @pytest.fixture
-def people(settings):
-    settings.KEEPING_TIME = {**settings.KEEPING_TIME, "PEOPLE": dict(PEOPLE),
+def people(settings, brand):
+    """Emails go through the outbox's Django transport; the owner of apis.tax is Olive, at her address."""
+    settings.KEEPING_TIME = {**settings.KEEPING_TIME,
                              "TRANSPORTS": {**settings.KEEPING_TIME["TRANSPORTS"], "email": "django-email"}}
     transports.registry.pop("email", None)
-    yield settings.KEEPING_TIME["PEOPLE"]
+    for name in ("apis.tax", brand.name):
+        owner = get_user_model().objects.get_or_create(username=f"olive-{name}", defaults={"email": OWNER})[0]
+        Membership.objects.get_or_create(user=owner, brand=brand_get_or_create(name=name),
+                                         defaults={"role": "owner", "name": "Olive Owner"})
+    yield PEOPLE
     transports.registry.pop("email", None)
 
 
@@ -46,12 +59,16 @@ def load_acme() -> str:
     return out.getvalue().split("test clock ")[1].split()[0]
 
 
-def _heard(tc: str) -> list[tuple[str, str, str]]:
-    return sorted(Notification.objects.filter(domain=tc).values_list("kind", "subject", "recipient"))
+def _heard(tc: str, kinds=LAPSES) -> list[tuple[str, str, str]]:
+    return sorted(Notification.objects.filter(domain=tc, kind__in=kinds).values_list("kind", "subject", "recipient"))
+
+
+def _mails(kinds=("A date was missed", "A fixed date was missed")) -> list:
+    return [m for m in mail.outbox if any(k in m.subject for k in kinds)]
 
 
 def _emails() -> list[tuple[str, str]]:
-    return sorted((m.to[0], m.extra_headers["Message-ID"]) for m in mail.outbox)
+    return sorted((m.to[0], m.extra_headers["Message-ID"]) for m in _mails())
 
 
 def test_a_hard_date_passed_notifies_who_answers_and_the_owner_with_one_email_each(db, people):
@@ -61,36 +78,63 @@ def test_a_hard_date_passed_notifies_who_answers_and_the_owner_with_one_email_ea
     assert len(passed) == 1  # the 2027 first estimate, due 2027-04-15 (the 2026 tax was kept with the extension)
     assert all(e.data["hears"] == ["Ada Lovelace", "owner"] for e in passed)  # who hears it, on the record
     heard = _heard(tc)
-    assert heard == sorted(("clock.passed", e.subject, who) for e in passed for who in ("Ada Lovelace", "owner"))
-    n = Notification.objects.filter(domain=tc).first()
+    assert heard == sorted(("clock.passed", e.subject, who) for e in passed for who in ("Ada Lovelace", "Olive Owner"))
+    n = Notification.objects.filter(domain=tc, kind="clock.passed", recipient="Ada Lovelace").get()
     assert ":due:" in n.key  # the due timer that raised it
     assert n.created_at == at("2027-04-16T04:00Z") and n.read_at is None and n.user is None
+    assert n.contact.name == "Ada Lovelace" and n.email == ADA  # a person record, at that record's address
+    owner = Notification.objects.get(domain=tc, kind="clock.passed", recipient="Olive Owner")
+    assert owner.user.email == OWNER and owner.contact is None
     # One email per notification, each with its own Message-ID, and nothing owed.
-    assert len(mail.outbox) == len(heard) == 2
-    assert sorted(m.to[0] for m in mail.outbox) == sorted([PEOPLE["Ada Lovelace"], PEOPLE["owner"]])
-    assert len({m.extra_headers["Message-ID"] for m in mail.outbox}) == 2
-    assert all("passed without being done" in m.body and "[apis.tax]" in m.subject for m in mail.outbox)
+    lapsed = _mails()
+    assert len(lapsed) == len(heard) == 2
+    assert sorted(m.to[0] for m in lapsed) == sorted([ADA, OWNER])
+    assert len({m.extra_headers["Message-ID"] for m in lapsed}) == 2
+    assert all("passed without being done" in m.body and "[apis.tax]" in m.subject for m in lapsed)
     # A notice says its date as people do, never the runtime's words.
-    assert all("Apr 2027" in m.body and "gate" not in m.body and "unsatisfied" not in m.body for m in mail.outbox)
+    assert all("Apr 2027" in m.body for m in lapsed)
+    assert all("gate" not in m.body and "unsatisfied" not in m.body for m in mail.outbox)
+    assert all("clock." not in m.subject for m in mail.outbox)
     assert outbox.owed(tc) == {"pending": 0, "sending": 0, "in_doubt": 0}
-    assert Outbox.objects.filter(domain=tc, transport="email", status="sent").count() == 1
+    # Every email that left, the notices' too, is one Notification row's: none sent without one.
+    assert len(mail.outbox) == Notification.objects.filter(domain=tc).exclude(email="").count()
 
     # Later, a soft date that comes unsatisfied (clock.due) is heard by the same two.
     advance(tc, CAME_DUE)
     due = list(Event.objects.filter(domain=tc, type="clock.due"))
     assert len(due) == 2
     assert [h for h in _heard(tc) if h[0] == "clock.due"] == sorted(
-        ("clock.due", e.subject, who) for e in due for who in ("Ada Lovelace", "owner"))
-    lapses = Event.objects.filter(domain=tc, type__in=["clock.passed", "clock.due"]).count()  # Q2, Q3 pay passed too
-    assert len(mail.outbox) == Notification.objects.filter(domain=tc).count() == 2 * lapses == 10
+        ("clock.due", e.subject, who) for e in due for who in ("Ada Lovelace", "Olive Owner"))
+    lapses = Event.objects.filter(domain=tc, type__in=list(LAPSES)).count()  # Q2, Q3 pay passed too
+    assert len(_mails()) == Notification.objects.filter(domain=tc, kind__in=LAPSES).count() == 2 * lapses == 10
 
 
-def test_a_name_without_an_address_is_notified_without_an_email(db, people):
-    people.pop("Ada Lovelace")
+def test_the_notices_before_a_date_email_who_answers_and_the_owner(db, people):
     tc = load_acme()
     advance(tc, PASSED)
-    assert Notification.objects.filter(domain=tc, recipient="Ada Lovelace").count() == 1
-    assert sorted(m.to[0] for m in mail.outbox) == [PEOPLE["owner"]]
+    notices = list(Event.objects.filter(domain=tc, type__in=["clock.notice", "clock.escalate"]).order_by("seq"))
+    assert notices
+    heard = _heard(tc, kinds=("clock.notice", "clock.escalate"))
+    assert heard == sorted((e.type, e.subject, who) for e in notices for who in ("Ada Lovelace", "Olive Owner"))
+    soon = _mails(("A date is coming up", "A date is close"))
+    assert sorted(m.to[0] for m in soon) == sorted([ADA, OWNER] * len(notices))
+    assert all(re.search(r"is due (Mon|Tue|Wed|Thu|Fri) \d{1,2} [A-Z][a-z]{2} \d{4}, (in \d+ days|today|tomorrow)",
+                         m.body) for m in soon), [m.body for m in soon]
+
+
+def test_a_person_without_an_address_is_notified_without_an_email(db, people):
+    Membership.objects.filter(name="Olive Owner").update(user=get_user_model().objects.create(username="noemail"))
+    tc = load_acme()
+    advance(tc, PASSED)
+    assert Notification.objects.filter(domain=tc, kind="clock.passed", recipient="Olive Owner", email="").count() == 1
+    assert sorted(m.to[0] for m in _mails()) == [ADA]
+
+
+def test_a_brand_with_no_owner_of_record_still_has_the_row_for_the_console(db):
+    tc = load_acme()
+    advance(tc, PASSED)
+    rows = Notification.objects.filter(domain=tc, kind="clock.passed")
+    assert sorted(rows.values_list("recipient", "email")) == [("Ada Lovelace", ADA), ("owner", "")]
 
 
 def test_every_wake_delivered_twice_still_one_notification_and_one_email_each(db, people):
@@ -98,7 +142,10 @@ def test_every_wake_delivered_twice_still_one_notification_and_one_email_each(db
     stats = advance(tc, PASSED, redeliver=True)
     assert stats.replayed == stats.fired + stats.refused > 0
     assert len(_heard(tc)) == 2
-    assert len(mail.outbox) == 2 and len(set(_emails())) == 2
+    assert len(_mails()) == 2 and len(set(_emails())) == 2
+    # The notices too: one email per row, however many times each wake came.
+    assert len(mail.outbox) == Notification.objects.filter(domain=tc).exclude(email="").count()
+    assert len({m.extra_headers["Message-ID"] for m in mail.outbox}) == len(mail.outbox)
 
 
 def test_compare_ways_roll_back_their_notifications_and_send_no_email(db, people):
@@ -109,7 +156,7 @@ def test_compare_ways_roll_back_their_notifications_and_send_no_email(db, people
     assert mail.outbox == []  # each way's sends went to a far end of its own
     assert not Notification.objects.filter(domain=tc).exists()  # and its rows rolled back with it
     advance(tc, PASSED)
-    assert len(_heard(tc)) == 2 and len(mail.outbox) == 2
+    assert len(_heard(tc)) == 2 and len(_mails()) == 2
 
 
 def test_the_unique_constraint_holds_at_the_database(db, brand):
@@ -125,8 +172,11 @@ def test_the_unique_constraint_holds_at_the_database(db, brand):
 
 
 # -- notify(), as a future job.lapsed (a link expired twice) will call it from its handler ------------------
+ADA_PERSON = Person("Ada Lovelace", ADA)
+
+
 def _lapse(f):
-    notify(f, kind="job.lapsed", subject="job_1", recipients=["Ada Lovelace", "owner"],
+    notify(f, kind="job.lapsed", subject="job_1", recipients=[ADA_PERSON, "owner"],
            message="job_1 lapsed: the link expired twice")
 
 
@@ -134,7 +184,8 @@ def test_notify_from_a_firing_is_part_of_its_proposal(arm, clock, handler, peopl
     handler("test.lapse", _lapse, atomic=True)
     timer = arm("job_1:deadline:late:2027", "2026-11-25T14:00Z", handler="test.lapse")
     advance(clock.id, at("2026-11-26T00:00Z"))
-    assert _heard(clock.id) == [("job.lapsed", "job_1", "Ada Lovelace"), ("job.lapsed", "job_1", "owner")]
+    assert _heard(clock.id, kinds=("job.lapsed",)) == [("job.lapsed", "job_1", "Ada Lovelace"),
+                                                       ("job.lapsed", "job_1", "Olive Owner")]
     assert {n.key for n in Notification.objects.filter(domain=clock.id)} == {timer.key}
     assert sorted(m.to[0] for m in mail.outbox) == sorted(PEOPLE.values())
     assert Outbox.objects.filter(domain=clock.id, transport="email").count() == 1  # one submission per firing

@@ -13,6 +13,7 @@ from datetime import UTC, datetime, timedelta
 from io import StringIO
 
 import pytest
+from django.contrib.auth import get_user_model
 from django.core import mail
 from django.core.management import call_command
 
@@ -24,7 +25,7 @@ from timers import transports
 from timers.advance import advance
 from timers.armer import DirectArmer
 from timers.errors import KeepingTimeError
-from timers.models import Brand, Event, Timer
+from timers.models import Brand, Event, Membership, Timer
 
 END = datetime(2027, 12, 1, tzinfo=UTC)
 
@@ -137,9 +138,11 @@ def test_a_hold_extends_once_and_the_second_extend_changes_nothing(forsale):
 
 
 def test_a_link_reminds_a_day_before_reopens_once_and_the_second_expiry_lapses_the_job(forsale, settings):
-    settings.KEEPING_TIME = {**settings.KEEPING_TIME, "PEOPLE": {"the buyer": "buyer@alpha.example",
-                                                                 "owner": "owner@api.forsale"},
+    settings.KEEPING_TIME = {**settings.KEEPING_TIME,
                              "TRANSPORTS": {**settings.KEEPING_TIME["TRANSPORTS"], "email": "django-email"}}
+    # The brand's owner, a member with an address (the buyer is Alpha's contact, as loadexample makes them).
+    owner = get_user_model().objects.create_user("olive", email="owner@api.forsale")
+    Membership.objects.create(user=owner, brand=Brand.objects.get(name="api.forsale"), role="owner", name="Olive")
     transports.registry.pop("email", None)
     try:
         tc = forsale["tc"]
@@ -163,9 +166,9 @@ def test_a_link_reminds_a_day_before_reopens_once_and_the_second_expiry_lapses_t
         assert not events(tc, "job.at_risk", a.id)
         heard = sorted(Notification.objects.filter(domain=tc, kind="job.lapsed", subject=a.id)
                        .values_list("recipient", flat=True))
-        assert heard == ["owner", "the buyer"]
-        lapse_mail = sorted(m.to[0] for m in mail.outbox if "job.lapsed" in m.subject and "A-1001" in m.subject)
-        assert lapse_mail == ["buyer@alpha.example", "owner@api.forsale"]  # one each, at the far end
+        assert heard == ["Ana Alvarez", "Olive"]  # the party "the buyer" is Alpha's buyer, a person record
+        lapse_mail = sorted(m.to[0] for m in mail.outbox if "Work stopped" in m.subject and "A-1001" in m.subject)
+        assert lapse_mail == ["ana@alpha.example", "owner@api.forsale"]  # one each, at the far end
     finally:
         transports.registry.pop("email", None)
 

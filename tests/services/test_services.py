@@ -244,6 +244,7 @@ def test_the_subject_calendar_lists_mints_and_renewals(db):
 
 
 def test_a_guarantee_credits_a_penalty_notice_up_to_its_cap(brand):
+    from calendars.acts import clock_reassign
     from services.guarantees import penalty_notice
     from tests.support.acme import acme_subject
     from timers.armer import DirectArmer
@@ -258,13 +259,14 @@ def test_a_guarantee_credits_a_penalty_notice_up_to_its_cap(brand):
     pay = job_clocks["pay"]
     pay.guarantee = {"cap_usd": 500}
     pay.save()
-    # Ada Lovelace answers for it: the brand's guarantee covers it only while she is one of the brand's people.
+    # The customer answers for it: the brand's guarantee covers it only once one of the brand's people does.
     with pytest.raises(KeepingTimeError) as refused:
         penalty_notice(armer=armer, clock=pay, amount_cents=30_000, notice="CP14")
     assert (refused.value.code, refused.value.status) == ("guarantee_not_brands", 409)
     assert not Event.objects.filter(domain=tc.id, type="clock.penalty").exists()
     ada = get_user_model().objects.create_user("ada")
-    Membership.objects.create(user=ada, brand=brand, role="member", name="Ada Lovelace")
+    member = Membership.objects.create(user=ada, brand=brand, role="member", name="Ada Lovelace")
+    clock_reassign(armer=armer, clock=pay, to=member, by="the owner", why="assigned in the owner console")
     first = penalty_notice(armer=armer, clock=pay, amount_cents=30_000, notice="CP14")
     second = penalty_notice(armer=armer, clock=pay, amount_cents=30_000, notice="CP501")
     third = penalty_notice(armer=armer, clock=pay, amount_cents=30_000, notice="CP503")

@@ -6,6 +6,7 @@ from datetime import UTC, date, datetime
 
 from calendars import specs
 from calendars.clocks import clock_open
+from calendars.contacts import check_contacts, contacts_add
 from calendars.models import Calendar, Subject
 from calendars.specs import ClockSpec, DueInput
 from timers.armer import DirectArmer
@@ -30,12 +31,12 @@ def pay_due(x: DueInput) -> date:
 FILE = specs.register("tests.annual_return.file", ClockSpec(
     name="file", due=file_due, items=STATES,
     rungs=("notice 90d", "notice 30d", "escalate 7d", "ack daily 7d", "run tentative 3d"),
-    moves={"extend": extended_due}, runs={"tentative": "extend"}, answers_for="Ada Lovelace",
+    moves={"extend": extended_due}, runs={"tentative": "extend"}, answers_for="customer:officer",
     options={"file late": "file", "let it lapse": None},
     title="file the {period} return",
 ))
 PAY = specs.register("tests.annual_return.pay", ClockSpec(
-    name="pay", due=pay_due, items=("US",), hard=True, rungs=("notice 30d",), answers_for="Ada Lovelace",
+    name="pay", due=pay_due, items=("US",), hard=True, rungs=("notice 30d",), answers_for="customer:officer",
     options={"pay late": "pay"}, guarantee={"cap_usd": 500},
     title="pay the {period} tax",
 ))
@@ -45,8 +46,16 @@ def acme_subject(brand, domain: str) -> Subject:
     cal, _ = Calendar.objects.get_or_create(
         brand=brand, name="Acme Robotics", defaults={"zone": "America/New_York", "holiday_country": "US",
                                                      "holiday_subdiv": "DC"})
-    return Subject.objects.create(brand=brand, domain=domain, kind="taxpayer", key_name="ein", key="12-3456789",
-                                  name="Acme Robotics", calendar=cal, created_at=datetime(2027, 1, 20, tzinfo=UTC))
+    subject = Subject.objects.create(brand=brand, domain=domain, kind="taxpayer", key_name="ein", key="12-3456789",
+                                     name="Acme Robotics", calendar=cal, created_at=datetime(2027, 1, 20, tzinfo=UTC))
+    add_officer(subject)
+    return subject
+
+
+def add_officer(subject: Subject) -> None:
+    """The customer's officer, Ada Lovelace, their primary contact (as loadexample makes Acme's)."""
+    contacts_add(subject=subject, now=subject.created_at, contacts=check_contacts(
+        [{"name": "Ada Lovelace", "email": "ada@acme-robotics.example", "role": "officer"}]))
 
 
 def open_return(brand, tc, subject, *, now=None):
@@ -71,6 +80,7 @@ def tax_plan_subscribers(brand, clock, n: int) -> list:
         subject = Subject.objects.create(brand=brand, domain=clock.id, kind="taxpayer", key_name="ein",
                                          key=f"12-{3456789 + i:07d}", name=f"Customer {i}", calendar=cal,
                                          input={"entity": "C corp"}, created_at=clock.frozen_time)
+        add_officer(subject)
         subs.append(subscription_create(brand=brand, domain=clock.id, subject=subject, service="tax-plan",
                                         input={"entity": "C corp", "states": ["CA", "NY", "NJ"]},
                                         now=clock.frozen_time))

@@ -38,6 +38,7 @@ class Command(KTCommand):
             password = secrets.token_urlsafe(9)
             user, _ = users.objects.get_or_create(username=username, defaults={"first_name": name})
             user.is_staff = True
+            user.email = user.email or f"{username}@apis.tax.example"
             user.set_password(password)
             user.save()
             for brand in brands:
@@ -51,6 +52,8 @@ class Command(KTCommand):
                     user = users.objects.create(username=username, first_name=NAMES[username])
                 if user is None:
                     continue
+                # Where their dates' notices and reminders go: a member's own address.
+                user.email = user.email or f"{username}@{brand.name.replace('.', '-')}.example"
                 password = secrets.token_urlsafe(9)
                 user.set_password(password)
                 user.save()
@@ -61,13 +64,14 @@ class Command(KTCommand):
 
     def _hand_to_hedy(self) -> None:
         """Acme's 2026 return dates that came unsatisfied go to apis.tax, and from the owner to Hedy."""
+        hedy = Membership.objects.filter(brand__name="apis.tax", user__username="hedy").select_related("user").first()
         clock = (Clock.objects.filter(brand__name="apis.tax", subject__name="Acme Robotics", name="file",
-                                      period="2026", items__status="due").exclude(answers_for="Hedy Lamarr")
+                                      period="2026", items__status="due").exclude(member=hedy)
                  .order_by("-opened_at").first())
-        if clock is None:
+        if clock is None or hedy is None:
             return
         armer = DirectArmer(brand=clock.brand_id, domain=clock.domain)
         with transaction.atomic():
-            clock_reassign(armer=armer, clock=clock, to=STEWARD, by=clock.answers_for,
+            clock_reassign(armer=armer, clock=clock, to=STEWARD, by=clock.answers_for or "Acme Robotics",
                            why="the customer handed it to the brand")
-            clock_reassign(armer=armer, clock=clock, to="Hedy Lamarr", by="owner", why="the owner assigned it")
+            clock_reassign(armer=armer, clock=clock, to=hedy, by="Olive Owner", why="the owner assigned it")

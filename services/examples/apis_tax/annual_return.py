@@ -15,17 +15,17 @@ annual_return = Service(
         "file": clock(
             "file", due=tax.file_due, items=tax.items, moves={"extend": tax.extended_due},
             rungs=("notice 90d", "notice 30d", "escalate 7d", "ack daily 7d", "run tentative 3d"),
-            runs={"tentative": "extend"}, follows=tax.follows, answers_for="Ada Lovelace", title="file",
+            runs={"tentative": "extend"}, follows=tax.follows, answers_for="customer:officer", title="file",
             calendar=tax.FEDERAL,
         ),
         # The federal extension pays what is owed: the pay step commits with it, and the date is kept.
         "pay": clock("pay", due=tax.pay_due, items=("US",), hard=True, rungs=("notice 30d",),
-                     answers_for="Ada Lovelace", title="pay", kept_with={"extend": "with the extension"},
+                     answers_for="customer:officer", title="pay", kept_with={"extend": "with the extension"},
                      calendar=tax.FEDERAL),
         # A credit the return carries forward: it lives on the subject, so it outlives the return's job, and
         # repins when a newer return joins the subject; it expires 20 years on.
         "carryforward": clock("carryforward", due=tax.carryforward_expires, items=tax.carryforwards, hard=True,
-                              lives_on="subject", rungs=("notice 90d",), answers_for="Ada Lovelace",
+                              lives_on="subject", rungs=("notice 90d",), answers_for="customer:officer",
                               title="use the carryforward", calendar=tax.FEDERAL),
     },
 )

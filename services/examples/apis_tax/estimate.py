@@ -10,6 +10,6 @@ estimate = Service(
     price=Price(usd=300, within="2d before pay"),
     clocks={
         "pay": clock("pay", due=tax.estimate_due, items=("US",), hard=True, rungs=("notice 7d",),
-                     answers_for="Ada Lovelace", title="pay", calendar=tax.FEDERAL),
+                     answers_for="customer:officer", title="pay", calendar=tax.FEDERAL),
     },
 )

@@ -14,7 +14,7 @@ notice_response = Service(
     clocks={
         # The reply is due on the notice's reply_by: a date the IRS sets, read from the event.
         "reply": clock("reply", due=lambda x: date.fromisoformat(x.input["reply_by"]), items=("US",),
-                       rungs=("notice 14d", "escalate 3d"), answers_for="Ada Lovelace", title="reply",
+                       rungs=("notice 14d", "escalate 3d"), answers_for="customer:officer", title="reply",
                        calendar=FEDERAL),
     },
 )

@@ -13,6 +13,7 @@ from datetime import UTC, datetime, time
 from django.contrib.auth import get_user_model
 from django.db import transaction
 
+from calendars.contacts import check_contacts, contacts_add
 from calendars.models import Calendar, ClosedDay, Subject, seeded_subject_id
 from services import registry
 from services.kinds import ACT, SUBJECT_EVENT, UPDATE
@@ -72,6 +73,10 @@ class Command(KTCommand):
             calendar=calendar, input={"entity": "C corp"}, created_at=START,
             # A federal credit from the 2026 tax year, carried forward: the 2026 return's carryforward clock.
             keeps={"carryforwards": {"2026": ["US"]}})
+        # Acme's people are data: its officer answers for the returns the Services write "customer:officer" on.
+        contacts_add(subject=subject, now=START, contacts=check_contacts([
+            {"name": "Ada Lovelace", "email": "ada@acme-robotics.example", "role": "officer", "zone": "America/New_York",
+             "primary": True}]))
         self.bar.step("loading apis_tax: the tax-plan subscription")
         sub = subscription_create(brand=brand, domain=clock.id, subject=subject, service="tax-plan",
                                   input={"entity": "C corp", "states": ["CA", "NY", "NJ"]}, now=START)
@@ -125,11 +130,15 @@ class Command(KTCommand):
             Calendar.objects.filter(pk=calendar.pk).update(is_default=True)
         self.bar.step("loading api_forsale: the accounts and their deal-desk subscriptions")
         subjects = {}
+        buyers = {"A": ("Ana Alvarez", "ana@alpha.example"), "B": ("Bo Bergström", "bo@beta.example")}
         for code, domain, name in (("A", "alpha.example", "Alpha Labs"), ("B", "beta.example", "Beta Foods")):
             subjects[code] = Subject.objects.create(
                 id=seeded_subject_id(brand=brand, domain=clock.id, kind="account", key=domain), brand=brand,
                 domain=clock.id, kind="account", key_name="domain", key=domain, name=name, calendar=calendar,
                 created_at=FORSALE_START)
+            # The account's buyer: the deal's party ("the buyer") is their contact in that role.
+            contacts_add(subject=subjects[code], now=FORSALE_START, contacts=check_contacts([
+                {"name": buyers[code][0], "email": buyers[code][1], "role": "buyer", "primary": True}]))
             subscription_create(brand=brand, domain=clock.id, subject=subjects[code], service="deal-desk",
                                 now=FORSALE_START)
 

@@ -7,7 +7,6 @@ from __future__ import annotations
 from services.handovers import member_holds, member_remove
 from services.members import (
     ROLES,
-    answers_as,
     default_link_base,
     member_change,
     member_get,
@@ -65,7 +64,7 @@ class Command(KTCommand):
         self.stdout.write(f"{member_id(m)} · {member_says(m)} · {member_username(m)} · {m.role} of "
                           f"{self.the_brand.name} · {member_status(m)}")
         self.stdout.write(f"pools: {', '.join(pools_of(m)) or 'none'}")
-        self.stdout.write(f"answers for {len(clocks)} clock(s) as {answers_as(m)!r}; holds {len(tasks)} Task(s)")
+        self.stdout.write(f"answers for {len(clocks)} clock(s); holds {len(tasks)} Task(s)")
         for c in clocks:
             self.stdout.write(f"  clock {c.id} · {c.name} {c.period} · {c.domain}")
         for t in tasks:

@@ -1,26 +1,46 @@
 """subjects create --kind taxpayer --key 12-3456789 --name "Acme Robotics" [--calendar cal_…] [--test-clock tc_…]
 · subjects list [--kind] [--key] [--test-clock tc_…] · subjects show sbj_…
 · subjects calendar sbj_… [--from 2027-02-01] [--test-clock tc_…] [--rungs] · subjects feed sbj_… [--rotate|--revoke]
-· subjects portal sbj_… (a customer portal link, valid for an hour)"""
+· subjects portal sbj_… [--contact ctc_…] (a customer portal link, valid for an hour, for one of their contacts)
+· subjects contacts list sbj_… · subjects contacts add sbj_… --name --email [--role --phone --zone --primary]
+· subjects contacts change sbj_… ctc_… [--name --email --role --phone --zone --primary]
+· subjects contacts remove sbj_… ctc_…"""
 
 from __future__ import annotations
+
+import re
 
 from django.conf import settings
 from django.core.management.base import CommandError
 
 from calendars import feed
+from calendars.contacts import contact_create, contact_get, contact_remove, contact_update
 from calendars.entries import subject_calendar
 from calendars.feed_tokens import subject_feed_revoke, subject_feed_rotate
-from calendars.models import Subject
+from calendars.models import Contact, Subject
 from services.management.cli import brand_and_domain, pairs_option
 from services.portal_sessions import portal_session_create
 from services.subjects import get_calendar, subject_create
 from timers.api.inputs import parse_from
-from timers.domains import domain_now
+from timers.domains import domain_now, domain_writable
 from timers.management.base import KTCommand
 from timers.models import brand_domain, is_live
 
 COLUMNS = ("date", "what", "kind", "answers for", "status")
+CONTACT = re.compile(r"^\s*(?P<name>[^<>]+?)\s*<(?P<email>[^<>\s]+)>\s*(?P<role>\S+)?\s*$")
+
+
+def _contact_option(text: str) -> dict[str, str]:
+    """ "Ada Lovelace <ada@acme.example> officer" → a contact's fields (the role is optional)."""
+    m = CONTACT.match(text)
+    if m is None:
+        raise CommandError(f'invalid_request: --contact is "Name <email>" and optionally a role, not {text!r}')
+    return {k: v for k, v in m.groupdict().items() if v}
+
+
+def contact_line(c: Contact) -> str:
+    return " · ".join([c.id, c.name, c.email, c.role, *(["primary"] if c.primary else []),
+                       *([c.phone] if c.phone else []), *([c.zone] if c.zone else [])])
 
 
 def table(rows: list[tuple[str, ...]]) -> list[str]:
@@ -39,6 +59,9 @@ class Command(KTCommand):
         mk.add_argument("--key", required=True, help="its key: an EIN 12-3456789, a domain …")
         mk.add_argument("--name", required=True)
         mk.add_argument("--calendar", help="cal_…: its own calendar (default: its Service's, else the brand's)")
+        mk.add_argument("--contact", action="append", metavar="NAME <EMAIL>[ ROLE]",
+                        help='one of their people, e.g. "Ada Lovelace <ada@acme.example> officer" (the first is '
+                             "primary); again for each")
         mk.add_argument("--metadata", action="append", metavar="KEY=VALUE")
         mk.add_argument("--test-clock", help="tc_…: on a test clock (default: the brand's live clock)")
         mk.add_argument("--brand")
@@ -61,6 +84,25 @@ class Command(KTCommand):
         which.add_argument("--revoke", action="store_true", help="no URL works until the next --rotate")
         pt = sub.add_parser("portal", help="a customer portal link for the subject, valid for an hour")
         pt.add_argument("subject_id")
+        pt.add_argument("--contact", help="ctc_…: who it is for (default: the primary contact)")
+        ct = sub.add_parser("contacts", help="the customer's people: list, add, change, remove")
+        cts = ct.add_subparsers(dest="contacts_action", required=True)
+        cl = cts.add_parser("list", help="their contacts, primary first")
+        cl.add_argument("subject_id")
+        for verb in ("add", "change"):
+            ca = cts.add_parser(verb, help="a contact of theirs" if verb == "add" else "change a contact")
+            ca.add_argument("subject_id")
+            if verb == "change":
+                ca.add_argument("contact_id")
+            ca.add_argument("--name", required=verb == "add")
+            ca.add_argument("--email", required=verb == "add")
+            ca.add_argument("--role", help="the brand's word for them: officer, bookkeeper")
+            ca.add_argument("--phone")
+            ca.add_argument("--zone", help="an IANA zone their times are said in (default: the customer's calendar's)")
+            ca.add_argument("--primary", action="store_true", help="the one a customer's date goes to first")
+        cr = cts.add_parser("remove", help="remove a contact (their dates go to whoever their role names now)")
+        cr.add_argument("subject_id")
+        cr.add_argument("contact_id")
 
     def handle(self, *args, **o):
         getattr(self, f"_{o['action']}")(o)
@@ -70,8 +112,11 @@ class Command(KTCommand):
         cal = get_calendar(brand=brand, calendar_id=o["calendar"], param="--calendar") if o["calendar"] else None
         subject = subject_create(brand=brand, domain=domain, kind=o["kind"], key=o["key"], name=o["name"],
                                  calendar=cal, metadata=pairs_option(o["metadata"], option="--metadata"),
+                                 contacts=[_contact_option(c) for c in o["contact"] or []],
                                  now=domain_now(domain=domain))
         self.stdout.write(self.line(subject))
+        for c in subject.contacts.order_by("-primary", "created_at", "id"):
+            self.stdout.write("  " + contact_line(c))
 
     def _list(self, o):
         brand, domain = brand_and_domain(self, brand=o["brand"], test_clock=o["test_clock"])
@@ -100,9 +145,38 @@ class Command(KTCommand):
 
     def _portal(self, o):
         subject = self.subject(o["subject_id"])
-        session, path = portal_session_create(brand=subject.brand, subject=subject)
+        contact = contact_get(subject=subject, contact_id=o["contact"], param="--contact") if o["contact"] else None
+        session, path = portal_session_create(brand=subject.brand, subject=subject, contact=contact)
         self.stdout.write(f"http://{settings.KEEPING_TIME['FEED_HOST']}{path}")
-        self.stdout.write(f"{session.id} · {subject.name} · expires {session.expires_at:%Y-%m-%d %H:%MZ}")
+        who = session.contact.name if session.contact_id else "the customer"
+        self.stdout.write(f"{session.id} · {subject.name} · for {who} · expires {session.expires_at:%Y-%m-%d %H:%MZ}")
+
+    def _contacts(self, o):
+        subject = self.subject(o["subject_id"])
+        action = o["contacts_action"]
+        if action == "list":
+            for c in subject.contacts.order_by("-primary", "created_at", "id"):
+                self.stdout.write(contact_line(c))
+            return
+        if action == "remove":
+            contact = contact_get(subject=subject, contact_id=o["contact_id"])
+            self._writable(subject)
+            contact_remove(contact=contact)
+            self.stdout.write(f"{contact.name} is no longer a contact of {subject.name}")
+            return
+        values = {k: o[k] for k in ("name", "email", "role", "phone", "zone") if o[k] is not None}
+        if o["primary"]:
+            values["primary"] = True
+        self._writable(subject)
+        if action == "add":
+            contact = contact_create(subject=subject, values=values, now=domain_now(domain=subject.domain))
+        else:
+            contact = contact_update(contact=contact_get(subject=subject, contact_id=o["contact_id"]), values=values)
+        self.stdout.write(contact_line(contact))
+
+    @staticmethod
+    def _writable(subject: Subject) -> None:
+        domain_writable(domain=brand_domain(subject.domain, subject.brand_id))
 
     def subject(self, subject_id: str) -> Subject:
         subject = Subject.objects.select_related("calendar").filter(pk=subject_id).first()
