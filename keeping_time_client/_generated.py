@@ -32,8 +32,10 @@ ClockItemStatus = Literal['open', 'satisfied', 'due', 'passed', 'voided']
 ClockLivesOn = Literal['job', 'subject']
 ClockObject = Literal['clock']
 CommitOutcome = Literal['committed', 'refused']
+ContactObject = Literal['contact']
 CurrencyEnum = Literal['usd']
 DeadLetterObject = Literal['dead_letter']
+DeletedContactObject = Literal['contact']
 EarningsObject = Literal['earnings']
 ErrorType = Literal['invalid_request_error', 'api_error']
 EventObject = Literal['event']
@@ -227,6 +229,45 @@ class Commit(TypedDict):
     events: list[str]
 
 
+class Contact(TypedDict):
+    id: str
+    object: ContactObject
+    subject: str
+    name: str
+    email: str
+    phone: str
+    zone: str | None
+    role: str
+    primary: bool
+    created: str
+
+
+class ContactCreate(TypedDict):
+    name: str
+    email: str
+    phone: NotRequired[str]
+    zone: NotRequired[str]
+    role: NotRequired[str]
+    primary: NotRequired[bool]
+
+
+class ContactFields(TypedDict):
+    name: NotRequired[str]
+    email: NotRequired[str]
+    phone: NotRequired[str]
+    zone: NotRequired[str]
+    role: NotRequired[str]
+    primary: NotRequired[bool]
+
+
+class ContactList(TypedDict):
+    object: ListObject
+    data: list[Contact]
+    has_more: bool
+    url: str
+    note: NotRequired[str]
+
+
 class DeadLetter(TypedDict):
     id: str
     object: DeadLetterObject
@@ -235,6 +276,12 @@ class DeadLetter(TypedDict):
     status: int | None
     error: str
     payload: dict[str, Any]
+
+
+class DeletedContact(TypedDict):
+    id: str
+    object: DeletedContactObject
+    deleted: bool
 
 
 class DeletedMember(TypedDict):
@@ -502,6 +549,7 @@ class PoolService(TypedDict):
 
 class PortalSession(TypedDict):
     subject: str
+    contact: NotRequired[str]
 
 
 class Postpone(TypedDict):
@@ -668,6 +716,7 @@ class Subject(TypedDict):
     name: str
     calendar: str | None
     zone: str
+    contacts: list[Contact]
     metadata: dict[str, str]
     livemode: bool
     test_clock: str | None
@@ -697,6 +746,7 @@ class SubjectCreate(TypedDict):
     key: str
     name: str
     calendar: NotRequired[str]
+    contacts: NotRequired[list[dict[str, Any]]]
     metadata: NotRequired[dict[str, str]]
     test_clock: NotRequired[str]
 
@@ -1255,9 +1305,15 @@ class Pools(Resource):
 class PortalSessions(Resource):
     """portal_sessions: /portal_sessions…"""
 
-    def create(self, *, subject: str, idempotency_key: str | Omit = OMIT) -> dict[str, Any]:
+    def create(
+        self,
+        *,
+        subject: str,
+        contact: str | Omit = OMIT,
+        idempotency_key: str | Omit = OMIT,
+    ) -> dict[str, Any]:
         """Make a customer portal link. POST /portal_sessions"""
-        return cast('dict[str, Any]', self._client.request('POST', '/portal_sessions', json={'subject': subject}, idempotency_key=idempotency_key))
+        return cast('dict[str, Any]', self._client.request('POST', '/portal_sessions', json={'subject': subject, 'contact': contact}, idempotency_key=idempotency_key))
 
 
 class Proposals(Resource):
@@ -1339,6 +1395,55 @@ class Subjects(Resource):
         """A subject's calendar. GET /subjects/{subject_id}/calendar"""
         return cast('SubjectCalendar', self._client.request('GET', f"/subjects/{_seg(subject_id)}/calendar", params={'from': from_, 'test_clock': test_clock}))
 
+    def contacts_create(
+        self,
+        subject_id: str,
+        *,
+        name: str,
+        email: str,
+        phone: str | Omit = OMIT,
+        zone: str | Omit = OMIT,
+        role: str | Omit = OMIT,
+        primary: bool | Omit = OMIT,
+        idempotency_key: str | Omit = OMIT,
+    ) -> Contact:
+        """Add a contact to a customer. POST /subjects/{subject_id}/contacts"""
+        return cast('Contact', self._client.request('POST', f"/subjects/{_seg(subject_id)}/contacts", json={'name': name, 'email': email, 'phone': phone, 'zone': zone, 'role': role, 'primary': primary}, idempotency_key=idempotency_key))
+
+    def contacts_delete(self, contact_id: str, subject_id: str) -> DeletedContact:
+        """Remove a contact. DELETE /subjects/{subject_id}/contacts/{contact_id}"""
+        return cast('DeletedContact', self._client.request('DELETE', f"/subjects/{_seg(subject_id)}/contacts/{_seg(contact_id)}"))
+
+    def contacts_list(
+        self,
+        subject_id: str,
+        *,
+        limit: int | Omit = OMIT,
+        starting_after: str | Omit = OMIT,
+    ) -> ContactList:
+        """List a customer's contacts. GET /subjects/{subject_id}/contacts"""
+        return cast('ContactList', self._client.request('GET', f"/subjects/{_seg(subject_id)}/contacts", params={'limit': limit, 'starting_after': starting_after}))
+
+    def contacts_retrieve(self, contact_id: str, subject_id: str) -> Contact:
+        """Retrieve a contact. GET /subjects/{subject_id}/contacts/{contact_id}"""
+        return cast('Contact', self._client.request('GET', f"/subjects/{_seg(subject_id)}/contacts/{_seg(contact_id)}"))
+
+    def contacts_update(
+        self,
+        contact_id: str,
+        subject_id: str,
+        *,
+        name: str | Omit = OMIT,
+        email: str | Omit = OMIT,
+        phone: str | Omit = OMIT,
+        zone: str | Omit = OMIT,
+        role: str | Omit = OMIT,
+        primary: bool | Omit = OMIT,
+        idempotency_key: str | Omit = OMIT,
+    ) -> Contact:
+        """Change a contact. POST /subjects/{subject_id}/contacts/{contact_id}"""
+        return cast('Contact', self._client.request('POST', f"/subjects/{_seg(subject_id)}/contacts/{_seg(contact_id)}", json={'name': name, 'email': email, 'phone': phone, 'zone': zone, 'role': role, 'primary': primary}, idempotency_key=idempotency_key))
+
     def create(
         self,
         *,
@@ -1346,12 +1451,13 @@ class Subjects(Resource):
         key: str,
         name: str,
         calendar: str | Omit = OMIT,
+        contacts: builtins.list[dict[str, Any]] | Omit = OMIT,
         metadata: dict[str, str] | Omit = OMIT,
         test_clock: str | Omit = OMIT,
         idempotency_key: str | Omit = OMIT,
     ) -> Subject:
         """Create a subject. POST /subjects"""
-        return cast('Subject', self._client.request('POST', '/subjects', json={'kind': kind, 'key': key, 'name': name, 'calendar': calendar, 'metadata': metadata, 'test_clock': test_clock}, idempotency_key=idempotency_key))
+        return cast('Subject', self._client.request('POST', '/subjects', json={'kind': kind, 'key': key, 'name': name, 'calendar': calendar, 'contacts': contacts, 'metadata': metadata, 'test_clock': test_clock}, idempotency_key=idempotency_key))
 
     def events_create(
         self,
@@ -1696,6 +1802,11 @@ OPERATIONS: dict[str, tuple[str, str, str, str]] = {
     'schedules_retrieve': ('GET', '/schedules/{schedule_id}', 'schedules', 'retrieve'),
     'schedules_trigger': ('POST', '/schedules/{schedule_id}/trigger', 'schedules', 'trigger'),
     'subjects_calendar': ('GET', '/subjects/{subject_id}/calendar', 'subjects', 'calendar'),
+    'subjects_contacts_create': ('POST', '/subjects/{subject_id}/contacts', 'subjects', 'contacts_create'),
+    'subjects_contacts_delete': ('DELETE', '/subjects/{subject_id}/contacts/{contact_id}', 'subjects', 'contacts_delete'),
+    'subjects_contacts_list': ('GET', '/subjects/{subject_id}/contacts', 'subjects', 'contacts_list'),
+    'subjects_contacts_retrieve': ('GET', '/subjects/{subject_id}/contacts/{contact_id}', 'subjects', 'contacts_retrieve'),
+    'subjects_contacts_update': ('POST', '/subjects/{subject_id}/contacts/{contact_id}', 'subjects', 'contacts_update'),
     'subjects_create': ('POST', '/subjects', 'subjects', 'create'),
     'subjects_events_create': ('POST', '/subjects/{subject_id}/events', 'subjects', 'events_create'),
     'subjects_list': ('GET', '/subjects', 'subjects', 'list'),

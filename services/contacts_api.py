@@ -10,7 +10,7 @@ from rest_framework.response import Response
 
 from calendars.contacts import contact_create, contact_get, contact_json, contact_remove, contact_update
 from calendars.models import Contact
-from timers.api.inputs import ListQuerySerializer, NameField, StrictCharField
+from timers.api.inputs import ListQuerySerializer, NameField, StrictBooleanField, StrictCharField
 from timers.api.openapi import ERRORS, NOT_FOUND, const, error_response, list_serializer
 from timers.api.views import BrandAPIView, SafeJSONParser
 from timers.domains import domain_now, domain_writable
@@ -32,7 +32,7 @@ class ContactFields(serializers.Serializer):
     role = StrictCharField(required=False, max_length=32,
                            help_text="The brand's word for them (officer, bookkeeper): a Service's "
                                      "answers_for='customer:officer' finds them by it")
-    primary = serializers.BooleanField(required=False,
+    primary = StrictBooleanField(required=False,
                                        help_text="Who a date the customer answers for goes to first (one is)")
 
 
@@ -55,7 +55,7 @@ def _writable(subject) -> None:
 class ContactListView(BrandAPIView):
     parser_classes = [SafeJSONParser]
 
-    @extend_schema(operation_id="contacts_list", tags=["subjects"], parameters=[ListQuerySerializer],
+    @extend_schema(operation_id="subjects_contacts_list", tags=["subjects"], parameters=[ListQuerySerializer],
                    summary="List a customer's contacts",
                    description="Primary first, then as they were added.",
                    responses={200: list_serializer("ContactList", ContactSerializer), **ERRORS, **NOT_FOUND})
@@ -68,7 +68,7 @@ class ContactListView(BrandAPIView):
                              render=lambda rows: [contact_json(c) for c in rows], what="contact"))
 
     @extend_schema(
-        operation_id="contacts_create", tags=["subjects"], request=ContactCreateSerializer,
+        operation_id="subjects_contacts_create", tags=["subjects"], request=ContactCreateSerializer,
         summary="Add a contact to a customer",
         description="A person of the customer's: who a date the customer answers for goes to, who hears its notices "
                     "and opens their portal. Their first contact is primary. Every open date whose role now names "
@@ -88,14 +88,14 @@ class ContactListView(BrandAPIView):
 class ContactDetailView(BrandAPIView):
     parser_classes = [SafeJSONParser]
 
-    @extend_schema(operation_id="contacts_retrieve", tags=["subjects"], summary="Retrieve a contact",
+    @extend_schema(operation_id="subjects_contacts_retrieve", tags=["subjects"], summary="Retrieve a contact",
                    responses={200: ContactSerializer, 401: ERRORS[401], **NOT_FOUND})
     def get(self, request, subject_id: str, contact_id: str):
         subject = get_subject(self.brand, subject_id)
         return Response(contact_json(contact_get(subject=subject, contact_id=contact_id)))
 
     @extend_schema(
-        operation_id="contacts_update", tags=["subjects"], request=ContactFields, summary="Change a contact",
+        operation_id="subjects_contacts_update", tags=["subjects"], request=ContactFields, summary="Change a contact",
         description="Their name, email, phone, zone or role; primary: true makes them the one a customer's date goes "
                     "to first. The dates whose role now names someone else move, on the record.",
         responses={200: ContactSerializer, **ERRORS, **NOT_FOUND, 409: error_response("contact_exists")},
@@ -108,7 +108,7 @@ class ContactDetailView(BrandAPIView):
         return Response(contact_json(contact_update(contact=contact, values=body)))
 
     @extend_schema(
-        operation_id="contacts_delete", tags=["subjects"], summary="Remove a contact",
+        operation_id="subjects_contacts_delete", tags=["subjects"], summary="Remove a contact",
         description="The next oldest contact becomes primary if they were; the dates they answered for go to whoever "
                     "their role names now (nobody, once the customer has no contact), each on the record.",
         responses={200: DeletedContactSerializer, 401: ERRORS[401], **NOT_FOUND},

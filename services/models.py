@@ -190,7 +190,7 @@ class Notification(models.Model):
                              related_name="notifications", help_text="the recipient's account: a member's")
     contact = models.ForeignKey(Contact, on_delete=models.SET_NULL, null=True, blank=True,
                                 related_name="notifications", help_text="the recipient: a customer's contact")
-    email = models.EmailField(max_length=254, blank=True, db_default="", help_text="where its email went; empty: no email")
+    email = models.EmailField(max_length=254, blank=True, default="", help_text="where its email went; empty: no email")
     kind = models.CharField(max_length=40, help_text="clock.due, clock.passed, job.lapsed …")
     subject = models.CharField(max_length=64, help_text="what lapsed: the clock item or job id")
     key = models.CharField(max_length=255, help_text="the timer key whose firing raised it")

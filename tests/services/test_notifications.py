@@ -162,8 +162,8 @@ def test_compare_ways_roll_back_their_notifications_and_send_no_email(db, people
 def test_the_unique_constraint_holds_at_the_database(db, brand):
     # A raw insert, past the ORM: the database itself refuses a second (domain, key, recipient, kind).
     sql = ('INSERT INTO services_notification (id, brand_id, domain, recipient, kind, subject, "key", message, '
-           "created_at) VALUES (%s, %s, 'tc_x', 'owner', 'clock.passed', 'clk_1#US', 'clk_1#US:due:pay:2026', "
-           "'m', %s)")
+           "email, created_at) VALUES (%s, %s, 'tc_x', 'owner', 'clock.passed', 'clk_1#US', 'clk_1#US:due:pay:2026', "
+           "'m', '', %s)")
     with connection.cursor() as cur:
         cur.execute(sql, ["ntf_1", brand.id, T0])
         cur.execute(sql.replace("'owner'", "'Ada Lovelace'"), ["ntf_2", brand.id, T0])  # another recipient: fine

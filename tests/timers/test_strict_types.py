@@ -21,7 +21,7 @@ from django.contrib.auth import get_user_model
 from django.core.management import call_command
 from django.test import Client
 
-from calendars.models import Calendar, Clock
+from calendars.models import Calendar, Clock, Subject
 from services.models import Job
 from services.versions import version_deploy
 from tests.support.acme import tax_plan_subscribers
@@ -46,6 +46,8 @@ BODIES: dict[str, dict] = {
     "POST /clocks/{clock_id}/penalties": {"notice": "CP14", "amount": 1250, "currency": "usd"},
     "POST /owner/jobs/{job_id}/repin": {"to": "2027-06", "dry_run": True},
     "POST /policies": {"service": "deal", "name": "stall_days", "value": 7, "test_clock": "{tc}"},
+    "POST /subjects/{subject_id}/contacts": {"name": "Bob Byron", "email": "bob@acme.example", "primary": False},
+    "POST /subjects/{subject_id}/contacts/{contact_id}": {"primary": True},
     "POST /schedules": {"test_clock": "{tc}", "spec": {"every": "1d"},
                         "target": {"url": "http://127.0.0.1:9/hook", "timeout": 10, "retries": 3},
                         "buffer_limit": 5, "catchup_window": 3600, "paused": True},
@@ -76,8 +78,10 @@ class World:
                                                  enabled_events=["*"])
         _, self.key = api_key_create(brand=brand)
         self.client = Client(enforce_csrf_checks=True, raise_request_exception=False)
+        subject = Subject.objects.get(domain=self.tc.id)
         self.ids = {"tc": self.tc.id, "clock_id": Clock.objects.filter(domain=self.tc.id).first().id,
-                    "calendar_id": self.calendar.id, "job_id": self.job.id, "endpoint_id": self.endpoint.id}
+                    "calendar_id": self.calendar.id, "job_id": self.job.id, "endpoint_id": self.endpoint.id,
+                    "subject_id": subject.id, "contact_id": subject.contacts.get().id}
 
     def fill(self, value):
         if isinstance(value, str) and value.startswith("{") and value.endswith("}"):
