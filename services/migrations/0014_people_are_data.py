@@ -9,7 +9,7 @@ class Migration(migrations.Migration):
 
     dependencies = [
         ('calendars', '0009_people_are_data'),
-        ('services', '0012_money_pay_lines'),
+        ('services', '0013_orders_take_no_schedule_slot'),
         migrations.swappable_dependency(settings.AUTH_USER_MODEL),
     ]
 
