@@ -15,6 +15,7 @@ from typing import Any
 from calendars.acts import clock_acknowledge
 from calendars.contacts import contact_create, contact_json
 from calendars.entries import subject_calendar as build_subject_calendar
+from calendars.models import Contact
 from calendars.selectors import calendar_domain, get_subject
 from calendars.subject_calendar_json import calendar_json
 from services import registry
@@ -140,7 +141,7 @@ def acknowledge(brand: Brand, *, clock_id: str, item: str = "-", by: str = "") -
 def list_contacts(brand: Brand, *, subject_id: str) -> dict[str, Any]:
     """The customer's contacts, primary first (as GET /subjects/<id>/contacts)."""
     subject = get_subject(brand, subject_id)
-    rows = subject.contacts.order_by("-primary", "created_at", "id")
+    rows = subject.contacts.order_by(*Contact.ORDER)
     return {"object": "list", "data": [contact_json(c) for c in rows], "has_more": False}
 
 

@@ -52,13 +52,13 @@ def subject_contacts(subject_id: str) -> list[Contact]:
     """The subject's contacts, primary first, then as they were added; once a batch inside the tick."""
     b = batches.current()
     if b is None:
-        return list(Contact.objects.filter(subject_id=subject_id).order_by("-primary", "created_at", "id"))
+        return list(Contact.objects.filter(subject_id=subject_id).order_by(*Contact.ORDER))
     cache = b.cache(CONTACTS, tables=("calendars_contact",))
     found = cache.get(subject_id)
     if found is None:
         with b.quiet():
             found = cache[subject_id] = list(Contact.objects.filter(subject_id=subject_id)
-                                             .order_by("-primary", "created_at", "id"))
+                                             .order_by(*Contact.ORDER))
     return found
 
 

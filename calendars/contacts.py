@@ -139,7 +139,8 @@ def contacts_add(*, subject: Subject, contacts: list[dict[str, Any]], now: datet
 
 
 def _make(subject: Subject, values: dict[str, Any], now: datetime) -> Contact:
-    if Contact.objects.filter(subject=subject).count() >= MAX_CONTACTS:
+    seq = Contact.objects.filter(subject=subject).count()
+    if seq >= MAX_CONTACTS:
         raise _bad(f"contacts: a customer has up to {MAX_CONTACTS}", param="contacts", code="invalid_request")
     primary = values.get("primary")
     if primary is None:
@@ -151,7 +152,8 @@ def _make(subject: Subject, values: dict[str, Any], now: datetime) -> Contact:
             return Contact.objects.create(
                 id=_contact_id(subject, values["email"]), brand_id=subject.brand_id, subject=subject,
                 name=values["name"], email=values["email"], phone=values.get("phone", ""),
-                zone=values.get("zone", ""), role=values.get("role", "contact"), primary=primary, created_at=now)
+                zone=values.get("zone", ""), role=values.get("role", "contact"), primary=primary, seq=seq,
+                created_at=now)
     except IntegrityError:
         raise _exists(subject, values["email"]) from None
 
@@ -192,7 +194,7 @@ def contact_remove(*, contact: Contact) -> None:
     was_primary = contact.primary
     contact.delete()
     if was_primary:
-        nxt = Contact.objects.filter(subject=subject).order_by("created_at", "id").first()
+        nxt = Contact.objects.filter(subject=subject).order_by("seq", "id").first()
         if nxt is not None:
             Contact.objects.filter(pk=nxt.pk).update(primary=True)
     reresolve(subject=subject, why="contact removed")

@@ -152,7 +152,10 @@ class Contact(models.Model):
     role = models.CharField(max_length=32, default="contact", help_text="The brand's word for them: officer, "
                                                                         "bookkeeper")
     primary = models.BooleanField(default=False, help_text="Who a date the customer answers for goes to first")
+    seq = models.PositiveIntegerField(default=0, help_text="The order they were added in (several in one instant)")
     created_at = models.DateTimeField()
+
+    ORDER = ("-primary", "seq", "id")  # how they are listed: primary first, then as they were added
 
     class Meta:
         constraints = [

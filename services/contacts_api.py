@@ -20,7 +20,7 @@ from timers.selectors import page
 from .api_schemas import ContactSerializer
 from .subjects_api import get_subject
 
-CONTACT_ORDER = ("created_at", "id")
+CONTACT_ORDER = ("seq", "id")
 
 
 class ContactFields(serializers.Serializer):

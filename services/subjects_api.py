@@ -45,7 +45,7 @@ SUBJECT_ORDER = ("created_at", "id")
 def subject_json(s: Subject, contacts: list[Contact] | None = None) -> dict:
     cal = s.calendar
     if contacts is None:
-        contacts = list(s.contacts.order_by("-primary", "created_at", "id"))
+        contacts = list(s.contacts.order_by(*Contact.ORDER))
     return {
         "id": s.id,
         "object": "subject",

@@ -108,6 +108,7 @@ class Migration(migrations.Migration):
                 ('zone', models.CharField(blank=True, help_text="The zone their times are said in; blank: the customer's calendar's", max_length=64)),
                 ('role', models.CharField(default='contact', help_text="The brand's word for them: officer, bookkeeper", max_length=32)),
                 ('primary', models.BooleanField(default=False, help_text='Who a date the customer answers for goes to first')),
+                ('seq', models.PositiveIntegerField(default=0, help_text='The order they were added in (several in one instant)')),
                 ('created_at', models.DateTimeField()),
                 ('brand', models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name='contacts', to='timers.brand')),
                 ('subject', models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name='contacts', to='calendars.subject')),

@@ -129,10 +129,11 @@ def _missed_next(item: ClockItem, brand: str, own: bool) -> str:
 def home(request: HttpRequest, subject: Subject) -> HttpResponse:
     domain = brand_domain(subject.domain, subject.brand_id)
     sc = subject_calendar(subject)
-    zone = ZoneInfo(sc.zone)
+    me = _me(request, subject)
+    zone_key = me.zone if me is not None and me.zone else sc.zone  # the reader's own zone, else the calendar's
+    zone = ZoneInfo(zone_key)
     now, today = sc.now, sc.today
     brand = subject.brand.name
-    me = _me(request, subject)
     items = list(ClockItem.objects.filter(clock__subject=subject, clock__domain=domain)
                  .exclude(status=ClockItem.Status.VOIDED).select_related("clock").order_by("due_at", "id"))
     costs = clock_costs({i.clock for i in items})
@@ -206,7 +207,7 @@ def home(request: HttpRequest, subject: Subject) -> HttpResponse:
                                     for name, n in svc.price.includes.items()]})
     nxt = next((r for r in year if r.get("own")), None) or (later[0] if later else None)
     return private(render(request, "portals/customer/home.html", {
-        "subject": subject, "brand": brand, "zone": sc.zone, "zone_name": now.astimezone(zone).tzname(),
+        "subject": subject, "brand": brand, "zone": zone_key, "zone_name": now.astimezone(zone).tzname(), "me": me,
         "today": words.day(today), "test_clock": sc.test_clock,
         "now_local": words.local(now, zone), "todo": todo, "missed": missed, "year": year, "later": later,
         "next": nxt, "months": month_grid(today, year), "subscriptions": subs,

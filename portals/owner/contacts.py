@@ -43,20 +43,21 @@ def values_of(cleaned: dict, *, prefix: str = "") -> dict:
 
 
 def contacts_table(obj: Subject) -> str:
-    rows = []
-    for c in obj.contacts.order_by("-primary", "created_at", "id"):
-        base = reverse("admin:calendars_subject_contact", args=[quote(obj.pk), quote(c.pk)])
-        rows.append((c.name, c.email, c.role, " · primary" if c.primary else "", base))
     # The page's own form carries the CSRF token: each button posts it to the contact's act (formaction).
-    listed = format_html_join(
-        "", '<div class="contact">{} &lt;{}&gt; · {}{} '
-            '<button name="do" value="primary" type="submit" formaction="{}">Make primary</button> '
+    rows = []
+    for c in obj.contacts.order_by(*Contact.ORDER):
+        act = reverse("admin:calendars_subject_contact", args=[quote(obj.pk), quote(c.pk)])
+        primary = (format_html("<em>primary: their dates go here first</em>") if c.primary else
+                   format_html('<button name="do" value="primary" type="submit" formaction="{}">Make primary</button>',
+                               act))
+        rows.append(format_html(
+            '<div class="contact" style="margin-bottom:.75em"><strong>{}</strong> · {} · {}{}<br>{} '
             '<button name="do" value="remove" type="submit" formaction="{}">Remove</button></div>',
-        ((*r[:4], r[4], r[4]) for r in rows))
+            c.name, c.email, c.role, f" · {c.zone}" if c.zone else "", primary, act))
     add = format_html('<a class="button" href="{}">Add a contact</a>',
                       reverse("admin:calendars_subject_contact_add", args=[quote(obj.pk)]))
     nobody = mark_safe("<div>nobody yet: their dates have no one to remind</div>")  # constant text
-    return format_html("{}{}", listed or nobody, add)
+    return format_html("{}{}", format_html_join("", "{}", ((r,) for r in rows)) or nobody, add)
 
 
 def _writable(subject: Subject) -> None:

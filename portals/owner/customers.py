@@ -51,7 +51,7 @@ def _brands(request) -> list[Brand]:
 
 # A contact's param (contacts[1].email) as the Add a customer form's field.
 CONTACT_FIELDS = {f"contacts[{i}].{name}": f"{prefix}{name}" for i, prefix in enumerate(("contact_", "second_"))
-                  for name in ("name", "email", "role")}
+                  for name in ("name", "email", "role", "zone")}
 
 
 def _error_to_form(form: forms.Form, exc: KeepingTimeError, *, fields: dict[str, str] | None = None) -> None:
@@ -83,14 +83,18 @@ class CustomerForm(forms.Form):
     where = forms.ChoiceField(label="Clock", help_text="The live clock, or a test clock to try it first")
     brand = forms.ModelChoiceField(queryset=Brand.objects.none(), empty_label=None)
     # Their people: the first is primary; more are added on their page.
-    contact_name = forms.CharField(label="Contact's name", max_length=200, required=False,
-                                   help_text="Who their dates go to: Ada Lovelace")
-    contact_email = forms.CharField(label="Contact's email", max_length=254, required=False)
-    contact_role = forms.CharField(label="Contact's role", max_length=32, required=False,
+    contact_name = forms.CharField(label="First contact", max_length=200, required=False,
+                                   help_text="Who their dates go to, by name: Ada Lovelace (their first contact is "
+                                             "the one a date of theirs goes to first)")
+    contact_email = forms.CharField(label="First contact's email", max_length=254, required=False)
+    contact_role = forms.CharField(label="First contact's role", max_length=32, required=False,
                                    help_text="Your word for them: officer, bookkeeper")
-    second_name = forms.CharField(label="Second contact's name", max_length=200, required=False)
+    contact_zone = forms.CharField(label="First contact's zone", max_length=64, required=False,
+                                   help_text="Where they are, e.g. America/Los_Angeles (blank: the calendar's)")
+    second_name = forms.CharField(label="Second contact", max_length=200, required=False)
     second_email = forms.CharField(label="Second contact's email", max_length=254, required=False)
     second_role = forms.CharField(label="Second contact's role", max_length=32, required=False)
+    second_zone = forms.CharField(label="Second contact's zone", max_length=64, required=False)
 
     def contacts(self) -> list[dict]:
         return [values_of(self.cleaned_data, prefix=p) for p in ("contact_", "second_")

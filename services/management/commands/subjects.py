@@ -115,7 +115,7 @@ class Command(KTCommand):
                                  contacts=[_contact_option(c) for c in o["contact"] or []],
                                  now=domain_now(domain=domain))
         self.stdout.write(self.line(subject))
-        for c in subject.contacts.order_by("-primary", "created_at", "id"):
+        for c in subject.contacts.order_by(*Contact.ORDER):
             self.stdout.write("  " + contact_line(c))
 
     def _list(self, o):
@@ -155,7 +155,7 @@ class Command(KTCommand):
         subject = self.subject(o["subject_id"])
         action = o["contacts_action"]
         if action == "list":
-            for c in subject.contacts.order_by("-primary", "created_at", "id"):
+            for c in subject.contacts.order_by(*Contact.ORDER):
                 self.stdout.write(contact_line(c))
             return
         if action == "remove":
