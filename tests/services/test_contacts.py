@@ -253,3 +253,23 @@ def test_subjects_contacts_add_list_remove_and_bad_input_in_one_line(brand, tc, 
     assert Contact.objects.filter(subject_id=subject_id).count() == 2
     assert "no longer a contact" in run("subjects", "contacts", "remove", subject_id, bob)
     assert [c.name for c in Contact.objects.filter(subject_id=subject_id)] == ["Ada Lovelace"]
+
+
+def test_a_contacts_link_opens_only_their_own_customers_portal(api, tc, cal, client):
+    acme = make(api, tc, contacts=[ADA]).json()
+    globex = api.post("/subjects", {"kind": "taxpayer", "key": "98-7654321", "name": "Globex", "test_clock": tc.id,
+                                    "contacts": [BOB]}, format="json").json()
+    for s in (acme, globex):
+        assert api.post("/jobs", {"subject": s["id"], "service": "annual-return", "period": "2026"},
+                        format="json").status_code == 201
+    theirs = Clock.objects.get(subject_id=globex["id"], name="file")
+    link = api.post("/portal_sessions", {"subject": acme["id"]}, format="json").json()["url"]
+    assert client.get(link.split("://", 1)[1].split("/", 1)[1].join(["/", ""])).status_code == 302
+    page = client.get("/portal/customer/").content.decode()
+    assert "Acme Robotics" in page and "Globex" not in page and "Bob Byron" not in page
+    # Globex's date, acted on from Acme's link: not found, and nothing done.
+    for act in ("done", "acknowledge", "steward"):
+        assert client.post(f"/portal/customer/clocks/{theirs.id}/US/{act}").status_code == 404
+    assert set(ClockItem.objects.filter(clock=theirs).values_list("status", flat=True)) == {"open"}
+    assert not Event.objects.filter(domain=tc.id, subject__startswith=theirs.id,
+                                    type__in=["clock.satisfied", "clock.acknowledged", "clock.reassigned"]).exists()
