@@ -20,7 +20,7 @@ from django.db import connection
 from calendars.models import ClockItem
 from services.models import Notification
 from tests.support.axe import assert_accessible
-from tests.support.browser import VIEWPORTS, browser, expect  # noqa: F401  (browser is a fixture)
+from tests.support.browser import browser, expect, viewport_page  # noqa: F401  (fixtures: browser, page)
 from tests.support.demo import demo_moment
 from timers.models import Event
 
@@ -28,19 +28,6 @@ NY = "America/New_York"  # the demo's moment (tests.support.demo.NOW): 08:00 the
 SCREENSHOTS = os.environ.get("OWNER_SCREENSHOTS", "/tmp")
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
-
-
-@pytest.fixture(params=list(VIEWPORTS))
-def page(request, browser):  # noqa: F811  (the fixture tests.support.browser provides)
-    context = browser.new_context(viewport=VIEWPORTS[request.param], locale="en-US")
-    page = context.new_page()
-    page.set_default_timeout(15_000)
-    errors: list[str] = []
-    page.on("pageerror", lambda e: errors.append(str(e)))
-    page.errors = errors
-    page.viewport_name = request.param
-    yield page
-    context.close()
 
 
 @pytest.fixture

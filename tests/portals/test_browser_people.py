@@ -21,7 +21,7 @@ from calendars.brand_calendars import calendar_create
 from calendars.models import Contact, Subject
 from services.portal_sessions import portal_session_create
 from tests.support.axe import assert_accessible
-from tests.support.browser import VIEWPORTS, browser, expect  # noqa: F401  (browser is a fixture)
+from tests.support.browser import browser, expect, viewport_page  # noqa: F401  (fixtures: browser, page)
 from timers import transports
 from timers.advance import advance
 from timers.models import Event, Membership
@@ -33,19 +33,6 @@ CLOSE = datetime(2027, 4, 10, 14, 0, tzinfo=UTC)  # the 2026 return's federal da
 SCREENSHOTS = os.environ.get("OWNER_SCREENSHOTS", "/tmp")
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
-
-
-@pytest.fixture(params=list(VIEWPORTS))
-def page(request, browser):  # noqa: F811  (the fixture tests.support.browser provides)
-    context = browser.new_context(viewport=VIEWPORTS[request.param], locale="en-US")
-    page = context.new_page()
-    page.set_default_timeout(15_000)
-    errors: list[str] = []
-    page.on("pageerror", lambda e: errors.append(str(e)))
-    page.errors = errors
-    page.viewport_name = request.param
-    yield page
-    context.close()
 
 
 @pytest.fixture

@@ -19,20 +19,11 @@ from services.models import Subscription, Task
 from services.portal_sessions import portal_session_create
 from services.subject_events import subject_event
 from tests.support.axe import assert_accessible
-from tests.support.browser import VIEWPORTS, browser, expect  # noqa: F401  (browser is a fixture)
+from tests.support.browser import browser, expect, viewport_page  # noqa: F401  (fixtures: browser, page)
 from timers.advance import advance
 from timers.armer import DirectArmer
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
-
-
-@pytest.fixture(params=sorted(VIEWPORTS))
-def page(request, browser):  # noqa: F811  (the fixture tests.support.browser provides)
-    context = browser.new_context(viewport=VIEWPORTS[request.param], locale="en-US")
-    page = context.new_page()
-    page.set_default_timeout(15_000)
-    yield page
-    context.close()
 
 
 def _load(example: str) -> str:

@@ -2,7 +2,7 @@
 Playwright's sync API, at a desktop width and a 390px phone, with axe-core for every page. Importing this
 module skips the importing test module, with the reason, on a machine that cannot run them:
 
-    from tests.support.browser import VIEWPORTS, browser, expect  # noqa: F401  (browser is a module fixture)
+    from tests.support.browser import browser, expect, viewport_page  # noqa: F401  (fixtures: browser, page)
 """
 
 from __future__ import annotations
@@ -29,7 +29,7 @@ try:
 except ImportError:  # pragma: no cover - the dev extras install it
     pytest.skip("the playwright package is not importable: pip install -e '.[dev]'", allow_module_level=True)
 
-__all__ = ["CHROMIUM", "VIEWPORTS", "browser", "expect"]
+__all__ = ["CHROMIUM", "VIEWPORTS", "browser", "expect", "viewport_page"]
 
 
 @pytest.fixture(scope="module")
@@ -45,3 +45,18 @@ def browser():
                 yield chromium
             finally:
                 chromium.close()
+
+
+@pytest.fixture(params=list(VIEWPORTS), name="page")  # imported as viewport_page, used as page
+def viewport_page(request, browser):
+    """A fresh page at each viewport (desktop, then a 390px phone), its script errors kept on ``page.errors`` and its
+    viewport's name on ``page.viewport_name`` (for screenshots)."""
+    context = browser.new_context(viewport=VIEWPORTS[request.param], locale="en-US")
+    page = context.new_page()
+    page.set_default_timeout(15_000)
+    errors: list[str] = []
+    page.on("pageerror", lambda e: errors.append(str(e)))
+    page.errors = errors
+    page.viewport_name = request.param
+    yield page
+    context.close()
