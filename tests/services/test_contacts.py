@@ -273,3 +273,25 @@ def test_a_contacts_link_opens_only_their_own_customers_portal(api, tc, cal, cli
     assert set(ClockItem.objects.filter(clock=theirs).values_list("status", flat=True)) == {"open"}
     assert not Event.objects.filter(domain=tc.id, subject__startswith=theirs.id,
                                     type__in=["clock.satisfied", "clock.acknowledged", "clock.reassigned"]).exists()
+
+
+def test_a_date_nobody_is_named_for_offers_no_remind_and_says_so(api, tc, cal, brand):
+    from portals.owner.risks import dates_at_risk
+    from portals.owner.scope import AsOf
+    from timers.domains import domain_now
+
+    subject = make(api, tc).json()  # no contact yet
+    api.post("/jobs", {"subject": subject["id"], "service": "annual-return", "period": "2026"}, format="json")
+    advance(tc.id, datetime(2027, 4, 9, 14, tzinfo=UTC))  # the federal date is six days off
+    tc.refresh_from_db()
+    at = AsOf(domain=tc.id, clock=tc, now=domain_now(domain=tc.id), zone="America/New_York",
+              brand_ids=frozenset({brand.id}), chosen=True)
+    rows = [r for r in dates_at_risk(at) if r.on == "Acme Robotics" and r.ref.startswith("clk_")]
+    assert rows
+    for row in rows:
+        assert "remind" not in {c.act for c in row.controls}, row
+        assert "has nobody to remind: add a contact" in row.why, row.why
+    # A contact added: the same rows offer Remind, naming them.
+    api.post(f"/subjects/{subject['id']}/contacts", ADA, format="json")
+    rows = [r for r in dates_at_risk(at) if r.ref in {r.ref for r in rows}]
+    assert all(any(c.label == "Remind Ada Lovelace" for c in r.controls) for r in rows)
