@@ -82,7 +82,7 @@ def _forsale() -> dict:
     return {"tc": tc, "brand": brand}
 
 
-def test_the_seed_agent_moves_stall_days_and_reads_what_it_did(_postgresql_only):
+def test_the_seed_agent_moves_stall_days_and_reads_what_it_did():
     world = _forsale()
     tc, brand = world["tc"], world["brand"]
     _, secret = tenants.api_key_create(brand=brand)
