@@ -6,7 +6,8 @@ and fe80::/10 (a cloud's metadata service is 169.254.169.254), private 10/8, 172
 fc00::/7, unspecified 0.0.0.0 and ::, multicast, reserved, shared and documentation ranges), or if it is the
 database's own host and port, unless ``KEEPING_TIME["ALLOW_TARGETS"]`` (``KT_ALLOW_TARGETS``: host names,
 ``*.suffix`` names, addresses and CIDRs) names it. An allowed name may resolve anywhere; an allowed network
-admits the addresses in it. The database's own port is refused whatever the allowance says.
+admits the addresses in it (an IPv4 one, their IPv4-mapped forms too, and no other IPv6 address that carries
+them: 6to4, NAT64 and IPv4-compatible addresses need an IPv6 allowance of their own). The database's own port is refused whatever the allowance says.
 
 Every address a host resolves to is judged, in whatever form the URL spells it (``2130706433``, ``0177.0.0.1``
 and ``0x7f.1`` are 127.0.0.1 to the resolver, as they are to the connection; ``::ffff:127.0.0.1`` is 127.0.0.1),
@@ -129,8 +130,14 @@ def kind(ip: IP) -> str:
 
 
 def address_allowed(ip: IP, entries: Iterable[str] | None = None) -> bool:
+    """Whether the allowance's networks admit ``ip``. An IPv4 allowance admits its IPv4-mapped form too
+    (::ffff:a.b.c.d, which a dual-stack socket connects to as a.b.c.d) and no other IPv6 address that carries
+    it: 6to4 (2002::/16) goes to a relay, NAT64 (64:ff9b::/96) to a gateway, and an IPv4-compatible address
+    (::a.b.c.d) is an IPv6 address of its own. Those are judged by what they carry (``kind``), and pass only
+    by an IPv6 allowance of their own."""
     _, _, networks = allowance(entries)
-    return any(a.version == n.version and a in n for a in embedded(ip) for n in networks)
+    same = [ip] if not isinstance(ip, ipaddress.IPv6Address) or ip.ipv4_mapped is None else [ip, ip.ipv4_mapped]
+    return any(a.version == n.version and a in n for a in same for n in networks)
 
 
 # -- the database ----------------------------------------------------------------------------------------------

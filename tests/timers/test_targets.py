@@ -215,6 +215,22 @@ def test_the_allowance_names_networks_addresses_and_hosts(dns):
     assert "private" in targets.why_refused("http://evilcorp.example/", entries=["*.corp.example"])
 
 
+@pytest.mark.parametrize("url", [
+    "http://[2002:7f00:1::1]:9000/",          # 6to4 of 127.0.0.1: a relay's, not this socket
+    "http://[64:ff9b::7f00:1]:9000/",         # NAT64 of 127.0.0.1: a gateway's
+    "http://[::127.0.0.1]:9000/",             # IPv4-compatible (deprecated): an IPv6 address of its own
+    "http://[2002:a00:5::]/",                 # 6to4 of 10.0.0.5
+])
+def test_an_ipv4_allowance_never_admits_an_ipv6_address_that_merely_carries_it(url):
+    """Only the IPv4-mapped form (::ffff:a.b.c.d) is the same socket as the IPv4 address; an allowance for
+    127.0.0.1 or 10.0.0.5 admits that and nothing else that carries the IPv4 address inside an IPv6 one."""
+    assert targets.why_refused(url, entries=["127.0.0.1", "10.0.0.5"]) != ""
+    assert targets.why_refused(url.replace("7f00:1", "7f00:2"), entries=["127.0.0.0/8", "10.0.0.0/8"]) != ""
+    assert targets.why_refused("http://[::ffff:10.0.0.5]/", entries=["10.0.0.5"]) == ""
+    host = url.split("[")[1].split("]")[0]
+    assert targets.why_refused(url, entries=[f"{host}/128"]) == ""  # an IPv6 allowance of its own admits it
+
+
 def test_the_allowance_is_read_from_the_settings(settings):
     allow(settings)
     assert "loopback" in targets.why_refused("http://127.0.0.1:9/")
