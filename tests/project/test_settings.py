@@ -303,3 +303,58 @@ def test_gunicorn_prints_no_whole_token(transactional_db, tmp_path):
     assert f"calendar.ics?token={token[:6]}… HTTP/1.1\" 200 q=token={token[:6]}…" in log, log
     assert f"/portal/customer/session?token={portal_token[:6]}… HTTP/1.1\" 302" in log, log
     assert token not in log and portal_token not in log
+
+
+@pytest.mark.skipif(os.environ.get("DATABASE_URL", "").startswith("sqlite"),
+                    reason="the process reads the test database: PostgreSQL only")
+def test_gunicorn_prints_no_whole_api_key(transactional_db, tmp_path):
+    """`curl -u "$KEY:"`, as the quickstart calls the API: gunicorn's access log (its default format, which
+    prints Basic's user, plus the Authorization and Cookie headers) shows the key's first 12 characters only,
+    the prefix the console shows for it; a Bearer key likewise."""
+    import base64
+
+    from timers.tenants import api_key_create
+
+    _, key = api_key_create(brand=_brand())
+    s = connection.settings_dict
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port = sock.getsockname()[1]
+    env = _env(tmp_path, SECRET_KEY="r9Tb4" * 11, GUNICORN_BIND=f"127.0.0.1:{port}", WEB_CONCURRENCY="1",
+               DATABASE_URL=f"postgres://{s['USER']}@{s['HOST'] or '127.0.0.1'}:{s['PORT'] or 5432}/{s['NAME']}")
+    default = '%(h)s %(l)s %(u)s %(t)s "%(r)s" %(s)s %(b)s "%(f)s" "%(a)s"'  # gunicorn's own
+    proc = subprocess.Popen([str(Path(sys.executable).with_name("gunicorn")), "--access-logformat",
+                             default + " auth=%({authorization}i)s missing=%({x-none}i)s"], cwd=ROOT, env=env,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    basic = "Basic " + base64.b64encode(f"{key}:".encode()).decode()
+    try:
+        _first_200(f"http://127.0.0.1:{port}/static/admin/css/base.css", proc, "gunicorn")
+        for header in (basic, f"Bearer {key}"):
+            req = urllib.request.Request(f"http://127.0.0.1:{port}/test_clocks?limit=1",
+                                         headers={"Authorization": header})
+            with urllib.request.urlopen(req, timeout=10) as r:
+                assert r.status == 200
+        time.sleep(0.5)  # the access line is written after the response
+    finally:
+        proc.terminate()
+        out, err = proc.communicate(timeout=30)
+    log = out + err
+    lines = [line for line in log.splitlines() if "/test_clocks?limit=1" in line]
+    assert len(lines) == 2, log
+    assert f" - {key[:12]}… [" in lines[0] and f"auth=Basic {basic[6:12]}…" in lines[0], lines[0]
+    assert f"auth=Bearer {key[:12]}…" in lines[1] and "missing=-" in lines[1], lines[1]
+    assert key not in log and key[12:20] not in log and basic[6:] not in log, log
+
+
+def test_every_logger_the_project_configures_cuts_an_api_key(caplog):
+    """Django's loggers and their handlers carry the same filter: a key in a message or its arguments is cut."""
+    from django.conf import settings
+
+    key, secret = "sk_live_" + "Q" * 43, "whsec_" + "W" * 40
+    for name, conf in settings.LOGGING["handlers"].items():
+        assert "url_tokens" in conf.get("filters", ()), name
+    record = logging.LogRecord("django.request", logging.WARNING, __file__, 1, f"Unauthorized: {key} %s", (secret,),
+                               None)
+    assert RedactURLTokens().filter(record) is True
+    assert record.getMessage() == f"Unauthorized: {key[:12]}… {secret[:12]}…"
+    assert redact(f"key={key}") == f"key={key[:12]}…"
