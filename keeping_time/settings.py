@@ -204,7 +204,15 @@ if os.environ.get("KT_PEOPLE", "").strip() and sys.argv[1:2] != ["migrate"]:
         "the brand (their account's email). `manage.py migrate` moves what KT_PEOPLE held onto them; then unset it.")
 
 
-# Email (notifications): SMTP from EMAIL_URL (smtp://user:pass@host:587, smtp+tls://…), the console by default.
+# Email (notifications, members' one-time set-password links): SMTP from EMAIL_URL (smtp://user:pass@host:587,
+# smtp+tls://…). The console is the default only with DEBUG on: it prints every email whole, a member's one-time
+# link included, into the server's output and its logs, so with DEBUG off EMAIL_URL must be set, and
+# EMAIL_URL=consolemail:// chooses the console knowingly (check --deploy still warns: timers.W001).
+if not DEBUG and not env("EMAIL_URL", default=""):
+    raise ImproperlyConfigured(
+        "EMAIL_URL is not set: with DEBUG off, email would go to the console, which prints each member's one-time "
+        "set-password link whole in the server's output. Set EMAIL_URL=smtp+tls://user:pass@host:587, or "
+        "EMAIL_URL=consolemail:// to choose the console knowingly")
 vars().update(env.email_url("EMAIL_URL", default="consolemail://"))
 DEFAULT_FROM_EMAIL = env("DEFAULT_FROM_EMAIL", default="keeping-time@localhost")
 

@@ -7,6 +7,9 @@ os.environ.setdefault("DATABASE_URL", "postgres://postgres@127.0.0.1:5432/keepin
 # environment, so the processes the tests start with keeping_time.settings (tests/timers/test_concurrency.py) have
 # it too; it signs nothing outside a test run.
 os.environ.setdefault("SECRET_KEY", "keeping-time-tests-only-not-a-secret-0123456789-abcdefghij")
+# Production settings refuse to start without EMAIL_URL (DEBUG is off here); pytest-django swaps in its
+# in-memory backend, and the processes the tests start print to the console, knowingly.
+os.environ.setdefault("EMAIL_URL", "consolemail://")
 os.environ.setdefault("KT_ALLOW_TARGETS", "127.0.0.1,::1")  # the tests' far ends and receivers, their processes' too
 
 from .settings import *  # noqa: E402,F403

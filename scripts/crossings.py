@@ -88,6 +88,7 @@ def _setup() -> None:
     os.environ["DATABASE_URL"] = f"sqlite:///{db}"
     os.environ.setdefault("SECRET_KEY", "crossings-" + "x" * 40)
     os.environ.setdefault("DJANGO_SETTINGS_MODULE", "keeping_time.settings")
+    os.environ.setdefault("EMAIL_URL", "dummymail://")  # DEBUG is off: the settings ask which backend, and none is wanted
     os.environ["KT_ALLOW_TARGETS"] = "127.0.0.1"  # the far end listens on this machine
     sys.path.insert(0, str(ROOT))
     import django

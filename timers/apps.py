@@ -7,7 +7,7 @@ class TimersConfig(AppConfig):
     default_auto_field = "django.db.models.BigAutoField"
 
     def ready(self) -> None:
-        from . import handlers, schedule_fires, schedule_http, webhooks  # noqa: PLC0415 - they import the models: only once the apps are ready
+        from . import checks, handlers, schedule_fires, schedule_http, webhooks  # noqa: PLC0415, F401 - they import the models: only once the apps are ready; checks registers itself
 
         handlers.register_builtin()
         schedule_fires.register()

@@ -92,7 +92,8 @@ PRODUCTION = {"SECRET_KEY": "pr0d-Keeping-Time_" * 3, "ALLOWED_HOSTS": "time.exa
               "SECURE_SSL_REDIRECT": "1", "SECURE_PROXY_SSL_HEADER": "HTTP_X_FORWARDED_PROTO,https",
               "SESSION_COOKIE_SECURE": "1", "CSRF_COOKIE_SECURE": "1", "SECURE_HSTS_SECONDS": "31536000",
               "SECURE_HSTS_INCLUDE_SUBDOMAINS": "1", "SECURE_HSTS_PRELOAD": "1",
-              "CSRF_TRUSTED_ORIGINS": "https://time.example.com"}
+              "CSRF_TRUSTED_ORIGINS": "https://time.example.com",
+              "EMAIL_URL": "smtp+tls://keeping-time:pass@smtp.example.com:587"}
 
 
 def test_check_deploy_is_clean_under_the_documented_production_settings(tmp_path):
@@ -358,3 +359,24 @@ def test_every_logger_the_project_configures_cuts_an_api_key(caplog):
     assert RedactURLTokens().filter(record) is True
     assert record.getMessage() == f"Unauthorized: {key[:12]}… {secret[:12]}…"
     assert redact(f"key={key}") == f"key={key[:12]}…"
+
+
+# -- email that prints its links -----------------------------------------------------------------------------
+def test_production_refuses_to_start_with_the_console_email_backend_unless_email_url_chooses_it(tmp_path):
+    """The console backend prints a member's one-time set-password link whole: with DEBUG off, no start without
+    EMAIL_URL; EMAIL_URL=consolemail:// starts, knowingly, and check --deploy says why it should not (timers.W001)."""
+    key = PRODUCTION["SECRET_KEY"]
+    env = _env(tmp_path, SECRET_KEY=key)
+    env.pop("EMAIL_URL", None)
+    p = _run(env, "-c", START)
+    assert p.returncode != 0, p.stdout
+    last = p.stderr.strip().splitlines()[-1]
+    assert last.startswith("django.core.exceptions.ImproperlyConfigured: EMAIL_URL is not set"), p.stderr
+    assert "consolemail://" in last and "set-password link" in last
+    assert _run({**env, "DEBUG": "1"}, "-c", START).returncode == 0  # a trial on this machine
+    assert _run({**env, "EMAIL_URL": "consolemail://"}, "-c", START).returncode == 0
+    production = {k: v for k, v in PRODUCTION.items() if k != "EMAIL_URL"}
+    chosen = _run(_env(tmp_path, **production, EMAIL_URL="consolemail://"), "manage.py", "check", "--deploy",
+                  "--fail-level", "WARNING")
+    said = chosen.stdout + chosen.stderr
+    assert chosen.returncode != 0 and "timers.W001" in said and "set-password link" in said, said
