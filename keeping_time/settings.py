@@ -118,7 +118,10 @@ AUTH_PASSWORD_VALIDATORS = [
 
 # The built .ics feeds, per change stamp (KEEPING_TIME["FEED_CACHE"]): each process's memory by default;
 # CACHE_URL names a shared one (redis://…, pymemcache://…, dbcache://table) when processes should share.
-CACHES = {"default": env.cache("CACHE_URL", default="locmemcache://")}
+CACHES = {"default": env.cache("CACHE_URL", default="locmemcache://"),
+          # Sign-in tries per client address (timers/api/throttles.py): shared by every process, so the limit is
+          # one under gunicorn's workers. Django's database cache by default, its table made by `migrate`.
+          "sign_in": env.cache("KT_SIGN_IN_CACHE", default="dbcache://kt_sign_in_tries")}
 
 LANGUAGE_CODE = "en-us"
 TIME_ZONE = "UTC"

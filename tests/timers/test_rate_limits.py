@@ -179,3 +179,37 @@ def test_the_rates_come_from_the_environment():
     assert json.loads(done.stdout) == [{"api_key": "1000/min", "sign_in": None}, 1], done.stderr
     done = _settings_with({"KT_RATE_LIMIT": "100 per second"})
     assert done.returncode != 0 and "KT_RATE_LIMIT='100 per second': a rate is" in done.stderr
+
+
+# -- one count across processes --------------------------------------------------------------------------------
+TRIES = """
+import os, sys, time
+import django
+django.setup()
+from django.test import RequestFactory
+from timers.api.throttles import sign_in_limited
+request = RequestFactory().post("/portal/delivery/login", REMOTE_ADDR=sys.argv[1])
+start = float(sys.argv[2])
+time.sleep(max(0.0, start - time.time()))  # wall-clock ok: both processes start their tries at once
+allowed = sum(sign_in_limited(request) is None for _ in range(int(sys.argv[3])))
+print(allowed)
+"""
+
+
+@pytest.mark.processes
+@pytest.mark.postgresql("two processes count one address's tries in the test database")
+def test_sign_in_tries_count_once_across_processes(transactional_db):
+    """Two worker processes, as gunicorn runs them, each try 15 sign-ins from one address at the same moment:
+    10/min lets exactly 10 through in all, not 10 each (a process's memory) nor a few more (a lost count)."""
+    from tests.support.processes import worker_env
+
+    env = {**worker_env(), "KT_SIGN_IN_RATE_LIMIT": "10/min"}
+    address = f"2001:db8::{uuid.uuid4().hex[:4]}"  # an address no other run of this test has tried from
+    start = time.time() + 4  # wall-clock ok: a moment both processes are up by
+    procs = [subprocess.Popen([sys.executable, "-c", TRIES, address, str(start), "15"], cwd=settings.BASE_DIR,
+                              env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+             for _ in range(2)]
+    outs = [p.communicate(timeout=120) for p in procs]
+    assert all(p.returncode == 0 for p in procs), [err for _, err in outs]
+    allowed = [int(out) for out, _ in outs]
+    assert sum(allowed) == 10, allowed

@@ -5,8 +5,12 @@ another's, the same brand's included. Sign-ins are per client address (``sign_in
 portal's one-time link, the delivery portal's login form and the owner console's login, each answered with
 an HTML page. Rates are REST_FRAMEWORK's DEFAULT_THROTTLE_RATES (``KT_RATE_LIMIT``, ``KT_SIGN_IN_RATE_LIMIT``:
 "100/s", "1000/min"; "off" for none), read per request, so a test's override_settings applies. DRF's
-SimpleRateThrottle keeps each key's recent requests in Django's default cache: each process's memory unless
-CACHE_URL names a shared cache, so with N worker processes a key may make up to N times the rate.
+SimpleRateThrottle keeps each key's recent requests in a cache. The API's is Django's default cache: each
+process's memory unless CACHE_URL names a shared cache, so with N worker processes a key may make up to N times
+the rate. Sign-ins count in the ``sign_in`` cache (``KT_SIGN_IN_CACHE``), by default Django's database cache,
+so every worker process counts the same tries: the documented limit is the real one under gunicorn. Its
+read-modify-write of an address's tries runs under a PostgreSQL advisory lock on the address, so two processes
+counting at once never both take the last try.
 """
 
 from __future__ import annotations
@@ -14,6 +18,9 @@ from __future__ import annotations
 import math
 from typing import TYPE_CHECKING, Any
 
+from django.core.cache import caches
+from django.core.cache.backends.db import DatabaseCache
+from django.db import connections, router, transaction
 from django.http import HttpRequest, HttpResponse
 from django.template import engines
 from rest_framework.settings import api_settings
@@ -61,9 +68,29 @@ class ClientAddressThrottle(_Rated):
     whole, and a client could name itself anew on every try."""
 
     scope = SIGN_IN_SCOPE
+    CACHE = "sign_in"
+
+    def __init__(self) -> None:
+        self.cache = caches[self.CACHE]
+        super().__init__()
 
     def get_cache_key(self, request: Request, view: APIView | None) -> str | None:
         return self.cache_format % {"scope": self.scope, "ident": self.get_ident(request)}
+
+    # Called outside DRF too (sign_in_limited), with no view: the throttle reads only the request.
+    def allow_request(self, request: Request, view: APIView) -> bool:
+        if not isinstance(self.cache, DatabaseCache):
+            return super().allow_request(request, view)
+        table = self.cache._table  # type: ignore[attr-defined]  # its rows are read, then written (the stubs leave the name out)
+        alias = router.db_for_write(self.cache.cache_model_class)  # where DatabaseCache writes
+        with transaction.atomic(using=alias):
+            connection = connections[alias]
+            if connection.vendor == "postgresql":
+                # Held to the transaction's end: another process's count of this address waits for this one.
+                with connection.cursor() as cur:
+                    cur.execute("SELECT pg_advisory_xact_lock(hashtextextended(%s, 0))",
+                                [f"{table}|{self.get_cache_key(request, view)}"])
+            return super().allow_request(request, view)
 
 
 _PAGE = """{% extends "portals/base.html" %}
