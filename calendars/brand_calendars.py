@@ -22,7 +22,7 @@ from collections.abc import Iterable, Mapping
 from datetime import date, datetime, time
 from functools import cache
 from typing import Any
-from zoneinfo import ZoneInfo, ZoneInfoNotFoundError, available_timezones
+from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 import holidays as holidays_lib
 from django.db import IntegrityError, transaction
@@ -32,6 +32,7 @@ from timers.armer import DirectArmer
 from timers.errors import KeepingTimeError
 from timers.models import Brand
 from timers.rearm import Rearm
+from timers.timeutil import zone_names
 
 from .clocks import clock_move
 from .closed_days import item_calendar
@@ -49,13 +50,8 @@ def _bad(message: str, *, param: str, code: str = "invalid_calendar") -> Keeping
     return err
 
 
-@cache
-def _zones() -> frozenset[str]:
-    return frozenset(available_timezones())
-
-
 def check_zone(zone: Any, *, param: str = "zone") -> str:
-    if not isinstance(zone, str) or zone not in _zones():
+    if not isinstance(zone, str) or zone not in zone_names():  # exactly an IANA name: not "localtime", no spaces
         raise _bad(f"an IANA zone such as America/New_York, not {zone!r}", param=param)
     try:
         ZoneInfo(zone)

@@ -185,6 +185,7 @@ SPECTACULAR_SETTINGS = {
 }
 SPECTACULAR_SETTINGS["POSTPROCESSING_HOOKS"].append("timers.api.throttles.openapi_rate_limited")  # the 429s
 SPECTACULAR_SETTINGS["POSTPROCESSING_HOOKS"].append("timers.api.test_clock_serializers.openapi_advance_body")  # to or span
+SPECTACULAR_SETTINGS["POSTPROCESSING_HOOKS"].append("timers.api.parameters.openapi_no_other_parameters")  # only its own
 
 # Services, by module path: each module declares one or more services.declare.Service.
 KEEPING_TIME_SERVICES = env.list("KT_SERVICES", default=[

@@ -617,6 +617,7 @@ class Schedule(TypedDict):
     counters: ScheduleCounters
     created: str
     secret: NotRequired[str]
+    shown_once: NotRequired[list[str]]
 
 
 class ScheduleCounters(TypedDict):
@@ -938,6 +939,7 @@ class WebhookEndpoint(TypedDict):
     livemode: bool
     created: str
     secret: NotRequired[str]
+    shown_once: NotRequired[list[str]]
 
 
 class WebhookEndpointCreate(TypedDict):

@@ -13,7 +13,7 @@ from rest_framework.response import Response
 
 from calendars.clocks import clock_choose, clock_satisfy
 from calendars.models import ClockItem
-from timers.api.inputs import StrictCharField
+from timers.api.inputs import StrictCharField, TextField
 from timers.api.openapi import ERRORS, NOT_FOUND, const
 from timers.api.views import BrandAPIView
 from timers.armer import DirectArmer
@@ -29,12 +29,12 @@ from .selectors import get_clock, get_item
 
 class ClockChooseSerializer(serializers.Serializer):
     option = StrictCharField(max_length=64, help_text="One of the clock's options")
-    by = StrictCharField(required=False, allow_blank=True, max_length=200, default="",
+    by = TextField(required=False, allow_blank=True, max_length=200, default="",
                                help_text="Who chose")
 
 
 class ClockSatisfySerializer(serializers.Serializer):
-    by = StrictCharField(required=False, allow_blank=True, max_length=200, default="",
+    by = TextField(required=False, allow_blank=True, max_length=200, default="",
                                help_text="Who kept the date")
 
 
@@ -87,7 +87,7 @@ class ClockSatisfyView(BrandAPIView):
 
 
 class ClockPenaltySerializer(serializers.Serializer):
-    notice = StrictCharField(max_length=64, help_text="The notice that assessed it, e.g. CP14")
+    notice = TextField(max_length=64, help_text="The notice that assessed it, e.g. CP14")
     amount = AmountField(help_text="The penalty assessed, in the currency's smallest unit: 30000 is $300.00")
     currency = CurrencyField(required=False, default="usd")
 

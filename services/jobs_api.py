@@ -17,6 +17,7 @@ from timers.api.inputs import (
     StrictBooleanField,
     StrictCharField,
     StrictRegexField,
+    TextField,
     plain_json,
     query_field,
 )
@@ -68,12 +69,12 @@ class JobDeliverSerializer(serializers.Serializer):
 
 
 class JobCancelSerializer(serializers.Serializer):
-    reason = StrictCharField(required=False, allow_blank=True, max_length=200, default="")
+    reason = TextField(required=False, allow_blank=True, max_length=200, default="")
 
 
 class JobActivitySerializer(serializers.Serializer):
-    what = StrictCharField(required=False, allow_blank=True, max_length=200, default="",
-                                 help_text="What happened: the account replied …")
+    what = TextField(required=False, allow_blank=True, max_length=200, default="",
+                           help_text="What happened: the account replied …")
 
 
 JOB_ORDER = ("opened_at", "id")

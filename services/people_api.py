@@ -15,7 +15,7 @@ from rest_framework.response import Response
 
 from calendars.brand_calendars import calendar_postpone
 from calendars.clocks import clock_inputs_changed
-from timers.api.inputs import StrictCharField, StrictIntegerField
+from timers.api.inputs import StrictCharField, StrictIntegerField, TextField
 from timers.api.openapi import ERRORS, NOT_FOUND, WRONG_MODE
 from timers.api.views import BrandAPIView, SafeJSONParser
 from timers.armer import DirectArmer
@@ -182,7 +182,7 @@ class WindowCloseView(BrandAPIView):
 
 class PostponeSerializer(serializers.Serializer):
     to = serializers.DateField(help_text="The new civil date, YYYY-MM-DD")
-    notice = StrictCharField(max_length=200, help_text="The notice that postpones it: IR-2028-41 …")
+    notice = TextField(max_length=200, help_text="The notice that postpones it: IR-2028-41 …")
 
 
 class ClockPostponeView(BrandAPIView):

@@ -9,6 +9,7 @@ from rest_framework.response import Response
 
 from calendars.contacts import contact_get
 from calendars.models import Subject
+from timers.api import idempotency
 from timers.api.inputs import StrictCharField
 from timers.api.openapi import ERRORS, NOT_FOUND
 from timers.api.views import BrandAPIView, SafeJSONParser
@@ -33,7 +34,8 @@ class PortalSessionView(BrandAPIView):
         summary="Make a customer portal link",
         description="A URL valid for one hour, once, that signs one of the customer's contacts in for the subject "
                     "(default: the primary one): their dates, their acts on their own clocks (done by them, on the "
-                    "record), their subscriptions. Shown once; only its sha256 is kept.",
+                    "record), their subscriptions. Shown once; only its sha256 is kept (a replay under the same "
+                    "Idempotency-Key answers without `url`, and `shown_once: [\"url\"]`).",
         responses={200: dict, **ERRORS, **NOT_FOUND},
     )
     def post(self, request):
@@ -41,6 +43,7 @@ class PortalSessionView(BrandAPIView):
         subject = get_owned(self.brand, Subject.objects.all(), body["subject"], "subject")
         contact = contact_get(subject=subject, contact_id=body["contact"]) if "contact" in body else None
         session, path = portal_session_create(brand=self.brand, subject=subject, contact=contact)
-        return Response({"id": session.id, "object": "portal_session", "subject": subject.id,
-                         "contact": session.contact_id,
-                         "url": request.build_absolute_uri(path), "expires_at": iso_z(session.expires_at)})
+        answer = Response({"id": session.id, "object": "portal_session", "subject": subject.id,
+                           "contact": session.contact_id,
+                           "url": request.build_absolute_uri(path), "expires_at": iso_z(session.expires_at)})
+        return idempotency.shown_once(answer, "url")  # a replay under its Idempotency-Key leaves the link out

@@ -12,7 +12,13 @@ from rest_framework import serializers
 from rest_framework.response import Response
 
 from calendars.models import Subject
-from timers.api.inputs import ListQuerySerializer, StrictCharField, StrictRegexField, plain_json, query_field
+from timers.api.inputs import (
+    ListQuerySerializer,
+    StrictRegexField,
+    TextField,
+    plain_json,
+    query_field,
+)
 from timers.api.openapi import ERRORS, NOT_FOUND, list_serializer
 from timers.api.views import BrandAPIView, SafeJSONParser
 from timers.armer import DirectArmer
@@ -45,8 +51,8 @@ class SubjectEventSerializer(serializers.Serializer):
 
 
 class SubscriptionPauseSerializer(serializers.Serializer):
-    note = StrictCharField(required=False, allow_blank=True, max_length=200,
-                                 help_text="Why the schedules are paused.")
+    note = TextField(required=False, allow_blank=True, max_length=200,
+                     help_text="Why the schedules are paused.")
 
 
 class SubscriptionUpdateSerializer(serializers.Serializer):

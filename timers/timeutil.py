@@ -160,7 +160,13 @@ def zone_named(name: str) -> ZoneInfo:
                                code="invalid_zone") from None
 
 
+# Files beside the zones that name none: this machine's own zone (whatever it is set to), the POSIX rules
+# template, and tzdata's placeholder that answers "-00".
+NOT_ZONES = frozenset({"localtime", "posixrules", "Factory"})
+
+
 @functools.cache
 def zone_names() -> frozenset[str]:
-    """The IANA zones this machine knows (tzdata): what a schedule's zone may be."""
-    return frozenset(available_timezones())
+    """The IANA zones this machine knows (tzdata): what a schedule's or a calendar's zone may be, each exactly
+    as IANA spells it (no "localtime", no trailing space)."""
+    return frozenset(available_timezones()) - NOT_ZONES

@@ -596,3 +596,183 @@ def test_a_wrong_invite_link_opens_nothing_and_writes_nothing(tax, token):
     r = browser.post("/portal/delivery/invite/accept", {"password1": "Long-pw-123", "password2": "Long-pw-123"})
     assert r.status_code == 404
     assert counts() == before
+
+
+# -- unknown, duplicated and NUL parameters (issue 36, item 5) -------------------------------------------------
+def _operations(client: Client) -> list[tuple[str, str]]:
+    """(method, path with every {param} filled) for every operation /openapi.json documents."""
+    import re
+
+    schema = client.get("/openapi.json").json()
+    return [(method.upper(), re.sub(r"\{[^}]+\}", "x_1", path)) for path, item in schema["paths"].items()
+            for method, op in item.items() if isinstance(op, dict)]
+
+
+def test_every_endpoint_refuses_an_unknown_query_parameter_or_body_field_naming_it(tax):
+    """Today's 23 of 23 silently ignored, e.g. jitter on a schedule: now 400 parameter_unknown, the first unknown
+    name in param, checked before anything is looked up or written, on every operation the schema lists."""
+    before = counts()
+    operations = _operations(tax.client)
+    assert len(operations) > 70
+    for method, path in operations:
+        err = error(tax.call(method, f"{path}?limt=5", {}), 400, "parameter_unknown")
+        assert err["param"] == "limt" and "limt" in err["message"], (method, path, err)
+        if method in ("POST", "PUT", "PATCH"):
+            # A body field no operation takes; where it takes no body, any field is refused the same way.
+            err = error(tax.call(method, path, {"jitter": "1s"}), 400, "parameter_unknown")
+            assert err["param"] == "jitter", (method, path, err)
+    assert counts() == before
+
+
+@pytest.mark.parametrize("method, path, body, param", [
+    ("POST", "/schedules", {"spec": {"every": "1h"}, "target": {"kind": "http", "url": "https://a.example"},
+                            "jitter": "10s"}, "jitter"),
+    ("POST", "/test_clocks", {"frozen_time": "2027-01-01T00:00Z", "name": "x", "nmae": "typo"}, "nmae"),
+    ("POST", "/timers/tmr_x/wake", {"now": True}, "now"),  # a POST that takes no body
+    ("POST", "/subscriptions/sub_x/resume", {"at": "2027-02-01T00:00Z"}, "at"),
+    ("GET", "/timers", {"status": "armed"}, "status"),  # a GET takes its parameters in the query only
+    ("DELETE", "/test_clocks/tc_x", {"cascade": True}, "cascade"),
+])
+def test_an_unknown_parameter_is_named_and_nothing_runs(tax, method, path, body, param):
+    before = counts()
+    err = error(tax.call(method, path, body), 400, "parameter_unknown")
+    assert err["param"] == param and f"unknown parameter: {param}" in err["message"], err
+    assert counts() == before
+
+
+def test_a_body_where_none_is_taken_is_refused_but_an_empty_one_is_none(tax):
+    r = tax.client.generic("POST", f"/test_clocks/{tax.clock.id}/advance", data="[1]",
+                           content_type="application/json", HTTP_AUTHORIZATION=f"Bearer {tax.key}")
+    error(r, 400, "invalid_request")  # a body that is not an object, where one is taken
+    for raw, content_type in (("[]", "application/json"), ("x=1", "application/x-www-form-urlencoded"),
+                              ("hello", "")):
+        r = tax.client.generic("GET", "/test_clocks", data=raw, content_type=content_type,
+                               HTTP_AUTHORIZATION=f"Bearer {tax.key}")
+        assert r.status_code in (400, 415), (raw, r.status_code, r.content)
+        assert r.json()["error"]["code"] in ("parameter_unknown", "unsupported_media_type"), r.content
+    for raw in ("", "{}", "  {} \n"):
+        r = tax.client.generic("GET", "/test_clocks", data=raw, content_type="application/json",
+                               HTTP_AUTHORIZATION=f"Bearer {tax.key}")
+        assert r.status_code == 200, (raw, r.content)
+
+
+@pytest.mark.parametrize("raw, param", [
+    ('{"frozen_time": "2027-01-01T00:00Z", "name": "a", "name": "b"}', "name"),
+    ('{"frozen_time": "2027-01-01T00:00Z", "frozen_time": 1}', "frozen_time"),
+])
+def test_a_json_key_named_twice_is_refused_not_read_as_its_last_value(tax, raw, param):
+    before = counts()
+    err = error(tax.call("POST", "/test_clocks", raw=raw.encode()), 400, "parameter_duplicated")
+    assert err["param"] == param and "more than once" in err["message"]
+    nested = {"key": "job_1:task:a:1", "owed_at": "2027-02-01T00:00Z", "test_clock": tax.clock.id}
+    raw_nested = json.dumps(nested)[:-1] + ', "data": {"a": 1, "a": 2}}'
+    assert error(tax.call("POST", "/timers", raw=raw_nested.encode()), 400, "parameter_duplicated")["param"] == "a"
+    r = tax.client.get(f"/timers?test_clock={tax.clock.id}&limit=1&limit=2", HTTP_AUTHORIZATION=f"Bearer {tax.key}")
+    assert error(r, 400, "parameter_duplicated")["param"] == "limit"
+    assert counts() == before
+
+
+def test_a_nul_in_a_path_id_is_404_like_any_unknown_id(tax, brand):
+    """Today a 500 on /calendars/{id}, /members/{id}, /members/{id}/earnings and /pools/{pool}/members/{member}:
+    PostgreSQL stores no NUL, so the id was handed to a query that failed. Every operation with a path id, each
+    with a live key as well (members are the live key's to change)."""
+    _, live = api_key_create(brand=brand, live=True)
+    for key in (tax.key, live):
+        for method, path in (("GET", "/calendars/cal_%00"), ("POST", "/calendars/cal_%00"), ("GET", "/members/mem_%00"),
+                             ("POST", "/members/mem_%00"), ("DELETE", "/members/mem_%00"),
+                             ("GET", "/members/mem_%00/earnings"), ("DELETE", "/pools/brokers/members/mem_%00")):
+            error(tax.call(method, path, {}, key=key), 404, "resource_missing")
+        for method, path in _operations(tax.client):
+            if "x_1" in path:
+                r = tax.call(method, path.replace("x_1", "x%00"), {}, key=key)
+                assert r.status_code == 404 and r.json()["error"]["code"] == "resource_missing", (method, path, r.content)
+
+
+# -- free text, names and zones (issue 36, item 5) -------------------------------------------------------------
+def _open_item(tax):
+    from timers.advance import advance
+
+    advance(tax.clock.id, datetime(2027, 3, 1, 14, tzinfo=UTC))  # the year's return is open, its dates on it
+    item = ClockItem.objects.filter(clock__domain=tax.clock.id, status="open").order_by("due_at").first()
+    return item.clock_id, item.item or "-"
+
+
+@pytest.mark.parametrize("bad", ["CP14\n", "late\x1b[31m", "a\x7fb", "note\x85"])
+def test_free_text_refuses_control_characters_as_names_do(tax, settings, bad):
+    """Penalty notices, activity, a cancel's reason, pause notes, a postpone's notice, who satisfied a date and
+    webhook descriptions: 400 invalid_text naming the field, nothing written."""
+    settings.KEEPING_TIME = {**settings.KEEPING_TIME, "ALLOW_TARGETS": ["0.0.0.0/0", "::/0"]}
+    clock, item = _open_item(tax)
+    job = Job.objects.filter(domain=tax.clock.id).order_by("opened_at").first()
+    url = "https://hooks.example.com/kt"
+    cases = [
+        (f"/clocks/{clock}/penalties", {"notice": bad, "amount": 30000}, "notice"),
+        (f"/jobs/{job.id}/activity", {"what": bad}, "what"),
+        (f"/jobs/{job.id}/cancel", {"reason": bad}, "reason"),
+        (f"/subscriptions/{tax.sub.id}/pause", {"note": bad}, "note"),
+        (f"/clocks/{clock}/items/{item}/postpone", {"to": "2027-12-01", "notice": bad}, "notice"),
+        (f"/clocks/{clock}/items/{item}/satisfy", {"by": bad}, "by"),
+        ("/schedules", {"test_clock": tax.clock.id, "spec": {"every": "1h"}, "target": {"url": url},
+                        "paused": True, "pause_note": bad}, "pause_note"),
+        ("/webhook_endpoints", {"url": url, "enabled_events": ["*"], "description": bad}, "description"),
+    ]
+    before = counts()
+    for path, body, param in cases:
+        err = error(tax.call("POST", path, body), 400, "invalid_text")
+        assert err["param"] == param and "control character" in err["message"], (path, err)
+    assert counts() == before
+
+
+@pytest.mark.parametrize("name", [" ", "\u200b", "\u3164\u200b", "\u2800", "\ufeff\u00a0"])
+def test_a_name_of_only_invisible_characters_is_refused(tax, name):
+    before = counts()
+    for path, body in (("/subjects", {"kind": "taxpayer", "key": "98-7654321", "name": name,
+                                      "test_clock": tax.clock.id}),
+                       ("/test_clocks", {"frozen_time": "2027-01-01T00:00Z", "name": name}),
+                       ("/calendars", {"name": name, "zone": "UTC"}),
+                       (f"/subjects/{tax.subject.id}", {"name": name})):
+        err = error(tax.call("POST", path, body), 400, "invalid_name")
+        assert err["param"] == "name" and "nothing visible" in err["message"], (path, err)
+    assert counts() == before
+    assert Subject.objects.get(pk=tax.subject.id).name == "Acme Robotics"
+    assert tax.call("POST", "/test_clocks", {"frozen_time": "2027-01-01T00:00Z", "name": "a\u200b"}).status_code == 201
+
+
+@pytest.mark.parametrize("zone", ["UTC ", " America/New_York", "localtime", "Factory", "posixrules",
+                                  "america/new_york"])
+def test_a_zone_is_exactly_an_iana_name(tax, settings, zone):
+    settings.KEEPING_TIME = {**settings.KEEPING_TIME, "ALLOW_TARGETS": ["0.0.0.0/0", "::/0"]}
+    before = new_counts()
+    err = error(tax.call("POST", "/calendars", {"name": "Mars office", "zone": zone}), 400, "invalid_calendar")
+    assert err["param"] == "zone"
+    err = error(tax.call("POST", "/schedules", {"test_clock": tax.clock.id, "spec": {"every": "1h"}, "zone": zone,
+                                                "target": {"url": "https://hooks.example.com/kt"}}), 400, "invalid_zone")
+    assert new_counts() == before
+    assert "localtime" not in tax.client.get("/openapi.json").content.decode()
+
+
+@pytest.mark.parametrize("args, code", [
+    (["testclocks", "create", "--frozen-time", "2027-01-01T00:00Z", "--name", "a\nb"], "invalid_name"),
+    (["testclocks", "create", "--frozen-time", "2027-01-01T00:00Z", "--name", "\u200b"], "invalid_name"),
+    (["calendars", "create", "--name", "\x1b[2J", "--zone", "UTC"], "invalid_name"),
+    (["subjects", "create", "--kind", "taxpayer", "--key", "98-7654321", "--name", " \u3164 "], "invalid_name"),
+    (["members", "invite", "grace@example.com", "--name", "Grace\rHopper"], "invalid_name"),
+    (["webhooks", "create", "--url", "https://hooks.example.com/kt", "--events", "*", "--description", "x\ty"],
+     "invalid_text"),
+    (["schedules", "pause", "sch_nope", "--note", "why\x00"], "invalid_text"),
+    (["money", "penalty", "--clock", "clk_nope", "--notice", "CP\x0c14", "--amount", "30000"], "invalid_text"),
+    (["versions", "deploy", "--to", "2027-01", "--name", "\u2060"], "invalid_name"),
+])
+def test_the_cli_refuses_control_characters_and_invisible_names_in_one_line(tax, args, code):
+    before = counts()
+    line = one_line([*args, "--brand", tax.clock.brand.name] if args[0] in ("calendars", "members", "webhooks")
+                    else args, code)
+    assert "--" in line
+    assert counts() == before
+
+
+def test_the_cli_takes_a_zone_only_as_iana_spells_it(tax):
+    for zone in ("localtime", "UTC ", "Factory"):
+        one_line(["calendars", "create", "--name", "Office", "--zone", zone, "--brand", tax.clock.brand.name],
+                 "invalid_calendar")
+    assert not Calendar.objects.filter(name="Office").exists()

@@ -331,7 +331,7 @@ def test_a_key_sent_while_its_first_request_runs_is_409_and_the_first_lands_once
     cur = blocker.cursor()
     cur.execute("SELECT id FROM calendars_subject WHERE id = %s FOR UPDATE", [subject["id"]])
     key = str(uuid.uuid4())
-    body = {"subject": subject["id"], "name": "Acme Robotics, Inc."}
+    body = {"name": "Acme Robotics, Inc."}
     results: dict[str, object] = {}
 
     def first():

@@ -57,7 +57,7 @@ def _first_error(detail: Any, path: str = "") -> tuple[str | None, str]:
 
 # Codes a field's ValidationError may carry to the answer (NameField, InstantField, SpanField); any other is
 # DRF's own (invalid, required, max_length …), answered as invalid_request.
-FIELD_CODES = frozenset({"invalid_name", "invalid_time", "invalid_span", "invalid_amount",
+FIELD_CODES = frozenset({"invalid_name", "invalid_text", "invalid_time", "invalid_span", "invalid_amount",
                          "invalid_currency"})  # invalid_amount, invalid_currency: services.amounts
 
 
@@ -115,7 +115,7 @@ def exception_handler(exc: Exception, context: dict[str, Any]) -> Response | Non
     elif isinstance(exc, drf.Throttled):  # timers.api.throttles: Stripe's 429, with the seconds to wait
         status, code = 429, "rate_limited"
         seconds = retry_after(exc.wait)  # type: ignore[attr-defined]  # DRF sets it in __init__; the stubs leave it out
-        message = f"too many requests with this API key; retry after {seconds} second{'s' if seconds != 1 else ''}"
+        message = _rate_limited_message(seconds)
         headers["Retry-After"] = str(seconds)
     elif isinstance(exc, drf.APIException):
         status, code, message = exc.status_code, exc.default_code, str(exc.detail)
@@ -127,6 +127,18 @@ def exception_handler(exc: Exception, context: dict[str, Any]) -> Response | Non
         status, code, message = 500, "internal_error", "an internal error occurred; it has been logged"
     set_rollback()
     return Response(error_body(code, message, param=param, status=status), status=status, headers=headers)
+
+
+def _rate_limited_message(seconds: int) -> str:
+    return f"too many requests with this API key; retry after {seconds} second{'s' if seconds != 1 else ''}"
+
+
+def rate_limited(wait: float | None) -> JsonResponse:
+    """The 429 the throttle's exception answers, for a request refused before DRF's view runs (a replay)."""
+    seconds = retry_after(wait)
+    response = JsonResponse(error_body("rate_limited", _rate_limited_message(seconds), status=429), status=429)
+    response["Retry-After"] = str(seconds)
+    return response
 
 
 # -- Django's handlers, for URLs no API view matches (wire them in keeping_time/urls.py) ---------------

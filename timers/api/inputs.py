@@ -174,30 +174,51 @@ class QueryBooleanField(serializers.BooleanField):
 
 # C0 and C1 controls and DEL: a name is one line of text, printed in pages, headers and commands' output.
 CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f]")
-NAME_PATTERN = "^[^\\u0000-\\u001f\\u007f-\\u009f]+$"
+_CONTROLS = "\\u0000-\\u001f\\u007f-\\u009f"
+# What shows nothing where a name is printed: spaces of every width, and the characters that draw nothing (the
+# soft hyphen, zero-width spaces and joiners, direction marks and isolates, the word joiner and invisible
+# operators, the byte-order mark, variation selectors, and the Hangul and Braille fillers). A name made only
+# of these (and controls) is no name a person can read.
+_INVISIBLE = ("\\u0020\\u00a0\\u00ad\\u034f\\u061c\\u115f\\u1160\\u1680\\u17b4\\u17b5\\u180b-\\u180f"
+              "\\u2000-\\u200f\\u2028-\\u202f\\u205f-\\u206f\\u2800\\u3000\\u3164\\ufe00-\\ufe0f\\ufeff\\uffa0")
+VISIBLE = re.compile(f"[^{_INVISIBLE}{_CONTROLS}]".encode().decode("unicode_escape"))
+# The schema says the same: at least one character that shows, and no control character.
+NAME_PATTERN = f"^(?=[\\s\\S]*[^{_INVISIBLE}{_CONTROLS}])[^{_CONTROLS}]+$"
+# Free text (a note, a notice, a description): one line, no control character; blank where a field allows it.
+TEXT_PATTERN = f"^[^{_CONTROLS}]+$"
 
 
-def control_problem(name: str) -> str | None:
+def control_problem(name: str, *, what: str = "a name") -> str | None:
     found = CONTROL.search(name)
     if found:
-        return f"holds a control character ({found.group()!r} at {found.start()}): a name is one line of text"
+        return f"holds a control character ({found.group()!r} at {found.start()}): {what} is one line of text"
     return None
 
 
 def name_problem(name: str, *, max_length: int = 200) -> str | None:
-    """What is wrong with a name a person gives (a brand's, a key's), or None; the API's NameField says the same."""
+    """What is wrong with a name a person gives (a brand's, a key's, any --name), or None; the API's NameField
+    says the same. An empty name is the caller's to allow or refuse; one of only spaces or invisible characters
+    is refused."""
     if len(name) > max_length:
         return f"at most {max_length} characters (this one has {len(name)})"
-    return control_problem(name)
+    problem = control_problem(name)
+    if problem is None and name and not VISIBLE.search(name):
+        problem = "holds nothing visible (only spaces or invisible characters): a name is read by people"
+    return problem
+
+
+def text_problem(text: str) -> str | None:
+    """What is wrong with free text a person gives (a note, a notice, a description), or None."""
+    return control_problem(text, what="this text")
 
 
 class NameField(StrictCharField):
-    """A name: text with no control characters (400 invalid_name), read before DRF trims whitespace: "Acme\n" is
-    refused, as the schema says, not taken as "Acme"."""
+    """A name: text with no control characters and something visible (400 invalid_name), read before DRF trims
+    whitespace: "Acme\n" is refused, as the schema says, not taken as "Acme"; so is a zero-width space alone."""
 
     def run_validation(self, data: Any = serializers.empty) -> Any:
-        # A NUL is refused as in any text field (invalid_request, DRF's validator).
-        problem = control_problem(data) if isinstance(data, str) and "\x00" not in data else None
+        # A NUL is refused as in any text field (invalid_request, DRF's validator); "" is blank, the field's to allow.
+        problem = name_problem(data, max_length=len(data)) if isinstance(data, str) and "\x00" not in data else None
         if problem:
             raise serializers.ValidationError(problem, code="invalid_name")
         return super().run_validation(data)
@@ -208,6 +229,24 @@ class NameSchema(OpenApiSerializerFieldExtension):
 
     def map_serializer_field(self, auto_schema: AutoSchema, direction: Direction) -> dict[str, Any]:
         return {"type": "string", "pattern": NAME_PATTERN}
+
+
+class TextField(StrictCharField):
+    """Free text (a pause note, a penalty's notice, an activity, a webhook endpoint's description): one line,
+    no control character (400 invalid_text), read before DRF trims whitespace, as a name is."""
+
+    def run_validation(self, data: Any = serializers.empty) -> Any:
+        problem = text_problem(data) if isinstance(data, str) and "\x00" not in data else None
+        if problem:
+            raise serializers.ValidationError(problem, code="invalid_text")
+        return super().run_validation(data)
+
+
+class TextSchema(OpenApiSerializerFieldExtension):
+    target_class = TextField
+
+    def map_serializer_field(self, auto_schema: AutoSchema, direction: Direction) -> dict[str, Any]:
+        return {"type": "string", "pattern": TEXT_PATTERN}
 
 
 def query_field(help_text: str, *, max_length: int = 64) -> StrictCharField:
@@ -374,7 +413,11 @@ class SpanField(StrictCharField):
 
 class ZoneField(StrictCharField):
     """An IANA zone's name (a schedule's, a calendar's): the schema lists the names this server knows; the
-    runtime says what is wrong with another (invalid_zone)."""
+    runtime says what is wrong with another (invalid_zone). Taken as sent: "UTC " is no zone, not "UTC"."""
+
+    def __init__(self, **kwargs: Any) -> None:
+        kwargs.setdefault("trim_whitespace", False)
+        super().__init__(**kwargs)
 
 
 class ZoneSchema(OpenApiSerializerFieldExtension):

@@ -20,11 +20,13 @@ from rest_framework.response import Response
 from .. import schedule_spec, schedule_targets, schedules
 from ..models import OVERLAPS, Brand, Schedule, ScheduleRun, ScheduleTick
 from ..selectors import arm_domain_of, domain_of, get_owned, owned, page
+from . import idempotency
 from .inputs import (
     ListQuerySerializer,
     StrictBooleanField,
     StrictCharField,
     StrictIntegerField,
+    TextField,
     ZoneField,
     plain_json,
     query_field,
@@ -137,11 +139,11 @@ class ScheduleCreateSerializer(serializers.Serializer[Any]):
     buffer_limit = StrictIntegerField(required=False, min_value=1, max_value=1000)
     catchup_window = CatchupWindowField(required=False, help_text="Missed fires older than this are skipped")
     paused = StrictBooleanField(required=False)
-    pause_note = StrictCharField(required=False, allow_blank=True, max_length=200)
+    pause_note = TextField(required=False, allow_blank=True, max_length=200)
 
 
 class SchedulePauseSerializer(serializers.Serializer[Any]):
-    pause_note = StrictCharField(required=False, allow_blank=True, max_length=200, help_text="Why it is paused")
+    pause_note = TextField(required=False, allow_blank=True, max_length=200, help_text="Why it is paused")
 
 
 class ScheduleListQuerySerializer(ListQuerySerializer):
@@ -205,6 +207,9 @@ class ScheduleSerializer(serializers.Serializer[Any]):
                                                       "open_runs")})
     created = serializers.DateTimeField()
     secret = serializers.CharField(required=False, help_text="In the create response only: whsec_…")
+    shown_once = serializers.ListField(child=serializers.CharField(), required=False,
+                                       help_text="On a replay of the create (its Idempotency-Key): the fields the "
+                                                 "first answer showed once and this one leaves out (secret)")
 
 
 def get_schedule(brand: Brand, schedule_id: str) -> Schedule:
@@ -255,6 +260,8 @@ class ScheduleListView(BrandAPIView):
         out = _render(sch)
         if sch.secret:
             out["secret"] = sch.secret  # shown once: check each call's Keeping-Time-Signature with it
+            # A replay under the request's Idempotency-Key leaves it out.
+            return idempotency.shown_once(Response(out), "secret")
         return Response(out)
 
 

@@ -20,11 +20,13 @@ from typing import TYPE_CHECKING, Any
 
 from django.core.cache import caches
 from django.core.cache.backends.db import DatabaseCache
-from django.db import connections, router, transaction
+from django.db import router, transaction
 from django.http import HttpRequest, HttpResponse
 from django.template import engines
 from rest_framework.settings import api_settings
 from rest_framework.throttling import SimpleRateThrottle
+
+from ..sql.requests import wait_for
 
 if TYPE_CHECKING:
     from drf_spectacular.generators import SchemaGenerator
@@ -55,6 +57,11 @@ class ApiKeyRateThrottle(_Rated):
 
     scope = API_SCOPE
 
+    def allow_request(self, request: Request, view: APIView) -> bool:
+        if getattr(request, "kt_rate_counted", False):  # counted already, before its Idempotency-Key was looked up
+            return True
+        return super().allow_request(request, view)
+
     def get_cache_key(self, request: Request, view: APIView | None) -> str | None:
         key_id = getattr(request.auth, "api_key_id", None)
         if key_id is None:
@@ -84,12 +91,8 @@ class ClientAddressThrottle(_Rated):
         table = self.cache._table  # type: ignore[attr-defined]  # its rows are read, then written (the stubs leave the name out)
         alias = router.db_for_write(self.cache.cache_model_class)  # where DatabaseCache writes
         with transaction.atomic(using=alias):
-            connection = connections[alias]
-            if connection.vendor == "postgresql":
-                # Held to the transaction's end: another process's count of this address waits for this one.
-                with connection.cursor() as cur:
-                    cur.execute("SELECT pg_advisory_xact_lock(hashtextextended(%s, 0))",
-                                [f"{table}|{self.get_cache_key(request, view)}"])
+            # Held to the transaction's end: another process's count of this address waits for this one.
+            wait_for(f"{table}|{self.get_cache_key(request, view)}", using=alias)
             return super().allow_request(request, view)
 
 

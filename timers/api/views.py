@@ -9,13 +9,16 @@ a test clock with a live key (``test_mode_only``), a timer on the live clock wit
 
 from __future__ import annotations
 
+import codecs
 from collections.abc import Mapping
+from types import SimpleNamespace
 from typing import IO, TYPE_CHECKING, Any
 
 from drf_spectacular.utils import extend_schema
 from rest_framework.exceptions import AuthenticationFailed, ParseError
-from rest_framework.parsers import FormParser, JSONParser
+from rest_framework.parsers import FormParser, JSONParser, get_encoding  # type: ignore[attr-defined]  # the stubs leave it out
 from rest_framework.response import Response
+from rest_framework.utils import json
 from rest_framework.views import APIView
 
 from .. import arming, test_clocks
@@ -33,8 +36,9 @@ from ..selectors import (
     timers_page,
 )
 from ..timeutil import after_span
-from . import idempotency
+from . import idempotency, parameters
 from .auth import SecretKeyAuthentication, livemode
+from .errors import rate_limited
 from .inputs import ListQuerySerializer, has_surrogate
 from .openapi import ERRORS, NOT_FOUND, WRONG_MODE, error_response, list_serializer
 from .serializers import (
@@ -64,16 +68,18 @@ if TYPE_CHECKING:
 
 class SafeJSONParser(JSONParser):
     """JSON, with a body nested too deep for the parser, or with a lone surrogate in a string, answered as
-    invalid JSON rather than a 500."""
+    invalid JSON rather than a 500; an object naming a key twice is 400 parameter_duplicated."""
 
     def parse(self, stream: IO[Any], media_type: str | None = None,
               parser_context: Mapping[str, Any] | None = None) -> Any:
+        encoding = get_encoding(parser_context or {})  # DRF's: text charsets only
         try:
-            data = super().parse(stream, media_type, parser_context)
-        except ParseError as exc:
-            raise ParseError(
-                f"the body is not valid JSON: {str(exc.detail).removeprefix('JSON parse error - ')}"
-            ) from None
+            # DRF's JSONParser.parse, with the hook that refuses a key named twice (a KeepingTimeError, which
+            # is no ValueError: it leaves as itself).
+            data = json.load(codecs.getreader(encoding)(stream),  # type: ignore[arg-type]  # a text stream, as DRF's
+                             object_pairs_hook=parameters.refuse_duplicate_keys)
+        except ValueError as exc:
+            raise ParseError(f"the body is not valid JSON: {exc}") from None
         except RecursionError:
             raise ParseError("the body is not valid JSON: nested too deep") from None
         where = has_surrogate(data)
@@ -100,9 +106,19 @@ class BrandAPIView(APIView):
         if found is None:  # no key, or a bad one: the view answers 401, and nothing is kept
             return super().dispatch(request, *args, **kwargs)
         brand = found[1]
+        # Counted here, before a replay could answer without DRF's throttle: a replay is a request like any other.
+        throttle = ApiKeyRateThrottle()
+        if not throttle.allow_request(SimpleNamespace(auth=brand), self):  # type: ignore[arg-type]  # it reads .auth
+            return rate_limited(throttle.wait())
+        request.kt_rate_counted = True  # type: ignore[attr-defined]  # DRF's throttle in initial() counts it no more
         return idempotency.run(request=request, brand=brand, livemode=livemode(brand), key=key,
                                # DRF's dispatch answers a Response (an HttpResponse); the stubs say any response.
                                call=lambda: super(BrandAPIView, self).dispatch(request, *args, **kwargs))  # type: ignore[arg-type,return-value]
+
+    def initial(self, request: Request, *args: Any, **kwargs: Any) -> None:
+        super().initial(request, *args, **kwargs)  # the key, its permission, its rate
+        parameters.check_path_ids(self, request, kwargs)
+        parameters.check(self, request)
 
     @property
     def brand(self) -> Brand:
@@ -131,6 +147,8 @@ class BrandAPIView(APIView):
 
 # -- timers ---------------------------------------------------------------------------------------------
 class TimerListView(BrandAPIView):
+    parser_classes = [SafeJSONParser]  # data is an object: a form cannot carry it (its fields would be the body's own)
+
     @extend_schema(
         operation_id="timers_list", tags=["timers"], parameters=[TimerListQuerySerializer],
         summary="List timers",

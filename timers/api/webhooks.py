@@ -23,8 +23,9 @@ from .. import webhooks
 from ..errors import NotFound
 from ..models import WebhookEndpoint
 from ..selectors import page
+from . import idempotency
 from .auth import livemode
-from .inputs import ListQuerySerializer, MetadataField, StrictBooleanField, StrictCharField
+from .inputs import ListQuerySerializer, MetadataField, StrictBooleanField, StrictCharField, TextField
 from .openapi import ERRORS, NOT_FOUND, Choice, const, list_serializer
 from .views import BrandAPIView, SafeJSONParser
 
@@ -80,14 +81,14 @@ class WebhookEndpointCreateSerializer(serializers.Serializer[Any]):
     url = UrlField(max_length=webhooks.MAX_URL, trim_whitespace=False,
                    help_text="Where each event is POSTed: http:// or https://")
     enabled_events = EnabledEventsField(help_text="The event types it hears")
-    description = StrictCharField(required=False, allow_blank=True, max_length=5000)
+    description = TextField(required=False, allow_blank=True, max_length=5000)
     metadata = MetadataField(required=False)
 
 
 class WebhookEndpointUpdateSerializer(serializers.Serializer[Any]):
     url = UrlField(required=False, max_length=webhooks.MAX_URL, trim_whitespace=False)
     enabled_events = EnabledEventsField(required=False)
-    description = StrictCharField(required=False, allow_blank=True, max_length=5000)
+    description = TextField(required=False, allow_blank=True, max_length=5000)
     metadata = MetadataField(required=False)
     disabled = StrictBooleanField(required=False, help_text="true: it hears nothing new and what it is owed "
                                                             "waits; false: enabled again")
@@ -106,6 +107,9 @@ class WebhookEndpointSerializer(serializers.Serializer[Any]):
     created = serializers.DateTimeField()
     secret = serializers.CharField(required=False, help_text="In the create answer only: whsec_…, which signs "
                                                              "each delivery's Keeping-Time-Signature")
+    shown_once = serializers.ListField(child=serializers.CharField(), required=False,
+                                       help_text="On a replay of the create (its Idempotency-Key): the fields the "
+                                                 "first answer showed once and this one leaves out (secret)")
 
 
 class DeletedWebhookEndpointSerializer(serializers.Serializer[Any]):
@@ -153,7 +157,8 @@ class WebhookEndpointListView(BrandAPIView):
             brand=self.brand, livemode=livemode(self.brand), url=body["url"], enabled_events=body["enabled_events"],
             description=body.get("description") or "",
             metadata={k: v for k, v in body.get("metadata", {}).items() if v != ""})
-        return Response(webhooks.endpoint_json(endpoint, secret=True), status=201)
+        # The secret is shown in this answer only: a replay of it under its Idempotency-Key leaves it out.
+        return idempotency.shown_once(Response(webhooks.endpoint_json(endpoint, secret=True), status=201), "secret")
 
 
 class WebhookEndpointDetailView(BrandAPIView):

@@ -8,12 +8,30 @@ from typing import Any
 
 from django.core.management.base import BaseCommand, CommandError
 
+from ..api.inputs import name_problem, text_problem
 from ..errors import KeepingTimeError
 from ..models import Brand, TestClock
+
+# Options that carry what a person wrote, checked for every command as the API checks its fields: a --name
+# (of a subject, a calendar, a test clock, a member, a key, a version) and free text (a note, a notice …).
+_NAMES = ("name",)
+_TEXTS = ("description", "note", "notice", "reason", "what", "by")
+
+
+def _written(options: dict[str, Any]) -> None:
+    for option in _NAMES + _TEXTS:
+        value = options.get(option)
+        if not isinstance(value, str):
+            continue
+        problem = name_problem(value) if option in _NAMES else text_problem(value)
+        if problem:
+            code = "invalid_name" if option in _NAMES else "invalid_text"
+            raise CommandError(f"{code}: --{option} {problem}")
 
 
 class KTCommand(BaseCommand):
     def execute(self, *args: Any, **options: Any) -> str | None:
+        _written(options)
         try:
             return super().execute(*args, **options)
         except KeepingTimeError as exc:

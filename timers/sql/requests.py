@@ -1,5 +1,6 @@
 """What the API asks the database on a request before its view runs: the secret key's brand (every request)
-and the Idempotency-Key's hold (every POST), beside their SQLite fallback.
+and the Idempotency-Key's hold (every POST), beside their SQLite fallback; and the holds that make a count
+and what it allows one step (a quota's, a sign-in address's tries).
 
 The key's lookup is one prepared statement on PostgreSQL (timers/prepared.py): through the ORM it cost about
 as much CPU as the arming it authenticated.
@@ -9,7 +10,7 @@ from __future__ import annotations
 
 import functools
 
-from django.db import connection
+from django.db import connection, connections
 
 from ..models import ApiKey, Brand
 from ..prepared import cursor
@@ -40,6 +41,21 @@ def key_brand(digest: str) -> tuple[str, str, Brand] | None:
     if row is None:
         return None
     return row[0], row[1], Brand.from_db(connection.alias, attnames, row[2:])
+
+
+# Held for this transaction; another holder of the same name waits for it (params: the name).
+WAIT_FOR = "SELECT pg_advisory_xact_lock(hashtextextended(%s, 0))"
+
+
+def wait_for(name: str, *, using: str = "default") -> None:
+    """Hold ``name`` to the end of the transaction, waiting for another transaction that holds it: what is
+    counted, then written, under it is one step across processes. SQLite has one writer at a time and no such
+    lock: the transaction's own write waits there instead."""
+    conn = connections[using]
+    if conn.vendor != "postgresql":
+        return
+    with conn.cursor() as cur:
+        cur.execute(WAIT_FOR, [name])
 
 
 def hold_key(name: str) -> bool:
