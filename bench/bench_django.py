@@ -23,6 +23,9 @@ def setup_django() -> None:
     os.environ.setdefault("SECRET_KEY", secrets.token_urlsafe(50))
     # Lapses send emails through Django's backend: the console one would print thousands of them.
     os.environ.setdefault("EMAIL_URL", "dummymail://")
+    # A bench makes as many clocks and schedules as it measures (10,000 schedules), past any brand's quota.
+    os.environ.setdefault("KT_QUOTA_TEST_CLOCKS", "off")
+    os.environ.setdefault("KT_QUOTA_SCHEDULES", "off")
     import django
 
     django.setup()

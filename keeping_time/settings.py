@@ -276,6 +276,30 @@ KEEPING_TIME = {
     "WEBHOOK_TIMEOUT_SECONDS": env.float("KT_WEBHOOK_TIMEOUT_SECONDS", default=10.0),
 }
 
+# Quotas per brand and mode (timers/quotas.py): past one, a create is 429 quota_exceeded naming it. Counts (a test
+# key's test clocks; each mode's schedules and webhook endpoints) and spans (the shortest period a schedule may
+# fire at; the furthest one advance may move a test clock), each "off" for none.
+def _quota(name: str, default: str, *, span: bool = False) -> int | str:
+    value = env(name, default=default).strip()
+    if value.lower() in ("off", "none", "0", ""):
+        return "" if span else 0
+    if span and re.fullmatch(r"[1-9][0-9]{0,5}(s|m|min|h|d|w|mo|y)", value):
+        return value
+    if not span and value.isdigit():
+        return int(value)
+    raise ImproperlyConfigured(f"{name}={value!r}: " + ("a span such as 1m, 30s or 10y" if span else "a count") +
+                               ", or off")
+
+
+KEEPING_TIME["QUOTAS"] = {
+    "test_clocks": _quota("KT_QUOTA_TEST_CLOCKS", "100"),
+    "schedules": _quota("KT_QUOTA_SCHEDULES", "1000"),
+    "webhook_endpoints": _quota("KT_QUOTA_WEBHOOK_ENDPOINTS", "16"),
+    "schedule_period": _quota("KT_QUOTA_SCHEDULE_PERIOD", "1m", span=True),
+    "advance": _quota("KT_QUOTA_ADVANCE", "10y", span=True),
+}
+
+
 # Where outside calls may go (timers/targets.py): schedules' HTTP targets, webhook endpoints and the outbox's
 # http(s) transports are refused at loopback, link-local, private, unspecified and other non-public addresses,
 # and at the database's own host:port, unless KT_ALLOW_TARGETS names them: comma-separated host names

@@ -17,11 +17,12 @@ from typing import Any
 
 from django.db import IntegrityError, transaction
 
+from . import quotas
 from . import schedule_spec as specs
 from .arming import timer_arm, timer_hold, timer_resume
 from .domains import domain_writable
 from .errors import KeepingTimeError
-from .ids import is_live
+from .ids import LIVE_PREFIX, is_live
 from .models import (
     CATCHUP_MAX,
     CATCHUP_MIN,
@@ -32,6 +33,7 @@ from .models import (
     Schedule,
     ScheduleRun,
     ScheduleTick,
+    TestClock,
     Timer,
 )
 from .schedule_runs import direct_arm
@@ -113,9 +115,15 @@ def schedule_create(*, brand: Brand, domain: str, spec: dict[str, Any], target: 
                             '{"service": "…", "subject": "sbj_…"}', code="invalid_target")
     cleaned = target_of.clean(target, brand, domain)
     now = _writable_now(domain)
+    if not owner_ref:  # asked for (the API, the CLI), not a Service's own
+        quotas.period_within(_period(ev, now))
     n = Schedule.objects.filter(domain=domain).count()
     try:
         with transaction.atomic():  # the name's uniqueness is the constraint's to keep, not a check before
+            if not owner_ref:
+                live = is_live(domain)
+                quotas.count_within(brand_id=brand.pk, livemode=live, quota="schedules", what="schedules",
+                                    count=lambda: _asked_for(brand, live).count())
             sch = Schedule.objects.create(
                 id=seeded("sch", domain, "schedule", owner_ref or name, now.isoformat(), str(n)), brand=brand,
                 domain=domain, name=name, spec=spec, zone=zone, target_kind=kind, target=cleaned,
@@ -136,6 +144,25 @@ def schedule_create(*, brand: Brand, domain: str, spec: dict[str, Any], target: 
     if paused:
         schedule_pause(schedule=sch, note=pause_note)
     return sch
+
+
+def _period(ev: specs.Evaluator, now: datetime) -> timedelta | None:
+    """How often a spec fires at its most often: an interval's own, a cron's shortest gap ahead; a calendar
+    period (a day and up) is none of a quota's business."""
+    if isinstance(ev, specs.Every):
+        return ev.every
+    if isinstance(ev, specs.Cron):
+        return quotas.shortest_gap(ev.after, now)
+    return None
+
+
+def _asked_for(brand: Brand, live: bool) -> Any:
+    """The brand's schedules of one mode that the API or the CLI made (a deleted test clock's are gone)."""
+    mine = Schedule.objects.filter(brand=brand, owner_ref="")
+    if live:
+        return mine.filter(domain__startswith=LIVE_PREFIX)
+    clocks = TestClock.objects.filter(brand=brand).exclude(status__in=TestClock.GONE).values("id")
+    return mine.filter(domain__in=clocks)
 
 
 def _fire_timer(sch: Schedule, status: str) -> Timer | None:

@@ -7,7 +7,7 @@ from datetime import datetime
 from django.db import IntegrityError, transaction
 from django.db.models.functions import Now
 
-from . import outbox
+from . import outbox, quotas
 from .clock import wall_now
 from .errors import KeepingTimeError, NotFound, TestClockAdvancing, TestClockBackward
 from .ids import SEED_PATTERN, SEED_RE
@@ -27,6 +27,8 @@ def test_clock_create(*, brand: Brand, frozen_time: datetime, name: str = "", se
         _check_seed(seed, brand)
     try:
         with transaction.atomic():
+            quotas.count_within(brand_id=brand.pk, livemode=False, quota="test_clocks", what="test clocks",
+                                count=TestClock.objects.filter(brand=brand).exclude(status__in=TestClock.GONE).count)
             return TestClock.objects.create(brand=brand, frozen_time=frozen_time, name=name, seed=seed,
                                             created_at=wall_now())
     except IntegrityError:
@@ -98,6 +100,7 @@ def test_clock_request_advance(*, clock: TestClock, to: datetime, redeliver: boo
             )
         if to < clock.frozen_time:
             raise TestClockBackward(backward_message(clock, to))
+        quotas.advance_within(clock.frozen_time, to)
         clock.status = TestClock.Status.ADVANCING
         clock.advance_to = to
         clock.redeliver = redeliver

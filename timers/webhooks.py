@@ -35,7 +35,7 @@ from django.db import IntegrityError, transaction
 from django.db.models import Count, Max
 from django.db.models.signals import post_save
 
-from . import outbox, targets, transports
+from . import outbox, quotas, targets, transports
 from .clock import wall_now
 from .errors import KeepingTimeError, NotFound
 from .http import send
@@ -162,10 +162,13 @@ def endpoint_create(*, brand: Brand, livemode: bool, url: str, enabled_events: S
                     description: str = "", metadata: Mapping[str, str] | None = None) -> WebhookEndpoint:
     """An endpoint that hears, from now on, the events of ``brand``'s mode it wants. The secret is on the row
     returned (and stored: it signs every delivery); the API shows it in the create answer only."""
-    return WebhookEndpoint.objects.create(
-        brand=brand, livemode=livemode, url=check_url(url), enabled_events=check_events(list(enabled_events)),
-        secret=new_secret(), description=check_description(description), metadata=dict(metadata or {}),
-        created_at=wall_now())
+    url, events, description = check_url(url), check_events(list(enabled_events)), check_description(description)
+    with transaction.atomic():
+        quotas.count_within(brand_id=brand.pk, livemode=livemode, quota="webhook_endpoints", what="webhook endpoints",
+                            count=WebhookEndpoint.objects.filter(brand=brand, livemode=livemode).count)
+        return WebhookEndpoint.objects.create(
+            brand=brand, livemode=livemode, url=url, enabled_events=events, secret=new_secret(),
+            description=description, metadata=dict(metadata or {}), created_at=wall_now())
 
 
 def endpoint_update(*, endpoint: WebhookEndpoint, url: str | None = None, enabled_events: Sequence[str] | None = None,

@@ -132,6 +132,7 @@ def openapi_rate_limited(result: dict[str, Any], generator: SchemaGenerator, req
             if not isinstance(operation, dict) or not operation.get("security"):
                 continue
             operation.setdefault("responses", {}).setdefault("429", {
-                "description": "rate_limited: the key sent more requests than its rate (KT_RATE_LIMIT)",
+                "description": "rate_limited: the key sent more requests than its rate (KT_RATE_LIMIT); "
+                               "quota_exceeded: a create past the brand's quota (KT_QUOTA_*, named in param)",
                 "headers": header, "content": error})
     return result
