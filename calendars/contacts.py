@@ -142,9 +142,8 @@ def _make(subject: Subject, values: dict[str, Any], now: datetime) -> Contact:
     seq = Contact.objects.filter(subject=subject).count()
     if seq >= MAX_CONTACTS:
         raise _bad(f"contacts: a customer has up to {MAX_CONTACTS}", param="contacts", code="invalid_request")
-    primary = values.get("primary")
-    if primary is None:
-        primary = not Contact.objects.filter(subject=subject).exists()
+    # A customer with people has a primary one: their first is, whatever it says.
+    primary = bool(values.get("primary")) or not Contact.objects.filter(subject=subject).exists()
     if primary:
         Contact.objects.filter(subject=subject, primary=True).update(primary=False)
     try:
@@ -169,10 +168,11 @@ def contact_create(*, subject: Subject, values: Mapping[str, Any], now: datetime
 @transaction.atomic
 def contact_update(*, contact: Contact, values: Mapping[str, Any]) -> Contact:
     """Its name, address, phone, zone, role; ``primary: true`` makes it the one a customer's date goes to first
-    (``primary: false`` is refused: name another primary instead)."""
+    (``primary: false`` is refused, whoever it names: a customer's primary changes by naming another)."""
     changes = _check(values, partial=True)
-    if changes.get("primary") is False and contact.primary:
-        raise _bad("primary: make another contact primary instead", param="primary", code="invalid_request")
+    if changes.get("primary") is False:
+        raise _bad("primary: only true (make another contact primary instead)", param="primary",
+                   code="invalid_request")
     if changes.get("primary"):
         Contact.objects.filter(subject_id=contact.subject_id, primary=True).exclude(pk=contact.pk).update(primary=False)
     for name, value in changes.items():

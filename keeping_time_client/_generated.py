@@ -50,6 +50,7 @@ MemberRole = Literal['owner', 'member']
 MemberStatus = Literal['invited', 'active']
 PenaltyObject = Literal['penalty']
 PoolObject = Literal['pool']
+PrimaryEnum = Literal[True]
 RepinAction = Literal['arm', 'supersede', 'keep']
 RepinObject = Literal['repin']
 ScheduleObject = Literal['schedule']
@@ -246,7 +247,7 @@ class ContactCreate(TypedDict):
     name: str
     email: str
     phone: NotRequired[str]
-    zone: NotRequired[str]
+    zone: NotRequired[ZoneEnum]
     role: NotRequired[str]
     primary: NotRequired[bool]
 
@@ -255,9 +256,9 @@ class ContactFields(TypedDict):
     name: NotRequired[str]
     email: NotRequired[str]
     phone: NotRequired[str]
-    zone: NotRequired[str]
+    zone: NotRequired[ZoneEnum]
     role: NotRequired[str]
-    primary: NotRequired[bool]
+    primary: NotRequired[PrimaryEnum]
 
 
 class ContactList(TypedDict):
@@ -747,7 +748,7 @@ class SubjectCreate(TypedDict):
     key: str
     name: str
     calendar: NotRequired[str]
-    contacts: NotRequired[list[dict[str, Any]]]
+    contacts: NotRequired[list[ContactCreate]]
     metadata: NotRequired[dict[str, str]]
     test_clock: NotRequired[str]
 
@@ -1404,7 +1405,7 @@ class Subjects(Resource):
         name: str,
         email: str,
         phone: str | Omit = OMIT,
-        zone: str | Omit = OMIT,
+        zone: ZoneEnum | Omit = OMIT,
         role: str | Omit = OMIT,
         primary: bool | Omit = OMIT,
         idempotency_key: str | Omit = OMIT,
@@ -1438,9 +1439,9 @@ class Subjects(Resource):
         name: str | Omit = OMIT,
         email: str | Omit = OMIT,
         phone: str | Omit = OMIT,
-        zone: str | Omit = OMIT,
+        zone: ZoneEnum | Omit = OMIT,
         role: str | Omit = OMIT,
-        primary: bool | Omit = OMIT,
+        primary: PrimaryEnum | Omit = OMIT,
         idempotency_key: str | Omit = OMIT,
     ) -> Contact:
         """Change a contact. POST /subjects/{subject_id}/contacts/{contact_id}"""
@@ -1453,7 +1454,7 @@ class Subjects(Resource):
         key: str,
         name: str,
         calendar: str | Omit = OMIT,
-        contacts: builtins.list[dict[str, Any]] | Omit = OMIT,
+        contacts: builtins.list[ContactCreate] | Omit = OMIT,
         metadata: dict[str, str] | Omit = OMIT,
         test_clock: str | Omit = OMIT,
         idempotency_key: str | Omit = OMIT,

@@ -10,7 +10,7 @@ from rest_framework.response import Response
 
 from calendars.contacts import contact_create, contact_get, contact_json, contact_remove, contact_update
 from calendars.models import Contact
-from timers.api.inputs import ListQuerySerializer, NameField, StrictBooleanField, StrictCharField
+from timers.api.inputs import ListQuerySerializer
 from timers.api.openapi import ERRORS, NOT_FOUND, const, error_response, list_serializer
 from timers.api.views import BrandAPIView, SafeJSONParser
 from timers.domains import domain_now, domain_writable
@@ -18,27 +18,10 @@ from timers.ids import brand_domain
 from timers.selectors import page
 
 from .api_schemas import ContactSerializer
+from .contact_inputs import ContactCreateSerializer, ContactFields
 from .subjects_api import get_subject
 
 CONTACT_ORDER = ("seq", "id")
-
-
-class ContactFields(serializers.Serializer):
-    name = NameField(required=False, max_length=200, help_text="Ada Lovelace")
-    email = StrictCharField(required=False, max_length=254, help_text="ada@example.com: where their dates' emails go")
-    phone = StrictCharField(required=False, allow_blank=True, max_length=32, help_text="+1 212 555 0100")
-    zone = StrictCharField(required=False, allow_blank=True, max_length=64,
-                           help_text="The zone their times are said in; empty: the customer's calendar's")
-    role = StrictCharField(required=False, max_length=32,
-                           help_text="The brand's word for them (officer, bookkeeper): a Service's "
-                                     "answers_for='customer:officer' finds them by it")
-    primary = StrictBooleanField(required=False,
-                                       help_text="Who a date the customer answers for goes to first (one is)")
-
-
-class ContactCreateSerializer(ContactFields):
-    name = NameField(max_length=200, help_text="Ada Lovelace")
-    email = StrictCharField(max_length=254, help_text="ada@example.com: where their dates' emails go")
 
 
 class DeletedContactSerializer(serializers.Serializer):

@@ -34,6 +34,7 @@ from timers.timeutil import iso_z
 
 from .api_json import jobs_json, subscriptions_json
 from .api_schemas import ContactSerializer, DeclaredInputField, JobSerializer, SubscriptionSerializer
+from .contact_inputs import ContactsField
 from .jobs_api import JobListView
 from .orders import job_order, subscription_start
 from .subjects import get_calendar, subject_create, subject_kinds, subject_update
@@ -107,9 +108,9 @@ class SubjectCreateSerializer(serializers.Serializer):
     name = NameField(max_length=200, help_text="Acme Robotics")
     calendar = StrictCharField(required=False, max_length=32,
                                help_text="cal_…: its own; else its Service's, else the brand's default")
-    contacts = serializers.ListField(
-        child=serializers.DictField(), required=False, max_length=50,
-        help_text="Their people: [{name, email, phone, zone, role, primary}]; the first is primary unless one says")
+    contacts = ContactsField(
+        required=False, help_text="Their people: [{name, email, phone, zone, role, primary}]; the first is primary "
+                                  "unless one says")
     metadata = MetadataField(required=False)
     test_clock = StrictCharField(required=False, allow_blank=True, max_length=64,
                                  help_text="tc_…: a test key's subject lives on a test clock")

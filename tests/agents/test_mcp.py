@@ -18,7 +18,7 @@ from mcp.client.session import ClientSession
 from mcp.client.stdio import StdioServerParameters, stdio_client
 
 from calendars.clocks import clock_open
-from calendars.models import Calendar, Clock, Subject
+from calendars.models import Calendar, Clock, Contact, Subject
 from services.models import Job, PolicyValue
 from tests.conftest import T0
 from tests.support import ROOT
@@ -33,7 +33,7 @@ pytestmark = [
     pytest.mark.django_db(transaction=True),
 ]
 TOOLS = {"list_timers", "get_timer", "subject_calendar", "list_events", "set_policy", "advance_test_clock",
-         "acknowledge"}
+         "acknowledge", "list_contacts", "add_contact"}
 
 
 def _env(secret: str | None) -> dict[str, str]:
@@ -131,6 +131,9 @@ def _ack_clock(brand) -> Clock:
                                   holiday_subdiv="DC")
     subject = Subject.objects.create(brand=brand, domain=tc.id, kind="taxpayer", key_name="ein", key="12-3456789",
                                      name="Acme Robotics", calendar=cal, created_at=datetime(2027, 1, 20, tzinfo=UTC))
+    # The Tax Plan's dates answer to the customer's officer: she is who acknowledges when no one is named.
+    Contact.objects.create(brand=brand, subject=subject, name="Ada Lovelace", email="ada@robotics.example",
+                           role="officer", primary=True, created_at=datetime(2027, 1, 20, tzinfo=UTC))
     return clock_open(armer=DirectArmer(brand=brand, domain=tc.id), brand=brand, domain=tc.id, subject=subject,
                       spec_name="annual-return.file", owner_ref="job_x1", period="2027", inputs={"states": ["CA"]})
 

@@ -60,9 +60,10 @@ def test_the_quickstart_runs_as_written(tmp_path):
                      text)
     assert "2027-02-01  the 2026 return is minted" in text and "webcal://" in text
     events = re.findall(r"^\S+ \S+  (\S+)\s+\S+  evt_", text, flags=re.M)
-    assert events == ["job.opened", "job.waiting", "clock.notice", "clock.notice", "clock.notice",
-                      "test_clock.ready"], text[-3000:]
-    assert "Stopped after 6 events" in text
+    # The return's two dates (file, pay) are given to the customer's officer as the job opens, before its steps.
+    assert events == ["clock.assigned", "clock.assigned", "job.opened", "job.waiting", "clock.notice",
+                      "clock.notice", "clock.notice", "test_clock.ready"], text[-3000:]
+    assert "Stopped after 8 events" in text
     assert re.search(r"2027-03-16  notice 30d · file · the 2026 return · US\s", text)
     assert (tmp_path / "quickstart.sqlite3").exists()
 

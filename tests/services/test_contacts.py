@@ -80,6 +80,14 @@ def test_a_bad_contact_is_a_coded_400_with_its_param_and_nothing_is_written(api,
     assert not Subject.objects.exists() and not Contact.objects.exists()
 
 
+def test_a_customers_first_contact_is_primary_even_when_it_says_not(api, tc, cal):
+    subject = make(api, tc).json()
+    first = api.post(f"/subjects/{subject['id']}/contacts", {**ADA, "primary": False}, format="json")
+    assert first.status_code == 201 and first.json()["primary"] is True, first.json()
+    second = api.post(f"/subjects/{subject['id']}/contacts", {**BOB, "primary": False}, format="json")
+    assert second.status_code == 201 and second.json()["primary"] is False, second.json()
+
+
 def test_contacts_are_added_changed_made_primary_and_removed(api, tc, cal):
     subject = make(api, tc, contacts=[ADA]).json()
     base = f"/subjects/{subject['id']}/contacts"
@@ -95,6 +103,12 @@ def test_contacts_are_added_changed_made_primary_and_removed(api, tc, cal):
     made = api.post(f"{base}/{bob.json()['id']}", {"primary": True, "phone": "+1 212 555 0100"}, format="json")
     assert made.status_code == 200 and made.json()["primary"] is True and made.json()["phone"] == "+1 212 555 0100"
     assert [c.name for c in Contact.objects.filter(subject_id=subject["id"], primary=True)] == ["Bob Byron"]
+    # Who is primary changes by naming another: false is refused, even for one who is not (nothing written).
+    for who in (bob.json()["id"], Contact.objects.get(subject_id=subject["id"], name="Ada Lovelace").id):
+        unmade = api.post(f"{base}/{who}", {"primary": False, "name": "Someone Else"}, format="json")
+        assert (unmade.status_code, unmade.json()["error"]["param"]) == (400, "primary"), unmade.json()
+    assert sorted(Contact.objects.filter(subject_id=subject["id"]).values_list("name", "primary")) == [
+        ("Ada Lovelace", False), ("Bob Byron", True)]
     gone = api.delete(f"{base}/{bob.json()['id']}")
     assert gone.status_code == 200 and gone.json() == {"id": bob.json()["id"], "object": "contact", "deleted": True}
     # The primary left: the next oldest is primary now.
