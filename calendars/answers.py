@@ -173,12 +173,13 @@ def customers_clock(clock: Clock) -> bool:
     return not clock.assigned and clock.role.split(":", 1)[0] == "customer"
 
 
-def reresolve(*, subject: Subject, why: str, by: str = "", roles: tuple[str, ...] = ("customer", "member")) -> int:
+def reresolve(*, subject: Subject, why: str, by: str = "", roles: tuple[str, ...] = ("customer", "member"),
+              armer: Armer | None = None) -> int:
     """Resolve again who answers for each of the subject's open clocks whose role is of ``roles`` and that no
-    one assigned on the clock itself; each that changed hands is saved and recorded. Returns how many moved."""
+    one assigned on the clock itself; each that changed hands is saved and recorded (through ``armer`` inside
+    the tick, else a DirectArmer of the subject's clock). Returns how many moved."""
     clocks = (Clock.objects.filter(subject=subject, assigned=False, items__status__in=OPEN)
               .select_related("contact", "member__user").distinct().order_by("opened_at", "id"))
-    armer: DirectArmer | None = None
     moved = 0
     for clock in clocks:
         role = role_of(clock)
@@ -198,11 +199,12 @@ def reresolve(*, subject: Subject, why: str, by: str = "", roles: tuple[str, ...
     return moved
 
 
-def member_of_record_set(*, subject: Subject, owner_ref: str, role: str, member: Membership, by: str) -> int:
+def member_of_record_set(*, subject: Subject, owner_ref: str, role: str, member: Membership, by: str,
+                         armer: Armer | None = None) -> int:
     """``member`` answers in ``role`` for the job ``owner_ref`` (empty: all of the subject's work): every open date
     of that role moves to them, each on the record. Returns how many moved."""
     if member.brand_id != subject.brand_id:
         raise ValueError("a member of the subject's brand")
     MemberOfRecord.objects.update_or_create(subject=subject, owner_ref=owner_ref, role=role,
                                             defaults={"brand_id": subject.brand_id, "member": member})
-    return reresolve(subject=subject, why=f"the {role} of record", by=by, roles=("member",))
+    return reresolve(subject=subject, why=f"the {role} of record", by=by, roles=("member",), armer=armer)

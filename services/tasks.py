@@ -9,8 +9,10 @@ from __future__ import annotations
 
 from datetime import datetime
 
+from calendars.answers import member_of_record_set
 from timers.armer import Armer
 from timers.errors import KeepingTimeError
+from timers.models import Membership
 from timers.timeutil import iso_z, three_quarters
 
 from . import registry
@@ -40,6 +42,11 @@ def task_take(*, armer: Armer, task: Task, member: str) -> Task:
     arm_hold(armer, task, start=now, move=0)
     armer.record("task.taken", subject=job.id, data={"task": task.id, "step": task.step, "member": member,
                                                      "hold_until": iso_z(task.hold_until)})
+    # Who takes the pool's Task is the job's member of record in the pool's name: the job's dates a Service gives
+    # ``member:<pool>`` go to them, each on the record after the take.
+    membership = Membership.objects.select_related("user").get(user=user, brand_id=job.brand_id)
+    member_of_record_set(subject=job.subject, owner_ref=job.id, role=task.pool, member=membership, by=member,
+                         armer=armer)
     return task
 
 
