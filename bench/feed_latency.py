@@ -42,6 +42,7 @@ import socket
 import statistics
 import subprocess
 import sys
+import tempfile
 import threading
 import time
 from io import StringIO
@@ -91,9 +92,16 @@ class Server:
         env = {**env, "GUNICORN_BIND": f"127.0.0.1:{self.port}", "PYTHONPATH": str(root)}
         if workers:
             env["WEB_CONCURRENCY"] = str(workers)
+        # Its output goes to a file, never a pipe nobody reads: a server that logs each request would fill the
+        # pipe and block its workers mid-measurement.
+        self.log = tempfile.TemporaryFile()
         self.proc = subprocess.Popen(
             [str(Path(sys.executable).with_name("gunicorn")), "keeping_time.wsgi"],
-            cwd=root, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, start_new_session=True)
+            cwd=root, env=env, stdout=self.log, stderr=subprocess.STDOUT, start_new_session=True)
+
+    def said(self) -> str:
+        self.log.seek(0)
+        return self.log.read().decode(errors="replace")[-2000:]
 
     def workers(self) -> list[int]:
         try:
@@ -105,7 +113,7 @@ class Server:
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
             if self.proc.poll() is not None:
-                raise SystemExit(f"{self.name}: gunicorn exited: {self.proc.stderr.read().decode()[-2000:]}")
+                raise SystemExit(f"{self.name}: gunicorn exited: {self.said()}")
             try:
                 status, _, _ = request(self.port, path)
                 if status == 200:

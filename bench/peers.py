@@ -21,7 +21,7 @@ The lanes (every one a no-op per item, each at its best settings):
 * ``procrastinate-c1`` / ``procrastinate-c10``: ``run_worker_async(wait=False, concurrency=C)`` over N
   deferred jobs of an ``async def noop()`` (fetch_job and finish_job, each a transaction, per job);
 * ``pgqueuer-batch``: ``QueueManager.run(mode=drain, batch_size=B)`` (dequeue B jobs a statement,
-  completions logged in batches of B, LISTEN/NOTIFY on), B=100 (--pgq-batch);
+  completions logged in batches of B, LISTEN/NOTIFY on), B=1000 (--pgq-batch), its best: ~20% cheaper a job than 100;
 * ``pgqueuer-per-job``: the same with batch_size=1: a dequeue and a completion per job;
 * ``django-tasks``: django-tasks-db's ``db_worker`` loop (``Worker(batch=True, interval=0)``, persistent
   connection, CONN_MAX_AGE=600) over N enqueued tasks: claim (SELECT … FOR UPDATE SKIP LOCKED, then the
@@ -597,7 +597,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--prefix", default="kt_peers_b", help="each lane's database is <prefix>_<lane>")
     parser.add_argument("--lanes", nargs="+", default=None, help=f"of {QUEUE_LANES + YEAR_LANES}")
     parser.add_argument("--year", action="store_true", help="also the hourly schedule's year (APScheduler, ours)")
-    parser.add_argument("--pgq-batch", type=int, default=100)
+    parser.add_argument("--pgq-batch", type=int, default=1000)
     parser.add_argument("--lane", help=argparse.SUPPRESS)
     parser.add_argument("--dsn", help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
