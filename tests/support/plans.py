@@ -11,7 +11,9 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 
 import psycopg
+from django.conf import settings
 from django.db import connection, transaction
+from django.test import override_settings
 
 from calendars.entries import subject_calendar
 from calendars.models import ClockItem, Subject
@@ -136,6 +138,13 @@ class World:
 
 
 def make_world(brand) -> World:
+    # The filled brand has thousands of test clocks (fill's domains): past the quota a brand's API would keep.
+    with override_settings(KEEPING_TIME={**settings.KEEPING_TIME,
+                                         "QUOTAS": {**(settings.KEEPING_TIME.get("QUOTAS") or {}), "test_clocks": 0}}):
+        return _make_world(brand)
+
+
+def _make_world(brand) -> World:
     hot = test_clock_create(brand=brand, frozen_time=START, name="hot")
     transports.register("notices", transports.RecordingTransport())
     subject = acme_subject(brand, hot.id)
@@ -240,9 +249,9 @@ def fill(brand, hot: str, n: int, skew: str = "prod") -> None:
                FROM generate_series(1, %(m)s) g""", p)
         cur.execute(
             """INSERT INTO calendars_clock (id, brand_id, domain, subject_id, spec, name, title, lives_on, owner_ref,
-                   period, hard, answers_for, version, inputs, opened_at)
+                   period, hard, answers_for, role, assigned, version, inputs, opened_at)
                SELECT 'clk_' || %(tag)s || g, s.brand_id, s.domain, s.id, 'x', 'file', '', 'job',
-                      'job_' || %(tag)s || g, '2027', false, '', '', '{}', now()
+                      'job_' || %(tag)s || g, '2027', false, '', 'customer', false, '', '{}', now()
                FROM generate_series(1, %(m)s) g JOIN calendars_subject s ON s.id = 'sbj_' || %(tag)s || g""", p)
         cur.execute(
             """INSERT INTO calendars_clockitem (clock_id, item, civil, due_date, due_at, rolled_why, moves, status,

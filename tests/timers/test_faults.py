@@ -62,7 +62,7 @@ def test_kill_9_at_random_points_of_a_years_advance_then_tick_again(brand):
     kills: list[tuple[int, str]] = []
     with FarEnd(delay=0.01) as far:
         env = worker_env(batch=10)
-        env["KT_NOTICES_TRANSPORT"] = far.url
+        env["KT_NOTICES_TRANSPORT"] = env["KT_EMAIL_TRANSPORT"] = far.url
         level = 0
         while len(kills) < 24:
             level += rng.randint(1, max(1, total // 40))
@@ -106,7 +106,7 @@ def test_four_workers_with_slow_sends_send_every_submission_once(brand):
     tax_plan_subscribers(brand, clock, 1)
     with FarEnd(delay=0.3) as far:
         env = worker_env()
-        env["KT_NOTICES_TRANSPORT"] = far.url
+        env["KT_NOTICES_TRANSPORT"] = env["KT_EMAIL_TRANSPORT"] = far.url
         procs = [spawn("tick", "--forever", env=env) for _ in range(4)]
         try:
             time.sleep(1.0)
@@ -215,7 +215,7 @@ def test_a_sender_stopped_past_its_lease_sends_nothing_another_sender_took(brand
     assert len(owed) >= 25
     far_end.delay = 0.2
     env = worker_env()
-    env["KT_NOTICES_TRANSPORT"] = far_end.url
+    env["KT_NOTICES_TRANSPORT"] = env["KT_EMAIL_TRANSPORT"] = far_end.url
     env["KT_OUTBOX_LEASE_SECONDS"] = "2"
     worker = spawn("tick", "--forever", env=env)
     try:
