@@ -177,8 +177,8 @@ def rolled_text(civil: date, rolled_why: str) -> str:
 
 def _hints(item: ClockItem) -> str:
     hints = []
-    if item.moves:
-        hints.append(f"moved {item.moves}×")
+    if item.moved:
+        hints.append(f"moved {item.moved}×")
     if item.due_date != item.civil:
         hints.append(rolled_text(item.civil, item.rolled_why))
     return "".join(f", {h}" for h in hints)
