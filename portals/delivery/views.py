@@ -150,8 +150,8 @@ def home(request: HttpRequest) -> HttpResponse:
         clocks.append({"clock": clock.id, "item": item.item or "-", "subject": clock.subject.name,
                        "brand_id": clock.brand_id,
                        "subject_id": clock.subject_id,
-                       "what": (clock.title or clock.name).replace("{period}", clock.period)
-                       + (f" · {item.item}" if item.item else ""), "due": words.day(item.due_date),
+                       "what": _item_what(item), "due": words.day(item.due_date),
+                       "test_clock": None if is_live(clock.domain) else clock.domain,
                        "due_in": words.until(item.due_at, now), "status": item.status,
                        "status_text": words.status("due" if item.status == "open" and item.due_at <= now
                                                       else "ahead" if item.status == "open" else item.status),
@@ -170,7 +170,8 @@ def home(request: HttpRequest) -> HttpResponse:
     subjects = sorted({(c["subject_id"], c["subject"], c["brand_id"]) for c in clocks}, key=lambda s: s[1])
     subjects = [{"id": sid, "name": name, "successors": team.get(brand_id, [])} for sid, name, brand_id in subjects]
     windows = list(Window.objects.filter(member=user, status=Window.Status.OPEN))
-    domains = sorted({t["test_clock"] for t in tasks + pool if t["test_clock"]} | {w.domain for w in windows})
+    # Each test run the member's rows are on is named, whatever carries them: a Task, a date, a window.
+    domains = sorted({t["test_clock"] for t in tasks + pool + clocks if t["test_clock"]} | {w.domain for w in windows})
     clock_names = dict(TestClock.objects.filter(pk__in=domains).values_list("id", "name"))
     return render(request, "portals/delivery/home.html", {
         "tasks": tasks, "pool": pool, "clocks": clocks, "subjects": subjects,
@@ -179,7 +180,8 @@ def home(request: HttpRequest) -> HttpResponse:
                      "test_clock": None if is_live(w.domain) else clock_names.get(w.domain) or "a test run"}
                     for w in windows],
         "zone": zone.key, "zones": ZONES,
-        "chosen_zone": Membership.objects.filter(user=user).exclude(zone="").values_list("zone", flat=True).first(), "zone_name": now_of(live_domain(brands[0])).astimezone(zone).tzname() if brands else "",
+        # The zone by its name: each row's time names its own offset (PDT in summer, PST in winter).
+        "chosen_zone": Membership.objects.filter(user=user).exclude(zone="").values_list("zone", flat=True).first(),
         "domains": [{"id": d, "name": clock_names.get(d) or "a test run"} for d in domains if not is_live(d)],
     })
 
@@ -203,13 +205,16 @@ def task_act(request: HttpRequest, task_id: str, act: str) -> HttpResponse:
     if task is None or act not in ("take", "extend", "release", "done") or (act != "take" and task not in mine):
         return _not_yours(request)
     name = user.get_username()
+    zone = member_zone(_brands(user), user=user)
+    what = f"{task.step} · {task.job.service} {task.job.period} for {task.job.subject.name}"
+    due = f", due {words.local(task.due_at, zone)}" if task.due_at else ""
     if act == "done":
         return _act(request, task.brand_id, task.domain,
                     lambda a: step_done(armer=a, job=task.job, step=task.step, member=name, by=name),
-                    f"{task.step} is done.")
+                    f"Done: {what}{due}")
     fn = {"take": task_take, "extend": task_extend, "release": task_release}[act]
-    said = {"take": f"You hold {task.step} now.", "extend": "Your hold is extended (once).",
-            "release": f"{task.step} is back with the pool."}[act]
+    said = {"take": f"You hold it now: {what}{due}", "extend": f"Your hold is extended (once): {what}{due}",
+            "release": f"Back with the pool: {what}{due}"}[act]
     return _act(request, task.brand_id, task.domain, lambda a: fn(armer=a, task=task, member=name), said)
 
 
@@ -228,14 +233,21 @@ def clock_act(request: HttpRequest, clock_id: str, item: str, act: str) -> HttpR
     if it is None or act not in ("acknowledge", "done", "choose"):
         return _not_yours(request)
     who, clock = request.user.get_username(), it.clock
+    what = f"{_item_what(it)} for {clock.subject.name}"
     if act == "acknowledge":
-        fn, said = (lambda a: clock_acknowledge(armer=a, item=it, by=who)), "Acknowledged."
+        fn, said = (lambda a: clock_acknowledge(armer=a, item=it, by=who)), "Acknowledged"
     elif act == "done":
-        fn, said = (lambda a: clock_satisfy(armer=a, item=it, by=who)), "Marked done."
+        fn, said = (lambda a: clock_satisfy(armer=a, item=it, by=who)), "Marked done"
     else:
         option = request.POST.get("option", "")
-        fn, said = (lambda a: clock_choose(armer=a, item=it, option=option, by=who)), f"Chose {option}."
-    return _act(request, clock.brand_id, clock.domain, fn, said)
+        fn, said = (lambda a: clock_choose(armer=a, item=it, option=option, by=who)), f"Chose {option}"
+    return _act(request, clock.brand_id, clock.domain, fn, words.acted(said, what, it.due_date))
+
+
+def _item_what(item: ClockItem) -> str:
+    """A date as the member's list names it: 'file · the 2027 return · US'."""
+    clock = item.clock
+    return (clock.title or clock.name).replace("{period}", clock.period) + (f" · {item.item}" if item.item else "")
 
 
 @require_POST

@@ -343,9 +343,12 @@ def test_a_member_signs_in_takes_a_task_extends_once_and_is_refused_the_second_t
     tasks = re.findall(r'data-task="(\w+)"', page.content.decode())
     assert len(tasks) == 2 and "Open in your pools" in _text(page)
     task = tasks[0]
-    assert _messages(grace.post(f"/portal/delivery/tasks/{task}/take", follow=True)) == ["You hold appraise now."]
+    # Each confirmation names the work and its date, in the member's zone.
+    took = _messages(grace.post(f"/portal/delivery/tasks/{task}/take", follow=True))
+    assert len(took) == 1 and re.fullmatch(r"You hold it now: appraise · \S+ \S+ for .+, due \w{3} \d{1,2} \w{3} "
+                                           r"\d{4}, \d\d:\d\d P[DS]T", took[0]), took
     assert _messages(grace.post(f"/portal/delivery/tasks/{task}/extend", follow=True)) == [
-        "Your hold is extended (once)."]
+        took[0].replace("You hold it now", "Your hold is extended (once)")]
     refused = _messages(grace.post(f"/portal/delivery/tasks/{task}/extend", follow=True))
     assert refused == ["You have already extended this hold once; it can be extended only once."]
     t = Task.objects.get(pk=task)
@@ -374,7 +377,8 @@ def test_a_member_marks_a_task_done_and_the_job_moves_on(forsale):
     grace = _member("grace")
     task = re.findall(r'data-task="(\w+)"', grace.get("/portal/delivery/").content.decode())[0]
     grace.post(f"/portal/delivery/tasks/{task}/take", follow=True)
-    assert _messages(grace.post(f"/portal/delivery/tasks/{task}/done", follow=True)) == ["appraise is done."]
+    done = _messages(grace.post(f"/portal/delivery/tasks/{task}/done", follow=True))
+    assert len(done) == 1 and done[0].startswith("Done: appraise · ") and ", due " in done[0]
     job = Task.objects.get(pk=task).job
     job.refresh_from_db()
     assert job.step == "offer"
@@ -396,6 +400,21 @@ def test_a_member_withdraws_from_a_subject_and_its_clocks_go_to_the_successor(ac
     assert _messages(r) == ["Bob Noyce answers for Acme Robotics's dates now."]
     assert Clock.objects.filter(subject=acme["subject"], answers_for="Bob Noyce").count() == mine
     assert Event.objects.filter(type="clock.reassigned", data__to="Bob Noyce").count() == mine
+
+
+def test_a_members_dates_on_a_test_clock_show_its_badge_and_an_act_names_its_date(acme):
+    brand = acme["brand"]
+    ada = get_user_model().objects.create_user("ada", password="pw")
+    member = Membership.objects.create(user=ada, brand=brand, role="member", name="Ada Lovelace")
+    Clock.objects.filter(subject=acme["subject"], answers_for="Ada Lovelace").update(
+        member=member, contact=None, assigned=True)
+    client = _member("ada")
+    page = client.get("/portal/delivery/").content.decode()
+    # Her dates are all on the test run (no Task, no window): the page still says it is a test run.
+    assert 'class="test-clock">a test run:' in page
+    item = ClockItem.objects.get(clock__subject=acme["subject"], clock__name="file", clock__period="2027", item="US")
+    r = client.post(f"/portal/delivery/clocks/{item.clock_id}/US/done", follow=True)
+    assert _messages(r) == ["Marked done: file · the 2027 return · US for Acme Robotics, due Tue 18 Apr 2028"]
 
 
 def test_a_standby_window_opens_and_closes_from_the_portal(forsale):
@@ -443,7 +462,10 @@ def test_timers_list_says_which_test_clocks_hold_an_owners_timers(db):
 
 def test_a_member_chooses_their_zone_and_the_portal_says_times_in_it(forsale):
     client = _member("grace")
-    assert "times in America/Los_Angeles" in _text(client.get("/portal/delivery/"))
+    # The header names the zone, never today's abbreviation (PST in winter while a row's date says PDT).
+    header = re.search(r'<p class="meta">(.*?)</p>', client.get("/portal/delivery/").content.decode(), re.S).group(1)
+    assert "times in America/Los_Angeles, each with its own date's offset" in header
+    assert not re.search(r"\b(PST|PDT)\b", header), header
     r = client.post("/portal/delivery/zone", {"zone": "Europe/Berlin"}, follow=True)
     assert _messages(r) == ["Times show in Europe/Berlin now."]
     text = _text(r)
