@@ -200,7 +200,7 @@ def _date_event(entry: Entry, sc: SubjectCalendar, r: Reader) -> Event:
     ev.add("dtend", entry.date + timedelta(days=1))
     _finish(ev, text=f"Done · {summary(entry)}" if done(entry) else summary(entry),
             description=_date_description(entry, r), category=_category(entry.kind))
-    for rung in _alarms(entry):  # a date done rings no more
+    for rung in [] if done(entry) else _alarms(entry):  # a date done rings no more
         alarm = Alarm()
         alarm.add("action", "DISPLAY")
         lead = "Urgent: " if rung.step == "escalate" else "Reminder: "
