@@ -40,6 +40,20 @@ def undoable(item: ClockItem, *, now: datetime) -> bool:
     return item.due_at > now
 
 
+def acknowledged_of(items: list[ClockItem]) -> set[str]:
+    """Of ``items``, the owner keys whose last word on their asking is an acknowledgement: one read for a page."""
+    if not items:
+        return set()
+    last: dict[str, str] = {}
+    for subject, type_ in (Event.objects.filter(brand_id__in={i.clock.brand_id for i in items},
+                                                type__in=["clock.acknowledged", "clock.unacknowledged"],
+                                                domain__in={i.clock.domain for i in items},
+                                                subject__in=[i.owner_key for i in items])
+                           .order_by("seq").values_list("subject", "type")):
+        last[subject] = type_
+    return {k for k, t in last.items() if t == "clock.acknowledged"}
+
+
 def acknowledged(item: ClockItem) -> bool:
     """Whether the date's last word on its asking is an acknowledgement (not yet taken back): one read of
     the record, the item's latest ``clock.acknowledged`` or ``clock.unacknowledged``."""

@@ -23,6 +23,7 @@ from calendars import specs, words
 from calendars.acts import clock_acknowledge, clock_reassign
 from calendars.clocks import clock_choose, clock_satisfy
 from calendars.models import ClockItem, Subject
+from calendars.undo import acknowledged_of, clock_reopen, clock_unacknowledge, undo_closes, undoable
 from services.acts import step_done
 from services.costs import clock_costs
 from services.members import member_says
@@ -138,9 +139,15 @@ def home(request: HttpRequest) -> HttpResponse:
                                           status__in=[ClockItem.Status.OPEN, ClockItem.Status.DUE,
                                                       ClockItem.Status.PASSED])
                  .select_related("clock__subject").order_by("due_at", "id"))
-    costs = clock_costs({i.clock for i in items})
+    # The dates they marked done lately (the newest few), each with its undo while its date is ahead.
+    done = [i for i in ClockItem.objects.filter(clock__brand_id__in=brands, clock__member__user=user,
+                                                status=ClockItem.Status.SATISFIED)
+            .select_related("clock__subject").order_by("-due_at", "-id")[:DONE_LISTED]
+            if i.due_at >= now_of(i.clock.domain) - DONE_WINDOW]
+    costs = clock_costs({i.clock for i in items + done})
     asking = set(Timer.objects.filter(owner__in=[i.owner_key for i in items], kind="rung", status="armed",
                                       key__contains=":ack ").values_list("owner", flat=True))
+    acked = acknowledged_of([i for i in items if i.status == ClockItem.Status.OPEN and i.owner_key not in asking])
     clocks = []
     for item in items:
         clock = item.clock
@@ -157,9 +164,20 @@ def home(request: HttpRequest) -> HttpResponse:
                                                       else "ahead" if item.status == "open" else item.status),
                        "late": late, "hard": clock.hard, "cost": costs[clock.id].says,
                        "acks": item.owner_key in asking,
+                       "unack": item.owner_key in acked and undoable(item, now=now),
                        "options": list(spec.options) if item.status in ("due", "passed") else [],
                        "sort": (not late, item.due_at)})
     clocks.sort(key=lambda r: r["sort"])
+    for item in sorted(done, key=lambda i: i.due_at):
+        now = now_of(item.clock.domain)
+        clocks.append({"clock": item.clock_id, "item": item.item or "-", "subject": item.clock.subject.name,
+                       "brand_id": item.clock.brand_id, "subject_id": item.clock.subject_id,
+                       "what": _item_what(item), "due": words.day(item.due_date),
+                       "due_in": words.until(item.due_at, now), "status": "satisfied", "status_text": "done",
+                       "late": False, "hard": item.clock.hard, "cost": costs[item.clock_id].says,
+                       "test_clock": None if is_live(item.clock.domain) else item.clock.domain,
+                       "reopen": undoable(item, now=now), "why_not": "" if undoable(item, now=now)
+                       else undo_closes(item), "options": []})
     # Who can take over a subject's dates: the subject's own brand's people (a successor of another brand
     # would be refused), named as the brand knows them.
     team: dict[str, list[tuple[str, str]]] = {}
@@ -218,6 +236,10 @@ def task_act(request: HttpRequest, task_id: str, act: str) -> HttpResponse:
     return _act(request, task.brand_id, task.domain, lambda a: fn(armer=a, task=task, member=name), said)
 
 
+DONE_LISTED = 20  # the newest dates marked done a member sees (with their undo)
+DONE_WINDOW = timedelta(days=30)  # …while their date is this recent
+
+
 def _own_item(user, clock_id: str, item: str) -> ClockItem | None:
     found = (ClockItem.objects.select_related("clock__subject__calendar")
              .filter(clock_id=clock_id, item="" if item == "-" else item, clock__brand_id__in=_brands(user)).first())
@@ -230,7 +252,7 @@ def _own_item(user, clock_id: str, item: str) -> ClockItem | None:
 @login_required(login_url=LOGIN)
 def clock_act(request: HttpRequest, clock_id: str, item: str, act: str) -> HttpResponse:
     it = _own_item(request.user, clock_id, item)
-    if it is None or act not in ("acknowledge", "done", "choose"):
+    if it is None or act not in ("acknowledge", "done", "choose", "reopen", "unacknowledge"):
         return _not_yours(request)
     who, clock = request.user.get_username(), it.clock
     what = f"{_item_what(it)} for {clock.subject.name}"
@@ -238,6 +260,10 @@ def clock_act(request: HttpRequest, clock_id: str, item: str, act: str) -> HttpR
         fn, said = (lambda a: clock_acknowledge(armer=a, item=it, by=who)), "Acknowledged"
     elif act == "done":
         fn, said = (lambda a: clock_satisfy(armer=a, item=it, by=who)), "Marked done"
+    elif act == "reopen":
+        fn, said = (lambda a: clock_reopen(armer=a, item=it, by=who)), "Open again"
+    elif act == "unacknowledge":
+        fn, said = (lambda a: clock_unacknowledge(armer=a, item=it, by=who)), "Asking again"
     else:
         option = request.POST.get("option", "")
         fn, said = (lambda a: clock_choose(armer=a, item=it, option=option, by=who)), f"Chose {option}"

@@ -415,6 +415,20 @@ def test_a_members_dates_on_a_test_clock_show_its_badge_and_an_act_names_its_dat
     item = ClockItem.objects.get(clock__subject=acme["subject"], clock__name="file", clock__period="2027", item="US")
     r = client.post(f"/portal/delivery/clocks/{item.clock_id}/US/done", follow=True)
     assert _messages(r) == ["Marked done: file · the 2027 return · US for Acme Robotics, due Tue 18 Apr 2028"]
+    # Her undo, until the date passes: the date is open again, on the record as its own line.
+    assert "Undo: not done yet: file · the 2027 return · US" in r.content.decode()
+    before_ack = _armed(acme["tc"], item.owner_key)
+    r = client.post(f"/portal/delivery/clocks/{item.clock_id}/US/reopen", follow=True)
+    assert _messages(r) == ["Open again: file · the 2027 return · US for Acme Robotics, due Tue 18 Apr 2028"]
+    item.refresh_from_db()
+    assert item.status == "open" and Event.objects.filter(type="clock.reopened", subject=item.owner_key).exists()
+    assert any(":ack " in key for key, _ in _armed(acme["tc"], item.owner_key)) and not before_ack
+    r = client.post(f"/portal/delivery/clocks/{item.clock_id}/US/acknowledge", follow=True)
+    assert _messages(r) == ["Acknowledged: file · the 2027 return · US for Acme Robotics, due Tue 18 Apr 2028"]
+    assert "Undo: ask me again: file · the 2027 return · US" in r.content.decode()
+    r = client.post(f"/portal/delivery/clocks/{item.clock_id}/US/unacknowledge", follow=True)
+    assert _messages(r) == ["Asking again: file · the 2027 return · US for Acme Robotics, due Tue 18 Apr 2028"]
+    assert any(":ack " in key for key, _ in _armed(acme["tc"], item.owner_key))
 
 
 def test_a_standby_window_opens_and_closes_from_the_portal(forsale):
