@@ -143,3 +143,38 @@ def test_the_member_takes_a_task_extends_once_and_is_refused_the_second_time(liv
     task = Task.objects.get(member=grace)
     assert task.hold_until == datetime(2027, 10, 24, 14, 30, tzinfo=UTC)
     assert_accessible(page)
+
+
+def test_a_member_marks_their_date_done_reads_which_and_takes_it_back(live_server, page):
+    from calendars.models import Clock, ClockItem  # noqa: PLC0415 - this flow's own set-up
+    from timers.models import Membership  # noqa: PLC0415 - this flow's own set-up
+
+    tc = _load("apis_tax")
+    advance(tc, datetime(2028, 4, 11, 14, tzinfo=UTC))
+    subject = Subject.objects.get(domain=tc, key="12-3456789")
+    ada = get_user_model().objects.create_user("ada", password="correct horse")
+    member = Membership.objects.create(user=ada, brand=subject.brand, role="member", name="Ada Lovelace")
+    Clock.objects.filter(subject=subject, answers_for="Ada Lovelace").update(member=member, contact=None,
+                                                                            assigned=True)
+    page.goto(f"{live_server.url}/portal/delivery/")
+    page.get_by_label("Username").fill("ada")
+    page.get_by_label("Password").fill("correct horse")
+    page.get_by_role("button", name="Sign in").click()
+    expect(page.locator("p.meta .test-clock")).to_have_count(1)  # her dates are all on the test run: it says so
+    row = page.locator("section[aria-labelledby='clocks-h'] tbody tr").filter(has_text="file · the 2027 return · US-CA")
+    row.get_by_role("button", name="Mark done").click()
+    expect(page.get_by_role("status")).to_have_text(
+        "Marked done: file · the 2027 return · US-CA for Acme Robotics, due Tue 18 Apr 2028")
+    page.screenshot(path=f"{SHOTS}/member-done-{page.viewport_name}.png")
+    row = page.locator("section[aria-labelledby='clocks-h'] tbody tr").filter(has_text="file · the 2027 return · US-CA")
+    row.screenshot(path=f"{SHOTS}/member-done-row-{page.viewport_name}.png")
+    assert_accessible(page)
+    no_wider_than_the_screen(page)
+    row.get_by_role("button", name="Undo: not done yet: file · the 2027 return · US-CA").click()
+    expect(page.get_by_role("status")).to_have_text(
+        "Open again: file · the 2027 return · US-CA for Acme Robotics, due Tue 18 Apr 2028")
+    row = page.locator("section[aria-labelledby='clocks-h'] tbody tr").filter(has_text="file · the 2027 return · US-CA")
+    expect(row.get_by_role("button", name="Mark done")).to_be_visible()
+    assert ClockItem.objects.get(clock__subject=subject, clock__name="file", clock__period="2027",
+                                 item="US-CA").status == "open"
+    assert_accessible(page)
