@@ -116,6 +116,10 @@ def _task_row(task: Task, now_of, zone) -> dict:
             "hold_until": words.local(task.hold_until, zone), "hold_left": words.until(task.hold_until, now, left=True),
             "extended": task.extended,
             "may_extend": task.status == Task.Status.TAKEN and not (task.extended or task.extensions),
+            # Why Extend is not offered on a held Task: said where the button would be.
+            "no_extend": "" if task.status != Task.Status.TAKEN else
+            "Extended once: a hold extends once per Task." if task.extended else
+            "Extended when it was held before: a hold extends once per Task." if task.extensions else "",
             "late": late, "test_clock": None if is_live(task.domain) else task.domain,
             "sort": (not late, task.due_at or task.hold_until or now)}
 

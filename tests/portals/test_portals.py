@@ -347,8 +347,11 @@ def test_a_member_signs_in_takes_a_task_extends_once_and_is_refused_the_second_t
     took = _messages(grace.post(f"/portal/delivery/tasks/{task}/take", follow=True))
     assert len(took) == 1 and re.fullmatch(r"You hold it now: appraise · \S+ \S+ for .+, due \w{3} \d{1,2} \w{3} "
                                            r"\d{4}, \d\d:\d\d P[DS]T", took[0]), took
-    assert _messages(grace.post(f"/portal/delivery/tasks/{task}/extend", follow=True)) == [
-        took[0].replace("You hold it now", "Your hold is extended (once)")]
+    assert "a hold extends once per Task" not in _text(grace.get("/portal/delivery/"))
+    r = grace.post(f"/portal/delivery/tasks/{task}/extend", follow=True)
+    assert _messages(r) == [took[0].replace("You hold it now", "Your hold is extended (once)")]
+    # Extend is gone, and the page says why where it was.
+    assert "Extend my hold" not in _text(r) and "Extended once: a hold extends once per Task." in _text(r)
     refused = _messages(grace.post(f"/portal/delivery/tasks/{task}/extend", follow=True))
     assert refused == ["You have already extended this hold once; it can be extended only once."]
     t = Task.objects.get(pk=task)
