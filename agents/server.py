@@ -132,6 +132,16 @@ def build(secret: str) -> MCPServer:
         recorded."""
         return call(tools.acknowledge, clock_id=clock_id, item=item, by=by)
 
+    @server.tool(annotations=ACT)
+    def unacknowledge(
+        clock_id: Annotated[str, Field(description="clk_…")],
+        item: Annotated[str, Field(description="The date's item (US-NY …), or - for a clock's single date")] = "-",
+        by: Annotated[str, Field(description="Who takes it back; default whoever answers for the clock")] = "",
+    ) -> dict[str, Any]:
+        """Take back an acknowledgement while the date is ahead: the date asks daily again from its next day,
+        and clock.unacknowledged is recorded after the clock.acknowledged."""
+        return call(tools.unacknowledge, clock_id=clock_id, item=item, by=by)
+
     @server.tool(annotations=READ)
     def list_contacts(subject_id: Annotated[str, Field(description="sbj_…")]) -> dict[str, Any]:
         """A customer's people (name, email, role, primary): who their dates go to; as GET

@@ -18,6 +18,7 @@ from calendars.entries import subject_calendar as build_subject_calendar
 from calendars.models import Contact
 from calendars.selectors import calendar_domain, get_subject
 from calendars.subject_calendar_json import calendar_json
+from calendars.undo import clock_unacknowledge
 from services import registry
 from services.api_schemas import PolicySerializer
 from services.contacts_api import ContactCreateSerializer
@@ -135,6 +136,17 @@ def acknowledge(brand: Brand, *, clock_id: str, item: str = "-", by: str = "") -
         ended = clock_acknowledge(armer=DirectArmer(brand=brand, domain=clock.domain), item=it,
                                   by=by or clock.answers_for or "an agent")
     return {"object": "acknowledgement", "clock": clock.id, "item": item, "asks_ended": ended}
+
+
+def unacknowledge(brand: Brand, *, clock_id: str, item: str = "-", by: str = "") -> dict[str, Any]:
+    """Take back an acknowledgement until the date passes: the date asks again from its next day, its reminders
+    ahead stay armed, and clock.unacknowledged is recorded (409 not_acknowledged, undo_too_late)."""
+    clock = get_clock(brand, clock_id)
+    it = get_item(clock, item)
+    with through_the_gate():
+        clock_unacknowledge(armer=DirectArmer(brand=brand, domain=clock.domain), item=it,
+                            by=by or clock.answers_for or "an agent")
+    return {"object": "acknowledgement", "clock": clock.id, "item": item, "taken_back": True}
 
 
 # -- a customer's people ---------------------------------------------------------------------------------

@@ -21,7 +21,9 @@ DUE_HANDLER = "calendars.due"
 def rung_key(item: ClockItem, rung: Rung, *, move: int, day: int | None = None) -> str:
     period = item.clock.period
     if rung.kind == "run":
-        return f"{item.owner_key}:rung:{rung.text}:{period}"  # no @move: a move never arms a second run
+        # No @move: a move never arms a second run. An undo that armed the date again (``reopened``) does.
+        again = f" again {item.reopened}" if getattr(item, "reopened", 0) else ""
+        return f"{item.owner_key}:rung:{rung.text}:{period}{again}"
     occurrence = period if day is None else f"{period} day {day}"
     return f"{item.owner_key}:rung:{rung.text}:{occurrence}@{move}"
 

@@ -168,6 +168,40 @@ def arm_item(armer: Armer, item: ClockItem, spec: ClockSpec, cal: BusinessCalend
         armer.supersede(due_key(item, move=move - 1), by=by, successor=key)
 
 
+def arm_ahead(armer: Armer, item: ClockItem, spec: ClockSpec, cal: BusinessCalendar) -> int:
+    """Arm again, at the item's current move, what an act taken back had ended and whose time is still ahead:
+    each notice and escalate rung owed after now, the ``ack daily`` chain from its next day ahead, and the due
+    timer, and the run rung (under its key for this undo: a run's key is its own, never @move). A rung whose
+    time passed stays passed (arming it would send an old notice late). Returns how many it armed."""
+    opened, version = item.clock.opened_at, item.clock.version
+    data = {"clock": item.clock_id, "item": item.item, "move": item.moves, "of": item.clock.owner_ref}
+    armed = 0
+    follows = spec.leader(_inputs(item.clock, item.item))
+    for rung in spec.parsed_rungs:
+        if rung.kind == "run" and follows:
+            continue  # it moves when its leader's run moves it, never on its own
+        if rung.kind == "ack":
+            first = rung.day(item.due_date)
+            days = (item.due_date - first).days
+            for day in range(1, max(1, days) + 1):
+                owed = cal.at(first + timedelta(days=day - 1), spec.at)
+                if owed > armer.now:  # the chain goes on from its next day, as the handler arms it
+                    armer.arm(rung_key(item, rung, move=item.moves, day=day), owed_at=owed, handler=RUNG_HANDLER,
+                              data={**data, "rung": rung.text, "day": day, "days": days}, opened_at=opened,
+                              version=version)
+                    armed += 1
+                    break
+            continue
+        owed = cal.at(rung.day(item.due_date), spec.at)
+        if owed > armer.now:
+            armer.arm(rung_key(item, rung, move=item.moves), owed_at=owed, handler=RUNG_HANDLER,
+                      data={**data, "rung": rung.text}, opened_at=opened, version=version)
+            armed += 1
+    armer.arm(due_key(item, move=item.moves), owed_at=item.due_at + timedelta(minutes=1), handler=DUE_HANDLER,
+              data=data, opened_at=opened, version=version)
+    return armed + 1
+
+
 def _still_ahead(armer: Armer, key: str) -> bool:
     state = armer.state(key)
     return state is not None and state[0] in ("armed", "held")
@@ -413,7 +447,7 @@ def clock_inputs_changed(*, armer: Armer, clock: Clock, inputs: dict) -> list[Cl
     moved = []
     for item in clock.items.filter(status__in=[ClockItem.Status.OPEN, ClockItem.Status.DUE]).select_related(
             "clock__subject__calendar", "calendar"):
-        if item.moves:
+        if item.moved:
             continue  # a date a step moved keeps its move; the due function answered for @0 only
         civil = spec.due(_inputs(clock, item.item))
         if civil != item.civil and clock.hard:

@@ -62,6 +62,7 @@ class Entry:
     days: int = 0
     plain: str = ""  # what the customer reads (the feed's summary), where ``what`` is the runtime's; "": what
     plain_status: str = ""  # its status as the customer reads it; "": words.status(status)
+    moved_why: str = ""  # a date that moved: its last move, from when to when and why (the record's clock.moved)
 
     def sort_key(self) -> tuple:
         return (self.at, self.kind, self.what, self.uid)  # the uid last: the order never depends on the database
@@ -175,10 +176,30 @@ def rolled_text(civil: date, rolled_why: str) -> str:
     return f"{text}: {what} on {WEEKDAYS[when.weekday()]} {when:%m-%d}{whose}"
 
 
+def moved_text(data: dict) -> str:
+    """Why a date moved, from its clock.moved: "moved from Tue 18 Apr 2028 to Mon 16 Oct 2028: a postponement
+    (notice IR-2028-01)", "…: the extension (its tentative step)", "…: the office's closed days changed"."""
+    frm, to = data.get("from"), data.get("to")
+    span = (f"moved from {words.day(date.fromisoformat(frm))} to {words.day(date.fromisoformat(to))}"
+            if frm and to else "moved")
+    by = data.get("by", "")
+    if data.get("notice"):
+        why = f"a postponement (notice {data['notice']})"
+    elif by == "calendar":
+        why = f"the calendar changed ({data['calendar']})" if data.get("calendar") else "the calendar changed"
+    elif by == "due":
+        why = "what the date is figured from changed"
+    elif data.get("step"):
+        why = f"{words.plain(by)} (its {data['step']} step)"
+    else:
+        why = words.plain(by) if by else ""
+    return f"{span}: {why}" if why else span
+
+
 def _hints(item: ClockItem) -> str:
     hints = []
-    if item.moves:
-        hints.append(f"moved {item.moves}×")
+    if item.moved:
+        hints.append(f"moved {item.moved}×")
     if item.due_date != item.civil:
         hints.append(rolled_text(item.civil, item.rolled_why))
     return "".join(f", {h}" for h in hints)
@@ -245,6 +266,13 @@ def clock_entries(subject: Subject, domain: str, from_date: date | None) -> Iter
         domain=domain, type="clock.satisfied", data__has_key="with",
         subject__in=[i.owner_key for i in items if i.status == ClockItem.Status.SATISFIED],
     ).values_list("subject", "data__with")) if any(i.status == ClockItem.Status.SATISFIED for i in items) else {}
+    # Why a moved date moved: its last clock.moved on the record (one read, for the dates that moved).
+    moved_why: dict[str, str] = {}
+    if any(i.moved for i in items):
+        for owner_key, data in (Event.objects.filter(domain=domain, type="clock.moved",
+                                                     subject__in=[i.owner_key for i in items if i.moved])
+                                .order_by("seq").values_list("subject", "data")):
+            moved_why[owner_key] = moved_text(data or {})
     for item in items:
         clock = item.clock
         owner = item.owner_key
@@ -254,7 +282,7 @@ def clock_entries(subject: Subject, domain: str, from_date: date | None) -> Iter
             date=item.due_date, at=item.due_at, what=what, kind="hard" if clock.hard else "clock",
             answers_for=clock.answers_for, status=_due_status(item, cal, today, kept_with.get(owner, "")),
             uid=uid_for(format_key(owner, "due", clock.name, clock.period)), sequence=item.moves,
-            stamp=item.changed_at, on=owner,
+            stamp=item.changed_at, on=owner, moved_why=moved_why.get(owner, ""),
         )
     rungs: dict[str, list[Entry]] = {}
     for rung in _rung_entries(domain, by_owner, whats, cal):
@@ -327,7 +355,7 @@ def item_owner_keys(subject: Subject, domain: str) -> QuerySet:
 def clock_inputs(subject: Subject, domain: str) -> list[QuerySet]:
     """What ``clock_entries`` reads, as a superset: every item (voided too) with its clock's columns, every
     timer of every item (any kind, any status), and the record's rows under those timers' keys and the
-    items' clock.satisfied rows (how a kept date was kept); and what the feed names besides (calendars/feed.py
+    items' clock.satisfied and clock.moved rows (how a kept date was kept, why a moved one moved); and what the feed names besides (calendars/feed.py
     ``feed_names``): the brand's name and the test clock's."""
     owners = item_owner_keys(subject, domain)
     timers = Timer.objects.filter(domain=domain, owner__in=owners).order_by()
@@ -341,8 +369,8 @@ def clock_inputs(subject: Subject, domain: str) -> list[QuerySet]:
         # The record is append-only, yet its rows are digested whole: the stamp does not lean on that.
         Event.objects.filter(domain=domain, key__in=timers.values("key")).order_by()
         .values_list("seq", "type", Cast("data", output_field=TextField())),
-        Event.objects.filter(domain=domain, type="clock.satisfied", subject__in=owners).order_by()
-        .values_list("seq", Cast("data", output_field=TextField())),
+        Event.objects.filter(domain=domain, type__in=["clock.satisfied", "clock.moved"], subject__in=owners)
+        .order_by().values_list("seq", Cast("data", output_field=TextField())),
         # By the subject's id, not its brand's: the stamp's statement is compiled once per shape (feed_stamp).
         Subject.objects.filter(pk=subject.pk).order_by().values_list("brand__name"),
         TestClock.objects.filter(pk=domain).order_by().values_list("name"),

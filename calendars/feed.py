@@ -149,9 +149,16 @@ def _lines(entry: Entry, r: Reader, *, what: str, kind: str, status: str, when: 
                       when, f"Times are in {r.zone_name}."])
 
 
+def done(entry: Entry) -> bool:
+    """A date kept (marked done, or kept with a sibling's move): its title says so and it rings no more."""
+    return entry.kind in DATE_KINDS and entry.status.startswith("kept")
+
+
 def _date_description(entry: Entry, r: Reader) -> str:
     text = _lines(entry, r, what=summary(entry), kind=_kind(entry), status=_status(entry),
                   when=f"Due by: {_local(entry.at, r)}, on time through that minute")
+    if entry.moved_why:
+        text += f"\nWhy it moved: it {entry.moved_why}."
     reminders = [f"- {_reminder(a)}: {_local(a.at, r)} ({_status(a)})" for a in _alarms(entry)]
     return text + ("\nReminders:\n" + "\n".join(reminders) if reminders else "")
 
@@ -191,8 +198,9 @@ def _date_event(entry: Entry, sc: SubjectCalendar, r: Reader) -> Event:
     _base(ev, entry.uid, entry.stamp or sc.subject.created_at, entry.sequence)
     ev.add("dtstart", entry.date)
     ev.add("dtend", entry.date + timedelta(days=1))
-    _finish(ev, text=summary(entry), description=_date_description(entry, r), category=_category(entry.kind))
-    for rung in _alarms(entry):
+    _finish(ev, text=f"Done · {summary(entry)}" if done(entry) else summary(entry),
+            description=_date_description(entry, r), category=_category(entry.kind))
+    for rung in [] if done(entry) else _alarms(entry):  # a date done rings no more
         alarm = Alarm()
         alarm.add("action", "DISPLAY")
         lead = "Urgent: " if rung.step == "escalate" else "Reminder: "

@@ -257,7 +257,10 @@ class ClockItem(models.Model):
     due_date = models.DateField(help_text="the civil date rolled to the first open day")
     due_at = models.DateTimeField(help_text="the start of the closing minute, UTC")
     rolled_why = models.TextField(blank=True)
-    moves = models.PositiveIntegerField(default=0)
+    moves = models.PositiveIntegerField(default=0, help_text="each move of its date, and each undo that armed its "
+                                        "timers again (its timers' @n; the feed's SEQUENCE)")
+    reopened = models.PositiveIntegerField(default=0, help_text="of its moves, the undos (a mark done or an "
+                                           "acknowledgement taken back): the date itself did not move")
     status = models.CharField(max_length=12, choices=Status.choices, default=Status.OPEN)
     satisfied_at = models.DateTimeField(null=True, blank=True)
     changed_at = models.DateTimeField(help_text="domain time of the last change: the feed's DTSTAMP")
@@ -279,6 +282,11 @@ class ClockItem(models.Model):
 
     def __str__(self) -> str:
         return self.owner_key
+
+    @property
+    def moved(self) -> int:
+        """How often its date moved (its moves less the undos that only armed its timers again)."""
+        return self.moves - self.reopened
 
     @property
     def owner_key(self) -> str:

@@ -126,6 +126,10 @@ REFUSAL = {
     "clock_not_open": "That date is already settled.",
     "clock_not_due": "That date hasn't come yet: there is nothing to choose until it does.",
     "clock_satisfied": "That date is already done.",
+    "undo_too_late": "That date has passed, so this can no longer be undone.",
+    "clock_not_done": "That date isn't marked done.",
+    "not_acknowledged": "That date isn't acknowledged.",
+    "not_with_brand": "The brand isn't handling that date.",
     "clock_item_voided": "That date is no longer needed.",
     "no_ack_rung": "That date doesn't ask for an acknowledgement.",
     "unknown_option": "That choice isn't one this date offers.",
@@ -200,6 +204,12 @@ def local(when: datetime | None, zone: ZoneInfo) -> str:
 def day(d: date | None) -> str:
     """'Tue 18 Apr 2028': a civil date (a due date is its calendar's day, wherever the reader is)."""
     return day_text(d)
+
+
+def acted(done: str, what: str, due: date | None) -> str:
+    """An act's confirmation naming the date it acted on: 'Marked done: file · the 2027 return · US, due Tue 18
+    Apr 2028' (``done`` says the act, ``what`` the date as the reader's page names it)."""
+    return f"{done}: {what}, due {day(due)}" if due else f"{done}: {what}"
 
 
 def _span(seconds: float) -> str:

@@ -1075,6 +1075,17 @@ class Clocks(Resource):
         """Propose a step on a date. POST /clocks/{clock_id}/items/{item}/proposals"""
         return cast('Proposal', self._client.request('POST', f"/clocks/{_seg(clock_id)}/items/{_seg(item)}/proposals", json={'step': step, 'waits_on': waits_on}, idempotency_key=idempotency_key))
 
+    def items_reopen(
+        self,
+        clock_id: str,
+        item: str,
+        *,
+        by: str | Omit = OMIT,
+        idempotency_key: str | Omit = OMIT,
+    ) -> Clock:
+        """Take back a date marked done. POST /clocks/{clock_id}/items/{item}/reopen"""
+        return cast('Clock', self._client.request('POST', f"/clocks/{_seg(clock_id)}/items/{_seg(item)}/reopen", json={'by': by}, idempotency_key=idempotency_key))
+
     def items_satisfy(
         self,
         clock_id: str,
@@ -1768,6 +1779,7 @@ OPERATIONS: dict[str, tuple[str, str, str, str]] = {
     'clocks_items_choose': ('POST', '/clocks/{clock_id}/items/{item}/choose', 'clocks', 'items_choose'),
     'clocks_items_postpone': ('POST', '/clocks/{clock_id}/items/{item}/postpone', 'clocks', 'items_postpone'),
     'clocks_items_propose': ('POST', '/clocks/{clock_id}/items/{item}/proposals', 'clocks', 'items_propose'),
+    'clocks_items_reopen': ('POST', '/clocks/{clock_id}/items/{item}/reopen', 'clocks', 'items_reopen'),
     'clocks_items_satisfy': ('POST', '/clocks/{clock_id}/items/{item}/satisfy', 'clocks', 'items_satisfy'),
     'clocks_penalties_create': ('POST', '/clocks/{clock_id}/penalties', 'clocks', 'penalties_create'),
     'clocks_retrieve': ('GET', '/clocks/{clock_id}', 'clocks', 'retrieve'),

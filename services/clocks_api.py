@@ -13,6 +13,7 @@ from rest_framework.response import Response
 
 from calendars.clocks import clock_choose, clock_satisfy
 from calendars.models import ClockItem
+from calendars.undo import clock_reopen
 from timers.api.inputs import StrictCharField, TextField
 from timers.api.openapi import ERRORS, NOT_FOUND, const
 from timers.api.views import BrandAPIView
@@ -83,6 +84,25 @@ class ClockSatisfyView(BrandAPIView):
             raise KeepingTimeError(f"{it.owner_key} is voided; its job ended", code="clock_item_voided", status=409)
         with through_the_gate():
             clock_satisfy(armer=DirectArmer(brand=self.brand, domain=clock.domain), item=it, by=body["by"])
+        return Response(clock_json(clock))
+
+
+class ClockReopenView(BrandAPIView):
+    @extend_schema(
+        operation_id="clocks_items_reopen", tags=["clocks"], request=ClockSatisfySerializer,
+        summary="Take back a date marked done",
+        description="Until the date passes: the item is open again, its reminders still ahead, its ask chain's next "
+                    "day, its run and its due timer armed again (one move on), and clock.reopened is recorded "
+                    "after the clock.satisfied it takes back (`-` names a clock's single unnamed item). Errors: "
+                    "clock_not_done (409) for a date not done, undo_too_late (409) once the date has passed.",
+        responses={200: ClockSerializer, **ERRORS, **NOT_FOUND, **CONFLICT},
+    )
+    def post(self, request, clock_id: str, item: str):
+        clock = get_clock(self.brand, clock_id)
+        it = get_item(clock, item)
+        body = self.body(ClockSatisfySerializer)
+        with through_the_gate():
+            clock_reopen(armer=DirectArmer(brand=self.brand, domain=clock.domain), item=it, by=body["by"])
         return Response(clock_json(clock))
 
 

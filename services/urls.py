@@ -58,6 +58,8 @@ urlpatterns = [
     path("versions", versions_api.VersionListView.as_view(), name="version-list"),
     path("owner/jobs/<str:job_id>/repin", jobs_api.JobRepinView.as_view(), name="owner-job-repin"),
     path("clocks/<str:clock_id>/items/<str:item>/choose", clocks_api.ClockChooseView.as_view(), name="clock-item-choose"),
+    path("clocks/<str:clock_id>/items/<str:item>/reopen", clocks_api.ClockReopenView.as_view(),
+         name="clock-item-reopen"),
     path("clocks/<str:clock_id>/items/<str:item>/satisfy", clocks_api.ClockSatisfyView.as_view(),
          name="clock-item-satisfy"),
     # A brand's members and pools (services/members_api.py).

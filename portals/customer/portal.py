@@ -19,12 +19,13 @@ from django.urls import reverse
 from django.views.decorators.http import require_POST
 
 from calendars import feed, specs, words
-from calendars.acts import BACK, STEWARD, clock_acknowledge, clock_reassign
+from calendars.acts import STEWARD, clock_acknowledge, clock_reassign
 from calendars.answers import customers_clock
 from calendars.clocks import clock_choose, clock_satisfy
 from calendars.entries import Entry, subject_calendar
 from calendars.feed_tokens import subject_feed_rotate
 from calendars.models import ClockItem, Contact, Subject
+from calendars.undo import clock_reopen, clock_take_back, clock_unacknowledge, undo_closes, undoable
 from services import registry
 from services.costs import clock_costs, customer_says, job_costs
 from services.ledger import subject_statements
@@ -38,7 +39,7 @@ from timers.models import Timer, brand_domain
 from ..acting import act, private
 
 SESSION_KEY = "customer_portal"
-UNDO_KEY = "customer_portal_undo"  # the last act that can be undone: a date handed to the brand
+UNDO_KEY = "customer_portal_undo"  # the last act that can be undone: a date done, acknowledged, handed over
 LINK_KEY = "customer_portal_link"  # a calendar link just made, shown once
 
 
@@ -89,6 +90,7 @@ def _signed_in(view):
     return wrapped
 
 
+DONE_WINDOW = timedelta(days=30)  # a date done stays listed (and says why it can't be undone) this long after
 NOW_WINDOW = timedelta(days=45)  # a date of the customer's this close is "to do now"; further off, it is in the year
 
 
@@ -164,8 +166,15 @@ def home(request: HttpRequest, subject: Subject) -> HttpResponse:
                                   f"Let {brand} handle {title} ({len(mine)} dates)"),
                 "next": _missed_next(item, brand, own)}
 
-    todo, missed, year = [], [], []
+    todo, missed, year, done = [], [], [], []
     for item in items:
+        if item.status == ClockItem.Status.SATISFIED:
+            # Done: each date the customer kept, while it is near, with its undo until the date passes.
+            if customers_clock(item.clock) and item.due_date >= today - DONE_WINDOW:
+                done.append({"what": _what(item), "day": words.day(item.due_date), "clock": item.clock_id,
+                             "item": item.item or "-", "sort": item.due_at,
+                             "undo": undoable(item, now=now), "why_not": undo_closes(item)})
+            continue
         row = item_row(item)
         if item.status in ("due", "passed") or (item.status == "open" and item.due_date < today):
             if row["own"] or item.status != "passed":
@@ -211,7 +220,8 @@ def home(request: HttpRequest, subject: Subject) -> HttpResponse:
         "today": words.day(today), "test_clock": sc.test_clock,
         "now_local": words.local(now, zone), "todo": todo, "missed": missed, "year": year, "later": later,
         "next": nxt, "months": month_grid(today, year), "subscriptions": subs,
-        "calendar_link": request.session.pop(LINK_KEY, None), "undo": request.session.get(UNDO_KEY),
+        "calendar_link": request.session.pop(LINK_KEY, None), "undo": _undo_banner(request, subject, now),
+        "done": sorted(done, key=lambda r: r["sort"]),
     }))
 
 
@@ -279,43 +289,97 @@ def _own_item(subject: Subject, clock_id: str, item: str) -> ClockItem | None:
     return found
 
 
+def _what(item: ClockItem) -> str:
+    """The date as the customer's page names it: 'file · the 2027 return · US'."""
+    clock = item.clock
+    title = words.plain((clock.title or clock.name).replace("{period}", clock.period))
+    return f"{title}{' · ' + item.item if item.item else ''}"
+
+
+def _undo_offer(request: HttpRequest, act: str, item: ClockItem) -> None:
+    """The last act, offered back on the page until its date passes."""
+    request.session[UNDO_KEY] = {"act": act, "clock": item.clock_id, "item": item.item or "-", "what": _what(item),
+                                 "due": words.day(item.due_date)}
+
+
+UNDONE = {"done": "Open again", "acknowledge": "Asking again", "steward": "Yours again"}
+UNDO_BUTTON = {"done": "Undo: not done yet", "acknowledge": "Undo: ask me again", "steward": "Undo: take it back"}
+
+
 @require_POST
 @_signed_in
 def clock_act(request: HttpRequest, subject: Subject, clock_id: str, item: str, act: str) -> HttpResponse:
     it = _own_item(subject, clock_id, item)
-    if it is None or act not in ("acknowledge", "done", "choose", "steward"):
+    if it is None or act not in ("acknowledge", "done", "choose", "steward", "reopen"):
         return private(render(request, "portals/customer/not_found.html", status=404))
     who = _by(request, subject)
+    what, due = _what(it), it.due_date
     if act == "acknowledge":
-        return _act(request, subject, lambda a: clock_acknowledge(armer=a, item=it, by=who), "Acknowledged.")
+        _undo_offer(request, "acknowledge", it)
+        return _act(request, subject, lambda a: clock_acknowledge(armer=a, item=it, by=who),
+                    words.acted("Acknowledged", what, due))
     if act == "done":
-        return _act(request, subject, lambda a: clock_satisfy(armer=a, item=it, by=who), "Marked done.")
+        _undo_offer(request, "done", it)
+        return _act(request, subject, lambda a: clock_satisfy(armer=a, item=it, by=who),
+                    words.acted("Marked done", what, due))
+    if act == "reopen":
+        request.session.pop(UNDO_KEY, None)
+        return _act(request, subject, lambda a: clock_reopen(armer=a, item=it, by=who),
+                    words.acted(UNDONE["done"], what, due))
     if act == "steward":
         clock = it.clock
         title = words.plain((clock.title or clock.name).replace("{period}", clock.period))
         n = ClockItem.objects.filter(clock=clock, status__in=["open", "due"]).count()
         brand = subject.brand.name
-        request.session[UNDO_KEY] = {"clock": clock.id, "what": title}
+        _undo_offer(request, "steward", it)
+        more = f" and {n - 1} more {'date' if n == 2 else 'dates'} of {title}" if n > 1 else ""
         return _act(request, subject, lambda a: clock_reassign(armer=a, clock=clock, to=STEWARD, by=who,
                                                               why="the customer handed it to the brand"),
-                    f"{brand} handles {title} now" + (f" ({n} dates)." if n > 1 else "."))
+                    words.acted(f"{brand} handles it now", what, due) + more + ".")
     option = request.POST.get("option", "")
     return _act(request, subject, lambda a: clock_choose(armer=a, item=it, option=option, by=who),
-                f"Chose {option}.")
+                words.acted(f"Chose {option}", what, due))
+
+
+def _undo_item(subject: Subject, held: dict) -> ClockItem | None:
+    """The date the last act was on: still the customer's own, or (handed to the brand) one whose clock's role
+    is the customer's, which taking it back returns to them."""
+    if held.get("act") != "steward":
+        return _own_item(subject, held.get("clock", ""), held.get("item", "-"))
+    item = held.get("item", "-")
+    found = (ClockItem.objects.select_related("clock__subject__calendar")
+             .filter(clock_id=held.get("clock", ""), clock__subject=subject, item="" if item == "-" else item).first())
+    return found if found is not None and found.clock.role.startswith("customer") else None
+
+
+def _undo_banner(request: HttpRequest, subject: Subject, now) -> dict | None:
+    """The last act, as the banner offers it back: its button while the date is ahead, else why not."""
+    held = request.session.get(UNDO_KEY) or {}
+    if held.get("act") not in UNDO_BUTTON:
+        return None
+    it = _undo_item(subject, held)
+    if it is None:
+        return None
+    return {**held, "said": words.acted({"done": "Marked done", "acknowledge": "Acknowledged",
+                                         "steward": f"{subject.brand.name} handles it"}[held["act"]],
+                                        held["what"], it.due_date),
+            "button": UNDO_BUTTON[held["act"]], "why_not": "" if undoable(it, now=now) else undo_closes(it)}
 
 
 @require_POST
 @_signed_in
 def undo(request: HttpRequest, subject: Subject) -> HttpResponse:
-    """Take back the dates last handed to the brand, while the brand still holds them."""
+    """Take back the last act (mark done, I've seen it, let the brand handle it) while its date is ahead."""
     held = request.session.pop(UNDO_KEY, None) or {}
-    clock = subject.clocks.filter(pk=held.get("clock", ""), assigned=True, contact=None, member=None).first()
-    if clock is None or not clock.role.startswith("customer"):
+    it = _undo_item(subject, held)
+    act_ = held.get("act", "")
+    if it is None or act_ not in UNDO_BUTTON:
         return _act(request, subject, lambda a: None, "There is nothing to undo.")
-    by = _by(request, subject)
-    return _act(request, subject, lambda a: clock_reassign(armer=a, clock=clock, to=BACK, by=by,
-                                                          why="the customer took it back"),
-                f"{held.get('what') or 'It'} is yours again.")
+    by, what = _by(request, subject), _what(it)
+    fn = {"done": lambda a: clock_reopen(armer=a, item=it, by=by),
+          "acknowledge": lambda a: clock_unacknowledge(armer=a, item=it, by=by),
+          "steward": lambda a: clock_take_back(armer=a, item=it, by=by)}[act_]
+    return _act(request, subject, fn, words.acted(UNDONE[act_], what, it.due_date))
 
 
 @require_POST

@@ -23,6 +23,7 @@ from calendars import specs, words
 from calendars.acts import clock_acknowledge, clock_reassign
 from calendars.clocks import clock_choose, clock_satisfy
 from calendars.models import ClockItem, Subject
+from calendars.undo import acknowledged_of, clock_reopen, clock_unacknowledge, undo_closes, undoable
 from services.acts import step_done
 from services.costs import clock_costs
 from services.members import member_says
@@ -115,6 +116,10 @@ def _task_row(task: Task, now_of, zone) -> dict:
             "hold_until": words.local(task.hold_until, zone), "hold_left": words.until(task.hold_until, now, left=True),
             "extended": task.extended,
             "may_extend": task.status == Task.Status.TAKEN and not (task.extended or task.extensions),
+            # Why Extend is not offered on a held Task: said where the button would be.
+            "no_extend": "" if task.status != Task.Status.TAKEN else
+            "Extended once: a hold extends once per Task." if task.extended else
+            "Extended when it was held before: a hold extends once per Task." if task.extensions else "",
             "late": late, "test_clock": None if is_live(task.domain) else task.domain,
             "sort": (not late, task.due_at or task.hold_until or now)}
 
@@ -138,9 +143,15 @@ def home(request: HttpRequest) -> HttpResponse:
                                           status__in=[ClockItem.Status.OPEN, ClockItem.Status.DUE,
                                                       ClockItem.Status.PASSED])
                  .select_related("clock__subject").order_by("due_at", "id"))
-    costs = clock_costs({i.clock for i in items})
+    # The dates they marked done lately (the newest few), each with its undo while its date is ahead.
+    done = [i for i in ClockItem.objects.filter(clock__brand_id__in=brands, clock__member__user=user,
+                                                status=ClockItem.Status.SATISFIED)
+            .select_related("clock__subject").order_by("-due_at", "-id")[:DONE_LISTED]
+            if i.due_at >= now_of(i.clock.domain) - DONE_WINDOW]
+    costs = clock_costs({i.clock for i in items + done})
     asking = set(Timer.objects.filter(owner__in=[i.owner_key for i in items], kind="rung", status="armed",
                                       key__contains=":ack ").values_list("owner", flat=True))
+    acked = acknowledged_of([i for i in items if i.status == ClockItem.Status.OPEN and i.owner_key not in asking])
     clocks = []
     for item in items:
         clock = item.clock
@@ -150,16 +161,27 @@ def home(request: HttpRequest) -> HttpResponse:
         clocks.append({"clock": clock.id, "item": item.item or "-", "subject": clock.subject.name,
                        "brand_id": clock.brand_id,
                        "subject_id": clock.subject_id,
-                       "what": (clock.title or clock.name).replace("{period}", clock.period)
-                       + (f" · {item.item}" if item.item else ""), "due": words.day(item.due_date),
+                       "what": _item_what(item), "due": words.day(item.due_date),
+                       "test_clock": None if is_live(clock.domain) else clock.domain,
                        "due_in": words.until(item.due_at, now), "status": item.status,
                        "status_text": words.status("due" if item.status == "open" and item.due_at <= now
                                                       else "ahead" if item.status == "open" else item.status),
                        "late": late, "hard": clock.hard, "cost": costs[clock.id].says,
                        "acks": item.owner_key in asking,
+                       "unack": item.owner_key in acked and undoable(item, now=now),
                        "options": list(spec.options) if item.status in ("due", "passed") else [],
                        "sort": (not late, item.due_at)})
     clocks.sort(key=lambda r: r["sort"])
+    for item in sorted(done, key=lambda i: i.due_at):
+        now = now_of(item.clock.domain)
+        clocks.append({"clock": item.clock_id, "item": item.item or "-", "subject": item.clock.subject.name,
+                       "brand_id": item.clock.brand_id, "subject_id": item.clock.subject_id,
+                       "what": _item_what(item), "due": words.day(item.due_date),
+                       "due_in": words.until(item.due_at, now), "status": "satisfied", "status_text": "done",
+                       "late": False, "hard": item.clock.hard, "cost": costs[item.clock_id].says,
+                       "test_clock": None if is_live(item.clock.domain) else item.clock.domain,
+                       "reopen": undoable(item, now=now), "why_not": "" if undoable(item, now=now)
+                       else undo_closes(item), "options": []})
     # Who can take over a subject's dates: the subject's own brand's people (a successor of another brand
     # would be refused), named as the brand knows them.
     team: dict[str, list[tuple[str, str]]] = {}
@@ -170,7 +192,8 @@ def home(request: HttpRequest) -> HttpResponse:
     subjects = sorted({(c["subject_id"], c["subject"], c["brand_id"]) for c in clocks}, key=lambda s: s[1])
     subjects = [{"id": sid, "name": name, "successors": team.get(brand_id, [])} for sid, name, brand_id in subjects]
     windows = list(Window.objects.filter(member=user, status=Window.Status.OPEN))
-    domains = sorted({t["test_clock"] for t in tasks + pool if t["test_clock"]} | {w.domain for w in windows})
+    # Each test run the member's rows are on is named, whatever carries them: a Task, a date, a window.
+    domains = sorted({t["test_clock"] for t in tasks + pool + clocks if t["test_clock"]} | {w.domain for w in windows})
     clock_names = dict(TestClock.objects.filter(pk__in=domains).values_list("id", "name"))
     return render(request, "portals/delivery/home.html", {
         "tasks": tasks, "pool": pool, "clocks": clocks, "subjects": subjects,
@@ -179,7 +202,8 @@ def home(request: HttpRequest) -> HttpResponse:
                      "test_clock": None if is_live(w.domain) else clock_names.get(w.domain) or "a test run"}
                     for w in windows],
         "zone": zone.key, "zones": ZONES,
-        "chosen_zone": Membership.objects.filter(user=user).exclude(zone="").values_list("zone", flat=True).first(), "zone_name": now_of(live_domain(brands[0])).astimezone(zone).tzname() if brands else "",
+        # The zone by its name: each row's time names its own offset (PDT in summer, PST in winter).
+        "chosen_zone": Membership.objects.filter(user=user).exclude(zone="").values_list("zone", flat=True).first(),
         "domains": [{"id": d, "name": clock_names.get(d) or "a test run"} for d in domains if not is_live(d)],
     })
 
@@ -203,14 +227,21 @@ def task_act(request: HttpRequest, task_id: str, act: str) -> HttpResponse:
     if task is None or act not in ("take", "extend", "release", "done") or (act != "take" and task not in mine):
         return _not_yours(request)
     name = user.get_username()
+    zone = member_zone(_brands(user), user=user)
+    what = f"{task.step} · {task.job.service} {task.job.period} for {task.job.subject.name}"
+    due = f", due {words.local(task.due_at, zone)}" if task.due_at else ""
     if act == "done":
         return _act(request, task.brand_id, task.domain,
                     lambda a: step_done(armer=a, job=task.job, step=task.step, member=name, by=name),
-                    f"{task.step} is done.")
+                    f"Done: {what}{due}")
     fn = {"take": task_take, "extend": task_extend, "release": task_release}[act]
-    said = {"take": f"You hold {task.step} now.", "extend": "Your hold is extended (once).",
-            "release": f"{task.step} is back with the pool."}[act]
+    said = {"take": f"You hold it now: {what}{due}", "extend": f"Your hold is extended (once): {what}{due}",
+            "release": f"Back with the pool: {what}{due}"}[act]
     return _act(request, task.brand_id, task.domain, lambda a: fn(armer=a, task=task, member=name), said)
+
+
+DONE_LISTED = 20  # the newest dates marked done a member sees (with their undo)
+DONE_WINDOW = timedelta(days=30)  # …while their date is this recent
 
 
 def _own_item(user, clock_id: str, item: str) -> ClockItem | None:
@@ -225,17 +256,28 @@ def _own_item(user, clock_id: str, item: str) -> ClockItem | None:
 @login_required(login_url=LOGIN)
 def clock_act(request: HttpRequest, clock_id: str, item: str, act: str) -> HttpResponse:
     it = _own_item(request.user, clock_id, item)
-    if it is None or act not in ("acknowledge", "done", "choose"):
+    if it is None or act not in ("acknowledge", "done", "choose", "reopen", "unacknowledge"):
         return _not_yours(request)
     who, clock = request.user.get_username(), it.clock
+    what = f"{_item_what(it)} for {clock.subject.name}"
     if act == "acknowledge":
-        fn, said = (lambda a: clock_acknowledge(armer=a, item=it, by=who)), "Acknowledged."
+        fn, said = (lambda a: clock_acknowledge(armer=a, item=it, by=who)), "Acknowledged"
     elif act == "done":
-        fn, said = (lambda a: clock_satisfy(armer=a, item=it, by=who)), "Marked done."
+        fn, said = (lambda a: clock_satisfy(armer=a, item=it, by=who)), "Marked done"
+    elif act == "reopen":
+        fn, said = (lambda a: clock_reopen(armer=a, item=it, by=who)), "Open again"
+    elif act == "unacknowledge":
+        fn, said = (lambda a: clock_unacknowledge(armer=a, item=it, by=who)), "Asking again"
     else:
         option = request.POST.get("option", "")
-        fn, said = (lambda a: clock_choose(armer=a, item=it, option=option, by=who)), f"Chose {option}."
-    return _act(request, clock.brand_id, clock.domain, fn, said)
+        fn, said = (lambda a: clock_choose(armer=a, item=it, option=option, by=who)), f"Chose {option}"
+    return _act(request, clock.brand_id, clock.domain, fn, words.acted(said, what, it.due_date))
+
+
+def _item_what(item: ClockItem) -> str:
+    """A date as the member's list names it: 'file · the 2027 return · US'."""
+    clock = item.clock
+    return (clock.title or clock.name).replace("{period}", clock.period) + (f" · {item.item}" if item.item else "")
 
 
 @require_POST

@@ -26,6 +26,7 @@ from calendars.brand_calendars import calendar_postpone
 from calendars.clocks import clock_choose, clock_satisfy
 from calendars.entries import clock_what
 from calendars.models import ClockItem
+from calendars.undo import clock_reopen, undo_closes, undoable
 from calendars.words import capitalized, day
 from services.acts import ask_answer, step_done
 from services.jobs import job_deliver, job_end
@@ -72,6 +73,8 @@ REFUSED = {
     "no_calendar": "The customer has no calendar to move it on",
     "invalid_postpone": "A postponement moves a date later, and no later than the year 9000",
     "test_clock_deleted": "That test run was deleted: nothing on it changes any more",
+    "undo_too_late": "That date has passed, so this can no longer be undone",
+    "clock_not_done": "That date isn't marked done",
     "subscription_not_active": "That plan is no longer running",
     "subscription_not_running": "That plan is not running",
     "subscription_not_paused": "That plan is not paused",
@@ -159,6 +162,19 @@ def item_satisfy(item: ClockItem, *, by: str) -> str:
         return f"{capitalized(_what(item))} was already done."
     clock_satisfy(armer=_armer(clock), item=item, by=by)
     return f"{capitalized(_what(item))} marked done."
+
+
+def item_reopen(item: ClockItem, *, by: str) -> str:
+    """Take back Mark done until the date passes (calendars.undo.clock_reopen): open again, on the record."""
+    clock_reopen(armer=_armer(item.clock), item=item, by=by)
+    return f"{capitalized(_what(item))} is open again."
+
+
+def undo_offer(item: ClockItem) -> dict:
+    """The console's offer to take back the Mark done it just did: the button while the date is ahead, else why
+    not (as the portals say it)."""
+    now = domain_now(domain=item.clock.domain)
+    return {"id": item.pk, "what": _what(item), "why_not": "" if undoable(item, now=now) else undo_closes(item)}
 
 
 def item_choose(item: ClockItem, *, option: str, by: str) -> str:
@@ -260,7 +276,8 @@ def notifications_read(qs) -> str:
 
 # -- the dashboard's settle form -------------------------------------------------------------------------------------
 SETTLE = {
-    ("item", "satisfy"), ("item", "choose"), ("item", "reassign"), ("item", "remind"), ("job", "deliver"),
+    ("item", "satisfy"), ("item", "reopen"), ("item", "choose"), ("item", "reassign"), ("item", "remind"),
+    ("job", "deliver"),
     ("job", "done"), ("job", "answer"), ("task", "assign"), ("notification", "read"), ("timer", "retry"),
 }
 
@@ -276,12 +293,14 @@ def settle(*, request, brands, kind: str, id: str, act: str, option: str = "", m
         if item is None:
             return Outcome(False, "That date was not found.", "resource_missing")
         by = who(request.user, item.clock.brand_id)
-        if act in ("satisfy", "choose") and customers_date(item):
+        if act in ("satisfy", "reopen", "choose") and customers_date(item):
             return not_yours(item)  # the customer's to keep or choose on, whatever the form posted
         if act == "remind":
             return attempt(lambda: item_remind(item, by=by, link_base=request.build_absolute_uri("/")))
         if act == "satisfy":
             return attempt(lambda: item_satisfy(item, by=by))
+        if act == "reopen":
+            return attempt(lambda: item_reopen(item, by=by))
         if act == "reassign":
             to = (Membership.objects.filter(brand_id=item.clock.brand_id, user__username=member)
                   .select_related("user").first())

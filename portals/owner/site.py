@@ -18,10 +18,12 @@ from django.template.response import TemplateResponse
 from django.urls import path
 from django.utils import timezone
 
+from calendars.models import ClockItem
 from timers.api.throttles import sign_in_limited
 from timers.models import Brand, in_domain
 
 from . import views
+from .actions import undo_offer
 from .dashboard import dashboard
 from .scope import as_of, is_owner, request_brands, scope, test_clocks
 
@@ -166,8 +168,18 @@ class OwnerSite(admin.AdminSite):
                 label += f" · {tc.brand.name}"
             choices.append((tc.id, label))
         ctx.update(as_of=at, as_of_choices=choices, as_of_now=at.now.astimezone(at.tz),
-                   as_of_zone=at.zone)
+                   as_of_zone=at.zone, owner_undo=self._undo(request, brands))
         return ctx
+
+    @staticmethod
+    def _undo(request, brands) -> dict | None:
+        """The date the owner last marked done, while it is still done: its undo, or why there is none."""
+        held = request.session.get(views.UNDO) or ""
+        if not held.isdigit():
+            return None
+        item = (scope(ClockItem.objects.select_related("clock__subject"), brands)
+                .filter(pk=int(held), status=ClockItem.Status.SATISFIED).first())
+        return undo_offer(item) if item is not None else None
 
     # -- the index is the dashboard ------------------------------------------------------------------------------
     def index(self, request, extra_context=None):

@@ -13,6 +13,8 @@ from timers.models import LIVE
 from .actions import settle
 from .scope import AS_OF, request_brands, test_clocks
 
+UNDO = "owner_undo"  # the date the owner last marked done: the console offers it back
+
 
 def _back(request) -> HttpResponseRedirect:
     nxt = request.POST.get("next") or ""
@@ -42,4 +44,8 @@ def settle_view(request):
                      act=p.get("act", ""), option=p.get("option", ""), member=p.get("member", ""),
                      step=p.get("step", ""))
     (messages.success if outcome.ok else messages.error)(request, outcome.message)
+    if p.get("kind") == "item" and outcome.ok and p.get("act") == "satisfy":
+        request.session[UNDO] = p.get("id", "")  # offered back on the next page until its date passes
+    elif p.get("kind") == "item" and p.get("act") == "reopen":
+        request.session.pop(UNDO, None)
     return _back(request)

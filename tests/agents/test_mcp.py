@@ -33,7 +33,7 @@ pytestmark = [
     pytest.mark.django_db(transaction=True),
 ]
 TOOLS = {"list_timers", "get_timer", "subject_calendar", "list_events", "set_policy", "advance_test_clock",
-         "acknowledge", "list_contacts", "add_contact"}
+         "acknowledge", "unacknowledge", "list_contacts", "add_contact"}
 
 
 def _env(secret: str | None) -> dict[str, str]:
@@ -158,9 +158,12 @@ def test_reads_and_acts_are_the_keys_brand_and_mode_only(brand, clock, arm):
                 await call("advance_test_clock", test_clock=clock.id, span="2d"),
                 await call("acknowledge", clock_id=ack.id, item="US"),
                 await call("acknowledge", clock_id=ack.id, item="US-NY"),
-                await call("subject_calendar", subject_id=ack.subject_id, from_date="April 1")]
+                await call("subject_calendar", subject_id=ack.subject_id, from_date="April 1"),
+                await call("unacknowledge", clock_id=ack.id, item="US"),
+                await call("unacknowledge", clock_id=ack.id, item="US")]
 
-    _, (mine_r, theirs_r, listed, bad, backward, moved, acked, no_item, bad_date) = converse(test_key, as_test)
+    _, (mine_r, theirs_r, listed, bad, backward, moved, acked, no_item, bad_date, unacked,
+        twice) = converse(test_key, as_test)
     assert mine_r[0] and mine_r[1]["key"] == "job_m1:task:call:1"
     assert theirs_r == (False, {"error": {"type": "invalid_request_error", "code": "resource_missing",
                                           "message": f"no timer {theirs.id!r}"}})  # another brand's: none
@@ -171,9 +174,15 @@ def test_reads_and_acts_are_the_keys_brand_and_mode_only(brand, clock, arm):
     clock.refresh_from_db()
     assert clock.advance_to == datetime(2026, 11, 26, 9, tzinfo=UTC)  # T0 + 2d, as `tick 2d`
     assert acked == (True, {"object": "acknowledgement", "clock": ack.id, "item": "US", "asks_ended": 1})
-    assert not asking.exists()
     event = Event.objects.get(domain=ack.domain, type="clock.acknowledged")
     assert event.data["by"] == "Ada Lovelace" and event.subject == f"{ack.id}#US"
+    # Taken back: it asks again (one ask armed, one move on), on the record after the acknowledgement; twice,
+    # there is nothing to take back.
+    assert unacked == (True, {"object": "acknowledgement", "clock": ack.id, "item": "US", "taken_back": True})
+    assert [k for k in asking.values_list("key", flat=True)] and all(k.endswith("@1") for k in asking.values_list(
+        "key", flat=True))
+    assert Event.objects.get(domain=ack.domain, type="clock.unacknowledged").seq > event.seq
+    assert twice[1]["error"]["code"] == "not_acknowledged"
     assert no_item[1]["error"]["code"] == "resource_missing"
     assert (bad_date[1]["error"]["code"], bad_date[1]["error"]["param"]) == ("invalid_request", "from_date")
 

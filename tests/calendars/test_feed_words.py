@@ -255,3 +255,89 @@ def test_khal_in_berlin_lists_the_federal_date_all_day_with_its_alarms(client, a
     assert us["all-day"] == "True" and us["start"] == "2028-04-18"
     assert [a["delta"] for a in us["alarms-list"]] == [
         -timedelta(days=d, hours=15).total_seconds() for d in (89, 59, 29, 6)]
+
+
+def _federal(subject: Subject):
+    from calendars.models import ClockItem  # noqa: PLC0415 - the test's own reads, beside the feed's
+
+    return ClockItem.objects.select_related("clock").get(clock__subject=subject, clock__name="file",
+                                                         clock__period="2027", item="US")
+
+
+def _fetch(client, subject: Subject, token: str):
+    r = client.get(f"/subjects/{subject.id}/calendar.ics", {"token": token})
+    assert r.status_code == 200, r.content
+    return r
+
+
+def test_a_date_done_says_so_rings_no_more_and_undone_rings_again(client, acme):
+    from calendars.clocks import clock_satisfy  # noqa: PLC0415 - the acts the feed follows
+    from calendars.undo import clock_reopen  # noqa: PLC0415 - the acts the feed follows
+    from timers.armer import DirectArmer  # noqa: PLC0415 - the acts the feed follows
+
+    tc, subject = acme
+    token = subject_feed_rotate(subject=subject)
+    before = _fetch(client, subject, token)
+    [ev] = events(Calendar.from_ical(before.content))[FEDERAL]
+    assert len(ev.walk("VALARM")) == 4
+    item = _federal(subject)
+    clock_satisfy(armer=DirectArmer(brand=item.clock.brand_id, domain=tc.id), item=item, by="Ada Lovelace")
+    after = _fetch(client, subject, token)
+    assert after["ETag"] != before["ETag"]
+    by = events(Calendar.from_ical(after.content))
+    assert FEDERAL not in by
+    [done] = by[f"Done · {FEDERAL}"]
+    assert done.walk("VALARM") == []
+    # Taken back, the date is as it was: its title, and its reminders still ahead as alarms.
+    clock_reopen(armer=DirectArmer(brand=item.clock.brand_id, domain=tc.id), item=item, by="Ada Lovelace")
+    [again] = events(Calendar.from_ical(_fetch(client, subject, token).content))[FEDERAL]
+    assert len(again.walk("VALARM")) == 4
+
+
+def test_a_moved_dates_description_says_why(client, acme):
+    from calendars.clocks import clock_move  # noqa: PLC0415 - the act the feed follows
+    from timers.armer import DirectArmer  # noqa: PLC0415 - the act the feed follows
+
+    tc, subject = acme
+    item = _federal(subject)
+    clock_move(armer=DirectArmer(brand=item.clock.brand_id, domain=tc.id), item=item, civil=date(2028, 10, 16),
+               by="calendar", cause={"notice": "IR-2028-01"})
+    [ev] = events(Calendar.from_ical(feed(client, subject)))[FEDERAL]
+    assert ("Why it moved: it moved from Tue 18 Apr 2028 to Mon 16 Oct 2028: a postponement (notice IR-2028-01)."
+            in str(ev["DESCRIPTION"]))
+
+
+def test_an_ended_jobs_dates_leave_the_feed(client, acme):
+    from services.jobs import job_end  # noqa: PLC0415 - the act the feed follows
+    from services.models import Job  # noqa: PLC0415 - the act the feed follows
+    from timers.armer import DirectArmer  # noqa: PLC0415 - the act the feed follows
+
+    tc, subject = acme
+    token = subject_feed_rotate(subject=subject)
+    before = _fetch(client, subject, token)
+    assert FEDERAL in events(Calendar.from_ical(before.content))
+    job = Job.objects.get(pk=_federal(subject).clock.owner_ref)
+    job_end(armer=DirectArmer(brand=job.brand_id, domain=job.domain), job=job, status=Job.Status.CANCELED,
+            reason="the customer withdrew")
+    after = _fetch(client, subject, token)
+    assert after["ETag"] != before["ETag"]
+    # Its dates (each clock's) are gone; the plan's own line for the period ("work starts") is the plan's.
+    left = [s for s in events(Calendar.from_ical(after.content)) if "· the 2027 return" in s]
+    assert not left, left
+
+
+def test_khal_lists_a_date_done_without_alarms_after_the_next_fetch(client, acme, tmp_path):
+    from calendars.clocks import clock_satisfy  # noqa: PLC0415 - the act the feed follows
+    from timers.armer import DirectArmer  # noqa: PLC0415 - the act the feed follows
+
+    tc, subject = acme
+    fmt = ("--format", "{title}|{all-day}|{alarm-symbol}")
+    khal = khal_calendar(tmp_path, feed(client, subject), "Europe/Berlin")
+    assert f"{FEDERAL}|True| (A)" in [x.strip() for x in khal("list", *fmt, "2028-04-18", "1d").splitlines()]
+    item = _federal(subject)
+    clock_satisfy(armer=DirectArmer(brand=item.clock.brand_id, domain=tc.id), item=item, by="Ada Lovelace")
+    # The next fetch, imported over the first (the same uids, a later stamp): khal lists it done, no alarm.
+    (tmp_path / "next.ics").write_bytes(feed(client, subject))
+    khal("import", "--batch", "-a", "feed", str(tmp_path / "next.ics"))
+    lines = [x.strip() for x in khal("list", *fmt, "2028-04-18", "1d").splitlines()]
+    assert f"Done · {FEDERAL}|True|" in lines and f"{FEDERAL}|True| (A)" not in lines, lines

@@ -26,6 +26,7 @@ from timers.models import Event
 
 NY = "America/New_York"  # the demo's moment (tests.support.demo.NOW): 08:00 there, 2028-04-12
 SCREENSHOTS = os.environ.get("OWNER_SCREENSHOTS", "/tmp")
+ACTS_SHOTS = os.environ.get("ACTS_SCREENSHOTS", "/tmp")
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
 
@@ -84,7 +85,7 @@ def test_the_owner_sees_what_to_act_on_today_first(live_server, page, acme):
     ref = top.get_attribute("data-ref")
     what = top.locator("td").nth(1).locator("a").inner_text()
     top.get_by_role("button", name=f"Remind Ada Lovelace: {what}, Acme Robotics").click()
-    expect(page.locator("ul.messagelist li.success")).to_contain_text(f"Reminded Ada Lovelace of {what}")
+    expect(page.locator("ul.messagelist li.success")).to_contain_text(f"a reminder of {what}")
     assert Notification.objects.filter(kind="clock.reminder", recipient="Ada Lovelace", subject=ref).exists()
 
     # Assigned to the owner, the date is the brand's: Mark done settles it.
@@ -99,6 +100,16 @@ def test_the_owner_sees_what_to_act_on_today_first(live_server, page, acme):
     assert ClockItem.objects.get(clock_id=clock_id, item=item).status == "satisfied"
     assert Event.objects.get(domain=tc, type="clock.satisfied", subject=ref).data["by"] == "Olive Owner"
     assert_accessible(page, what=f"the dashboard after settling ({page.viewport_name})")
+    # Offered back until the date passes: taken back, the date is at risk again, and the record has both.
+    undo = page.locator("form.kt-undo")
+    expect(undo).to_contain_text(f"Changed your mind about {what} for Acme Robotics (Tue 18 Apr 2028)?")
+    page.screenshot(path=f"{ACTS_SHOTS}/owner-undo-{page.viewport_name}.png")
+    undo.get_by_role("button", name="Undo: not done yet").click()
+    expect(page.locator("ul.messagelist li.success")).to_contain_text("is open again")
+    expect(page.locator(f'#dates-at-risk tr.risk[data-ref="{ref}"]')).to_have_count(1)
+    assert ClockItem.objects.get(clock_id=clock_id, item=item).status == "open"
+    assert Event.objects.get(domain=tc, type="clock.reopened", subject=ref).data["by"] == "Olive Owner"
+    assert_accessible(page, what=f"the dashboard after taking it back ({page.viewport_name})")
 
     # Opened, what passed says what happens next.
     past.locator("summary").click()
@@ -107,7 +118,7 @@ def test_the_owner_sees_what_to_act_on_today_first(live_server, page, acme):
     assert_accessible(page, what=f"the dashboard, what passed open ({page.viewport_name})")
 
     # A date's page: the date in words, in the zone, with its controls.
-    page.locator("#dates-at-risk tr.risk").first.locator("td").nth(1).locator("a").click()
+    page.locator(f'#dates-at-risk tr.risk:not([data-ref="{ref}"])').first.locator("td").nth(1).locator("a").click()
     expect(page.locator("#date-settle")).to_contain_text("EDT")
     expect(page.locator("#date-settle").get_by_role("button", name="Mark done")).to_have_count(0)
     expect(page.locator("body")).not_to_contain_text("UTC")

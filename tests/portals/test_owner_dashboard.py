@@ -15,7 +15,7 @@ no id and no runtime word; every time is in the brand's zone, named; one query p
 from __future__ import annotations
 
 import re
-from datetime import timedelta
+from datetime import UTC, datetime, timedelta
 
 import pytest
 from django.db import connection
@@ -29,6 +29,7 @@ from portals.owner.risks import dates_at_risk
 from portals.owner.scope import AsOf
 from services.models import Job, Notification
 from tests.support.demo import demo_moment
+from timers.advance import advance
 from timers.domains import domain_now
 from timers.models import Event, TestClock
 
@@ -160,6 +161,28 @@ def test_no_act_on_a_date_the_customer_answers_for_is_offered_or_performed(acme,
     assert not row.customers and "satisfy" in {c.act for c in row.controls}
     r = client.post("/admin/settle/", {"kind": "item", "id": fed.pk, "act": "satisfy"}, follow=True)
     assert "File · the 2027 return · US for Acme Robotics (Tue 18 Apr 2028) marked done." in _text(r.content.decode())
+    fed.refresh_from_db()
+    assert fed.status == "satisfied"
+    # Offered back on the next page until its date passes; taken back, it is open, and the record says both.
+    assert ("Changed your mind about file · the 2027 return · US for Acme Robotics (Tue 18 Apr 2028)? Undo: not "
+            "done yet") in _text(r.content.decode())
+    r = client.post("/admin/settle/", {"kind": "item", "id": fed.pk, "act": "reopen"}, follow=True)
+    assert "File · the 2027 return · US for Acme Robotics (Tue 18 Apr 2028) is open again." in _text(r.content.decode())
+    assert "Changed your mind" not in _text(r.content.decode())
+    fed.refresh_from_db()
+    assert fed.status == "open"
+    assert list(Event.objects.filter(subject=fed.owner_key, type__in=["clock.satisfied", "clock.reopened"])
+                .order_by("seq").values_list("type", "data__by")) == [("clock.satisfied", "Olive Owner"),
+                                                                      ("clock.reopened", "Olive Owner")]
+    # Done again and the date passed: the console says why there is no undo, and a posted one is refused.
+    client.post("/admin/settle/", {"kind": "item", "id": fed.pk, "act": "satisfy"})
+    advance(acme["tc"], datetime(2028, 4, 20, 14, tzinfo=UTC))
+    page = _text(client.get("/admin/").content.decode())
+    assert "Its date, Tue 18 Apr 2028, has passed, so this can no longer be undone." in page
+    assert "Undo: not done yet" not in page
+    r = client.post("/admin/settle/", {"kind": "item", "id": fed.pk, "act": "reopen"}, follow=True)
+    assert "Not done. That date has passed, so this can no longer be undone. Nothing was changed." in _text(
+        r.content.decode())
     fed.refresh_from_db()
     assert fed.status == "satisfied"
 

@@ -110,28 +110,47 @@ def test_the_customer_sees_what_to_do_now_first_then_what_was_missed_then_the_ye
 def test_keeping_a_date_with_the_brand_says_which_dates_it_moves_and_can_be_undone(acme):
     subject = acme["subject"]
     client = _customer(subject)
-    ca = ClockItem.objects.select_related("clock").get(clock__subject=subject, clock__name="file",
-                                                       clock__period="2026", item="US-CA")
-    open_items = ClockItem.objects.filter(clock=ca.clock, status__in=["open", "due"]).count()
+    us = ClockItem.objects.select_related("clock").get(clock__subject=subject, clock__name="file",
+                                                       clock__period="2027", item="US")
+    open_items = ClockItem.objects.filter(clock=us.clock, status__in=["open", "due"]).count()
     assert open_items > 1
     page = client.get("/portal/customer/").content.decode()
     # The button says the whole clock's dates move, as they do (who answers is the clock's, not one date's).
-    assert f"Let apis.tax handle file · the 2026 return ({open_items} dates)" in page
-    r = client.post(f"/portal/customer/clocks/{ca.clock_id}/US-CA/steward", follow=True)
-    assert _messages(r) == [f"apis.tax handles file · the 2026 return now ({open_items} dates)."]
-    ca.clock.refresh_from_db()
-    assert ca.clock.answers_for == "the brand"
+    assert f"Let apis.tax handle file · the 2027 return ({open_items} dates)" in page
+    r = client.post(f"/portal/customer/clocks/{us.clock_id}/US/steward", follow=True)
+    # The confirmation names the date acted on, and the clock's other dates that went with it.
+    assert _messages(r) == [f"apis.tax handles it now: file · the 2027 return · US, due Tue 18 Apr 2028 and "
+                            f"{open_items - 1} more dates of file · the 2027 return."]
+    us.clock.refresh_from_db()
+    assert us.clock.answers_for == "the brand"
     assert "Undo: take it back" in r.content.decode()
     r = client.post("/portal/customer/undo", follow=True)
-    assert _messages(r) == ["file · the 2026 return is yours again."]
-    ca.clock.refresh_from_db()
-    assert ca.clock.answers_for == "Ada Lovelace"
-    assert list(Event.objects.filter(domain=acme["tc"], type="clock.reassigned", subject=ca.clock_id)
-                .order_by("seq").values_list("data__to", flat=True)) == ["the brand", "Ada Lovelace"]
+    assert _messages(r) == ["Yours again: file · the 2027 return · US, due Tue 18 Apr 2028"]
+    us.clock.refresh_from_db()
+    assert us.clock.answers_for == "Ada Lovelace"
+    assert list(Event.objects.filter(domain=acme["tc"], type="clock.reassigned", subject=us.clock_id)
+                .order_by("seq").values_list("data__to", "data__why")) == [
+        ("the brand", "the customer handed it to the brand"), ("Ada Lovelace", "the customer took it back")]
     # Nothing left to undo: a second undo changes nothing.
     r = client.post("/portal/customer/undo", follow=True)
     assert _messages(r) == ["There is nothing to undo."]
-    assert Event.objects.filter(domain=acme["tc"], type="clock.reassigned", subject=ca.clock_id).count() == 2
+    assert Event.objects.filter(domain=acme["tc"], type="clock.reassigned", subject=us.clock_id).count() == 2
+
+
+def test_a_missed_date_handed_to_the_brand_stays_with_it_and_the_page_says_why(acme):
+    subject = acme["subject"]
+    client = _customer(subject)
+    ca = ClockItem.objects.select_related("clock").get(clock__subject=subject, clock__name="file",
+                                                       clock__period="2026", item="US-CA")
+    r = client.post(f"/portal/customer/clocks/{ca.clock_id}/US-CA/steward", follow=True)
+    text = _text(r)
+    assert "Undo: take it back" not in r.content.decode()
+    assert ("Its date, Mon 15 Nov 2027, has passed, so this can no longer be undone." in text)
+    # The undo itself, posted anyway, is refused in words, and the brand keeps the date.
+    r = client.post("/portal/customer/undo", follow=True)
+    assert _messages(r) == ["That date has passed, so this can no longer be undone."]
+    ca.clock.refresh_from_db()
+    assert ca.clock.answers_for == "the brand"
 
 
 def test_the_customer_gets_a_calendar_link_shown_once_that_opens_the_feed(acme):
@@ -158,11 +177,54 @@ def test_the_customer_acknowledges_an_ack_rung_and_its_daily_asks_end(acme):
                                         status="armed").count()
     assert armed_before >= 1
     r = _customer(subject).post(f"/portal/customer/clocks/{item.clock_id}/US/acknowledge", follow=True)
-    assert _messages(r) == ["Acknowledged."]
+    assert _messages(r) == ["Acknowledged: file · the 2027 return · US, due Tue 18 Apr 2028"]
     ev = Event.objects.get(domain=acme["tc"], type="clock.acknowledged", subject=item.owner_key)
     assert ev.data["asks_ended"] == armed_before and ev.data["by"] == "Ada Lovelace"
     assert not Timer.objects.filter(domain=acme["tc"], owner=item.owner_key, key__contains=":ack ",
                                     status="armed").exists()
+
+
+def _armed(domain: str, owner: str) -> set[tuple[str, datetime]]:
+    """An item's armed timers, each as its key without its move (@n, a run's "again n") and when it is owed."""
+    return {(re.sub(r"( again \d+|@\d+)$", "", key), owed) for key, owed in Timer.objects.filter(
+        domain=domain, owner=owner, status="armed").values_list("key", "owed_at")}
+
+
+def test_an_acknowledgement_taken_back_asks_again_from_its_next_day(acme):
+    subject = acme["subject"]
+    item = ClockItem.objects.select_related("clock").get(
+        clock__subject=subject, clock__name="file", clock__period="2027", item="US")
+    before = _armed(acme["tc"], item.owner_key)
+    assert any(":ack " in key for key, _ in before)
+    client = _customer(subject)
+    r = client.post(f"/portal/customer/clocks/{item.clock_id}/US/acknowledge", follow=True)
+    assert "Undo: ask me again" in r.content.decode()
+    assert not any(":ack " in key for key, _ in _armed(acme["tc"], item.owner_key))
+    r = client.post("/portal/customer/undo", follow=True)
+    assert _messages(r) == ["Asking again: file · the 2027 return · US, due Tue 18 Apr 2028"]
+    # Its timers are back as they were (the asks from the next day, the reminders and the due ahead), one move
+    # on: the acknowledgement stays on the record, and its taking back is a line of its own.
+    assert _armed(acme["tc"], item.owner_key) == before
+    item.refresh_from_db()
+    assert (item.moves, item.reopened, item.moved) == (1, 1, 0)
+    assert list(Event.objects.filter(domain=acme["tc"], subject=item.owner_key,
+                                     type__in=["clock.acknowledged", "clock.unacknowledged"])
+                .order_by("seq").values_list("type", "data__by")) == [
+        ("clock.acknowledged", "Ada Lovelace"), ("clock.unacknowledged", "Ada Lovelace")]
+    # What the acknowledgement had left armed at the old move is superseded, naming the undo.
+    assert not Timer.objects.filter(domain=acme["tc"], owner=item.owner_key, status="armed",
+                                    key__endswith="@0").exists()
+    # Acknowledged again, it is taken back again; not acknowledged, there is nothing to take back.
+    client.post(f"/portal/customer/clocks/{item.clock_id}/US/acknowledge")
+    assert not any(":ack " in key for key, _ in _armed(acme["tc"], item.owner_key))
+    client.post("/portal/customer/undo")
+    assert any(":ack " in key for key, _ in _armed(acme["tc"], item.owner_key))
+    from calendars.undo import clock_unacknowledge  # noqa: PLC0415 - the service itself, refused
+    from timers.armer import DirectArmer  # noqa: PLC0415 - the service itself, refused
+    from timers.errors import KeepingTimeError  # noqa: PLC0415 - the service itself, refused
+    with pytest.raises(KeepingTimeError) as refused:
+        clock_unacknowledge(armer=DirectArmer(brand=item.clock.brand_id, domain=acme["tc"]), item=item, by="x")
+    assert refused.value.code == "not_acknowledged"
 
 
 def test_a_refusal_shows_on_the_page_and_changes_nothing(acme):
@@ -180,7 +242,31 @@ def test_the_customer_marks_done_cancels_at_the_cycles_end_and_undoes_it(acme):
     subject = acme["subject"]
     client = _customer(subject)
     item = ClockItem.objects.get(clock__subject=subject, clock__name="file", clock__period="2027", item="US-CA")
-    assert _messages(client.post(f"/portal/customer/clocks/{item.clock_id}/US-CA/done", follow=True)) == ["Marked done."]
+    before = _armed(acme["tc"], item.owner_key)
+    assert before
+    r = client.post(f"/portal/customer/clocks/{item.clock_id}/US-CA/done", follow=True)
+    assert _messages(r) == ["Marked done: file · the 2027 return · US-CA, due Tue 18 Apr 2028"]
+    item.refresh_from_db()
+    assert item.status == "satisfied" and not _armed(acme["tc"], item.owner_key)
+    # Done, it is listed with its undo until its date passes; undone, it is open with its timers as they were.
+    assert "Done (1)" in _text(r) and "Undo: not done yet" in _text(r)
+    r = client.post(f"/portal/customer/clocks/{item.clock_id}/US-CA/reopen", follow=True)
+    assert _messages(r) == ["Open again: file · the 2027 return · US-CA, due Tue 18 Apr 2028"]
+    item.refresh_from_db()
+    assert item.status == "open" and item.satisfied_at is None
+    assert _armed(acme["tc"], item.owner_key) == before
+    assert list(Event.objects.filter(domain=acme["tc"], subject=item.owner_key,
+                                     type__in=["clock.satisfied", "clock.reopened"])
+                .order_by("seq").values_list("type", flat=True)) == ["clock.satisfied", "clock.reopened"]
+    assert "Done (" not in _text(r)
+    # Done again; once its date has passed the page says why the undo is gone, and the undo is refused.
+    client.post(f"/portal/customer/clocks/{item.clock_id}/US-CA/done")
+    advance(acme["tc"], datetime(2028, 4, 20, 14, tzinfo=UTC))
+    page = _text(client.get("/portal/customer/"))
+    assert "Its date, Tue 18 Apr 2028, has passed, so this can no longer be undone." in page
+    assert "Undo: not done yet" not in page
+    r = client.post(f"/portal/customer/clocks/{item.clock_id}/US-CA/reopen", follow=True)
+    assert _messages(r) == ["That date has passed, so this can no longer be undone."]
     item.refresh_from_db()
     assert item.status == "satisfied"
     sub = Subscription.objects.get(subject=subject)
@@ -257,9 +343,15 @@ def test_a_member_signs_in_takes_a_task_extends_once_and_is_refused_the_second_t
     tasks = re.findall(r'data-task="(\w+)"', page.content.decode())
     assert len(tasks) == 2 and "Open in your pools" in _text(page)
     task = tasks[0]
-    assert _messages(grace.post(f"/portal/delivery/tasks/{task}/take", follow=True)) == ["You hold appraise now."]
-    assert _messages(grace.post(f"/portal/delivery/tasks/{task}/extend", follow=True)) == [
-        "Your hold is extended (once)."]
+    # Each confirmation names the work and its date, in the member's zone.
+    took = _messages(grace.post(f"/portal/delivery/tasks/{task}/take", follow=True))
+    assert len(took) == 1 and re.fullmatch(r"You hold it now: appraise · \S+ \S+ for .+, due \w{3} \d{1,2} \w{3} "
+                                           r"\d{4}, \d\d:\d\d P[DS]T", took[0]), took
+    assert "a hold extends once per Task" not in _text(grace.get("/portal/delivery/"))
+    r = grace.post(f"/portal/delivery/tasks/{task}/extend", follow=True)
+    assert _messages(r) == [took[0].replace("You hold it now", "Your hold is extended (once)")]
+    # Extend is gone, and the page says why where it was.
+    assert "Extend my hold" not in _text(r) and "Extended once: a hold extends once per Task." in _text(r)
     refused = _messages(grace.post(f"/portal/delivery/tasks/{task}/extend", follow=True))
     assert refused == ["You have already extended this hold once; it can be extended only once."]
     t = Task.objects.get(pk=task)
@@ -288,7 +380,8 @@ def test_a_member_marks_a_task_done_and_the_job_moves_on(forsale):
     grace = _member("grace")
     task = re.findall(r'data-task="(\w+)"', grace.get("/portal/delivery/").content.decode())[0]
     grace.post(f"/portal/delivery/tasks/{task}/take", follow=True)
-    assert _messages(grace.post(f"/portal/delivery/tasks/{task}/done", follow=True)) == ["appraise is done."]
+    done = _messages(grace.post(f"/portal/delivery/tasks/{task}/done", follow=True))
+    assert len(done) == 1 and done[0].startswith("Done: appraise · ") and ", due " in done[0]
     job = Task.objects.get(pk=task).job
     job.refresh_from_db()
     assert job.step == "offer"
@@ -310,6 +403,35 @@ def test_a_member_withdraws_from_a_subject_and_its_clocks_go_to_the_successor(ac
     assert _messages(r) == ["Bob Noyce answers for Acme Robotics's dates now."]
     assert Clock.objects.filter(subject=acme["subject"], answers_for="Bob Noyce").count() == mine
     assert Event.objects.filter(type="clock.reassigned", data__to="Bob Noyce").count() == mine
+
+
+def test_a_members_dates_on_a_test_clock_show_its_badge_and_an_act_names_its_date(acme):
+    brand = acme["brand"]
+    ada = get_user_model().objects.create_user("ada", password="pw")
+    member = Membership.objects.create(user=ada, brand=brand, role="member", name="Ada Lovelace")
+    Clock.objects.filter(subject=acme["subject"], answers_for="Ada Lovelace").update(
+        member=member, contact=None, assigned=True)
+    client = _member("ada")
+    page = client.get("/portal/delivery/").content.decode()
+    # Her dates are all on the test run (no Task, no window): the page still says it is a test run.
+    assert 'class="test-clock">a test run:' in page
+    item = ClockItem.objects.get(clock__subject=acme["subject"], clock__name="file", clock__period="2027", item="US")
+    r = client.post(f"/portal/delivery/clocks/{item.clock_id}/US/done", follow=True)
+    assert _messages(r) == ["Marked done: file · the 2027 return · US for Acme Robotics, due Tue 18 Apr 2028"]
+    # Her undo, until the date passes: the date is open again, on the record as its own line.
+    assert "Undo: not done yet: file · the 2027 return · US" in r.content.decode()
+    before_ack = _armed(acme["tc"], item.owner_key)
+    r = client.post(f"/portal/delivery/clocks/{item.clock_id}/US/reopen", follow=True)
+    assert _messages(r) == ["Open again: file · the 2027 return · US for Acme Robotics, due Tue 18 Apr 2028"]
+    item.refresh_from_db()
+    assert item.status == "open" and Event.objects.filter(type="clock.reopened", subject=item.owner_key).exists()
+    assert any(":ack " in key for key, _ in _armed(acme["tc"], item.owner_key)) and not before_ack
+    r = client.post(f"/portal/delivery/clocks/{item.clock_id}/US/acknowledge", follow=True)
+    assert _messages(r) == ["Acknowledged: file · the 2027 return · US for Acme Robotics, due Tue 18 Apr 2028"]
+    assert "Undo: ask me again: file · the 2027 return · US" in r.content.decode()
+    r = client.post(f"/portal/delivery/clocks/{item.clock_id}/US/unacknowledge", follow=True)
+    assert _messages(r) == ["Asking again: file · the 2027 return · US for Acme Robotics, due Tue 18 Apr 2028"]
+    assert any(":ack " in key for key, _ in _armed(acme["tc"], item.owner_key))
 
 
 def test_a_standby_window_opens_and_closes_from_the_portal(forsale):
@@ -357,7 +479,10 @@ def test_timers_list_says_which_test_clocks_hold_an_owners_timers(db):
 
 def test_a_member_chooses_their_zone_and_the_portal_says_times_in_it(forsale):
     client = _member("grace")
-    assert "times in America/Los_Angeles" in _text(client.get("/portal/delivery/"))
+    # The header names the zone, never today's abbreviation (PST in winter while a row's date says PDT).
+    header = re.search(r'<p class="meta">(.*?)</p>', client.get("/portal/delivery/").content.decode(), re.S).group(1)
+    assert "times in America/Los_Angeles, each with its own date's offset" in header
+    assert not re.search(r"\b(PST|PDT)\b", header), header
     r = client.post("/portal/delivery/zone", {"zone": "Europe/Berlin"}, follow=True)
     assert _messages(r) == ["Times show in Europe/Berlin now."]
     text = _text(r)

@@ -4,12 +4,14 @@ ones), and ``manage.py`` is named by its path so the run's files land in a tempo
 
 from __future__ import annotations
 
+import http.server
 import os
 import re
 import signal
 import socket
 import subprocess
 import sys
+import threading
 from pathlib import Path
 
 import pytest
@@ -31,27 +33,53 @@ def blocks(text: str) -> list[str]:
     return re.findall(r"^```sh\n(.*?)^```", text, flags=re.S | re.M)
 
 
+def _run(script: str, tmp_path: Path, api: int, hook: int, timeout: int = 240):
+    script = script.replace("python manage.py", f"python {ROOT / 'manage.py'}")
+    script = script.replace("127.0.0.1:8765", f"127.0.0.1:{api}").replace("8765", str(api))
+    script = script.replace("4242", str(hook))
+    env = {k: v for k, v in os.environ.items() if k not in ("DATABASE_URL", "SECRET_KEY", "DJANGO_SETTINGS_MODULE")}
+    env["PATH"] = f"{Path(sys.executable).parent}{os.pathsep}{env.get('PATH', '')}"
+    proc = subprocess.Popen(["bash", "-euo", "pipefail", "-c", script], cwd=tmp_path, env=env,
+                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, start_new_session=True)
+    try:
+        out, _ = proc.communicate(timeout=timeout)
+    finally:
+        try:
+            os.killpg(proc.pid, signal.SIGKILL)  # whatever it left running
+        except ProcessLookupError:
+            pass
+    return proc, out.decode()
+
+
+def test_the_quickstart_never_meets_the_demo_and_stops_when_its_server_cannot_start(tmp_path):
+    """Its ports are not the demo's (8000); with its port taken by another server, the first steps stop with
+    the reason, and nothing runs on against that server."""
+    text = DOC.read_text()
+    assert "8000" not in "\n".join(blocks(text))
+    other = http.server.HTTPServer(("127.0.0.1", 0), http.server.SimpleHTTPRequestHandler)
+    threading.Thread(target=other.serve_forever, daemon=True).start()
+    try:
+        api = other.server_address[1]
+        proc, out = _run("\n".join(blocks(text)[:2]) + "\necho STILL-RUNNING", tmp_path, api, _free_port(), 120)
+    finally:
+        other.shutdown()
+    assert proc.returncode != 0 and "STILL-RUNNING" not in out, out
+    assert f"port {api} is in use" in out, out
+    # A server that stops as it starts (here: an address it cannot take): its own error, and the steps stop.
+    (tmp_path / "again").mkdir()
+    proc, out = _run("\n".join(blocks(text)[:2]).replace("runserver 8765", "runserver 127.0.0.1:nope") + "\necho STILL-RUNNING",
+                     tmp_path / "again", _free_port(), _free_port(), 120)
+    assert proc.returncode != 0 and "STILL-RUNNING" not in out, out
+    assert "is not a valid port number" in out, out
+
+
 def test_the_quickstart_runs_as_written(tmp_path):
     code = blocks(DOC.read_text())
     assert len(code) >= 8, "the quickstart's steps are sh blocks"
     api, hook = _free_port(), _free_port()
     script = "\n".join(code)
     script = script.replace("python manage.py", f"python {ROOT / 'manage.py'}")
-    script = script.replace("127.0.0.1:8000", f"127.0.0.1:{api}").replace("runserver 8000", f"runserver {api}")
-    script = script.replace("4242", str(hook))
-    env = {k: v for k, v in os.environ.items() if k not in ("DATABASE_URL", "SECRET_KEY", "DJANGO_SETTINGS_MODULE")}
-    env["PATH"] = f"{Path(sys.executable).parent}{os.pathsep}{env.get('PATH', '')}"
-    env["KT_FEED_HOST"] = f"localhost:{api}"
-    proc = subprocess.Popen(["bash", "-euo", "pipefail", "-c", script], cwd=tmp_path, env=env,
-                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, start_new_session=True)
-    try:
-        out, _ = proc.communicate(timeout=240)
-    finally:
-        try:
-            os.killpg(proc.pid, signal.SIGKILL)  # whatever it left running
-        except ProcessLookupError:
-            pass
-    text = out.decode()
+    proc, text = _run(script, tmp_path, api, hook)
     assert proc.returncode == 0, text[-3000:]
     # Each step said what the doc says it says.
     assert '"object":"calendar"' in text and '"holidays":"US-DC"' in text and '"default":true' in text

@@ -262,6 +262,15 @@ def test_the_file_clock_shows_its_dates_in_new_york(tax):
     assert Event.objects.get(domain=tax.tc, type="clock.satisfied", subject=f"{file.id}#US").data["on_time"] is True
     assert tax.api.post(f"/clocks/{file.id}/items/US/satisfy").status == 200  # again: nothing changes
 
+    # Taken back over the API until the date passes: open, its due armed again, clock.reopened on the record.
+    r = tax.api.post(f"/clocks/{file.id}/items/US/reopen", {"by": "Ada Lovelace"})
+    assert r.status == 200, r.body
+    us = {i["item"]: i for i in r.body["items"]}["US"]
+    assert us["status"] == "open" and us["satisfied_at"] is None and us["next_timer"] is not None
+    assert Event.objects.get(domain=tax.tc, type="clock.reopened", subject=f"{file.id}#US").data["by"] == "Ada Lovelace"
+    r = tax.api.post(f"/clocks/{file.id}/items/US/reopen", {})
+    assert r.status == 409 and r.code == "clock_not_done", r.body
+
 
 def test_a_passed_hard_date_refuses_the_step_with_409(live_server, transactional_db):
     brand = tenants.brand_get_or_create(name="apis.test")
@@ -333,7 +342,7 @@ def test_the_schema_lists_the_domain_paths(live_server):
                  "/subscriptions/{subscription_id}/update", "/jobs", "/jobs/{job_id}", "/jobs/{job_id}/deliver",
                  "/jobs/{job_id}/cancel", "/jobs/{job_id}/activity", "/clocks/{clock_id}",
                  "/clocks/{clock_id}/items/{item}/choose", "/clocks/{clock_id}/items/{item}/satisfy",
-                 "/clocks/{clock_id}/penalties"):
+                 "/clocks/{clock_id}/items/{item}/reopen", "/clocks/{clock_id}/penalties"):
         assert path in doc["paths"], path
     for name in ("Subscription", "Job", "Clock", "TimerSummary"):
         assert name in doc["components"]["schemas"], name
