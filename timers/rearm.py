@@ -22,6 +22,7 @@ class Rearm(StrEnum):
     DUE_INPUT = "due.input"  # a commit changed what a due function reads
     CLOCK_REPINNED = "repin"  # services/repin.py: a clock moved to another version (its by since v1)
     SUBSCRIPTION_UPDATE = "subscription.update"  # the next mint re-armed with the new input
+    SCHEDULE_UPDATE = "schedule.update"  # a schedule's spec, zone, bounds or skip changed: its next fire re-armed
 
 
 def rearm_cause(by: str) -> Rearm:

@@ -12,13 +12,14 @@ from __future__ import annotations
 
 import re
 import secrets
-from datetime import datetime, timedelta
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from django.db import IntegrityError, transaction
 
 from . import quotas
 from . import schedule_spec as specs
+from .armer import DirectArmer
 from .arming import timer_arm, timer_hold, timer_resume
 from .domains import domain_writable
 from .errors import KeepingTimeError
@@ -36,6 +37,8 @@ from .models import (
     TestClock,
     Timer,
 )
+from .rearm import Rearm
+from .schedule_bounds import Bounds, BoundsError, check_remaining, check_skip, check_span
 from .schedule_runs import direct_arm
 from .schedule_targets import FIRE, START, ScheduleError, compact, fire_key, instant, known_target, seeded
 from .timeutil import iso_z, parse_span
@@ -101,9 +104,14 @@ def _clean(spec: object, zone: str, overlap: str, buffer_limit: object) -> specs
 def schedule_create(*, brand: Brand, domain: str, spec: dict[str, Any], target: dict[str, Any], zone: str = "UTC", name: str = "",
                     overlap: str = "skip", buffer_limit: int = 100, catchup_window: object = None,
                     paused: bool = False, pause_note: str = "", owner_ref: str = "",
-                    target_kind: str | None = None) -> Schedule:
-    """A schedule on a clock domain; its first fire is the spec's first instant after the domain's now."""
+                    target_kind: str | None = None, start_at: datetime | None = None, end_at: datetime | None = None,
+                    remaining_actions: int | None = None, skip: list[str] | None = None) -> Schedule:
+    """A schedule on a clock domain; its first fire is the spec's first instant after the domain's now (and
+    not before ``start_at``)."""
     ev = _clean(spec, zone, overlap, buffer_limit)
+    check_span(start_at, end_at)
+    remaining_actions = check_remaining(remaining_actions)
+    skip = check_skip(skip)
     name = name[:200] if owner_ref else check_schedule_name(name)
     window = parse_window(catchup_window)
     if not isinstance(target, dict):
@@ -128,19 +136,22 @@ def schedule_create(*, brand: Brand, domain: str, spec: dict[str, Any], target: 
                 id=seeded("sch", domain, "schedule", owner_ref or name, now.isoformat(), str(n)), brand=brand,
                 domain=domain, name=name, spec=spec, zone=zone, target_kind=kind, target=cleaned,
                 secret=f"whsec_{secrets.token_urlsafe(24)}" if kind == "http" else "", overlap=overlap,
-                buffer_limit=buffer_limit, catchup_window=window, owner_ref=owner_ref, created_at=now)
+                buffer_limit=buffer_limit, catchup_window=window, owner_ref=owner_ref, created_at=now,
+                start_at=start_at, end_at=end_at, remaining_actions=remaining_actions, skip=skip)
     except IntegrityError:
-        if not name or not Schedule.objects.filter(brand=brand, domain=domain, name=name, owner_ref="").exists():
+        if not name or not Schedule.objects.filter(brand=brand, domain=domain, name=name, owner_ref="",
+                                                   deleted_at__isnull=True).exists():
             raise
         raise ScheduleError(f"a schedule named {name!r} is already on this clock; pick another name",
                             code="schedule_name_taken", status=409) from None
-    first = ev.after(now)
+    first = None if remaining_actions == 0 else Bounds.of(sch).first(ev, now)
     if first is not None:
         direct_arm(sch)(fire_key(sch.id, first), owed_at=first, handler=FIRE, data={"at": iso_z(first)},
                          opened_at=now)
+    data: dict[str, Any] = {"spec": spec, "zone": zone, "target": kind, "overlap": overlap, "next": iso_z(first)}
+    data.update(_bounds_json(sch, only_set=True))
     Event.objects.create(domain=domain, brand=brand, type="schedule.created", subject=sch.id, owed_at=now,
-                         fired_at=now, data={"spec": spec, "zone": zone, "target": kind, "overlap": overlap,
-                                             "next": iso_z(first)})
+                         fired_at=now, data=data)
     if paused:
         schedule_pause(schedule=sch, note=pause_note)
     return sch
@@ -158,7 +169,7 @@ def _period(ev: specs.Evaluator, now: datetime) -> timedelta | None:
 
 def _asked_for(brand: Brand, live: bool) -> Any:
     """The brand's schedules of one mode that the API or the CLI made (a deleted test clock's are gone)."""
-    mine = Schedule.objects.filter(brand=brand, owner_ref="")
+    mine = Schedule.objects.filter(brand=brand, owner_ref="", deleted_at__isnull=True)
     if live:
         return mine.filter(domain__startswith=LIVE_PREFIX)
     clocks = TestClock.objects.filter(brand=brand).exclude(status__in=TestClock.GONE).values("id")
@@ -187,6 +198,9 @@ def _managed(sch: Schedule, what: str) -> None:
         raise KeepingTimeError(f"{sch.id} is {sch.owner_ref.split(':')[0]}'s schedule; {what} the subscription "
                                "(POST /subscriptions/<id>/pause, …/resume)", code="schedule_of_subscription",
                                status=409)
+    if sch.deleted_at is not None:
+        raise KeepingTimeError(f"{sch.id} was deleted at {iso_z(sch.deleted_at)}; it can be read, not changed",
+                               code="schedule_deleted", status=409)
 
 
 @transaction.atomic
@@ -245,6 +259,216 @@ def schedule_trigger(*, schedule: Schedule) -> Timer:
         raise
 
 
+UNSET: Any = object()  # an update's field that was not given
+# The fields whose change moves the next fire: the armed fire is re-armed (schedule.update on the re-arm list).
+TIMING = ("spec", "zone", "start_at", "end_at", "remaining_actions")
+
+
+def _json_value(value: object) -> object:
+    if isinstance(value, datetime):
+        return iso_z(value)
+    if isinstance(value, timedelta):
+        return int(value.total_seconds())
+    return value
+
+
+@transaction.atomic
+def schedule_update(*, schedule: Schedule, revision: int | None = None, spec: Any = UNSET, zone: Any = UNSET,
+                    target: Any = UNSET, name: Any = UNSET, overlap: Any = UNSET, buffer_limit: Any = UNSET,
+                    catchup_window: Any = UNSET, start_at: Any = UNSET, end_at: Any = UNSET,
+                    remaining_actions: Any = UNSET, skip: Any = UNSET, paused: Any = UNSET,
+                    pause_note: Any = UNSET) -> Schedule:
+    """Change what is given; each change is a new revision (``schedule.updated`` with what changed). ``revision``,
+    when given, is the revision the caller read: another is 409 schedule_revision_conflict. A change of spec,
+    zone or bounds re-arms the next fire only: Runs already started keep theirs. ``paused`` pauses or resumes
+    (as pause and resume do: no new revision for that alone)."""
+    sch = Schedule.objects.select_for_update().get(pk=schedule.pk)
+    _managed(sch, "update")
+    if revision is not None and revision != sch.revision:
+        raise KeepingTimeError(f"{sch.id} is at revision {sch.revision}, not {revision}: read it again and "
+                               "apply the change to what it is now", code="schedule_revision_conflict", status=409)
+    now = _writable_now(sch.domain)
+    given = {k: v for k, v in (("spec", spec), ("zone", zone), ("target", target), ("name", name),
+                               ("overlap", overlap), ("buffer_limit", buffer_limit),
+                               ("catchup_window", catchup_window), ("start_at", start_at), ("end_at", end_at),
+                               ("remaining_actions", remaining_actions), ("skip", skip)) if v is not UNSET}
+    new = {f: getattr(sch, f) for f in ("spec", "zone", "overlap", "buffer_limit", "start_at", "end_at")}
+    new.update({k: v for k, v in given.items() if k in new})
+    ev = _clean(new["spec"], new["zone"], new["overlap"], new["buffer_limit"])
+    check_span(new["start_at"], new["end_at"])
+    if "remaining_actions" in given:
+        given["remaining_actions"] = check_remaining(given["remaining_actions"])
+    if "skip" in given:
+        given["skip"] = check_skip(given["skip"])
+    if "catchup_window" in given:
+        given["catchup_window"] = parse_window(given["catchup_window"])
+    if "name" in given:
+        given["name"] = check_schedule_name(given["name"])
+    if "target" in given:
+        if not isinstance(given["target"], dict):
+            raise ScheduleError('target is an object: {"url": …} or {"service": …, "subject": …}',
+                                code="invalid_target")
+        kind = "http" if "url" in given["target"] else "service" if "service" in given["target"] else ""
+        target_of = known_target(kind)
+        if target_of is None or kind != sch.target_kind:
+            raise ScheduleError(f"target is of this schedule's kind ({sch.target_kind}); a schedule's kind is "
+                                "kept: make another schedule for another kind", code="invalid_target")
+        given["target"] = target_of.clean(given["target"], Brand(id=sch.brand_id), sch.domain)
+    changed = {k: v for k, v in given.items() if getattr(sch, k) != v}
+    if changed:
+        for k, v in changed.items():
+            setattr(sch, k, v)
+        sch.revision += 1
+        try:
+            with transaction.atomic():
+                sch.save(update_fields=[*changed, "revision"])
+        except IntegrityError:
+            raise ScheduleError(f"a schedule named {changed.get('name')!r} is already on this clock; pick another "
+                                "name", code="schedule_name_taken", status=409) from None
+        nxt = _rearm(sch, ev, now) if any(k in TIMING for k in changed) else None
+        data: dict[str, Any] = {"revision": sch.revision,
+                                "changed": {k: _json_value(v) for k, v in changed.items() if k != "target"}}
+        if "target" in changed:
+            data["changed"]["target"] = sch.target_kind  # a target's fields may hold a secret's place: its kind
+        if any(k in TIMING for k in changed):
+            data["next"] = iso_z(nxt)
+        Event.objects.create(domain=sch.domain, brand_id=sch.brand_id, type="schedule.updated", subject=sch.id,
+                             owed_at=now, fired_at=now, data=data)
+    if paused is not UNSET and paused is not None and bool(paused) != sch.paused:
+        if paused:
+            schedule_pause(schedule=sch, note="" if pause_note is UNSET else (pause_note or ""))
+        else:
+            schedule_resume(schedule=sch)
+    elif pause_note is not UNSET and sch.paused and (pause_note or "") != sch.pause_note:
+        Schedule.objects.filter(pk=sch.pk).update(pause_note=(pause_note or "")[:200])
+    sch.refresh_from_db()
+    return sch
+
+
+def _rearm(sch: Schedule, ev: specs.Evaluator, now: datetime) -> datetime | None:
+    """The next fire after an update: the new spec's first instant after now, inside the new bounds, armed under
+    the new revision's key (held, if paused); the fire it replaces is superseded, naming it."""
+    old = _fire_timer(sch, "armed") or _fire_timer(sch, "held")
+    first = None if sch.remaining_actions == 0 else Bounds.of(sch).first(ev, now)
+    key = fire_key(sch.id, first, sch.revision) if first is not None else ""
+    armer = DirectArmer(brand=sch.brand_id, domain=sch.domain, now=now)
+    if first is not None:
+        armer.arm(key, owed_at=first, handler=FIRE, data={"at": iso_z(first)}, opened_at=sch.created_at)
+        if sch.paused:
+            armer.hold(key, by=Rearm.HOLD, who="schedule.paused")
+    if old is not None:
+        if key:
+            armer.supersede(old.key, by=Rearm.SCHEDULE_UPDATE, successor=key)
+        else:
+            armer.supersede(old.key, by="schedule.ended")
+    return first
+
+
+@transaction.atomic
+def schedule_delete(*, schedule: Schedule) -> Schedule:
+    """Delete: nothing fires after it (its fire, trigger and start timers are superseded; buffered fires are
+    dropped); a Run already open keeps going and settles. The schedule stays readable (``deleted``), with its
+    ticks and dead letters; its name is free again."""
+    sch = Schedule.objects.select_for_update().get(pk=schedule.pk)
+    _managed(sch, "delete")
+    now = _writable_now(sch.domain)
+    keys = list(Timer.objects.filter(domain=sch.domain, owner=sch.id, status__in=["armed", "held"])
+                .values_list("key", flat=True))
+    DirectArmer(brand=sch.brand_id, domain=sch.domain, now=now).supersede_all(keys, by="schedule.deleted")
+    dropped, _ = ScheduleRun.objects.filter(schedule=sch, state=ScheduleRun.State.BUFFERED).delete()
+    sch.deleted_at = now
+    sch.save(update_fields=["deleted_at"])
+    Event.objects.create(domain=sch.domain, brand_id=sch.brand_id, type="schedule.deleted", subject=sch.id,
+                         owed_at=now, fired_at=now,
+                         data={"open_runs": sch.runs.filter(state=ScheduleRun.State.OPEN).count(),
+                               "buffered_dropped": dropped})
+    return sch
+
+
+MAX_BACKFILL = 1000  # instants one backfill starts
+
+
+def backfill_key(schedule_id: str, at: datetime) -> str:
+    # Seconds always, so a backfill's start timers sort by key in the order of their instants.
+    return f"{schedule_id}:schedule:backfill:{at.astimezone(UTC).strftime('%Y%m%dT%H%M%SZ')}"
+
+
+@transaction.atomic
+def schedule_backfill(*, schedule: Schedule, start: datetime, end: datetime, overlap: str | None = None
+                      ) -> dict[str, Any]:
+    """Fire every intended time of the spec in [start, end] that has no Run yet, in order, under ``overlap``
+    (the schedule's when absent): a start timer each, owed now (the live worker starts them at once, a test
+    clock at its next advance). An instant that already ran starts nothing and is counted ``already_run``.
+    A span longer than the catch-up window is allowed: it is asked for, not missed. Skip rules apply."""
+    sch = Schedule.objects.select_for_update().get(pk=schedule.pk)
+    _managed(sch, "backfill")
+    now = _writable_now(sch.domain)
+    if end < start:
+        raise BoundsError("end is at or after start", code="invalid_end", param="end")
+    if end > now:
+        raise BoundsError(f"a backfill is of the past: end is at or before now ({iso_z(now)})", code="invalid_end",
+                          param="end")
+    policy = overlap or sch.overlap
+    if policy not in OVERLAPS:
+        raise BoundsError(f"overlap is one of {', '.join(OVERLAPS)}", code="invalid_overlap", param="overlap")
+    buffers = (Schedule.Overlap.BUFFER_ONE, Schedule.Overlap.BUFFER_ALL)
+    if policy in buffers and sch.overlap not in buffers:
+        raise BoundsError(f"a backfill buffers only on a schedule that buffers (its overlap is {sch.overlap}): "
+                          "allow, skip or cancel_other", code="invalid_overlap", param="overlap")
+    ev = specs.parse(sch.spec, sch.zone)
+    bounds = Bounds.of(sch)
+    instants: list[datetime] = []
+    skipped: list[str | None] = []
+    for at in specs.fires(ev, start - timedelta(microseconds=1), end):
+        if bounds.skipped_by(at) is not None:
+            skipped.append(iso_z(at))
+            continue
+        instants.append(at)
+        if len(instants) > MAX_BACKFILL:
+            raise BoundsError(f"a backfill starts at most {MAX_BACKFILL} fires; this span has more: split it",
+                              code="backfill_too_long", param="end")
+    ran = set(ScheduleRun.objects.filter(schedule=sch, intended_at__in=instants).values_list("intended_at", flat=True))
+    asked: list[str | None] = []
+    already: list[str | None] = []
+    for at in instants:
+        if at in ran:
+            already.append(iso_z(at))
+            continue
+        try:
+            timer_arm(brand=Brand(id=sch.brand_id), key=backfill_key(sch.id, at), owed_at=now, domain=sch.domain,
+                      handler=START, data={"at": iso_z(at), "overlap": policy, "backfill": True},
+                      opened_at=sch.created_at)
+        except KeepingTimeError as exc:
+            if exc.code != "timer_exists":
+                raise
+            already.append(iso_z(at))  # asked for already: its start timer is there
+            continue
+        asked.append(iso_z(at))
+    Event.objects.create(domain=sch.domain, brand_id=sch.brand_id, type="schedule.backfilled", subject=sch.id,
+                         owed_at=now, fired_at=now,
+                         data={"start": iso_z(start), "end": iso_z(end), "overlap": policy, "fires": len(asked),
+                               "already_run": len(already), "skipped": len(skipped)})
+    return {"object": "schedule_backfill", "schedule": sch.id, "start": iso_z(start), "end": iso_z(end),
+            "overlap": policy, "fires": asked, "already_run": already, "skipped": skipped}
+
+
+def _bounds_json(sch: Schedule, *, only_set: bool = False) -> dict[str, Any]:
+    out = {"start_at": iso_z(sch.start_at), "end_at": iso_z(sch.end_at),
+           "remaining_actions": sch.remaining_actions, "skip": list(sch.skip or [])}
+    return {k: v for k, v in out.items() if v not in (None, [])} if only_set else out
+
+
+def ended(sch: Schedule, nxt: datetime | None) -> str | None:
+    """Why a schedule fires no more: deleted, remaining_actions (0 left), end_at (none before it), or None."""
+    if sch.deleted_at is not None:
+        return "deleted"
+    if sch.remaining_actions == 0:
+        return "remaining_actions"
+    if nxt is None and sch.end_at is not None and not sch.paused:
+        return "end_at"
+    return None
+
+
 # -- reading -----------------------------------------------------------------------------------------
 def tick_json(t: ScheduleTick | None) -> dict[str, Any] | None:
     if t is None:
@@ -273,11 +497,11 @@ def schedule_json(sch: Schedule, *, recent: int = 10, upcoming: int = 5) -> dict
     ticks = list(ScheduleTick.objects.filter(schedule=sch).select_related("run").order_by("-fired_at", "-intended_at")
                  [:recent])
     nxt: list[datetime] = []
-    first = None if sch.paused else next_fire_at(sch)
+    first = None if sch.paused or sch.deleted_at is not None else next_fire_at(sch)
     if first is not None:
         try:
             ev = specs.parse(sch.spec, sch.zone)
-            nxt = [first, *specs.next_fires(ev, first, upcoming - 1)]
+            nxt = Bounds.of(sch).upcoming(ev, first, upcoming)  # skipped instants left out
         except KeepingTimeError:  # a Service's schedule: its mints follow its clocks
             nxt = [first]
     return {
@@ -286,6 +510,8 @@ def schedule_json(sch: Schedule, *, recent: int = 10, upcoming: int = 5) -> dict
         "buffer_limit": sch.buffer_limit, "catchup_window": int(sch.catchup_window.total_seconds()),
         "paused": sch.paused, "pause_note": sch.pause_note or None, "paused_at": iso_z(sch.paused_at),
         "revision": sch.revision, "test_clock": None if is_live(sch.domain) else sch.domain,
+        **_bounds_json(sch), "deleted": sch.deleted_at is not None, "deleted_at": iso_z(sch.deleted_at),
+        "ended": ended(sch, first),
         "next_fire_times": [iso_z(t) for t in nxt],
         "last_tick": tick_json(ticks[0]) if ticks else None,
         "recent_ticks": [tick_json(t) for t in ticks],
