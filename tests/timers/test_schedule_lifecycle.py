@@ -99,6 +99,7 @@ def test_a_delete_fires_nothing_after_it_and_its_open_run_settles(brand, subject
                           target={"service": "t-task", "subject": sbj})
     advance(tc.id, at("2027-01-04T15:12Z"))
     schedule_delete(schedule=sch)
+    assert not Timer.objects.filter(domain=tc.id, owner=sch.id, status__in=["armed", "held"]).exists()
     advance(tc.id, at("2027-01-04T16:30Z"))
     assert intended(sch) == ["15:10"]  # nothing after the delete
     job = Job.objects.get(schedule=sch.id)
