@@ -37,7 +37,6 @@ CurrencyEnum = Literal['usd']
 DeadLetterObject = Literal['dead_letter']
 DeletedContactObject = Literal['contact']
 EarningsObject = Literal['earnings']
-EndedEnum = Literal['deleted', 'remaining_actions', 'end_at']
 ErrorType = Literal['invalid_request_error', 'api_error']
 EventObject = Literal['event']
 HandlerEnum = Literal['calendars.due', 'calendars.rung', 'noop', 'repeat', 'services.act', 'services.ask', 'services.cycle', 'services.deadline', 'services.money', 'services.schedule', 'services.signal', 'services.step_deadline', 'services.subject_event', 'services.task', 'services.update', 'services.window', 'timers.schedule.fire', 'timers.schedule.start']
@@ -49,7 +48,6 @@ ListObject = Literal['list']
 MemberObject = Literal['member']
 MemberRole = Literal['owner', 'member']
 MemberStatus = Literal['invited', 'active']
-NullEnum = None
 PenaltyObject = Literal['penalty']
 PoolObject = Literal['pool']
 PrimaryEnum = Literal[True]
@@ -617,9 +615,10 @@ class Schedule(TypedDict):
     end_at: str | None
     remaining_actions: int | None
     skip: list[str]
+    jitter: int
     deleted: bool
     deleted_at: str | None
-    ended: EndedEnum | NullEnum | None
+    ended: str | None
     next_fire_times: list[str]
     last_tick: ScheduleTick | None
     recent_ticks: list[ScheduleTick]
@@ -646,6 +645,8 @@ class ScheduleBackfillResult(TypedDict):
     fires: list[str]
     already_run: list[str]
     skipped: list[str]
+    has_more: bool
+    next_start: str | None
 
 
 class ScheduleCounters(TypedDict):
@@ -661,6 +662,7 @@ class ScheduleCreate(TypedDict):
     start_at: NotRequired[str | int | None]
     end_at: NotRequired[str | int | None]
     remaining_actions: NotRequired[int | None]
+    jitter: NotRequired[str]
     skip: NotRequired[list[str]]
     test_clock: NotRequired[str | None]
     name: NotRequired[str]
@@ -711,6 +713,7 @@ class ScheduleUpdate(TypedDict):
     start_at: NotRequired[str | int | None]
     end_at: NotRequired[str | int | None]
     remaining_actions: NotRequired[int | None]
+    jitter: NotRequired[str]
     skip: NotRequired[list[str]]
     revision: NotRequired[int]
     name: NotRequired[str]
@@ -1402,6 +1405,7 @@ class Schedules(Resource):
         start_at: str | datetime | int | None | Omit = OMIT,
         end_at: str | datetime | int | None | Omit = OMIT,
         remaining_actions: int | None | Omit = OMIT,
+        jitter: str | Omit = OMIT,
         skip: builtins.list[str | date] | Omit = OMIT,
         test_clock: str | None | Omit = OMIT,
         name: str | Omit = OMIT,
@@ -1414,7 +1418,7 @@ class Schedules(Resource):
         idempotency_key: str | Omit = OMIT,
     ) -> Schedule:
         """Create a schedule. POST /schedules"""
-        return cast('Schedule', self._client.request('POST', '/schedules', json={'start_at': start_at, 'end_at': end_at, 'remaining_actions': remaining_actions, 'skip': skip, 'test_clock': test_clock, 'name': name, 'spec': spec, 'zone': zone, 'target': target, 'overlap': overlap, 'buffer_limit': buffer_limit, 'catchup_window': catchup_window, 'paused': paused, 'pause_note': pause_note}, idempotency_key=idempotency_key))
+        return cast('Schedule', self._client.request('POST', '/schedules', json={'start_at': start_at, 'end_at': end_at, 'remaining_actions': remaining_actions, 'jitter': jitter, 'skip': skip, 'test_clock': test_clock, 'name': name, 'spec': spec, 'zone': zone, 'target': target, 'overlap': overlap, 'buffer_limit': buffer_limit, 'catchup_window': catchup_window, 'paused': paused, 'pause_note': pause_note}, idempotency_key=idempotency_key))
 
     def delete(self, schedule_id: str) -> Schedule:
         """Delete a schedule. DELETE /schedules/{schedule_id}"""
@@ -1459,6 +1463,7 @@ class Schedules(Resource):
         start_at: str | datetime | int | None | Omit = OMIT,
         end_at: str | datetime | int | None | Omit = OMIT,
         remaining_actions: int | None | Omit = OMIT,
+        jitter: str | Omit = OMIT,
         skip: builtins.list[str | date] | Omit = OMIT,
         revision: int | Omit = OMIT,
         name: str | Omit = OMIT,
@@ -1473,7 +1478,7 @@ class Schedules(Resource):
         idempotency_key: str | Omit = OMIT,
     ) -> Schedule:
         """Update a schedule. POST /schedules/{schedule_id}"""
-        return cast('Schedule', self._client.request('POST', f"/schedules/{_seg(schedule_id)}", json={'start_at': start_at, 'end_at': end_at, 'remaining_actions': remaining_actions, 'skip': skip, 'revision': revision, 'name': name, 'spec': spec, 'zone': zone, 'target': target, 'overlap': overlap, 'buffer_limit': buffer_limit, 'catchup_window': catchup_window, 'paused': paused, 'pause_note': pause_note}, idempotency_key=idempotency_key))
+        return cast('Schedule', self._client.request('POST', f"/schedules/{_seg(schedule_id)}", json={'start_at': start_at, 'end_at': end_at, 'remaining_actions': remaining_actions, 'jitter': jitter, 'skip': skip, 'revision': revision, 'name': name, 'spec': spec, 'zone': zone, 'target': target, 'overlap': overlap, 'buffer_limit': buffer_limit, 'catchup_window': catchup_window, 'paused': paused, 'pause_note': pause_note}, idempotency_key=idempotency_key))
 
 
 class Subjects(Resource):

@@ -277,7 +277,7 @@ def fire(f: Firing) -> None:
     nxt = None if remaining == 0 else bounds.first(ev, max(now, last))
     if nxt is not None:
         _read_ahead(f, sch, ev, nxt)
-        f.arm(fire_key(sch.id, nxt, sch.revision), owed_at=nxt, handler=FIRE, data={"at": iso_z(nxt)},
+        f.arm(fire_key(sch.id, nxt, sch.revision), owed_at=bounds.owed(ev, nxt), handler=FIRE, data={"at": iso_z(nxt)},
               opened_at=sch.created_at, what=f"{sch.name or sch.id} · the next fire")
     else:
         why_ended = "remaining_actions" if remaining == 0 else "end_at" if sch.end_at is not None else "spec"

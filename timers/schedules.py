@@ -38,7 +38,7 @@ from .models import (
     Timer,
 )
 from .rearm import Rearm
-from .schedule_bounds import Bounds, BoundsError, check_remaining, check_skip, check_span
+from .schedule_bounds import MAX_BACKFILL, Bounds, check_jitter, check_remaining, check_skip
 from .schedule_runs import direct_arm
 from .schedule_targets import FIRE, START, ScheduleError, compact, fire_key, instant, known_target, seeded
 from .timeutil import iso_z, parse_span
@@ -105,11 +105,12 @@ def schedule_create(*, brand: Brand, domain: str, spec: dict[str, Any], target: 
                     overlap: str = "skip", buffer_limit: int = 100, catchup_window: object = None,
                     paused: bool = False, pause_note: str = "", owner_ref: str = "",
                     target_kind: str | None = None, start_at: datetime | None = None, end_at: datetime | None = None,
-                    remaining_actions: int | None = None, skip: list[str] | None = None) -> Schedule:
+                    remaining_actions: int | None = None, skip: list[str] | None = None,
+                    jitter: str | None = None) -> Schedule:
     """A schedule on a clock domain; its first fire is the spec's first instant after the domain's now (and
     not before ``start_at``)."""
     ev = _clean(spec, zone, overlap, buffer_limit)
-    check_span(start_at, end_at)
+    jitter_span = check_jitter(jitter)
     remaining_actions = check_remaining(remaining_actions)
     skip = check_skip(skip)
     name = name[:200] if owner_ref else check_schedule_name(name)
@@ -137,17 +138,19 @@ def schedule_create(*, brand: Brand, domain: str, spec: dict[str, Any], target: 
                 domain=domain, name=name, spec=spec, zone=zone, target_kind=kind, target=cleaned,
                 secret=f"whsec_{secrets.token_urlsafe(24)}" if kind == "http" else "", overlap=overlap,
                 buffer_limit=buffer_limit, catchup_window=window, owner_ref=owner_ref, created_at=now,
-                start_at=start_at, end_at=end_at, remaining_actions=remaining_actions, skip=skip)
+                start_at=start_at, end_at=end_at, remaining_actions=remaining_actions, skip=skip,
+                jitter=jitter_span)
     except IntegrityError:
         if not name or not Schedule.objects.filter(brand=brand, domain=domain, name=name, owner_ref="",
                                                    deleted_at__isnull=True).exists():
             raise
         raise ScheduleError(f"a schedule named {name!r} is already on this clock; pick another name",
                             code="schedule_name_taken", status=409) from None
-    first = None if remaining_actions == 0 else Bounds.of(sch).first(ev, now)
+    bounds = Bounds.of(sch)
+    first = None if remaining_actions == 0 else bounds.first(ev, now)
     if first is not None:
-        direct_arm(sch)(fire_key(sch.id, first), owed_at=first, handler=FIRE, data={"at": iso_z(first)},
-                         opened_at=now)
+        direct_arm(sch)(fire_key(sch.id, first), owed_at=bounds.owed(ev, first), handler=FIRE,
+                        data={"at": iso_z(first)}, opened_at=now)
     data: dict[str, Any] = {"spec": spec, "zone": zone, "target": kind, "overlap": overlap, "next": iso_z(first)}
     data.update(_bounds_json(sch, only_set=True))
     Event.objects.create(domain=domain, brand=brand, type="schedule.created", subject=sch.id, owed_at=now,
@@ -261,7 +264,7 @@ def schedule_trigger(*, schedule: Schedule) -> Timer:
 
 UNSET: Any = object()  # an update's field that was not given
 # The fields whose change moves the next fire: the armed fire is re-armed (schedule.update on the re-arm list).
-TIMING = ("spec", "zone", "start_at", "end_at", "remaining_actions")
+TIMING = ("spec", "zone", "start_at", "end_at", "remaining_actions", "jitter")
 
 
 def _json_value(value: object) -> object:
@@ -276,7 +279,7 @@ def _json_value(value: object) -> object:
 def schedule_update(*, schedule: Schedule, revision: int | None = None, spec: Any = UNSET, zone: Any = UNSET,
                     target: Any = UNSET, name: Any = UNSET, overlap: Any = UNSET, buffer_limit: Any = UNSET,
                     catchup_window: Any = UNSET, start_at: Any = UNSET, end_at: Any = UNSET,
-                    remaining_actions: Any = UNSET, skip: Any = UNSET, paused: Any = UNSET,
+                    remaining_actions: Any = UNSET, skip: Any = UNSET, jitter: Any = UNSET, paused: Any = UNSET,
                     pause_note: Any = UNSET) -> Schedule:
     """Change what is given; each change is a new revision (``schedule.updated`` with what changed). ``revision``,
     when given, is the revision the caller read: another is 409 schedule_revision_conflict. A change of spec,
@@ -291,15 +294,17 @@ def schedule_update(*, schedule: Schedule, revision: int | None = None, spec: An
     given = {k: v for k, v in (("spec", spec), ("zone", zone), ("target", target), ("name", name),
                                ("overlap", overlap), ("buffer_limit", buffer_limit),
                                ("catchup_window", catchup_window), ("start_at", start_at), ("end_at", end_at),
-                               ("remaining_actions", remaining_actions), ("skip", skip)) if v is not UNSET}
+                               ("remaining_actions", remaining_actions), ("skip", skip), ("jitter", jitter))
+             if v is not UNSET}
     new = {f: getattr(sch, f) for f in ("spec", "zone", "overlap", "buffer_limit", "start_at", "end_at")}
     new.update({k: v for k, v in given.items() if k in new})
     ev = _clean(new["spec"], new["zone"], new["overlap"], new["buffer_limit"])
-    check_span(new["start_at"], new["end_at"])
     if "remaining_actions" in given:
         given["remaining_actions"] = check_remaining(given["remaining_actions"])
     if "skip" in given:
         given["skip"] = check_skip(given["skip"])
+    if "jitter" in given:
+        given["jitter"] = check_jitter(given["jitter"])
     if "catchup_window" in given:
         given["catchup_window"] = parse_window(given["catchup_window"])
     if "name" in given:
@@ -310,9 +315,13 @@ def schedule_update(*, schedule: Schedule, revision: int | None = None, spec: An
                                 code="invalid_target")
         kind = "http" if "url" in given["target"] else "service" if "service" in given["target"] else ""
         target_of = known_target(kind)
-        if target_of is None or kind != sch.target_kind:
-            raise ScheduleError(f"target is of this schedule's kind ({sch.target_kind}); a schedule's kind is "
-                                "kept: make another schedule for another kind", code="invalid_target")
+        if target_of is None:
+            raise ScheduleError('target is {"url": "https://…", "timeout": 10, "retries": 3} or '
+                                '{"service": "…", "subject": "sbj_…"}', code="invalid_target")
+        if kind != sch.target_kind:
+            raise KeepingTimeError(f"{sch.id} fires a {sch.target_kind} target; a schedule keeps its kind of target "
+                                   "(its Runs and secret are of that kind): make another schedule for a "
+                                   f"{kind} target", code="schedule_target_kind", status=409)
         given["target"] = target_of.clean(given["target"], Brand(id=sch.brand_id), sch.domain)
     changed = {k: v for k, v in given.items() if getattr(sch, k) != v}
     if changed:
@@ -349,11 +358,12 @@ def _rearm(sch: Schedule, ev: specs.Evaluator, now: datetime) -> datetime | None
     """The next fire after an update: the new spec's first instant after now, inside the new bounds, armed under
     the new revision's key (held, if paused); the fire it replaces is superseded, naming it."""
     old = _fire_timer(sch, "armed") or _fire_timer(sch, "held")
-    first = None if sch.remaining_actions == 0 else Bounds.of(sch).first(ev, now)
+    bounds = Bounds.of(sch)
+    first = None if sch.remaining_actions == 0 else bounds.first(ev, now)
     key = fire_key(sch.id, first, sch.revision) if first is not None else ""
     armer = DirectArmer(brand=sch.brand_id, domain=sch.domain, now=now)
     if first is not None:
-        armer.arm(key, owed_at=first, handler=FIRE, data={"at": iso_z(first)}, opened_at=sch.created_at)
+        armer.arm(key, owed_at=bounds.owed(ev, first), handler=FIRE, data={"at": iso_z(first)}, opened_at=sch.created_at)
         if sch.paused:
             armer.hold(key, by=Rearm.HOLD, who="schedule.paused")
     if old is not None:
@@ -385,9 +395,6 @@ def schedule_delete(*, schedule: Schedule) -> Schedule:
     return sch
 
 
-MAX_BACKFILL = 1000  # instants one backfill starts
-
-
 def backfill_key(schedule_id: str, at: datetime) -> str:
     # Seconds always, so a backfill's start timers sort by key in the order of their instants.
     return f"{schedule_id}:schedule:backfill:{at.astimezone(UTC).strftime('%Y%m%dT%H%M%SZ')}"
@@ -398,35 +405,34 @@ def schedule_backfill(*, schedule: Schedule, start: datetime, end: datetime, ove
                       ) -> dict[str, Any]:
     """Fire every intended time of the spec in [start, end] that has no Run yet, in order, under ``overlap``
     (the schedule's when absent): a start timer each, owed now (the live worker starts them at once, a test
-    clock at its next advance). An instant that already ran starts nothing and is counted ``already_run``.
-    A span longer than the catch-up window is allowed: it is asked for, not missed. Skip rules apply."""
+    clock at its next advance). An instant that already ran starts nothing and is answered ``already_run``.
+    A span longer than the catch-up window is allowed: it is asked for, not missed. Skip rules apply. The span
+    ends at now at the latest (what is ahead fires on its own); an empty span asks for nothing. At most
+    MAX_BACKFILL instants a call: ``has_more`` and ``next_start`` say where the next call begins."""
     sch = Schedule.objects.select_for_update().get(pk=schedule.pk)
     _managed(sch, "backfill")
     now = _writable_now(sch.domain)
-    if end < start:
-        raise BoundsError("end is at or after start", code="invalid_end", param="end")
-    if end > now:
-        raise BoundsError(f"a backfill is of the past: end is at or before now ({iso_z(now)})", code="invalid_end",
-                          param="end")
+    end = min(end, now)
     policy = overlap or sch.overlap
-    if policy not in OVERLAPS:
-        raise BoundsError(f"overlap is one of {', '.join(OVERLAPS)}", code="invalid_overlap", param="overlap")
     buffers = (Schedule.Overlap.BUFFER_ONE, Schedule.Overlap.BUFFER_ALL)
+    if policy not in OVERLAPS:
+        raise ScheduleError(f"overlap is one of {', '.join(OVERLAPS)}", code="invalid_overlap")
     if policy in buffers and sch.overlap not in buffers:
-        raise BoundsError(f"a backfill buffers only on a schedule that buffers (its overlap is {sch.overlap}): "
-                          "allow, skip or cancel_other", code="invalid_overlap", param="overlap")
+        raise KeepingTimeError(f"{sch.id}'s overlap is {sch.overlap}: a backfill buffers only on a schedule that "
+                               "buffers (use allow, skip or cancel_other)", code="schedule_not_buffering", status=409)
     ev = specs.parse(sch.spec, sch.zone)
     bounds = Bounds.of(sch)
     instants: list[datetime] = []
     skipped: list[str | None] = []
+    next_start: datetime | None = None
     for at in specs.fires(ev, start - timedelta(microseconds=1), end):
+        if len(instants) >= MAX_BACKFILL:
+            next_start = at
+            break
         if bounds.skipped_by(at) is not None:
             skipped.append(iso_z(at))
             continue
         instants.append(at)
-        if len(instants) > MAX_BACKFILL:
-            raise BoundsError(f"a backfill starts at most {MAX_BACKFILL} fires; this span has more: split it",
-                              code="backfill_too_long", param="end")
     ran = set(ScheduleRun.objects.filter(schedule=sch, intended_at__in=instants).values_list("intended_at", flat=True))
     asked: list[str | None] = []
     already: list[str | None] = []
@@ -441,7 +447,7 @@ def schedule_backfill(*, schedule: Schedule, start: datetime, end: datetime, ove
         except KeepingTimeError as exc:
             if exc.code != "timer_exists":
                 raise
-            already.append(iso_z(at))  # asked for already: its start timer is there
+            already.append(iso_z(at))  # asked for already: its start timer is there, and starts it once
             continue
         asked.append(iso_z(at))
     Event.objects.create(domain=sch.domain, brand_id=sch.brand_id, type="schedule.backfilled", subject=sch.id,
@@ -449,13 +455,15 @@ def schedule_backfill(*, schedule: Schedule, start: datetime, end: datetime, ove
                          data={"start": iso_z(start), "end": iso_z(end), "overlap": policy, "fires": len(asked),
                                "already_run": len(already), "skipped": len(skipped)})
     return {"object": "schedule_backfill", "schedule": sch.id, "start": iso_z(start), "end": iso_z(end),
-            "overlap": policy, "fires": asked, "already_run": already, "skipped": skipped}
+            "overlap": policy, "fires": asked, "already_run": already, "skipped": skipped,
+            "has_more": next_start is not None, "next_start": iso_z(next_start)}
 
 
 def _bounds_json(sch: Schedule, *, only_set: bool = False) -> dict[str, Any]:
     out = {"start_at": iso_z(sch.start_at), "end_at": iso_z(sch.end_at),
-           "remaining_actions": sch.remaining_actions, "skip": list(sch.skip or [])}
-    return {k: v for k, v in out.items() if v not in (None, [])} if only_set else out
+           "remaining_actions": sch.remaining_actions, "skip": list(sch.skip or []),
+           "jitter": int(sch.jitter.total_seconds())}
+    return {k: v for k, v in out.items() if v not in (None, [], 0)} if only_set else out
 
 
 def ended(sch: Schedule, nxt: datetime | None) -> str | None:

@@ -195,9 +195,37 @@ def test_a_backfill_over_a_half_run_span_starts_only_the_other_half_in_order(bra
     assert sorted(target.scheduled()) == [f"2027-01-04T0{h}:00:00Z" for h in range(1, 6)]
     again = schedule_backfill(schedule=sch, start=at("2027-01-04T00:30Z"), end=at("2027-01-04T05:30Z"))
     assert again["fires"] == [] and len(again["already_run"]) == 5  # one instant, one Run
-    with pytest.raises(KeepingTimeError) as err:
-        schedule_backfill(schedule=sch, start=at("2027-01-04T05:00Z"), end=at("2027-01-04T07:00Z"))
-    assert err.value.code == "invalid_end"
+    # A span that runs past now ends at now: what is ahead fires on its own.
+    ahead = schedule_backfill(schedule=sch, start=at("2027-01-04T05:00Z"), end=at("2027-01-04T07:00Z"))
+    assert ahead["end"] == "2027-01-04T05:30:00Z" and ahead["fires"] == []
+    # A long span is asked for 1000 instants a call, and says where the next begins.
+    tc2 = clock_at(brand, "2027-03-01T00:00Z")
+    minutely = schedule_create(brand=brand, domain=tc2.id, spec={"every": "1m"}, target={"url": target.url},
+                               paused=True)
+    long = schedule_backfill(schedule=minutely, start=at("2027-02-27T00:00Z"), end=at("2027-03-01T00:00Z"))
+    assert len(long["fires"]) == 1000 and long["fires"][-1] == "2027-02-27T16:39:00Z"
+    assert long["has_more"] and long["next_start"] == "2027-02-27T16:40:00Z"
+
+
+# -- jitter ------------------------------------------------------------------------------------------------
+def test_jitter_delays_each_fire_within_its_bound_and_the_run_keeps_its_instant(brand, target):  # noqa: F811
+    import hashlib
+
+    from timers.domains import domain_seed
+
+    tc = clock_at(brand, "2027-01-04T00:00Z")
+    sch = schedule_create(brand=brand, domain=tc.id, spec={"every": "10m"}, target={"url": target.url},
+                          jitter="5m")
+    advance(tc.id, at("2027-01-04T02:00Z"))
+    runs = list(ScheduleRun.objects.filter(schedule=sch).order_by("intended_at"))
+    # 02:00 starts after 02:00: up to five minutes late, by design.
+    assert [r.intended_at for r in runs] == [at("2027-01-04T00:10Z") + timedelta(minutes=10 * n) for n in range(11)]
+    seed = domain_seed(tc.id)
+    for r in runs:  # the delay, computed here from the documented rule: sha256 of (seed, schedule, instant)
+        digest = hashlib.sha256(f"{seed}|{sch.id}|{r.intended_at.astimezone(UTC).isoformat()}".encode()).digest()
+        want = timedelta(microseconds=int.from_bytes(digest[:8], "big") % 300_000_000)
+        assert r.started_at - r.intended_at == want and timedelta(0) <= want < timedelta(minutes=5)
+    assert len({r.started_at - r.intended_at for r in runs}) > 6  # spread, not one delay
 
 
 # -- the API and the CLI ---------------------------------------------------------------------------------
@@ -213,12 +241,14 @@ def test_the_api_updates_deletes_and_backfills(api, clock, target):  # noqa: F81
     assert body["next_fire_times"][:2] == ["2026-11-24T10:00:00Z", "2026-11-24T14:00:00Z"]  # 12:00 skipped
     r = api.post(f"/schedules/{sid}", {"revision": 1, "zone": "Europe/Paris"}, format="json")
     assert r.status_code == 409 and r.json()["error"]["code"] == "schedule_revision_conflict"
-    for bad, code, param in (({"start_at": "2026-12-02T00:00Z"}, "invalid_end_at", "end_at"),
+    for bad, code, param in (({"jitter": "5y"}, "invalid_request", "jitter"),
+                             ({"target": {"service": "t-task", "subject": "sbj_x"}}, "schedule_target_kind", None),
                              ({"skip": ["tomorrow"]}, "invalid_skip", "skip"),
                              ({"remaining_actions": -1}, "invalid_request", "remaining_actions"),
                              ({"every": "1h"}, "parameter_unknown", "every")):
         r = api.post(f"/schedules/{sid}", bad, format="json")
-        assert r.status_code == 400 and r.json()["error"]["code"] == code, (bad, r.json())
+        assert r.status_code == (409 if code == "schedule_target_kind" else 400), (bad, r.json())
+        assert r.json()["error"]["code"] == code, (bad, r.json())
         assert r.json()["error"].get("param") == param, (bad, r.json())
     advance(clock.id, at("2026-11-24T10:30Z"))
     r = api.post(f"/schedules/{sid}/backfill", {"start": "2026-11-24T09:00Z", "end": "2026-11-24T10:30Z",
@@ -254,13 +284,14 @@ def test_the_cli_updates_deletes_and_backfills(brand, clock, target):  # noqa: F
         run("delete", sch.id)
 
 
-def test_the_four_ways_agree_on_bounded_skipping_schedules(brand, target):  # noqa: F811
+def test_the_four_ways_agree_on_bounded_skipping_jittered_schedules(brand, target):  # noqa: F811
     from timers.compare import compare
 
     tc = clock_at(brand, "2027-03-12T12:00Z")
     schedule_create(brand=brand, domain=tc.id, spec={"cron": "30 2 * * *"}, zone="America/New_York",
                     target={"url": target.url}, skip=["0-59 * * * 6"], end_at=at("2027-03-15T12:00Z"))
-    schedule_create(brand=brand, domain=tc.id, spec={"every": "6h"}, remaining_actions=5, target={"url": target.url})
+    schedule_create(brand=brand, domain=tc.id, spec={"every": "6h"}, remaining_actions=5, target={"url": target.url},
+                    jitter="2h")
     ways = compare(tc.id, at("2027-03-16T12:00Z"), redeliver=True)
     assert len({w.sha256 for w in ways}) == 1, [(w.label, w.events, w.sha256) for w in ways]
 

@@ -27,6 +27,7 @@ from .inputs import (
     StrictBooleanField,
     StrictCharField,
     StrictIntegerField,
+    StrictRegexField,
     TextField,
     ZoneField,
     plain_json,
@@ -143,6 +144,9 @@ class _BoundsFields(serializers.Serializer[Any]):
     remaining_actions = StrictIntegerField(
         required=False, allow_null=True, min_value=0, max_value=schedule_bounds.MAX_REMAINING,
         help_text="Runs its spec may still start (each takes one; at 0 it fires no more); null: no limit")
+    jitter = StrictRegexField(schedule_bounds.JITTER_PATTERN, required=False, max_length=10,
+                              help_text="Each fire starts up to this much after its time (a span: 30s, 5m), up "
+                                        "to the spec's period; the Run keeps its intended time")
     skip = serializers.ListField(
         child=SkipItemField(), required=False, max_length=schedule_bounds.MAX_SKIP,
         help_text="Cron expressions ('0 9 25 12 *') or dates (2027-12-25), read in the schedule's zone, whose "
@@ -196,6 +200,8 @@ class ScheduleBackfillResultSerializer(serializers.Serializer[Any]):
     fires = serializers.ListField(child=serializers.DateTimeField(), help_text="Instants asked for, in order")
     already_run = serializers.ListField(child=serializers.DateTimeField(), help_text="Instants with a Run already")
     skipped = serializers.ListField(child=serializers.DateTimeField(), help_text="Instants a skip rule leaves out")
+    has_more = serializers.BooleanField(help_text="The span has more instants than one call asks for (1000)")
+    next_start = serializers.DateTimeField(allow_null=True, help_text="Where the next call begins, if has_more")
 
 
 class SchedulePauseSerializer(serializers.Serializer[Any]):
@@ -257,10 +263,11 @@ class ScheduleSerializer(serializers.Serializer[Any]):
     end_at = serializers.DateTimeField(allow_null=True)
     remaining_actions = serializers.IntegerField(allow_null=True)
     skip = serializers.ListField(child=serializers.CharField())
+    jitter = serializers.IntegerField(help_text="seconds")
     deleted = serializers.BooleanField()
     deleted_at = serializers.DateTimeField(allow_null=True)
-    ended = serializers.ChoiceField(choices=["deleted", "remaining_actions", "end_at"], allow_null=True,
-                                    help_text="Why it fires no more, or null")
+    ended = serializers.CharField(allow_null=True, help_text="Why it fires no more (deleted, remaining_actions, "
+                                                             "end_at), or null")
     next_fire_times = serializers.ListField(child=serializers.DateTimeField())
     last_tick = ScheduleTickSerializer(allow_null=True)
     recent_ticks = ScheduleTickSerializer(many=True)
@@ -307,8 +314,8 @@ class ScheduleListView(BrandAPIView):
         summary="Create a schedule",
         description="Fires on its spec in its zone (a skipped minute at the next that exists, a repeated hour once). "
                     "Errors: invalid_spec, invalid_zone, invalid_target, invalid_overlap, invalid_catchup_window "
-                    "(outside 10s to 365d), invalid_buffer_limit, invalid_name, invalid_end_at, invalid_skip, "
-                    "invalid_remaining_actions; schedule_name_taken (409: a "
+                    "(outside 10s to 365d), invalid_buffer_limit, invalid_name, invalid_skip, "
+                    "invalid_remaining_actions, invalid_jitter; schedule_name_taken (409: a "
                     "schedule of that name is on the clock); live_mode_only (403: a test key without test_clock).",
         responses={200: ScheduleSerializer, **ERRORS, **NOT_FOUND, **WRONG_MODE,
                    409: error_response("schedule_name_taken: a schedule of that name is on the clock")},
@@ -323,7 +330,7 @@ class ScheduleListView(BrandAPIView):
                 buffer_limit=body.get("buffer_limit", 100), catchup_window=body.get("catchup_window"),
                 paused=body.get("paused", False), pause_note=body.get("pause_note") or "",
                 start_at=body.get("start_at"), end_at=body.get("end_at"),
-                remaining_actions=body.get("remaining_actions"), skip=body.get("skip"))
+                remaining_actions=body.get("remaining_actions"), skip=body.get("skip"), jitter=body.get("jitter"))
         out = _render(sch)
         if sch.secret:
             out["secret"] = sch.secret  # shown once: check each call's Keeping-Time-Signature with it
@@ -351,6 +358,7 @@ class ScheduleDetailView(BrandAPIView):
                     "schedule_revision_conflict (409: it is at another revision), schedule_deleted (409).",
         responses={200: ScheduleSerializer, **ERRORS, **NOT_FOUND,
                    409: error_response("schedule_revision_conflict, schedule_name_taken, schedule_deleted, "
+                                       "schedule_target_kind (a schedule keeps its kind of target), "
                                        "schedule_of_subscription")},
     )
     def post(self, request: Request, schedule_id: str) -> Response:
@@ -377,8 +385,9 @@ class ScheduleBackfillView(BrandAPIView):
         description="Fires every intended time of its spec in [start, end] that has no Run yet, in order, under "
                     "`overlap` (the schedule's when absent): the live worker starts them at once, a test clock at "
                     "its next advance. An instant that already ran starts nothing (already_run). A span longer "
-                    "than catchup_window is allowed. Errors: invalid_end (before start, or after now), "
-                    "invalid_overlap, backfill_too_long (over 1000 fires), schedule_deleted (409).",
+                    "than catchup_window is allowed; it ends at now at the latest; 1000 instants a call (has_more, "
+                    "next_start). Errors: schedule_deleted, schedule_not_buffering (409: a buffer policy on a "
+                    "schedule that does not buffer).",
         responses={200: ScheduleBackfillResultSerializer, **ERRORS, **NOT_FOUND, **CONFLICT},
     )
     def post(self, request: Request, schedule_id: str) -> Response:

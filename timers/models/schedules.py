@@ -6,7 +6,7 @@ from __future__ import annotations
 from datetime import timedelta
 
 from django.db import models
-from django.db.models import F, Q
+from django.db.models import Q
 
 from ..fields import IdField
 from ..ids import new_id
@@ -62,6 +62,7 @@ class Schedule(models.Model):
     remaining_actions = models.PositiveIntegerField(null=True, blank=True,
                                                     help_text="Runs its spec may still start; none: no limit")
     skip = models.JSONField(default=list, blank=True, help_text="Cron expressions or dates whose times are not fired")
+    jitter = models.DurationField(default=timedelta(0), help_text="Each fire starts up to this much after its time")
     deleted_at = models.DateTimeField(null=True, blank=True, help_text="Deleted: no fire after it; still readable")
     owner_ref = models.CharField(max_length=100, blank=True, help_text="A Service schedule's subscription:name")
     skipped = models.PositiveIntegerField(default=0, help_text="Fires an open Run skipped (overlap)")
@@ -78,8 +79,8 @@ class Schedule(models.Model):
                                    condition=Q(catchup_window__gte=CATCHUP_MIN, catchup_window__lte=CATCHUP_MAX)),
             models.CheckConstraint(name="schedule_paused_has_paused_at",
                                    condition=Q(paused=False) | Q(paused_at__isnull=False)),
-            models.CheckConstraint(name="schedule_end_after_start",
-                                   condition=Q(start_at__isnull=True) | Q(end_at__isnull=True) | Q(end_at__gt=F("start_at"))),
+            models.CheckConstraint(name="schedule_jitter_0_to_365d",
+                                   condition=Q(jitter__gte=timedelta(0), jitter__lte=CATCHUP_MAX)),
             models.UniqueConstraint(fields=["domain", "owner_ref"], condition=~Q(owner_ref=""),
                                     name="schedule_one_per_service_schedule"),
             # A user's schedule is named once per brand and clock (a Service's own are named by owner_ref); a

@@ -56,6 +56,7 @@ class Command(KTCommand):
         up.add_argument("--start-at", help="an instant (2027-01-01T00:00Z); 'none' clears it")
         up.add_argument("--end-at", help="an instant; 'none' clears it")
         up.add_argument("--remaining-actions", help="a whole number; 'none': no limit")
+        up.add_argument("--jitter", help="each fire starts up to this after its time: 30s, 5m")
         up.add_argument("--skip", action="append", help="a cron expression or a date; repeat it; '' clears the list")
         sub.add_parser("delete", help="delete: nothing fires after it; an open Run settles").add_argument(
             "schedule_id")
@@ -137,7 +138,8 @@ class Command(KTCommand):
                                 end=parse_instant(o["end"]), overlap=o["overlap"])
         self.stdout.write(f"{o['schedule_id']} backfill {_z(got['start'])} to {_z(got['end'])} ({got['overlap']}): "
                           f"{len(got['fires'])} to fire, {len(got['already_run'])} already run, "
-                          f"{len(got['skipped'])} skipped (times UTC)")
+                          f"{len(got['skipped'])} skipped (times UTC)"
+                          + (f"; more from {_z(got['next_start'])}" if got["has_more"] else ""))
         for t in got["fires"]:
             self.stdout.write(f"  fires {_z(t)}")
 
@@ -164,7 +166,7 @@ def _update_args(o: dict[str, Any]) -> dict[str, Any]:
         out["spec"] = _json_arg(o["spec"], "spec")
     if o["target"] is not None:
         out["target"] = _json_arg(o["target"], "target")
-    for k in ("zone", "name", "overlap", "buffer_limit", "catchup_window"):
+    for k in ("zone", "name", "overlap", "buffer_limit", "catchup_window", "jitter"):
         if o[k] is not None:
             out[k] = o[k]
     for k in ("start_at", "end_at"):
