@@ -54,6 +54,7 @@ PrimaryEnum = Literal[True]
 RepinAction = Literal['arm', 'supersede', 'keep']
 RepinObject = Literal['repin']
 ScheduleBackfillObject = Literal['schedule_backfill']
+ScheduleClosedDays = Literal['skip', 'next_open', 'previous_open']
 ScheduleObject = Literal['schedule']
 ScheduleOverlap = Literal['skip', 'buffer_one', 'buffer_all', 'cancel_other', 'allow']
 ScheduleRunObject = Literal['schedule_run']
@@ -616,6 +617,8 @@ class Schedule(TypedDict):
     remaining_actions: int | None
     skip: list[str]
     jitter: int
+    calendar: str | None
+    closed_days: ScheduleClosedDays | None
     deleted: bool
     deleted_at: str | None
     ended: str | None
@@ -662,6 +665,8 @@ class ScheduleCreate(TypedDict):
     start_at: NotRequired[str | int | None]
     end_at: NotRequired[str | int | None]
     remaining_actions: NotRequired[int | None]
+    calendar: NotRequired[str | None]
+    closed_days: NotRequired[ScheduleClosedDays]
     jitter: NotRequired[str]
     skip: NotRequired[list[str]]
     test_clock: NotRequired[str | None]
@@ -713,6 +718,8 @@ class ScheduleUpdate(TypedDict):
     start_at: NotRequired[str | int | None]
     end_at: NotRequired[str | int | None]
     remaining_actions: NotRequired[int | None]
+    calendar: NotRequired[str | None]
+    closed_days: NotRequired[ScheduleClosedDays]
     jitter: NotRequired[str]
     skip: NotRequired[list[str]]
     revision: NotRequired[int]
@@ -1405,6 +1412,8 @@ class Schedules(Resource):
         start_at: str | datetime | int | None | Omit = OMIT,
         end_at: str | datetime | int | None | Omit = OMIT,
         remaining_actions: int | None | Omit = OMIT,
+        calendar: str | None | Omit = OMIT,
+        closed_days: ScheduleClosedDays | Omit = OMIT,
         jitter: str | Omit = OMIT,
         skip: builtins.list[str | date] | Omit = OMIT,
         test_clock: str | None | Omit = OMIT,
@@ -1418,7 +1427,7 @@ class Schedules(Resource):
         idempotency_key: str | Omit = OMIT,
     ) -> Schedule:
         """Create a schedule. POST /schedules"""
-        return cast('Schedule', self._client.request('POST', '/schedules', json={'start_at': start_at, 'end_at': end_at, 'remaining_actions': remaining_actions, 'jitter': jitter, 'skip': skip, 'test_clock': test_clock, 'name': name, 'spec': spec, 'zone': zone, 'target': target, 'overlap': overlap, 'buffer_limit': buffer_limit, 'catchup_window': catchup_window, 'paused': paused, 'pause_note': pause_note}, idempotency_key=idempotency_key))
+        return cast('Schedule', self._client.request('POST', '/schedules', json={'start_at': start_at, 'end_at': end_at, 'remaining_actions': remaining_actions, 'calendar': calendar, 'closed_days': closed_days, 'jitter': jitter, 'skip': skip, 'test_clock': test_clock, 'name': name, 'spec': spec, 'zone': zone, 'target': target, 'overlap': overlap, 'buffer_limit': buffer_limit, 'catchup_window': catchup_window, 'paused': paused, 'pause_note': pause_note}, idempotency_key=idempotency_key))
 
     def delete(self, schedule_id: str) -> Schedule:
         """Delete a schedule. DELETE /schedules/{schedule_id}"""
@@ -1463,6 +1472,8 @@ class Schedules(Resource):
         start_at: str | datetime | int | None | Omit = OMIT,
         end_at: str | datetime | int | None | Omit = OMIT,
         remaining_actions: int | None | Omit = OMIT,
+        calendar: str | None | Omit = OMIT,
+        closed_days: ScheduleClosedDays | Omit = OMIT,
         jitter: str | Omit = OMIT,
         skip: builtins.list[str | date] | Omit = OMIT,
         revision: int | Omit = OMIT,
@@ -1478,7 +1489,7 @@ class Schedules(Resource):
         idempotency_key: str | Omit = OMIT,
     ) -> Schedule:
         """Update a schedule. POST /schedules/{schedule_id}"""
-        return cast('Schedule', self._client.request('POST', f"/schedules/{_seg(schedule_id)}", json={'start_at': start_at, 'end_at': end_at, 'remaining_actions': remaining_actions, 'jitter': jitter, 'skip': skip, 'revision': revision, 'name': name, 'spec': spec, 'zone': zone, 'target': target, 'overlap': overlap, 'buffer_limit': buffer_limit, 'catchup_window': catchup_window, 'paused': paused, 'pause_note': pause_note}, idempotency_key=idempotency_key))
+        return cast('Schedule', self._client.request('POST', f"/schedules/{_seg(schedule_id)}", json={'start_at': start_at, 'end_at': end_at, 'remaining_actions': remaining_actions, 'calendar': calendar, 'closed_days': closed_days, 'jitter': jitter, 'skip': skip, 'revision': revision, 'name': name, 'spec': spec, 'zone': zone, 'target': target, 'overlap': overlap, 'buffer_limit': buffer_limit, 'catchup_window': catchup_window, 'paused': paused, 'pause_note': pause_note}, idempotency_key=idempotency_key))
 
 
 class Subjects(Resource):

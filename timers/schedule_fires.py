@@ -241,13 +241,20 @@ def fire(f: Firing) -> None:
     ev = _evaluator(sch)
     bounds = Bounds.of(sch)
     horizon = now - sch.catchup_window
-    # Missed fires are counted, with the first and the last: a long gap is never held in memory.
+    # Missed fires are counted, with the first and the last: a long gap is never held in memory. An instant is
+    # judged by when its fire was owed (where the calendar rolled it, and its jitter); the chain of instants
+    # passed stops at one whose fire is not owed yet (rolled ahead), which is armed next.
     count, first_missed, last_missed, kept, last = 0, None, None, [], at
+    nxt: datetime | None = None
     for d in itertools.chain([at], specs.fires(ev, at, now)):
+        owed = bounds.owed(ev, d)
+        if d != at and owed > now:
+            nxt = d
+            break
         last = d
         if not bounds.within(d):
             continue
-        if d < horizon:
+        if owed < horizon:
             count += 1
             first_missed = first_missed or d
             last_missed = d
@@ -263,22 +270,29 @@ def fire(f: Firing) -> None:
     for d in kept:
         why = bounds.skipped_by(d)
         if why is not None:
-            f.record("schedule.skipped", subject=sch.id, data={"at": iso_z(d), "why": f"skip {why}"})
-            done.append("skipped by its skip list")
+            f.record("schedule.skipped", subject=sch.id, data={"at": iso_z(d), "why": why})
+            done.append(f"skipped ({why})")
             continue
         if remaining == 0:
             break
+        rolled = bounds.rolled(d)
+        if rolled is not None:
+            f.record("schedule.rolled", subject=sch.id, data={"at": iso_z(d), "to": iso_z(rolled[0]),
+                                                              "why": rolled[1]})
         got = _fire_at(f, sch, d, now)
         done.append(got)
         if remaining is not None and got in ("started", "buffered"):
             remaining -= 1
     if remaining != sch.remaining_actions:
         Schedule.objects.filter(pk=sch.pk).update(remaining_actions=remaining)
-    nxt = None if remaining == 0 else bounds.first(ev, max(now, last))
+    if remaining == 0:
+        nxt = None
+    elif nxt is None:
+        nxt = bounds.first(ev, max(now, last))
     if nxt is not None:
         _read_ahead(f, sch, ev, nxt)
-        f.arm(fire_key(sch.id, nxt, sch.revision), owed_at=bounds.owed(ev, nxt), handler=FIRE, data={"at": iso_z(nxt)},
-              opened_at=sch.created_at, what=f"{sch.name or sch.id} · the next fire")
+        f.arm(fire_key(sch.id, nxt, sch.revision), owed_at=bounds.owed(ev, nxt), handler=FIRE,
+              data={"at": iso_z(nxt)}, opened_at=sch.created_at, what=f"{sch.name or sch.id} · the next fire")
     else:
         why_ended = "remaining_actions" if remaining == 0 else "end_at" if sch.end_at is not None else "spec"
         f.record("schedule.ended", subject=sch.id, data={"why": why_ended, "last": iso_z(last)})

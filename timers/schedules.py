@@ -38,7 +38,15 @@ from .models import (
     Timer,
 )
 from .rearm import Rearm
-from .schedule_bounds import MAX_BACKFILL, Bounds, check_jitter, check_remaining, check_skip
+from .schedule_bounds import (
+    MAX_BACKFILL,
+    Bounds,
+    calendar_of,
+    check_closed_days,
+    check_jitter,
+    check_remaining,
+    check_skip,
+)
 from .schedule_runs import direct_arm
 from .schedule_targets import FIRE, START, ScheduleError, compact, fire_key, instant, known_target, seeded
 from .timeutil import iso_z, parse_span
@@ -106,11 +114,15 @@ def schedule_create(*, brand: Brand, domain: str, spec: dict[str, Any], target: 
                     paused: bool = False, pause_note: str = "", owner_ref: str = "",
                     target_kind: str | None = None, start_at: datetime | None = None, end_at: datetime | None = None,
                     remaining_actions: int | None = None, skip: list[str] | None = None,
-                    jitter: str | None = None) -> Schedule:
+                    jitter: str | None = None, calendar: str | None = None,
+                    closed_days: str | None = None) -> Schedule:
     """A schedule on a clock domain; its first fire is the spec's first instant after the domain's now (and
     not before ``start_at``)."""
     ev = _clean(spec, zone, overlap, buffer_limit)
     jitter_span = check_jitter(jitter)
+    closed_days = check_closed_days(closed_days)
+    if calendar:
+        calendar_of(brand.id, calendar)
     remaining_actions = check_remaining(remaining_actions)
     skip = check_skip(skip)
     name = name[:200] if owner_ref else check_schedule_name(name)
@@ -139,7 +151,7 @@ def schedule_create(*, brand: Brand, domain: str, spec: dict[str, Any], target: 
                 secret=f"whsec_{secrets.token_urlsafe(24)}" if kind == "http" else "", overlap=overlap,
                 buffer_limit=buffer_limit, catchup_window=window, owner_ref=owner_ref, created_at=now,
                 start_at=start_at, end_at=end_at, remaining_actions=remaining_actions, skip=skip,
-                jitter=jitter_span)
+                jitter=jitter_span, calendar=calendar or "", closed_days=closed_days)
     except IntegrityError:
         if not name or not Schedule.objects.filter(brand=brand, domain=domain, name=name, owner_ref="",
                                                    deleted_at__isnull=True).exists():
@@ -147,7 +159,7 @@ def schedule_create(*, brand: Brand, domain: str, spec: dict[str, Any], target: 
         raise ScheduleError(f"a schedule named {name!r} is already on this clock; pick another name",
                             code="schedule_name_taken", status=409) from None
     bounds = Bounds.of(sch)
-    first = None if remaining_actions == 0 else bounds.first(ev, now)
+    first = None if remaining_actions == 0 else bounds.first_from(ev, now)
     if first is not None:
         direct_arm(sch)(fire_key(sch.id, first), owed_at=bounds.owed(ev, first), handler=FIRE,
                         data={"at": iso_z(first)}, opened_at=now)
@@ -264,7 +276,7 @@ def schedule_trigger(*, schedule: Schedule) -> Timer:
 
 UNSET: Any = object()  # an update's field that was not given
 # The fields whose change moves the next fire: the armed fire is re-armed (schedule.update on the re-arm list).
-TIMING = ("spec", "zone", "start_at", "end_at", "remaining_actions", "jitter")
+TIMING = ("spec", "zone", "start_at", "end_at", "remaining_actions", "jitter", "calendar", "closed_days")
 
 
 def _json_value(value: object) -> object:
@@ -279,8 +291,8 @@ def _json_value(value: object) -> object:
 def schedule_update(*, schedule: Schedule, revision: int | None = None, spec: Any = UNSET, zone: Any = UNSET,
                     target: Any = UNSET, name: Any = UNSET, overlap: Any = UNSET, buffer_limit: Any = UNSET,
                     catchup_window: Any = UNSET, start_at: Any = UNSET, end_at: Any = UNSET,
-                    remaining_actions: Any = UNSET, skip: Any = UNSET, jitter: Any = UNSET, paused: Any = UNSET,
-                    pause_note: Any = UNSET) -> Schedule:
+                    remaining_actions: Any = UNSET, skip: Any = UNSET, jitter: Any = UNSET, calendar: Any = UNSET,
+                    closed_days: Any = UNSET, paused: Any = UNSET, pause_note: Any = UNSET) -> Schedule:
     """Change what is given; each change is a new revision (``schedule.updated`` with what changed). ``revision``,
     when given, is the revision the caller read: another is 409 schedule_revision_conflict. A change of spec,
     zone or bounds re-arms the next fire only: Runs already started keep theirs. ``paused`` pauses or resumes
@@ -294,7 +306,8 @@ def schedule_update(*, schedule: Schedule, revision: int | None = None, spec: An
     given = {k: v for k, v in (("spec", spec), ("zone", zone), ("target", target), ("name", name),
                                ("overlap", overlap), ("buffer_limit", buffer_limit),
                                ("catchup_window", catchup_window), ("start_at", start_at), ("end_at", end_at),
-                               ("remaining_actions", remaining_actions), ("skip", skip), ("jitter", jitter))
+                               ("remaining_actions", remaining_actions), ("skip", skip), ("jitter", jitter),
+                               ("calendar", calendar), ("closed_days", closed_days))
              if v is not UNSET}
     new = {f: getattr(sch, f) for f in ("spec", "zone", "overlap", "buffer_limit", "start_at", "end_at")}
     new.update({k: v for k, v in given.items() if k in new})
@@ -305,6 +318,12 @@ def schedule_update(*, schedule: Schedule, revision: int | None = None, spec: An
         given["skip"] = check_skip(given["skip"])
     if "jitter" in given:
         given["jitter"] = check_jitter(given["jitter"])
+    if "closed_days" in given:
+        given["closed_days"] = check_closed_days(given["closed_days"])
+    if "calendar" in given:
+        given["calendar"] = given["calendar"] or ""
+        if given["calendar"]:
+            calendar_of(sch.brand_id, given["calendar"])
     if "catchup_window" in given:
         given["catchup_window"] = parse_window(given["catchup_window"])
     if "name" in given:
@@ -359,7 +378,7 @@ def _rearm(sch: Schedule, ev: specs.Evaluator, now: datetime) -> datetime | None
     the new revision's key (held, if paused); the fire it replaces is superseded, naming it."""
     old = _fire_timer(sch, "armed") or _fire_timer(sch, "held")
     bounds = Bounds.of(sch)
-    first = None if sch.remaining_actions == 0 else bounds.first(ev, now)
+    first = None if sch.remaining_actions == 0 else bounds.first_from(ev, now)
     key = fire_key(sch.id, first, sch.revision) if first is not None else ""
     armer = DirectArmer(brand=sch.brand_id, domain=sch.domain, now=now)
     if first is not None:
@@ -459,10 +478,33 @@ def schedule_backfill(*, schedule: Schedule, start: datetime, end: datetime, ove
             "has_more": next_start is not None, "next_start": iso_z(next_start)}
 
 
+def schedules_reroll(*, brand_id: str, calendar_id: str, why: str) -> int:
+    """A calendar changed (a day closed or opened, its weekends or holidays): every schedule on it has its next
+    fire rolled again (``calendar.closed_days`` on the re-arm list), recorded ``schedule.rerolled`` with why.
+    Returns how many moved."""
+    moved = 0
+    for sch in Schedule.objects.select_for_update().filter(brand_id=brand_id, calendar=calendar_id,
+                                                           deleted_at__isnull=True).order_by("created_at", "id"):
+        timer = _fire_timer(sch, "armed")
+        if timer is None:
+            continue  # paused (its held fire rolls when it resumes and fires), or ended
+        intended = instant(timer.data["at"])
+        owed = Bounds.of(sch).owed(specs.parse(sch.spec, sch.zone), intended)
+        if owed == timer.owed_at:
+            continue
+        armer = DirectArmer(brand=sch.brand_id, domain=sch.domain)
+        armer.retime(timer.key, owed_at=owed, by=Rearm.CLOSED_DAYS)
+        armer.record("schedule.rerolled", subject=sch.id, data={"at": iso_z(intended), "to": iso_z(owed),
+                                                                 "why": why})
+        moved += 1
+    return moved
+
+
 def _bounds_json(sch: Schedule, *, only_set: bool = False) -> dict[str, Any]:
     out = {"start_at": iso_z(sch.start_at), "end_at": iso_z(sch.end_at),
            "remaining_actions": sch.remaining_actions, "skip": list(sch.skip or []),
-           "jitter": int(sch.jitter.total_seconds())}
+           "jitter": int(sch.jitter.total_seconds()), "calendar": sch.calendar or None,
+           "closed_days": sch.closed_days if sch.calendar else None}
     return {k: v for k, v in out.items() if v not in (None, [], 0)} if only_set else out
 
 

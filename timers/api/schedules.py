@@ -144,6 +144,12 @@ class _BoundsFields(serializers.Serializer[Any]):
     remaining_actions = StrictIntegerField(
         required=False, allow_null=True, min_value=0, max_value=schedule_bounds.MAX_REMAINING,
         help_text="Runs its spec may still start (each takes one; at 0 it fires no more); null: no limit")
+    calendar = StrictCharField(required=False, allow_null=True, allow_blank=True, max_length=32,
+                               help_text="A calendar of yours (cal_…) whose closed days the schedule skips or rolls; "
+                                         "null or empty: none")
+    closed_days = Choice(choices=list(schedule_bounds.CLOSED_DAYS), component="ScheduleClosedDays", required=False,
+                         help_text="On a closed day of its calendar: skip (the default), or fire at the same local "
+                                   "time on the next_open or previous_open day (schedule.rolled)")
     jitter = StrictRegexField(schedule_bounds.JITTER_PATTERN, required=False, max_length=10,
                               help_text="Each fire starts up to this much after its time (a span: 30s, 5m), up "
                                         "to the spec's period; the Run keeps its intended time")
@@ -264,6 +270,8 @@ class ScheduleSerializer(serializers.Serializer[Any]):
     remaining_actions = serializers.IntegerField(allow_null=True)
     skip = serializers.ListField(child=serializers.CharField())
     jitter = serializers.IntegerField(help_text="seconds")
+    calendar = serializers.CharField(allow_null=True)
+    closed_days = Choice(choices=list(schedule_bounds.CLOSED_DAYS), component="ScheduleClosedDays", allow_null=True)
     deleted = serializers.BooleanField()
     deleted_at = serializers.DateTimeField(allow_null=True)
     ended = serializers.CharField(allow_null=True, help_text="Why it fires no more (deleted, remaining_actions, "
@@ -330,7 +338,8 @@ class ScheduleListView(BrandAPIView):
                 buffer_limit=body.get("buffer_limit", 100), catchup_window=body.get("catchup_window"),
                 paused=body.get("paused", False), pause_note=body.get("pause_note") or "",
                 start_at=body.get("start_at"), end_at=body.get("end_at"),
-                remaining_actions=body.get("remaining_actions"), skip=body.get("skip"), jitter=body.get("jitter"))
+                remaining_actions=body.get("remaining_actions"), skip=body.get("skip"), jitter=body.get("jitter"),
+                calendar=body.get("calendar") or None, closed_days=body.get("closed_days"))
         out = _render(sch)
         if sch.secret:
             out["secret"] = sch.secret  # shown once: check each call's Keeping-Time-Signature with it

@@ -62,6 +62,9 @@ class Schedule(models.Model):
     remaining_actions = models.PositiveIntegerField(null=True, blank=True,
                                                     help_text="Runs its spec may still start; none: no limit")
     skip = models.JSONField(default=list, blank=True, help_text="Cron expressions or dates whose times are not fired")
+    calendar = models.CharField(max_length=32, blank=True, help_text="A calendar of the brand whose closed days it "
+                                                                     "skips or rolls (closed_days)")
+    closed_days = models.CharField(max_length=16, default="skip", help_text="skip, next_open or previous_open")
     jitter = models.DurationField(default=timedelta(0), help_text="Each fire starts up to this much after its time")
     deleted_at = models.DateTimeField(null=True, blank=True, help_text="Deleted: no fire after it; still readable")
     owner_ref = models.CharField(max_length=100, blank=True, help_text="A Service schedule's subscription:name")
@@ -79,6 +82,8 @@ class Schedule(models.Model):
                                    condition=Q(catchup_window__gte=CATCHUP_MIN, catchup_window__lte=CATCHUP_MAX)),
             models.CheckConstraint(name="schedule_paused_has_paused_at",
                                    condition=Q(paused=False) | Q(paused_at__isnull=False)),
+            models.CheckConstraint(name="schedule_closed_days_known",
+                                   condition=Q(closed_days__in=["skip", "next_open", "previous_open"])),
             models.CheckConstraint(name="schedule_jitter_0_to_365d",
                                    condition=Q(jitter__gte=timedelta(0), jitter__lte=CATCHUP_MAX)),
             models.UniqueConstraint(fields=["domain", "owner_ref"], condition=~Q(owner_ref=""),

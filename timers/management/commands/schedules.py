@@ -56,6 +56,8 @@ class Command(KTCommand):
         up.add_argument("--start-at", help="an instant (2027-01-01T00:00Z); 'none' clears it")
         up.add_argument("--end-at", help="an instant; 'none' clears it")
         up.add_argument("--remaining-actions", help="a whole number; 'none': no limit")
+        up.add_argument("--calendar", help="a calendar id whose closed days it skips or rolls; '' for none")
+        up.add_argument("--closed-days", choices=("skip", "next_open", "previous_open"))
         up.add_argument("--jitter", help="each fire starts up to this after its time: 30s, 5m")
         up.add_argument("--skip", action="append", help="a cron expression or a date; repeat it; '' clears the list")
         sub.add_parser("delete", help="delete: nothing fires after it; an open Run settles").add_argument(
@@ -166,7 +168,7 @@ def _update_args(o: dict[str, Any]) -> dict[str, Any]:
         out["spec"] = _json_arg(o["spec"], "spec")
     if o["target"] is not None:
         out["target"] = _json_arg(o["target"], "target")
-    for k in ("zone", "name", "overlap", "buffer_limit", "catchup_window", "jitter"):
+    for k in ("zone", "name", "overlap", "buffer_limit", "catchup_window", "jitter", "calendar", "closed_days"):
         if o[k] is not None:
             out[k] = o[k]
     for k in ("start_at", "end_at"):
