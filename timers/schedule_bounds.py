@@ -166,7 +166,8 @@ class Bounds:
         jitter = getattr(sch, "jitter", None) or timedelta(0)
         seed = domain_seed(sch.domain) if jitter else ""  # type: ignore[attr-defined]
         calendar_id = getattr(sch, "calendar", "")
-        cal = calendar_of(sch.brand_id, calendar_id) if calendar_id else None  # type: ignore[attr-defined]
+        # A calendar gone since (the admin removed it) leaves the schedule on no calendar, not failing its fires.
+        cal = _calendars[0](sch.brand_id, calendar_id) if calendar_id and _calendars else None  # type: ignore[attr-defined]
         return cls(zone_named(sch.zone), sch.start_at, sch.end_at, tuple(sch.skip or ()),  # type: ignore[attr-defined]
                    jitter, seed, sch.id, cal, getattr(sch, "closed_days", "skip"))  # type: ignore[attr-defined]
 

@@ -312,6 +312,8 @@ def schedule_update(*, schedule: Schedule, revision: int | None = None, spec: An
     new = {f: getattr(sch, f) for f in ("spec", "zone", "overlap", "buffer_limit", "start_at", "end_at")}
     new.update({k: v for k, v in given.items() if k in new})
     ev = _clean(new["spec"], new["zone"], new["overlap"], new["buffer_limit"])
+    if "spec" in given and not sch.owner_ref:
+        quotas.period_within(_period(ev, now))  # as at its making: no more often than the shortest period
     if "remaining_actions" in given:
         given["remaining_actions"] = check_remaining(given["remaining_actions"])
     if "skip" in given:

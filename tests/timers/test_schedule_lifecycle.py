@@ -295,3 +295,20 @@ def test_the_four_ways_agree_on_bounded_skipping_jittered_schedules(brand, targe
     ways = compare(tc.id, at("2027-03-16T12:00Z"), redeliver=True)
     assert len({w.sha256 for w in ways}) == 1, [(w.label, w.events, w.sha256) for w in ways]
 
+
+
+def test_an_update_while_paused_re_arms_a_held_fire_and_keeps_the_period_quota(brand, target):  # noqa: F811
+    tc = clock_at(brand, "2027-01-04T00:05Z")
+    sch = schedule_create(brand=brand, domain=tc.id, spec={"every": "1h"}, target={"url": target.url})
+    schedule_pause(schedule=sch)
+    sch = schedule_update(schedule=sch, spec={"every": "2h"})
+    held = Timer.objects.get(domain=tc.id, owner=sch.id, status="held")
+    assert held.data["at"] == "2027-01-04T02:00:00Z" and held.key.endswith("@2")
+    assert not Timer.objects.filter(domain=tc.id, owner=sch.id, status="armed").exists()
+    advance(tc.id, at("2027-01-04T03:00Z"))
+    assert ticks(sch) == []  # still paused
+    with pytest.raises(KeepingTimeError) as err:
+        schedule_update(schedule=sch, spec={"every": "30s"})
+    assert err.value.code == "quota_exceeded"
+    sch.refresh_from_db()
+    assert sch.spec == {"every": "2h"} and sch.revision == 2
