@@ -50,7 +50,7 @@ MAX_ROLL = 366  # days a roll looks through for an open one
 WEEKDAYS = ("Monday", "Tuesday", "Wednesday", "Thursday", "Friday", "Saturday", "Sunday")
 MONTHS = ("January", "February", "March", "April", "May", "June", "July", "August", "September", "October",
           "November", "December")
-LOOK_AHEAD = 10_000  # instants looked through for the next that fires (a skip list may exclude many)
+LOOK_AHEAD = 1_000  # instants looked through for the next that fires (a skip list may exclude many)
 
 
 class BoundsError(KeepingTimeError):

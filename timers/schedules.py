@@ -446,8 +446,8 @@ def schedule_backfill(*, schedule: Schedule, start: datetime, end: datetime, ove
     instants: list[datetime] = []
     skipped: list[str | None] = []
     next_start: datetime | None = None
-    for at in specs.fires(ev, start - timedelta(microseconds=1), end):
-        if len(instants) >= MAX_BACKFILL:
+    for n, at in enumerate(specs.fires(ev, start - timedelta(microseconds=1), end)):
+        if len(instants) >= MAX_BACKFILL or n >= 10 * MAX_BACKFILL:  # skipped ones count too, ten times over
             next_start = at
             break
         if bounds.skipped_by(at) is not None:
