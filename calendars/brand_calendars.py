@@ -32,7 +32,7 @@ from timers.armer import DirectArmer
 from timers.errors import KeepingTimeError
 from timers.models import Brand
 from timers.rearm import Rearm
-from timers.schedules import schedules_reroll
+from timers.schedule_changes import schedules_reroll
 from timers.timeutil import zone_names
 
 from .clocks import clock_move

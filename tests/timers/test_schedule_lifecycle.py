@@ -24,14 +24,8 @@ from timers.advance import advance
 from timers.armer import DirectArmer
 from timers.errors import KeepingTimeError
 from timers.models import Event, Schedule, ScheduleRun, Timer
-from timers.schedules import (
-    schedule_backfill,
-    schedule_create,
-    schedule_delete,
-    schedule_json,
-    schedule_pause,
-    schedule_update,
-)
+from timers.schedule_changes import schedule_backfill, schedule_delete, schedule_update
+from timers.schedules import schedule_create, schedule_json, schedule_pause
 
 NY = ZoneInfo("America/New_York")
 

@@ -1,5 +1,6 @@
-"""Schedules over HTTP: ``POST/GET /schedules``, ``GET /schedules/<id>``, ``POST /schedules/<id>/pause
-{pause_note}``, ``…/resume``, ``…/trigger``. Views parse, call timers/schedules.py, render.
+"""Schedules over HTTP: ``POST/GET /schedules``, ``GET /schedules/<id>``, ``POST /schedules/<id>`` (update),
+``DELETE /schedules/<id>``, ``POST /schedules/<id>/pause {pause_note}``, ``…/resume``, ``…/trigger``,
+``…/backfill``. Views parse, call timers/schedules.py and timers/schedule_changes.py, render.
 
 The body's shape is checked first (400), then the clock domain (404 for a test clock that is not the caller's,
 403 across modes), then what only the runtime can read (400 with its code: invalid_spec, invalid_zone,
@@ -17,7 +18,7 @@ from drf_spectacular.utils import extend_schema, inline_serializer
 from rest_framework import serializers
 from rest_framework.response import Response
 
-from .. import schedule_bounds, schedule_spec, schedule_targets, schedules
+from .. import schedule_bounds, schedule_changes, schedule_spec, schedule_targets, schedules
 from ..models import OVERLAPS, Brand, Schedule, ScheduleRun, ScheduleTick
 from ..selectors import arm_domain_of, domain_of, get_owned, owned, page
 from . import idempotency
@@ -374,7 +375,7 @@ class ScheduleDetailView(BrandAPIView):
         sch = get_schedule(self.brand, schedule_id)
         body = self.body(ScheduleUpdateSerializer)
         given = {k: v for k, v in body.items() if k != "revision"}
-        schedules.schedule_update(schedule=sch, revision=body.get("revision"), **given)
+        schedule_changes.schedule_update(schedule=sch, revision=body.get("revision"), **given)
         return Response(_render(sch))
 
     @extend_schema(operation_id="schedules_delete", tags=["schedules"], summary="Delete a schedule",
@@ -383,7 +384,7 @@ class ScheduleDetailView(BrandAPIView):
                    responses={200: ScheduleSerializer, 401: ERRORS[401], **NOT_FOUND, **CONFLICT})
     def delete(self, request: Request, schedule_id: str) -> Response:
         sch = get_schedule(self.brand, schedule_id)
-        schedules.schedule_delete(schedule=sch)
+        schedule_changes.schedule_delete(schedule=sch)
         return Response(_render(sch))
 
 
@@ -402,7 +403,7 @@ class ScheduleBackfillView(BrandAPIView):
     def post(self, request: Request, schedule_id: str) -> Response:
         sch = get_schedule(self.brand, schedule_id)
         body = self.body(ScheduleBackfillSerializer)
-        return Response(schedules.schedule_backfill(schedule=sch, start=body["start"], end=body["end"],
+        return Response(schedule_changes.schedule_backfill(schedule=sch, start=body["start"], end=body["end"],
                                                     overlap=body.get("overlap")))
 
 

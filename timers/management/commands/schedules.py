@@ -10,15 +10,8 @@ from django.core.management.base import CommandError, CommandParser
 
 from timers.errors import KeepingTimeError
 from timers.models import LIVE, LIVE_PREFIX, OVERLAPS, Schedule
-from timers.schedules import (
-    schedule_backfill,
-    schedule_delete,
-    schedule_json,
-    schedule_pause,
-    schedule_resume,
-    schedule_trigger,
-    schedule_update,
-)
+from timers.schedule_changes import schedule_backfill, schedule_delete, schedule_update
+from timers.schedules import schedule_json, schedule_pause, schedule_resume, schedule_trigger
 from timers.timeutil import iso_z, parse_instant
 
 from ..base import KTCommand
