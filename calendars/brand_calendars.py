@@ -32,6 +32,7 @@ from timers.armer import DirectArmer
 from timers.errors import KeepingTimeError
 from timers.models import Brand
 from timers.rearm import Rearm
+from timers.schedule_changes import schedules_reroll
 from timers.timeutil import zone_names
 
 from .clocks import clock_move
@@ -283,7 +284,9 @@ def _open_items(calendar: Calendar) -> list[ClockItem]:
 
 
 def _reroll(calendar: Calendar, why: str) -> int:
-    """Every open date on the calendar, or bound to it, is rolled again: calendars are never pinned."""
+    """Every open date on the calendar, or bound to it, is rolled again: calendars are never pinned. The
+    schedules on it roll their next fire again too (timers.schedules.schedules_reroll)."""
+    schedules_reroll(brand_id=calendar.brand_id, calendar_id=calendar.id, why=why)
     moved = 0
     armers: dict[str, DirectArmer] = {}
     for item in _open_items(calendar):

@@ -75,6 +75,12 @@ def civil_calendar(cal: Calendar) -> BusinessCalendar:
     return _civil(cal, _signature(cal))
 
 
+def schedule_calendar(brand_id: str, calendar_id: str) -> BusinessCalendar | None:
+    """A schedule's calendar (timers.schedule_bounds.register_calendars): the brand's, by id, or None."""
+    cal = Calendar.objects.filter(brand_id=brand_id, pk=calendar_id).first()
+    return None if cal is None else civil_calendar(cal)
+
+
 def business_calendar(subject: Subject) -> BusinessCalendar:
     """The subject's calendar: its zone and closing minute judge each of its dues."""
     cal = subject.calendar

@@ -53,6 +53,8 @@ PoolObject = Literal['pool']
 PrimaryEnum = Literal[True]
 RepinAction = Literal['arm', 'supersede', 'keep']
 RepinObject = Literal['repin']
+ScheduleBackfillObject = Literal['schedule_backfill']
+ScheduleClosedDays = Literal['skip', 'next_open', 'previous_open']
 ScheduleObject = Literal['schedule']
 ScheduleOverlap = Literal['skip', 'buffer_one', 'buffer_all', 'cancel_other', 'allow']
 ScheduleRunObject = Literal['schedule_run']
@@ -610,6 +612,16 @@ class Schedule(TypedDict):
     paused_at: str | None
     revision: int
     test_clock: str | None
+    start_at: str | None
+    end_at: str | None
+    remaining_actions: int | None
+    skip: list[str]
+    jitter: int
+    calendar: str | None
+    closed_days: ScheduleClosedDays | None
+    deleted: bool
+    deleted_at: str | None
+    ended: str | None
     next_fire_times: list[str]
     last_tick: ScheduleTick | None
     recent_ticks: list[ScheduleTick]
@@ -619,6 +631,25 @@ class Schedule(TypedDict):
     created: str
     secret: NotRequired[str]
     shown_once: NotRequired[list[str]]
+
+
+class ScheduleBackfill(TypedDict):
+    start: str | int
+    end: str | int
+    overlap: NotRequired[ScheduleOverlap]
+
+
+class ScheduleBackfillResult(TypedDict):
+    object: ScheduleBackfillObject
+    schedule: str
+    start: str
+    end: str
+    overlap: ScheduleOverlap
+    fires: list[str]
+    already_run: list[str]
+    skipped: list[str]
+    has_more: bool
+    next_start: str | None
 
 
 class ScheduleCounters(TypedDict):
@@ -631,6 +662,13 @@ class ScheduleCounters(TypedDict):
 
 
 class ScheduleCreate(TypedDict):
+    start_at: NotRequired[str | int | None]
+    end_at: NotRequired[str | int | None]
+    remaining_actions: NotRequired[int | None]
+    calendar: NotRequired[str | None]
+    closed_days: NotRequired[ScheduleClosedDays]
+    jitter: NotRequired[str]
+    skip: NotRequired[list[str]]
     test_clock: NotRequired[str | None]
     name: NotRequired[str]
     spec: dict[str, Any]
@@ -674,6 +712,26 @@ class ScheduleTick(TypedDict):
     fired_at: str
     settled_at: str | None
     run: ScheduleRun
+
+
+class ScheduleUpdate(TypedDict):
+    start_at: NotRequired[str | int | None]
+    end_at: NotRequired[str | int | None]
+    remaining_actions: NotRequired[int | None]
+    calendar: NotRequired[str | None]
+    closed_days: NotRequired[ScheduleClosedDays]
+    jitter: NotRequired[str]
+    skip: NotRequired[list[str]]
+    revision: NotRequired[int]
+    name: NotRequired[str]
+    spec: NotRequired[dict[str, Any]]
+    zone: NotRequired[ZoneEnum]
+    target: NotRequired[dict[str, Any]]
+    overlap: NotRequired[ScheduleOverlap]
+    buffer_limit: NotRequired[int]
+    catchup_window: NotRequired[int | str]
+    paused: NotRequired[bool]
+    pause_note: NotRequired[str]
 
 
 class Statement(TypedDict):
@@ -1345,11 +1403,30 @@ class Proposals(Resource):
 class Schedules(Resource):
     """schedules: /schedules…"""
 
+    def backfill(
+        self,
+        schedule_id: str,
+        *,
+        start: str | datetime | int,
+        end: str | datetime | int,
+        overlap: ScheduleOverlap | Omit = OMIT,
+        idempotency_key: str | Omit = OMIT,
+    ) -> ScheduleBackfillResult:
+        """Backfill a schedule. POST /schedules/{schedule_id}/backfill"""
+        return cast('ScheduleBackfillResult', self._client.request('POST', f"/schedules/{_seg(schedule_id)}/backfill", json={'start': start, 'end': end, 'overlap': overlap}, idempotency_key=idempotency_key))
+
     def create(
         self,
         *,
         spec: dict[str, Any],
         target: dict[str, Any],
+        start_at: str | datetime | int | None | Omit = OMIT,
+        end_at: str | datetime | int | None | Omit = OMIT,
+        remaining_actions: int | None | Omit = OMIT,
+        calendar: str | None | Omit = OMIT,
+        closed_days: ScheduleClosedDays | Omit = OMIT,
+        jitter: str | Omit = OMIT,
+        skip: builtins.list[str | date] | Omit = OMIT,
         test_clock: str | None | Omit = OMIT,
         name: str | Omit = OMIT,
         zone: ZoneEnum | Omit = OMIT,
@@ -1361,7 +1438,11 @@ class Schedules(Resource):
         idempotency_key: str | Omit = OMIT,
     ) -> Schedule:
         """Create a schedule. POST /schedules"""
-        return cast('Schedule', self._client.request('POST', '/schedules', json={'test_clock': test_clock, 'name': name, 'spec': spec, 'zone': zone, 'target': target, 'overlap': overlap, 'buffer_limit': buffer_limit, 'catchup_window': catchup_window, 'paused': paused, 'pause_note': pause_note}, idempotency_key=idempotency_key))
+        return cast('Schedule', self._client.request('POST', '/schedules', json={'start_at': start_at, 'end_at': end_at, 'remaining_actions': remaining_actions, 'calendar': calendar, 'closed_days': closed_days, 'jitter': jitter, 'skip': skip, 'test_clock': test_clock, 'name': name, 'spec': spec, 'zone': zone, 'target': target, 'overlap': overlap, 'buffer_limit': buffer_limit, 'catchup_window': catchup_window, 'paused': paused, 'pause_note': pause_note}, idempotency_key=idempotency_key))
+
+    def delete(self, schedule_id: str) -> Schedule:
+        """Delete a schedule. DELETE /schedules/{schedule_id}"""
+        return cast('Schedule', self._client.request('DELETE', f"/schedules/{_seg(schedule_id)}"))
 
     def list(
         self,
@@ -1394,6 +1475,32 @@ class Schedules(Resource):
     def trigger(self, schedule_id: str, *, idempotency_key: str | Omit = OMIT) -> Schedule:
         """Fire a schedule now. POST /schedules/{schedule_id}/trigger"""
         return cast('Schedule', self._client.request('POST', f"/schedules/{_seg(schedule_id)}/trigger", idempotency_key=idempotency_key))
+
+    def update(
+        self,
+        schedule_id: str,
+        *,
+        start_at: str | datetime | int | None | Omit = OMIT,
+        end_at: str | datetime | int | None | Omit = OMIT,
+        remaining_actions: int | None | Omit = OMIT,
+        calendar: str | None | Omit = OMIT,
+        closed_days: ScheduleClosedDays | Omit = OMIT,
+        jitter: str | Omit = OMIT,
+        skip: builtins.list[str | date] | Omit = OMIT,
+        revision: int | Omit = OMIT,
+        name: str | Omit = OMIT,
+        spec: dict[str, Any] | Omit = OMIT,
+        zone: ZoneEnum | Omit = OMIT,
+        target: dict[str, Any] | Omit = OMIT,
+        overlap: ScheduleOverlap | Omit = OMIT,
+        buffer_limit: int | Omit = OMIT,
+        catchup_window: int | str | Omit = OMIT,
+        paused: bool | Omit = OMIT,
+        pause_note: str | Omit = OMIT,
+        idempotency_key: str | Omit = OMIT,
+    ) -> Schedule:
+        """Update a schedule. POST /schedules/{schedule_id}"""
+        return cast('Schedule', self._client.request('POST', f"/schedules/{_seg(schedule_id)}", json={'start_at': start_at, 'end_at': end_at, 'remaining_actions': remaining_actions, 'calendar': calendar, 'closed_days': closed_days, 'jitter': jitter, 'skip': skip, 'revision': revision, 'name': name, 'spec': spec, 'zone': zone, 'target': target, 'overlap': overlap, 'buffer_limit': buffer_limit, 'catchup_window': catchup_window, 'paused': paused, 'pause_note': pause_note}, idempotency_key=idempotency_key))
 
 
 class Subjects(Resource):
@@ -1810,12 +1917,15 @@ OPERATIONS: dict[str, tuple[str, str, str, str]] = {
     'portal_sessions_create': ('POST', '/portal_sessions', 'portal_sessions', 'create'),
     'proposals_approve': ('POST', '/proposals/{proposal_id}/approve', 'proposals', 'approve'),
     'proposals_retrieve': ('GET', '/proposals/{proposal_id}', 'proposals', 'retrieve'),
+    'schedules_backfill': ('POST', '/schedules/{schedule_id}/backfill', 'schedules', 'backfill'),
     'schedules_create': ('POST', '/schedules', 'schedules', 'create'),
+    'schedules_delete': ('DELETE', '/schedules/{schedule_id}', 'schedules', 'delete'),
     'schedules_list': ('GET', '/schedules', 'schedules', 'list'),
     'schedules_pause': ('POST', '/schedules/{schedule_id}/pause', 'schedules', 'pause'),
     'schedules_resume': ('POST', '/schedules/{schedule_id}/resume', 'schedules', 'resume'),
     'schedules_retrieve': ('GET', '/schedules/{schedule_id}', 'schedules', 'retrieve'),
     'schedules_trigger': ('POST', '/schedules/{schedule_id}/trigger', 'schedules', 'trigger'),
+    'schedules_update': ('POST', '/schedules/{schedule_id}', 'schedules', 'update'),
     'subjects_calendar': ('GET', '/subjects/{subject_id}/calendar', 'subjects', 'calendar'),
     'subjects_contacts_create': ('POST', '/subjects/{subject_id}/contacts', 'subjects', 'contacts_create'),
     'subjects_contacts_delete': ('DELETE', '/subjects/{subject_id}/contacts/{contact_id}', 'subjects', 'contacts_delete'),

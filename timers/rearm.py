@@ -23,6 +23,7 @@ class Rearm(StrEnum):
     CLOCK_REPINNED = "repin"  # services/repin.py: a clock moved to another version (its by since v1)
     SUBSCRIPTION_UPDATE = "subscription.update"  # the next mint re-armed with the new input
     CLOCK_REOPENED = "clock.reopened"  # an act taken back (an acknowledgement): the date's reminders ahead again
+    SCHEDULE_UPDATE = "schedule.update"  # a schedule's spec, zone, bounds or skip changed: its next fire re-armed
 
 
 def rearm_cause(by: str) -> Rearm:

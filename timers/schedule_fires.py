@@ -38,6 +38,7 @@ from . import schedule_spec as specs
 from .errors import KeepingTimeError
 from .ids import new_id
 from .models import DeadLetter, Schedule, ScheduleRun, ScheduleTick, TestClock
+from .schedule_bounds import Bounds
 from .schedule_runs import OPEN_HTTP, close_run, dead_letter, open_runs, settle_tick
 from .schedule_targets import (
     FIRE,
@@ -125,11 +126,12 @@ def _start_run(f: Firing, sch: Schedule, at: datetime, now: datetime) -> Schedul
     return run
 
 
-def _fire_at(f: Firing, sch: Schedule, at: datetime, now: datetime) -> str:
-    """One fire due for ``at``: the overlap policy decides what it starts. Returns what it did."""
-    running = open_runs(sch) if sch.overlap != Schedule.Overlap.ALLOW else []
+def _fire_at(f: Firing, sch: Schedule, at: datetime, now: datetime, *, overlap: str | None = None) -> str:
+    """One fire due for ``at``: the overlap policy (the schedule's, or a backfill's own) decides what it starts.
+    Returns what it did."""
+    policy = overlap or sch.overlap
+    running = open_runs(sch) if policy != Schedule.Overlap.ALLOW else []
     if running:
-        policy = sch.overlap
         if policy == Schedule.Overlap.SKIP:
             Schedule.objects.filter(pk=sch.pk).update(skipped=F("skipped") + 1)
             f.record("schedule.skipped", subject=sch.id, data={"at": iso_z(at), "open": running[0].id})
@@ -193,25 +195,25 @@ def _read_ahead(f: Firing, sch: Schedule, ev: Any, nxt: datetime) -> None:
     if b is None or nxt > f.run.to:
         return
     checked = b.cache("timers.schedules.ahead", tables=())
-    key = fire_key(sch.id, nxt)
+    key = fire_key(sch.id, nxt, sch.revision)
     if key in checked:
         return
     locked: Mapping[str, Schedule | None] = b.caches.get("timers.schedules") or {}
-    starts: dict[str, tuple[Any, datetime, bool]] = {sch.id: (ev, nxt, True)}
+    starts: dict[str, tuple[Any, datetime, bool, int]] = {sch.id: (ev, nxt, True, sch.revision)}
     for t in f.run.holding((FIRE,)):
         other = locked.get(t.owner)
         if other is not None and t.owner not in starts:
             with contextlib.suppress(KeepingTimeError):
-                starts[t.owner] = (_evaluator(other), instant(t.data["at"]), False)
+                starts[t.owner] = (_evaluator(other), instant(t.data["at"]), False, other.revision)
     per = max(1, AHEAD // len(starts))
     keys: list[str] = []
-    for owner, (e, d, first) in starts.items():
-        got = [fire_key(owner, d)] if first else []
+    for owner, (e, d, first, rev) in starts.items():
+        got = [fire_key(owner, d, rev)] if first else []
         while len(got) < per:
             d = e.after(d)
             if d is None or d > f.run.to:
                 break
-            got.append(fire_key(owner, d))
+            got.append(fire_key(owner, d, rev))
         keys.extend(k for k in got if k not in checked)
     there = {t.key for t in f.run.store.load_many(f.run.domain, keys)}  # the store's cursor: not the batch's
     absent = [k for k in keys if k not in there]
@@ -221,10 +223,15 @@ def _read_ahead(f: Firing, sch: Schedule, ev: Any, nxt: datetime) -> None:
 
 
 def fire(f: Firing) -> None:
-    """The fire timer: start the instant's Run (and any missed since, inside the window), arm the next."""
+    """The fire timer: start the instant's Run (and any missed since, inside the window), arm the next. Fires
+    outside the schedule's bounds never start; a skip rule's are recorded skipped; each Run made takes one of
+    ``remaining_actions``, and at 0 (or past ``end_at``) no next fire is armed: ``schedule.ended`` says why."""
     sch = _locked(f)
     if sch is None:
         f.what = "schedule gone"
+        return
+    if sch.deleted_at is not None:  # its timers were superseded at the delete; one that slipped through: nothing
+        f.what = "deleted"
         return
     at = instant(f.timer.data["at"])
     now = max(f.now, f.instant)
@@ -232,28 +239,64 @@ def fire(f: Firing) -> None:
         f.what = "paused"
         return
     ev = _evaluator(sch)
+    bounds = Bounds.of(sch)
     horizon = now - sch.catchup_window
-    # Missed fires are counted, with the first and the last: a long gap is never held in memory.
+    # Missed fires are counted, with the first and the last: a long gap is never held in memory. An instant is
+    # judged by when its fire was owed (where the calendar rolled it, and its jitter); the chain of instants
+    # passed stops at one whose fire is not owed yet (rolled ahead), which is armed next.
     count, first_missed, last_missed, kept, last = 0, None, None, [], at
+    nxt: datetime | None = None
     for d in itertools.chain([at], specs.fires(ev, at, now)):
+        owed = bounds.owed(ev, d)
+        if d != at and owed > now:
+            nxt = d
+            break
         last = d
-        if d < horizon:
+        if not bounds.within(d):
+            continue
+        if owed < horizon:
             count += 1
             first_missed = first_missed or d
             last_missed = d
         else:
             kept.append(d)
-    nxt = ev.after(max(now, last))
-    if nxt is not None:
-        _read_ahead(f, sch, ev, nxt)
-        f.arm(fire_key(sch.id, nxt), owed_at=nxt, handler=FIRE, data={"at": iso_z(nxt)}, opened_at=sch.created_at,
-              what=f"{sch.name or sch.id} · the next fire")
     if count:
         Schedule.objects.filter(pk=sch.pk).update(missed=F("missed") + count)
         f.record("schedule.missed", subject=sch.id, data={"count": count, "first": iso_z(first_missed),
                                                           "last": iso_z(last_missed),
                                                           "window": int(sch.catchup_window.total_seconds())})
-    done = [_fire_at(f, sch, d, now) for d in kept]
+    remaining = sch.remaining_actions
+    done = []
+    for d in kept:
+        why = bounds.skipped_by(d)
+        if why is not None:
+            f.record("schedule.skipped", subject=sch.id, data={"at": iso_z(d), "why": why})
+            done.append(f"skipped ({why})")
+            continue
+        if remaining == 0:
+            break
+        rolled = bounds.rolled(d)
+        if rolled is not None:
+            f.record("schedule.rolled", subject=sch.id, data={"at": iso_z(d), "to": iso_z(rolled[0]),
+                                                              "why": rolled[1]})
+        got = _fire_at(f, sch, d, now)
+        done.append(got)
+        if remaining is not None and got in ("started", "buffered"):
+            remaining -= 1
+    if remaining != sch.remaining_actions:
+        Schedule.objects.filter(pk=sch.pk).update(remaining_actions=remaining)
+    if remaining == 0:
+        nxt = None
+    elif nxt is None:
+        nxt = bounds.first(ev, max(now, last))
+    if nxt is not None:
+        _read_ahead(f, sch, ev, nxt)
+        f.arm(fire_key(sch.id, nxt, sch.revision), owed_at=bounds.owed(ev, nxt), handler=FIRE,
+              data={"at": iso_z(nxt)}, opened_at=sch.created_at, what=f"{sch.name or sch.id} · the next fire")
+    else:
+        why_ended = "remaining_actions" if remaining == 0 else "end_at" if sch.end_at is not None else "spec"
+        f.record("schedule.ended", subject=sch.id, data={"why": why_ended, "last": iso_z(last)})
+        done.append(f"ended ({why_ended})")
     f.what = (f"{sch.name or sch.id} · {', '.join(done) or 'nothing'}"
               + (f" · {count} missed, older than the window" if count else ""))
 
@@ -263,6 +306,9 @@ def start(f: Firing) -> None:
     sch = _locked(f)
     if sch is None:
         f.what = "schedule gone"
+        return
+    if sch.deleted_at is not None:
+        f.what = "deleted"
         return
     now = max(f.now, f.instant)
     data = f.timer.data
@@ -276,7 +322,8 @@ def start(f: Firing) -> None:
         _begin(f, sch, run, now)
         f.what = f"{sch.name or sch.id} · buffered fire of {iso_z(run.intended_at)} started"
         return
-    f.what = f"{sch.name or sch.id} · trigger · {_fire_at(f, sch, instant(data['at']), now)}"
+    what = "backfill" if data.get("backfill") else "trigger"
+    f.what = f"{sch.name or sch.id} · {what} · {_fire_at(f, sch, instant(data['at']), now, overlap=data.get('overlap'))}"
 
 
 def register() -> None:

@@ -96,6 +96,8 @@ def _http_open_runs(sch: Schedule) -> list[ScheduleRun] | None:
 
 def release_buffered(sch: Schedule, now: datetime, arm: Callable[..., None]) -> None:
     """The open Run closed: the oldest buffered fire starts now (a timer, so it starts inside the tick)."""
+    if sch.deleted_at is not None:
+        return  # a deleted schedule's buffered fires were dropped: none starts after the delete
     if sch.overlap not in (Schedule.Overlap.BUFFER_ONE, Schedule.Overlap.BUFFER_ALL):
         return
     if open_runs(sch):

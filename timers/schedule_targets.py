@@ -45,8 +45,11 @@ def compact(t: datetime) -> str:
     return t.strftime("%Y%m%dT%H%M%SZ" if t.second or t.microsecond else "%Y%m%dT%H%MZ")
 
 
-def fire_key(schedule_id: str, at: datetime) -> str:
-    return f"{schedule_id}:schedule:fire:{compact(at)}"
+def fire_key(schedule_id: str, at: datetime, revision: int = 1) -> str:
+    """A fire's key: ``<sch>:schedule:fire:<instant>``, and ``@<revision>`` once the schedule was updated, so a
+    re-armed fire never meets the key of one an update superseded (an instant can be next again)."""
+    key = f"{schedule_id}:schedule:fire:{compact(at)}"
+    return key if revision <= 1 else f"{key}@{revision}"
 
 
 def seeded(prefix: str, domain: str, *parts: str) -> str:

@@ -1,5 +1,5 @@
 """Schedules outside the tick: made, paused, resumed and triggered (keyword-only service functions), and read
-as the API answers them.
+as the API answers them; updated, deleted, backfilled and rolled again by a calendar: timers/schedule_changes.py.
 
 A schedule fires on a spec (cron, an interval with a phase, a calendar period) in a zone, for a user's HTTP
 endpoint or a Service's jobs; its next fire is one timer whose firing (timers/schedule_fires.py) starts the
@@ -35,6 +35,14 @@ from .models import (
     ScheduleTick,
     TestClock,
     Timer,
+)
+from .schedule_bounds import (
+    Bounds,
+    calendar_of,
+    check_closed_days,
+    check_jitter,
+    check_remaining,
+    check_skip,
 )
 from .schedule_runs import direct_arm
 from .schedule_targets import FIRE, START, ScheduleError, compact, fire_key, instant, known_target, seeded
@@ -101,9 +109,19 @@ def _clean(spec: object, zone: str, overlap: str, buffer_limit: object) -> specs
 def schedule_create(*, brand: Brand, domain: str, spec: dict[str, Any], target: dict[str, Any], zone: str = "UTC", name: str = "",
                     overlap: str = "skip", buffer_limit: int = 100, catchup_window: object = None,
                     paused: bool = False, pause_note: str = "", owner_ref: str = "",
-                    target_kind: str | None = None) -> Schedule:
-    """A schedule on a clock domain; its first fire is the spec's first instant after the domain's now."""
+                    target_kind: str | None = None, start_at: datetime | None = None, end_at: datetime | None = None,
+                    remaining_actions: int | None = None, skip: list[str] | None = None,
+                    jitter: str | None = None, calendar: str | None = None,
+                    closed_days: str | None = None) -> Schedule:
+    """A schedule on a clock domain; its first fire is the spec's first instant after the domain's now (and
+    not before ``start_at``)."""
     ev = _clean(spec, zone, overlap, buffer_limit)
+    jitter_span = check_jitter(jitter)
+    closed_days = check_closed_days(closed_days)
+    if calendar:
+        calendar_of(brand.id, calendar)
+    remaining_actions = check_remaining(remaining_actions)
+    skip = check_skip(skip)
     name = name[:200] if owner_ref else check_schedule_name(name)
     window = parse_window(catchup_window)
     if not isinstance(target, dict):
@@ -128,19 +146,24 @@ def schedule_create(*, brand: Brand, domain: str, spec: dict[str, Any], target: 
                 id=seeded("sch", domain, "schedule", owner_ref or name, now.isoformat(), str(n)), brand=brand,
                 domain=domain, name=name, spec=spec, zone=zone, target_kind=kind, target=cleaned,
                 secret=f"whsec_{secrets.token_urlsafe(24)}" if kind == "http" else "", overlap=overlap,
-                buffer_limit=buffer_limit, catchup_window=window, owner_ref=owner_ref, created_at=now)
+                buffer_limit=buffer_limit, catchup_window=window, owner_ref=owner_ref, created_at=now,
+                start_at=start_at, end_at=end_at, remaining_actions=remaining_actions, skip=skip,
+                jitter=jitter_span, calendar=calendar or "", closed_days=closed_days)
     except IntegrityError:
-        if not name or not Schedule.objects.filter(brand=brand, domain=domain, name=name, owner_ref="").exists():
+        if not name or not Schedule.objects.filter(brand=brand, domain=domain, name=name, owner_ref="",
+                                                   deleted_at__isnull=True).exists():
             raise
         raise ScheduleError(f"a schedule named {name!r} is already on this clock; pick another name",
                             code="schedule_name_taken", status=409) from None
-    first = ev.after(now)
+    bounds = Bounds.of(sch)
+    first = None if remaining_actions == 0 else bounds.first_from(ev, now)
     if first is not None:
-        direct_arm(sch)(fire_key(sch.id, first), owed_at=first, handler=FIRE, data={"at": iso_z(first)},
-                         opened_at=now)
+        direct_arm(sch)(fire_key(sch.id, first), owed_at=bounds.owed(ev, first), handler=FIRE,
+                        data={"at": iso_z(first)}, opened_at=now)
+    data: dict[str, Any] = {"spec": spec, "zone": zone, "target": kind, "overlap": overlap, "next": iso_z(first)}
+    data.update(_bounds_json(sch, only_set=True))
     Event.objects.create(domain=domain, brand=brand, type="schedule.created", subject=sch.id, owed_at=now,
-                         fired_at=now, data={"spec": spec, "zone": zone, "target": kind, "overlap": overlap,
-                                             "next": iso_z(first)})
+                         fired_at=now, data=data)
     if paused:
         schedule_pause(schedule=sch, note=pause_note)
     return sch
@@ -158,7 +181,7 @@ def _period(ev: specs.Evaluator, now: datetime) -> timedelta | None:
 
 def _asked_for(brand: Brand, live: bool) -> Any:
     """The brand's schedules of one mode that the API or the CLI made (a deleted test clock's are gone)."""
-    mine = Schedule.objects.filter(brand=brand, owner_ref="")
+    mine = Schedule.objects.filter(brand=brand, owner_ref="", deleted_at__isnull=True)
     if live:
         return mine.filter(domain__startswith=LIVE_PREFIX)
     clocks = TestClock.objects.filter(brand=brand).exclude(status__in=TestClock.GONE).values("id")
@@ -187,6 +210,9 @@ def _managed(sch: Schedule, what: str) -> None:
         raise KeepingTimeError(f"{sch.id} is {sch.owner_ref.split(':')[0]}'s schedule; {what} the subscription "
                                "(POST /subscriptions/<id>/pause, …/resume)", code="schedule_of_subscription",
                                status=409)
+    if sch.deleted_at is not None:
+        raise KeepingTimeError(f"{sch.id} was deleted at {iso_z(sch.deleted_at)}; it can be read, not changed",
+                               code="schedule_deleted", status=409)
 
 
 @transaction.atomic
@@ -245,6 +271,25 @@ def schedule_trigger(*, schedule: Schedule) -> Timer:
         raise
 
 
+def _bounds_json(sch: Schedule, *, only_set: bool = False) -> dict[str, Any]:
+    out = {"start_at": iso_z(sch.start_at), "end_at": iso_z(sch.end_at),
+           "remaining_actions": sch.remaining_actions, "skip": list(sch.skip or []),
+           "jitter": int(sch.jitter.total_seconds()), "calendar": sch.calendar or None,
+           "closed_days": sch.closed_days if sch.calendar else None}
+    return {k: v for k, v in out.items() if v not in (None, [], 0)} if only_set else out
+
+
+def ended(sch: Schedule, nxt: datetime | None) -> str | None:
+    """Why a schedule fires no more: deleted, remaining_actions (0 left), end_at (none before it), or None."""
+    if sch.deleted_at is not None:
+        return "deleted"
+    if sch.remaining_actions == 0:
+        return "remaining_actions"
+    if nxt is None and sch.end_at is not None and not sch.paused:
+        return "end_at"
+    return None
+
+
 # -- reading -----------------------------------------------------------------------------------------
 def tick_json(t: ScheduleTick | None) -> dict[str, Any] | None:
     if t is None:
@@ -273,11 +318,11 @@ def schedule_json(sch: Schedule, *, recent: int = 10, upcoming: int = 5) -> dict
     ticks = list(ScheduleTick.objects.filter(schedule=sch).select_related("run").order_by("-fired_at", "-intended_at")
                  [:recent])
     nxt: list[datetime] = []
-    first = None if sch.paused else next_fire_at(sch)
+    first = None if sch.paused or sch.deleted_at is not None else next_fire_at(sch)
     if first is not None:
         try:
             ev = specs.parse(sch.spec, sch.zone)
-            nxt = [first, *specs.next_fires(ev, first, upcoming - 1)]
+            nxt = Bounds.of(sch).upcoming(ev, first, upcoming)  # skipped instants left out
         except KeepingTimeError:  # a Service's schedule: its mints follow its clocks
             nxt = [first]
     return {
@@ -286,6 +331,8 @@ def schedule_json(sch: Schedule, *, recent: int = 10, upcoming: int = 5) -> dict
         "buffer_limit": sch.buffer_limit, "catchup_window": int(sch.catchup_window.total_seconds()),
         "paused": sch.paused, "pause_note": sch.pause_note or None, "paused_at": iso_z(sch.paused_at),
         "revision": sch.revision, "test_clock": None if is_live(sch.domain) else sch.domain,
+        **_bounds_json(sch), "deleted": sch.deleted_at is not None, "deleted_at": iso_z(sch.deleted_at),
+        "ended": ended(sch, first),
         "next_fire_times": [iso_z(t) for t in nxt],
         "last_tick": tick_json(ticks[0]) if ticks else None,
         "recent_ticks": [tick_json(t) for t in ticks],

@@ -35,7 +35,7 @@ def _firing() -> Firing:
 
 def test_the_list_is_the_issues_list():
     assert CAUSES == {"clock.moved", "policy.set", "hold", "resume", "calendar.postpone", "calendar.closed_days",
-                      "due.input", "repin", "subscription.update", "clock.reopened"}
+                      "due.input", "repin", "subscription.update", "clock.reopened", "schedule.update"}
 
 
 @pytest.mark.parametrize("by", ["something", "subscription.updated", "job.activity", ""])

@@ -29,6 +29,7 @@ from tests.support.cli import one_line
 from timers import webhooks
 from timers.advance import advance
 from timers.models import ApiKey, Brand, Membership, TestClock
+from timers.schedules import schedule_create
 from timers.tenants import api_key_create
 from timers.test_clocks import test_clock_create
 
@@ -53,7 +54,13 @@ BODIES: dict[str, dict] = {
     "POST /subjects/{subject_id}/contacts/{contact_id}": {"primary": True},
     "POST /schedules": {"test_clock": "{tc}", "spec": {"every": "1d"},
                         "target": {"url": "http://127.0.0.1:9/hook", "timeout": 10, "retries": 3},
-                        "buffer_limit": 5, "catchup_window": 3600, "paused": True},
+                        "buffer_limit": 5, "catchup_window": 3600, "paused": True, "start_at": LATER,
+                        "end_at": LATER + 30 * 86400, "remaining_actions": 3},
+    "POST /schedules/{schedule_id}": {"revision": 1, "spec": {"every": "2d"}, "buffer_limit": 5,
+                                      "target": {"url": "http://127.0.0.1:9/hook", "timeout": 10, "retries": 3},
+                                      "catchup_window": 3600, "paused": True, "start_at": LATER,
+                                      "end_at": LATER + 30 * 86400, "remaining_actions": 3},
+    "POST /schedules/{schedule_id}/backfill": {"start": LATER - 3 * 86400, "end": LATER},
     "POST /test_clocks": {"frozen_time": LATER, "name": "strict"},
     "POST /test_clocks/{clock_id}/advance": {"to": LATER, "redeliver": False},
     "POST /timers": {"key": "job_1:task:prep:2027", "owed_at": LATER, "handler": "noop", "test_clock": "{tc}"},
@@ -79,12 +86,15 @@ class World:
         self.calendar = Calendar.objects.create(brand=brand, name="Spare", zone="UTC")
         self.endpoint = webhooks.endpoint_create(brand=brand, livemode=False, url="https://example.com/hooks",
                                                  enabled_events=["*"])
+        self.schedule = schedule_create(brand=brand, domain=self.tc.id, spec={"every": "1d"},
+                                        target={"url": "http://127.0.0.1:9/hook"})
         _, self.key = api_key_create(brand=brand)
         self.client = Client(enforce_csrf_checks=True, raise_request_exception=False)
         subject = Subject.objects.get(domain=self.tc.id)
         self.ids = {"tc": self.tc.id, "clock_id": Clock.objects.filter(domain=self.tc.id).first().id,
                     "calendar_id": self.calendar.id, "job_id": self.job.id, "endpoint_id": self.endpoint.id,
-                    "subject_id": subject.id, "contact_id": subject.contacts.get().id}
+                    "subject_id": subject.id, "contact_id": subject.contacts.get().id,
+                    "schedule_id": self.schedule.id}
 
     def fill(self, value):
         if isinstance(value, str) and value.startswith("{") and value.endswith("}"):

@@ -1,5 +1,6 @@
-"""Schedules over HTTP: ``POST/GET /schedules``, ``GET /schedules/<id>``, ``POST /schedules/<id>/pause
-{pause_note}``, ``…/resume``, ``…/trigger``. Views parse, call timers/schedules.py, render.
+"""Schedules over HTTP: ``POST/GET /schedules``, ``GET /schedules/<id>``, ``POST /schedules/<id>`` (update),
+``DELETE /schedules/<id>``, ``POST /schedules/<id>/pause {pause_note}``, ``…/resume``, ``…/trigger``,
+``…/backfill``. Views parse, call timers/schedules.py and timers/schedule_changes.py, render.
 
 The body's shape is checked first (400), then the clock domain (404 for a test clock that is not the caller's,
 403 across modes), then what only the runtime can read (400 with its code: invalid_spec, invalid_zone,
@@ -17,15 +18,17 @@ from drf_spectacular.utils import extend_schema, inline_serializer
 from rest_framework import serializers
 from rest_framework.response import Response
 
-from .. import schedule_spec, schedule_targets, schedules
+from .. import schedule_bounds, schedule_changes, schedule_spec, schedule_targets, schedules
 from ..models import OVERLAPS, Brand, Schedule, ScheduleRun, ScheduleTick
 from ..selectors import arm_domain_of, domain_of, get_owned, owned, page
 from . import idempotency
 from .inputs import (
+    InstantField,
     ListQuerySerializer,
     StrictBooleanField,
     StrictCharField,
     StrictIntegerField,
+    StrictRegexField,
     TextField,
     ZoneField,
     plain_json,
@@ -42,7 +45,7 @@ if TYPE_CHECKING:
 
 ORDER = ("created_at", "id")
 CONFLICT = {409: error_response("Not in a state for this: schedule_paused, schedule_not_paused, schedule_triggered, "
-                        "schedule_of_subscription")}
+                        "schedule_of_subscription, schedule_deleted")}
 
 
 # -- what the API takes ---------------------------------------------------------------------------------
@@ -125,7 +128,39 @@ class TargetSchema(_Schema):
         return schedule_targets.targets_schema()
 
 
-class ScheduleCreateSerializer(serializers.Serializer[Any]):
+class SkipItemField(StrictCharField):
+    """A skip rule: a cron expression or a date; the runtime reads it (invalid_skip)."""
+
+
+class SkipItemSchema(_Schema):
+    target_class = SkipItemField
+
+    def schema(self) -> dict[str, Any]:
+        return dict(schedule_bounds.SKIP_ITEM_SCHEMA)
+
+
+class _BoundsFields(serializers.Serializer[Any]):
+    start_at = InstantField(required=False, allow_null=True, help_text="No fire before it; null: none")
+    end_at = InstantField(required=False, allow_null=True, help_text="No fire after it (after start_at); null: none")
+    remaining_actions = StrictIntegerField(
+        required=False, allow_null=True, min_value=0, max_value=schedule_bounds.MAX_REMAINING,
+        help_text="Runs its spec may still start (each takes one; at 0 it fires no more); null: no limit")
+    calendar = StrictCharField(required=False, allow_null=True, allow_blank=True, max_length=32,
+                               help_text="A calendar of yours (cal_…) whose closed days the schedule skips or rolls; "
+                                         "null or empty: none")
+    closed_days = Choice(choices=list(schedule_bounds.CLOSED_DAYS), component="ScheduleClosedDays", required=False,
+                         help_text="On a closed day of its calendar: skip (the default), or fire at the same local "
+                                   "time on the next_open or previous_open day (schedule.rolled)")
+    jitter = StrictRegexField(schedule_bounds.JITTER_PATTERN, required=False, max_length=10,
+                              help_text="Each fire starts up to this much after its time (a span: 30s, 5m), up "
+                                        "to the spec's period; the Run keeps its intended time")
+    skip = serializers.ListField(
+        child=SkipItemField(), required=False, max_length=schedule_bounds.MAX_SKIP,
+        help_text="Cron expressions ('0 9 25 12 *') or dates (2027-12-25), read in the schedule's zone, whose "
+                  "matching times are not fired (recorded schedule.skipped with the rule)")
+
+
+class ScheduleCreateSerializer(_BoundsFields):
     test_clock = StrictCharField(required=False, allow_null=True, allow_blank=True, max_length=64,
                                  help_text="Create on this test clock; the live clock (a live key) when absent")
     name = ScheduleNameField(required=False, allow_blank=True, trim_whitespace=False)
@@ -140,6 +175,40 @@ class ScheduleCreateSerializer(serializers.Serializer[Any]):
     catchup_window = CatchupWindowField(required=False, help_text="Missed fires older than this are skipped")
     paused = StrictBooleanField(required=False)
     pause_note = TextField(required=False, allow_blank=True, max_length=200)
+
+
+class ScheduleUpdateSerializer(_BoundsFields):
+    revision = StrictIntegerField(required=False, min_value=1, max_value=2_147_483_647,
+                                  help_text="The revision you read: another is 409 schedule_revision_conflict")
+    name = ScheduleNameField(required=False, allow_blank=True, trim_whitespace=False)
+    spec = SpecField(required=False, help_text="A new spec: the next fire is re-armed; open Runs keep theirs")
+    zone = ZoneField(required=False, max_length=64, help_text="An IANA zone")
+    target = TargetField(required=False, help_text="The same kind of target (http or service), with new fields")
+    overlap = Choice(choices=list(OVERLAPS), component="ScheduleOverlap", required=False)
+    buffer_limit = StrictIntegerField(required=False, min_value=1, max_value=1000)
+    catchup_window = CatchupWindowField(required=False)
+    paused = StrictBooleanField(required=False, help_text="true pauses, false resumes")
+    pause_note = TextField(required=False, allow_blank=True, max_length=200)
+
+
+class ScheduleBackfillSerializer(serializers.Serializer[Any]):
+    start = InstantField(help_text="The span's first instant (inclusive)")
+    end = InstantField(help_text="The span's last instant (inclusive), at or before now")
+    overlap = Choice(choices=list(OVERLAPS), component="ScheduleOverlap", required=False,
+                     help_text="The backfill's own policy (allow for allow_all); the schedule's when absent")
+
+
+class ScheduleBackfillResultSerializer(serializers.Serializer[Any]):
+    object = const("schedule_backfill", "ScheduleBackfillObject")
+    schedule = serializers.CharField()
+    start = serializers.DateTimeField()
+    end = serializers.DateTimeField()
+    overlap = Choice(choices=list(OVERLAPS), component="ScheduleOverlap")
+    fires = serializers.ListField(child=serializers.DateTimeField(), help_text="Instants asked for, in order")
+    already_run = serializers.ListField(child=serializers.DateTimeField(), help_text="Instants with a Run already")
+    skipped = serializers.ListField(child=serializers.DateTimeField(), help_text="Instants a skip rule leaves out")
+    has_more = serializers.BooleanField(help_text="The span has more instants than one call asks for (1000)")
+    next_start = serializers.DateTimeField(allow_null=True, help_text="Where the next call begins, if has_more")
 
 
 class SchedulePauseSerializer(serializers.Serializer[Any]):
@@ -197,6 +266,17 @@ class ScheduleSerializer(serializers.Serializer[Any]):
     paused_at = serializers.DateTimeField(allow_null=True)
     revision = serializers.IntegerField()
     test_clock = serializers.CharField(allow_null=True)
+    start_at = serializers.DateTimeField(allow_null=True)
+    end_at = serializers.DateTimeField(allow_null=True)
+    remaining_actions = serializers.IntegerField(allow_null=True)
+    skip = serializers.ListField(child=serializers.CharField())
+    jitter = serializers.IntegerField(help_text="seconds")
+    calendar = serializers.CharField(allow_null=True)
+    closed_days = Choice(choices=list(schedule_bounds.CLOSED_DAYS), component="ScheduleClosedDays", allow_null=True)
+    deleted = serializers.BooleanField()
+    deleted_at = serializers.DateTimeField(allow_null=True)
+    ended = serializers.CharField(allow_null=True, help_text="Why it fires no more (deleted, remaining_actions, "
+                                                             "end_at), or null")
     next_fire_times = serializers.ListField(child=serializers.DateTimeField())
     last_tick = ScheduleTickSerializer(allow_null=True)
     recent_ticks = ScheduleTickSerializer(many=True)
@@ -233,7 +313,7 @@ class ScheduleListView(BrandAPIView):
     def get(self, request: Request) -> Response:
         params = self.query(ScheduleListQuerySerializer)
         scope = owned(Schedule.objects.all(), self.brand)
-        qs = scope.filter(domain=domain_of(self.brand, params.get("test_clock")))
+        qs = scope.filter(domain=domain_of(self.brand, params.get("test_clock")), deleted_at__isnull=True)
         return Response(page(qs, scope=scope, order=ORDER, lookup="pk", params=params, url="/schedules",
                              render=lambda rows: [schedules.schedule_json(s, recent=1) for s in rows],
                              what="schedule"))
@@ -243,7 +323,8 @@ class ScheduleListView(BrandAPIView):
         summary="Create a schedule",
         description="Fires on its spec in its zone (a skipped minute at the next that exists, a repeated hour once). "
                     "Errors: invalid_spec, invalid_zone, invalid_target, invalid_overlap, invalid_catchup_window "
-                    "(outside 10s to 365d), invalid_buffer_limit, invalid_name; schedule_name_taken (409: a "
+                    "(outside 10s to 365d), invalid_buffer_limit, invalid_name, invalid_skip, "
+                    "invalid_remaining_actions, invalid_jitter; schedule_name_taken (409: a "
                     "schedule of that name is on the clock); live_mode_only (403: a test key without test_clock).",
         responses={200: ScheduleSerializer, **ERRORS, **NOT_FOUND, **WRONG_MODE,
                    409: error_response("schedule_name_taken: a schedule of that name is on the clock")},
@@ -256,7 +337,10 @@ class ScheduleListView(BrandAPIView):
                 brand=self.brand, domain=domain, spec=body["spec"], target=body["target"],
                 zone=body.get("zone") or "UTC", name=body.get("name") or "", overlap=body.get("overlap") or "skip",
                 buffer_limit=body.get("buffer_limit", 100), catchup_window=body.get("catchup_window"),
-                paused=body.get("paused", False), pause_note=body.get("pause_note") or "")
+                paused=body.get("paused", False), pause_note=body.get("pause_note") or "",
+                start_at=body.get("start_at"), end_at=body.get("end_at"),
+                remaining_actions=body.get("remaining_actions"), skip=body.get("skip"), jitter=body.get("jitter"),
+                calendar=body.get("calendar") or None, closed_days=body.get("closed_days"))
         out = _render(sch)
         if sch.secret:
             out["secret"] = sch.secret  # shown once: check each call's Keeping-Time-Signature with it
@@ -266,12 +350,61 @@ class ScheduleListView(BrandAPIView):
 
 
 class ScheduleDetailView(BrandAPIView):
+    parser_classes = [SafeJSONParser]  # its body carries objects (spec, target)
+
     @extend_schema(operation_id="schedules_retrieve", tags=["schedules"], summary="Retrieve a schedule",
                    description="Its spec, next fire times, counters, last and recent ticks (each with its Run), "
-                               "and dead letters.",
+                               "and dead letters; a deleted one too (deleted: true).",
                    responses={200: ScheduleSerializer, 401: ERRORS[401], **NOT_FOUND})
     def get(self, request: Request, schedule_id: str) -> Response:
         return Response(_render(get_schedule(self.brand, schedule_id)))
+
+    @extend_schema(
+        operation_id="schedules_update", tags=["schedules"], request=ScheduleUpdateSerializer,
+        summary="Update a schedule",
+        description="Changes what is given; each change is a new revision (schedule.updated with what changed). "
+                    "A change of spec, zone or bounds re-arms the next fire only: Runs already started keep theirs. "
+                    "`revision`, when given, is the one you read. Errors: as the create's; "
+                    "schedule_revision_conflict (409: it is at another revision), schedule_deleted (409).",
+        responses={200: ScheduleSerializer, **ERRORS, **NOT_FOUND,
+                   409: error_response("schedule_revision_conflict, schedule_name_taken, schedule_deleted, "
+                                       "schedule_target_kind (a schedule keeps its kind of target), "
+                                       "schedule_of_subscription")},
+    )
+    def post(self, request: Request, schedule_id: str) -> Response:
+        sch = get_schedule(self.brand, schedule_id)
+        body = self.body(ScheduleUpdateSerializer)
+        given = {k: v for k, v in body.items() if k != "revision"}
+        schedule_changes.schedule_update(schedule=sch, revision=body.get("revision"), **given)
+        return Response(_render(sch))
+
+    @extend_schema(operation_id="schedules_delete", tags=["schedules"], summary="Delete a schedule",
+                   description="Nothing fires after it; a Run already open keeps going and settles. It stays "
+                               "readable (deleted: true) with its ticks and dead letters; its name is free again.",
+                   responses={200: ScheduleSerializer, 401: ERRORS[401], **NOT_FOUND, **CONFLICT})
+    def delete(self, request: Request, schedule_id: str) -> Response:
+        sch = get_schedule(self.brand, schedule_id)
+        schedule_changes.schedule_delete(schedule=sch)
+        return Response(_render(sch))
+
+
+class ScheduleBackfillView(BrandAPIView):
+    @extend_schema(
+        operation_id="schedules_backfill", tags=["schedules"], request=ScheduleBackfillSerializer,
+        summary="Backfill a schedule",
+        description="Fires every intended time of its spec in [start, end] that has no Run yet, in order, under "
+                    "`overlap` (the schedule's when absent): the live worker starts them at once, a test clock at "
+                    "its next advance. An instant that already ran starts nothing (already_run). A span longer "
+                    "than catchup_window is allowed; it ends at now at the latest; 1000 instants a call (has_more, "
+                    "next_start). Errors: schedule_deleted, schedule_not_buffering (409: a buffer policy on a "
+                    "schedule that does not buffer).",
+        responses={200: ScheduleBackfillResultSerializer, **ERRORS, **NOT_FOUND, **CONFLICT},
+    )
+    def post(self, request: Request, schedule_id: str) -> Response:
+        sch = get_schedule(self.brand, schedule_id)
+        body = self.body(ScheduleBackfillSerializer)
+        return Response(schedule_changes.schedule_backfill(schedule=sch, start=body["start"], end=body["end"],
+                                                    overlap=body.get("overlap")))
 
 
 class SchedulePauseView(BrandAPIView):

@@ -19,6 +19,7 @@ urlpatterns = [
     path("schedules/<str:schedule_id>/pause", schedules.SchedulePauseView.as_view(), name="schedule-pause"),
     path("schedules/<str:schedule_id>/resume", schedules.ScheduleResumeView.as_view(), name="schedule-resume"),
     path("schedules/<str:schedule_id>/trigger", schedules.ScheduleTriggerView.as_view(), name="schedule-trigger"),
+    path("schedules/<str:schedule_id>/backfill", schedules.ScheduleBackfillView.as_view(), name="schedule-backfill"),
     path("webhook_endpoints", webhooks.WebhookEndpointListView.as_view(), name="webhook-endpoint-list"),
     path("webhook_endpoints/<str:endpoint_id>", webhooks.WebhookEndpointDetailView.as_view(),
          name="webhook-endpoint-detail"),

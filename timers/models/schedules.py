@@ -56,7 +56,17 @@ class Schedule(models.Model):
     paused = models.BooleanField(default=False)
     pause_note = models.CharField(max_length=200, blank=True)
     paused_at = models.DateTimeField(null=True, blank=True)
-    revision = models.PositiveIntegerField(default=1)
+    revision = models.PositiveIntegerField(default=1, help_text="Each update is a new revision (schedule.updated)")
+    start_at = models.DateTimeField(null=True, blank=True, help_text="No fire before it")
+    end_at = models.DateTimeField(null=True, blank=True, help_text="No fire after it")
+    remaining_actions = models.PositiveIntegerField(null=True, blank=True,
+                                                    help_text="Runs its spec may still start; none: no limit")
+    skip = models.JSONField(default=list, blank=True, help_text="Cron expressions or dates whose times are not fired")
+    calendar = models.CharField(max_length=32, blank=True, help_text="A calendar of the brand whose closed days it "
+                                                                     "skips or rolls (closed_days)")
+    closed_days = models.CharField(max_length=16, default="skip", help_text="skip, next_open or previous_open")
+    jitter = models.DurationField(default=timedelta(0), help_text="Each fire starts up to this much after its time")
+    deleted_at = models.DateTimeField(null=True, blank=True, help_text="Deleted: no fire after it; still readable")
     owner_ref = models.CharField(max_length=100, blank=True, help_text="A Service schedule's subscription:name")
     skipped = models.PositiveIntegerField(default=0, help_text="Fires an open Run skipped (overlap)")
     dropped = models.PositiveIntegerField(default=0, help_text="Fires a full buffer dropped (overlap)")
@@ -72,10 +82,16 @@ class Schedule(models.Model):
                                    condition=Q(catchup_window__gte=CATCHUP_MIN, catchup_window__lte=CATCHUP_MAX)),
             models.CheckConstraint(name="schedule_paused_has_paused_at",
                                    condition=Q(paused=False) | Q(paused_at__isnull=False)),
+            models.CheckConstraint(name="schedule_closed_days_known",
+                                   condition=Q(closed_days__in=["skip", "next_open", "previous_open"])),
+            models.CheckConstraint(name="schedule_jitter_0_to_365d",
+                                   condition=Q(jitter__gte=timedelta(0), jitter__lte=CATCHUP_MAX)),
             models.UniqueConstraint(fields=["domain", "owner_ref"], condition=~Q(owner_ref=""),
                                     name="schedule_one_per_service_schedule"),
-            # A user's schedule is named once per brand and clock (a Service's own are named by owner_ref).
-            models.UniqueConstraint(fields=["brand", "domain", "name"], condition=Q(owner_ref="") & ~Q(name=""),
+            # A user's schedule is named once per brand and clock (a Service's own are named by owner_ref); a
+            # deleted one frees its name.
+            models.UniqueConstraint(fields=["brand", "domain", "name"],
+                                    condition=Q(owner_ref="") & ~Q(name="") & Q(deleted_at__isnull=True),
                                     name="schedule_name_unique_per_brand_clock"),
         ]
         indexes = [models.Index(fields=["brand", "domain", "created_at"], name="schedule_brand_list")]

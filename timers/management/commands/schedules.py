@@ -1,14 +1,18 @@
-"""schedules list [--test-clock tc_…] · show sch_… · pause sch_… [--note …] · resume sch_… · trigger sch_…"""
+"""schedules list [--test-clock tc_…] · show sch_… · pause sch_… [--note …] · resume sch_… · trigger sch_… ·
+update sch_… [--spec JSON] [--zone …] [--revision N] … · delete sch_… · backfill sch_… --start … --end …"""
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 from django.core.management.base import CommandError, CommandParser
 
-from timers.models import LIVE, LIVE_PREFIX, Schedule
+from timers.errors import KeepingTimeError
+from timers.models import LIVE, LIVE_PREFIX, OVERLAPS, Schedule
+from timers.schedule_changes import schedule_backfill, schedule_delete, schedule_update
 from timers.schedules import schedule_json, schedule_pause, schedule_resume, schedule_trigger
-from timers.timeutil import iso_z
+from timers.timeutil import iso_z, parse_instant
 
 from ..base import KTCommand
 
@@ -31,9 +35,38 @@ class Command(KTCommand):
         pause = sub.add_parser("pause", help="pause: nothing starts until resumed")
         pause.add_argument("schedule_id")
         pause.add_argument("--note", default="", help="why (pause_note)")
+        up = sub.add_parser("update", help="change what is given: a new revision; a new spec or zone re-arms the "
+                                           "next fire only")
+        up.add_argument("schedule_id")
+        up.add_argument("--revision", type=int, help="the revision you read (else 409 schedule_revision_conflict)")
+        up.add_argument("--spec", help='JSON: {"cron": "0 9 * * 1-5"}')
+        up.add_argument("--zone")
+        up.add_argument("--target", help='JSON: {"url": "https://…"}')
+        up.add_argument("--name")
+        up.add_argument("--overlap", choices=OVERLAPS)
+        up.add_argument("--buffer-limit", type=int)
+        up.add_argument("--catchup-window")
+        up.add_argument("--start-at", help="an instant (2027-01-01T00:00Z); 'none' clears it")
+        up.add_argument("--end-at", help="an instant; 'none' clears it")
+        up.add_argument("--remaining-actions", help="a whole number; 'none': no limit")
+        up.add_argument("--calendar", help="a calendar id whose closed days it skips or rolls; '' for none")
+        up.add_argument("--closed-days", choices=("skip", "next_open", "previous_open"))
+        up.add_argument("--jitter", help="each fire starts up to this after its time: 30s, 5m")
+        up.add_argument("--skip", action="append", help="a cron expression or a date; repeat it; '' clears the list")
+        sub.add_parser("delete", help="delete: nothing fires after it; an open Run settles").add_argument(
+            "schedule_id")
+        bf = sub.add_parser("backfill", help="fire each intended time in [start, end] that has no Run yet")
+        bf.add_argument("schedule_id")
+        bf.add_argument("--start", required=True)
+        bf.add_argument("--end", required=True)
+        bf.add_argument("--overlap", choices=OVERLAPS)
 
     def handle(self, *args: Any, **o: Any) -> None:
-        getattr(self, f"_{o['action']}")(o)
+        try:
+            getattr(self, f"_{o['action']}")(o)
+        except KeepingTimeError as exc:
+            param = getattr(exc, "param", None)
+            raise CommandError(f"{exc.code}: {exc.message}" + (f" ({param})" if param else "")) from None
 
     def _get(self, schedule_id: str) -> Schedule:
         sch = Schedule.objects.filter(pk=schedule_id).first()
@@ -84,9 +117,64 @@ class Command(KTCommand):
         sch = schedule_resume(schedule=self._get(o["schedule_id"]))
         self.stdout.write(f"{sch.id} resumed; missed fires start only inside its catch-up window")
 
+    def _update(self, o: dict[str, Any]) -> None:
+        sch = schedule_update(schedule=self._get(o["schedule_id"]), revision=o["revision"], **_update_args(o))
+        j = schedule_json(sch, recent=0, upcoming=1)
+        self.stdout.write(f"{sch.id} updated: revision {sch.revision} · next {_z((j['next_fire_times'] or [None])[0])}")
+
+    def _delete(self, o: dict[str, Any]) -> None:
+        sch = schedule_delete(schedule=self._get(o["schedule_id"]))
+        j = schedule_json(sch, recent=0)
+        self.stdout.write(f"{sch.id} deleted at {_z(j['deleted_at'])}: nothing fires after it; "
+                          f"{j['counters']['open_runs']} open Run(s) settle as they end")
+
+    def _backfill(self, o: dict[str, Any]) -> None:
+        got = schedule_backfill(schedule=self._get(o["schedule_id"]), start=parse_instant(o["start"]),
+                                end=parse_instant(o["end"]), overlap=o["overlap"])
+        self.stdout.write(f"{o['schedule_id']} backfill {_z(got['start'])} to {_z(got['end'])} ({got['overlap']}): "
+                          f"{len(got['fires'])} to fire, {len(got['already_run'])} already run, "
+                          f"{len(got['skipped'])} skipped (times UTC)"
+                          + (f"; more from {_z(got['next_start'])}" if got["has_more"] else ""))
+        for t in got["fires"]:
+            self.stdout.write(f"  fires {_z(t)}")
+
     def _trigger(self, o: dict[str, Any]) -> None:
         timer = schedule_trigger(schedule=self._get(o["schedule_id"]))
         self.stdout.write(f"{o['schedule_id']} triggered: {timer.key} owed {iso_z(timer.owed_at)}")
+
+
+def _json_arg(text: str, what: str) -> Any:
+    try:
+        return json.loads(text)
+    except ValueError:
+        raise CommandError(f"invalid_{what}: --{what} is JSON, e.g. " + (
+            '{"cron": "0 9 * * 1-5"}' if what == "spec" else '{"url": "https://…"}')) from None
+
+
+def _instant_arg(text: str) -> Any:
+    return None if text.lower() == "none" else parse_instant(text)
+
+
+def _update_args(o: dict[str, Any]) -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    if o["spec"] is not None:
+        out["spec"] = _json_arg(o["spec"], "spec")
+    if o["target"] is not None:
+        out["target"] = _json_arg(o["target"], "target")
+    for k in ("zone", "name", "overlap", "buffer_limit", "catchup_window", "jitter", "calendar", "closed_days"):
+        if o[k] is not None:
+            out[k] = o[k]
+    for k in ("start_at", "end_at"):
+        if o[k] is not None:
+            out[k] = _instant_arg(o[k])
+    if o["remaining_actions"] is not None:
+        text = o["remaining_actions"]
+        if text.lower() != "none" and not text.isdigit():
+            raise CommandError("invalid_remaining_actions: --remaining-actions is a whole number, or none")
+        out["remaining_actions"] = None if text.lower() == "none" else int(text)
+    if o["skip"] is not None:
+        out["skip"] = [r for r in o["skip"] if r]
+    return out
 
 
 def _spec(sch: Schedule) -> str:
