@@ -47,7 +47,7 @@ def contacts_table(obj: Subject) -> str:
     rows = []
     for c in obj.contacts.order_by(*Contact.ORDER):
         act = reverse("admin:calendars_subject_contact", args=[quote(obj.pk), quote(c.pk)])
-        primary = (format_html("<em>primary: their dates go here first</em>") if c.primary else
+        primary = (format_html("<em>{}</em>", "primary: their dates go here first") if c.primary else
                    format_html('<button name="do" value="primary" type="submit" formaction="{}">Make primary</button>',
                                act))
         rows.append(format_html(

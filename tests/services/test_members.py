@@ -284,7 +284,7 @@ def test_the_console_puts_a_member_in_brokers_and_the_portal_shows_them_its_open
     tasks = re.findall(r'data-task="(\w+)"', portal.get("/portal/delivery/").content.decode())
     assert len(tasks) == 2
     r = portal.post(f"/portal/delivery/tasks/{tasks[0]}/take", follow=True)
-    assert messages_of(r) == ["You hold appraise now."]
+    assert messages_of(r) == ["You hold it now: appraise · deal B-2001 for Beta Foods, due Mon 25 Oct 2027, 07:00 PDT"]
 
     # Out of brokers from her page in the console: no box ticked.
     r = console.post(f"/admin/timers/membership/{ada.pk}/change/", {"do": "pools"}, follow=True)
