@@ -22,6 +22,7 @@ from services.reminders import clock_remind
 from services.timeline import SENT, Timeline, send_status, subject_timeline
 from tests.support.acme import acme_subject
 from tests.support.api import Client
+from tests.support.cli import one_line, run
 from timers import tenants
 from timers.models import Brand, Event, Outbox, Timer
 
@@ -145,6 +146,20 @@ def test_a_timeline_refuses_what_it_does_not_take(tax):
     _, other = tenants.api_key_create(brand=tenants.brand_get_or_create(name="globex"))
     r = tax.api.get(f"{base}?test_clock={tax.tc}", key=other)
     assert r.status == 404
+
+
+def test_the_cli_prints_a_line_an_entry_and_refuses_in_one_line(tax):
+    text = run("subjects", "timeline", tax.subject, "--test-clock", tax.tc, "--zone", "Europe/Paris", "--limit", "3")
+    head, *lines = text.splitlines()
+    assert head.startswith(f"{tax.subject} · Acme Robotics · Europe/Paris · ") and "the last 3 shown" in head
+    ahead = Timer.objects.filter(domain=tax.tc, status="armed").count()
+    assert len(lines) == 3 + int(head.split(" ahead")[0].rsplit(" · ", 1)[1]) and ahead >= 1
+    assert all(" CET · " in line or " CEST · " in line for line in lines)
+    assert any(" · armed · " in line for line in lines)
+    one_line(["subjects", "timeline", "sbj_nope"], "resource_missing")
+    one_line(["subjects", "timeline", tax.subject, "--zone", "Mars/X"], "invalid_zone")
+    one_line(["subjects", "timeline", tax.subject, "--limit", "0"], "invalid_request")
+    one_line(["subjects", "timeline", tax.subject, "--test-clock", "tc_nope"], "resource_missing")
 
 
 # -- a long history, a fixed number of queries ----------------------------------------------------------------
