@@ -34,7 +34,6 @@ from timers.timeutil import iso_z
 from timers.webhooks import delivery_key
 
 from .models import Job, Subscription
-from .selectors import TICK_ORDER
 
 # An entry's kind: what happened to the thing, as the API names it (a page says it in its sentence).
 FIRED, MOVED, REMINDED, ACTED, SENT, ARMED = "fired", "moved", "reminded", "acted", "sent", "armed"
@@ -176,8 +175,10 @@ def job_timeline(*, job: Job, zone: str | ZoneInfo | None = None) -> Timeline:
 
 def _read(owners: _Owners, *, title: str, zone: ZoneInfo) -> Timeline:
     keys = owners.keys()
-    events = list(Event.objects.filter(domain=owners.domain, subject__in=keys)
-                  .only("seq", "id", "type", "subject", "owed_at", "fired_at", "key", "data").order_by("seq"))
+    # In record order, sorted here: an ORDER BY seq would tempt the planner to walk the domain's whole record in
+    # seq order (event_domain_seq) when it believes the domain small; event_domain_subject probes each owner's.
+    events = sorted(Event.objects.filter(domain=owners.domain, subject__in=keys)
+                    .only("seq", "id", "type", "subject", "owed_at", "fired_at", "key", "data"), key=lambda e: e.seq)
     entries: list[Entry] = []
     by_key: dict[str, Entry] = {}
     by_delivery: dict[str, Entry] = {}
@@ -203,16 +204,16 @@ def _sends(owners: _Owners, events: list[Event], by_key: dict[str, Entry], by_de
     """The outside calls of the timeline's events: the firing's sends (the event's key), an act's sends
     (``<owner>|…``: a reminder's email) and each webhook endpoint's deliveries of the events (by the delivery's
     key, which names the event). One query."""
-    match = Q(domain=owners.domain, key__in=sorted(by_key))
+    keyed = Q(key__in=sorted(by_key))
     for owner in owners.keys():  # an act's sends: its key is <owner>|…; a range, so the key's index serves it
-        match |= Q(domain=owners.domain, key__gt=f"{owner}|", key__lt=f"{owner}}}")
-    if by_delivery:
-        endpoints = WebhookEndpoint.objects.filter(brand_id=owners.brand_id, livemode=is_live(owners.domain)).values("id")
-        match |= Q(domain__in=endpoints, key__in=sorted(by_delivery))
+        keyed |= Q(key__gt=f"{owner}|", key__lt=f"{owner}}}")
+    rows = Outbox.objects.filter(keyed, domain=owners.domain)
+    if by_delivery:  # each endpoint's deliveries of these events (its domain is its id; the key names the event)
+        endpoints = WebhookEndpoint.objects.filter(brand_id=owners.brand_id, livemode=is_live(owners.domain))
+        rows = rows.union(Outbox.objects.filter(domain__in=endpoints.values("id"), key__in=sorted(by_delivery)),
+                          all=True)
     out = []
     places = sorted((e.fired_at or e.owed_at, e.seq) for e in events if (e.fired_at or e.owed_at) is not None)
-    rows = Outbox.objects.filter(match).only("id", "domain", "key", "attempt", "seq", "transport", "payload", "status",
-                                              "receipt", "error", "tries", "lease_until", "created_at")
     for row in rows.order_by("created_at", "id"):
         anchor = by_delivery.get(row.key) if row.transport == "webhook" else by_key.get(row.key)
         if anchor is None:
@@ -250,10 +251,17 @@ def _armed(owners: _Owners, zone: ZoneInfo) -> list[Entry]:
     if not keys:
         return []
     match = Q(owner__in=keys)
-    timers = (Timer.objects.filter(domain=owners.domain, status=Timer.Status.ARMED).filter(match)
-              .only("id", "key", "owner", "kind", "owed_at", "place", "opened_at", "data").order_by(*TICK_ORDER))
-    return [Entry(id=t.id, kind=ARMED, type=t.kind, at=t.owed_at, zone=zone, sentence=armed_words(t, owners))
-            for t in timers]
+    # Held timers too (an at-risk point paused while the work waits on the customer): they come back. Asking for
+    # both states keeps the planner off the armed-only tick-order index, whose walk would read the domain's every
+    # armed timer; timer_domain_owner probes each owner's. Sorted here, in tick order, the held last.
+    timers = (Timer.objects.filter(domain=owners.domain, status__in=[Timer.Status.ARMED, Timer.Status.HELD])
+              .filter(match).only("id", "key", "owner", "kind", "status", "owed_at", "place", "opened_at", "data"))
+    far = datetime.max.replace(tzinfo=UTC)
+    ordered = sorted(timers, key=lambda t: (t.owed_at is None, t.owed_at or far, t.place, t.opened_at, t.key))
+    return [Entry(id=t.id, kind=ARMED, type=t.kind, at=t.owed_at, zone=zone,
+                  sentence=armed_words(t, owners) if t.status == Timer.Status.ARMED else
+                  f"{armed_words(t, owners)[:-1]}, once the work goes on (on hold while it waits).")
+            for t in ordered]
 
 
 # -- words ------------------------------------------------------------------------------------------------
@@ -476,7 +484,8 @@ def send_words(row: Outbox, status: str) -> str:
     elif row.transport == "notices":
         what = f"A notice for {_who(payload.get('to'))} was sent"
     elif row.transport == "webhook":
-        what = f"The brand's webhook endpoint was sent the {plain(str(payload.get('type') or 'event'))} event"
+        kind = str(payload.get("type") or "").replace(".", " ").replace("_", " ")
+        what = f"The brand's webhook endpoint was sent the {plain(kind)} event"
     elif row.transport == "http":
         what = "The schedule's address was called"
     else:

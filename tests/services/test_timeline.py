@@ -24,11 +24,13 @@ from tests.support.acme import acme_subject
 from tests.support.api import Client
 from tests.support.cli import one_line, run
 from timers import tenants
-from timers.models import Brand, Event, Outbox, Timer
+from timers.models import Brand, Event, Outbox, Timer, WebhookEndpoint
+from timers.webhooks import delivery_key
 
 NOW = "2028-04-12T14:00Z"
 # Words a sentence never says beside calendars.words' list: the tick's own.
 TICK_WORDS = ("fired", "armed", "outbox", "tick")
+WEBHOOKS = 8
 
 
 @dataclass
@@ -181,7 +183,16 @@ def _history(brand, domain: str, *, jobs: int, events: int) -> Subject:
         sends.append(Outbox(id=f"sub_h{n:08d}", domain=domain, brand=brand, key=key, attempt=1, transport="email",
                             payload={"messages": [{"to": ["ada@acme-robotics.example"]}]}, status="sent",
                             receipt={"emails": 1}, created_at=at))
-    Event.objects.bulk_create(rows, batch_size=1000)
+    made = Event.objects.bulk_create(rows, batch_size=1000)
+    # The brand's webhook endpoint was owed the first events: given up on after five tries.
+    endpoint = WebhookEndpoint.objects.create(brand=brand, livemode=False, url="https://hooks.example/kt",
+                                              enabled_events=["*"], secret="whsec_x", created_at=t0)
+    for e in made[:WEBHOOKS]:
+        sends.append(Outbox(id=f"whd_h{e.seq:08d}", domain=endpoint.id, brand=brand, key=delivery_key(e.seq, e.id),
+                            attempt=1, transport="webhook", payload={"endpoint": endpoint.id, "event": e.id,
+                                                                      "domain": domain, "type": e.type},
+                            status="failed", tries=5, error="ConnectionRefusedError: [Errno 111]",
+                            created_at=e.owed_at))
     Outbox.objects.bulk_create(sends, batch_size=1000)
     Timer.objects.bulk_create([Timer(domain=domain, brand=brand, key=f"{job}:deadline:late:x", owner=job,
                                      kind="deadline", place=5, handler="noop", owed_at=t0 + timedelta(days=4000),
@@ -202,9 +213,14 @@ def test_a_long_history_is_read_in_a_fixed_number_of_queries(brand, clock, event
     assert isinstance(timeline, Timeline)
     assert len(got.captured_queries) == 6
     kinds = [e.kind for e in timeline.entries]
-    assert kinds.count("fired") == events and kinds.count(SENT) == events and kinds.count("armed") == 40
-    # Each email stands after the event it went with.
-    assert all(timeline.entries[i + 1].kind == SENT for i, e in enumerate(timeline.entries) if e.kind == "fired")
+    assert kinds.count("fired") == events and kinds.count(SENT) == events + WEBHOOKS and kinds.count("armed") == 40
+    hooks = [e for e in timeline.entries if e.type == "webhook"]
+    assert len(hooks) == WEBHOOKS and {e.status for e in hooks} == {"dead_lettered"}
+    assert hooks[0].sentence == ("The brand's webhook endpoint was sent the job at risk event: given up after 5 tries: "
+                                 "ConnectionRefusedError: [Errno 111].")
+    # Each email (and webhook delivery) stands after the event it went with.
+    assert all(timeline.entries[i + 1].type in ("email", "webhook") and timeline.entries[i + 1].at == e.at
+               for i, e in enumerate(timeline.entries) if e.kind == "fired")
     rows, more = timeline.page(limit=3, starting_after=timeline.entries[0].id)
     assert [r.id for r in rows] == [e.id for e in timeline.entries[1:4]] and more
 

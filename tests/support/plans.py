@@ -15,6 +15,7 @@ from django.db import connection, transaction
 
 from calendars.entries import subject_calendar
 from calendars.models import ClockItem, Subject
+from services.timeline import subject_timeline
 from tests.support.acme import acme_subject, open_return
 from timers import advance, live, outbox, prepared, transports
 from timers.models import Event, TestClock
@@ -240,9 +241,9 @@ def fill(brand, hot: str, n: int, skew: str = "prod") -> None:
                FROM generate_series(1, %(m)s) g""", p)
         cur.execute(
             """INSERT INTO calendars_clock (id, brand_id, domain, subject_id, spec, name, title, lives_on, owner_ref,
-                   period, hard, answers_for, version, inputs, opened_at)
+                   period, hard, answers_for, assigned, role, version, inputs, opened_at)
                SELECT 'clk_' || %(tag)s || g, s.brand_id, s.domain, s.id, 'x', 'file', '', 'job',
-                      'job_' || %(tag)s || g, '2027', false, '', '', '{}', now()
+                      'job_' || %(tag)s || g, '2027', false, '', false, 'brand', '', '{}', now()
                FROM generate_series(1, %(m)s) g JOIN calendars_subject s ON s.id = 'sbj_' || %(tag)s || g""", p)
         cur.execute(
             """INSERT INTO calendars_clockitem (clock_id, item, civil, due_date, due_at, rolled_why, moves, status,
@@ -383,4 +384,14 @@ def drive(world: World, monkeypatch, settings) -> dict[str, tuple[Capture, Hot]]
             "timer_domain_owner"),
         Hot("calendar: the clock domain's now (domains.domain_now)", ('SELECT "timers_testclock"."frozen_time" AS',),
             "timers_testclock_pkey"))
+    run("timeline", lambda: subject_timeline(subject=Subject.objects.select_related("calendar").get(pk=world.subject_id),
+                                             domain=hot),
+        Hot("timeline: a customer's dates (services.timeline)", ('"calendars_clockitem"', "INNER JOIN"),
+            "clock_subject"),
+        Hot("timeline: a customer's events, every owner's (services.timeline)", ('"timers_event"', '"subject" IN'),
+            "event_domain_subject"),
+        Hot("timeline: their sends, by key (services.timeline)", ('FROM "timers_outbox"',),
+            "outbox_one_submission_per_send"),
+        Hot("timeline: what is armed ahead (services.timeline)", ('"timers_timer"', '"owner" IN'),
+            "timer_domain_owner"))
     return runs
