@@ -8,8 +8,8 @@ says itself as a sentence in people's words (``calendars.words``: no id, no word
 instant in the viewer's zone, the zone named.
 
 A fixed number of queries, whatever the history's length (tests/services/test_timeline.py holds it to 6 for a
-customer, with its lookup): what the owner's rows are (a customer's clock items; its jobs and subscriptions, one
-UNION), its events (``event_domain_subject``, an index probe per owner), the sends of those events (the outbox's
+customer, with its lookup): what the owner's rows are (a customer's clock items; its jobs, subscriptions and the
+brand's webhook endpoints, one UNION), its events (``event_domain_subject``, an index probe per owner), the sends of those events (the outbox's
 unique (domain, key, …) index, the webhook endpoints' deliveries by their record-order key) and the armed timers
 (``timer_domain_owner``). Pages are cut in memory from the one read: ``starting_after`` names an entry's id.
 """
@@ -105,6 +105,7 @@ class _Owners:
     jobs: dict[str, str] = field(default_factory=dict)  # job id → what it is called
     plans: dict[str, str] = field(default_factory=dict)  # subscription id → its plan
     others: dict[str, str] = field(default_factory=dict)  # the customer itself
+    endpoints: list[str] | None = None  # the brand's webhook endpoints of the domain's mode; None: not read yet
 
     def keys(self) -> list[str]:
         return sorted({*self.items, *self.clocks, *self.jobs, *self.plans, *self.others})
@@ -137,14 +138,19 @@ def subject_timeline(*, subject: Subject, domain: str, zone: str | ZoneInfo | No
     """The customer's timeline on ``domain`` (its own clock domain, or the test clock it is read on): every
     event of the customer, its subscriptions, jobs, clocks and dates, their sends, and what is armed ahead.
     ``zone``: the viewer's (an IANA name), else the customer's calendar's. ``subject`` comes with its calendar
-    (``select_related``); 4 more queries."""
+    (``select_related``); 5 more queries."""
     owners = _Owners(domain=domain, brand_id=subject.brand_id, others={subject.id: subject.name})
     _add_items(owners, ClockItem.objects.filter(clock__subject=subject, clock__domain=domain).select_related("clock"))
     jobs = Job.objects.filter(subject=subject, domain=domain).values_list("id", "service", "period", Value("job"))
     plans = Subscription.objects.filter(subject=subject, domain=domain).values_list("id", "service", Value(""),
                                                                                      Value("plan"))
-    for oid, service, period, what in jobs.union(plans, all=True):
-        if what == "job":
+    hooks = WebhookEndpoint.objects.filter(brand_id=subject.brand_id, livemode=is_live(domain)).values_list(
+        "id", Value(""), Value(""), Value("hook"))
+    owners.endpoints = []
+    for oid, service, period, what in jobs.union(plans, hooks, all=True):
+        if what == "hook":
+            owners.endpoints.append(oid)
+        elif what == "job":
             owners.jobs[oid] = _job_words(service, period)
         else:
             name = service.replace("-", " ")
@@ -155,7 +161,7 @@ def subject_timeline(*, subject: Subject, domain: str, zone: str | ZoneInfo | No
 
 def item_timeline(*, item: ClockItem, zone: str | ZoneInfo | None = None) -> Timeline:
     """One date's timeline: its own events and its clock's (who answers for it, a repin), their sends and what
-    is armed ahead for it. ``item.clock`` comes with its subject's calendar; 3 queries."""
+    is armed ahead for it. ``item.clock`` comes with its subject's calendar; 4 queries."""
     clock = item.clock
     owners = _Owners(domain=clock.domain, brand_id=clock.brand_id)
     _add_items(owners, [item])
@@ -165,7 +171,7 @@ def item_timeline(*, item: ClockItem, zone: str | ZoneInfo | None = None) -> Tim
 
 def job_timeline(*, job: Job, zone: str | ZoneInfo | None = None) -> Timeline:
     """A job's timeline: its events (steps, Tasks, asks, grants, its deadline), its clocks' and dates', their
-    sends and what is armed ahead. ``job`` comes with its subject's calendar; 4 queries."""
+    sends and what is armed ahead. ``job`` comes with its subject's calendar; 5 queries."""
     owners = _Owners(domain=job.domain, brand_id=job.brand_id, jobs={job.id: _job_words(job.service, job.period)})
     _add_items(owners, ClockItem.objects.filter(clock__owner_ref=job.id, clock__domain=job.domain)
                .select_related("clock"))
@@ -175,10 +181,14 @@ def job_timeline(*, job: Job, zone: str | ZoneInfo | None = None) -> Timeline:
 
 def _read(owners: _Owners, *, title: str, zone: ZoneInfo) -> Timeline:
     keys = owners.keys()
+    if owners.endpoints is None:
+        owners.endpoints = list(WebhookEndpoint.objects.filter(brand_id=owners.brand_id,
+                                                               livemode=is_live(owners.domain)).values_list("id", flat=True))
     # In record order, sorted here: an ORDER BY seq would tempt the planner to walk the domain's whole record in
     # seq order (event_domain_seq) when it believes the domain small; event_domain_subject probes each owner's.
-    events = sorted(Event.objects.filter(domain=owners.domain, subject__in=keys)
-                    .only("seq", "id", "type", "subject", "owed_at", "fired_at", "key", "data"), key=lambda e: e.seq)
+    # Named rows, not models: a long history is thousands of them, and a model's construction is most of the cost.
+    events: list[Any] = sorted(Event.objects.filter(domain=owners.domain, subject__in=keys).values_list(
+        "seq", "id", "type", "subject", "owed_at", "fired_at", "key", "data", named=True), key=lambda e: e.seq)
     entries: list[Entry] = []
     by_key: dict[str, Entry] = {}
     by_delivery: dict[str, Entry] = {}
@@ -199,22 +209,30 @@ def _read(owners: _Owners, *, title: str, zone: ZoneInfo) -> Timeline:
     return Timeline(title=title, zone=zone, entries=entries)
 
 
-def _sends(owners: _Owners, events: list[Event], by_key: dict[str, Entry], by_delivery: dict[str, Entry],
+def _sends(owners: _Owners, events: list[Any], by_key: dict[str, Entry], by_delivery: dict[str, Entry],
            by_act: dict[tuple[str, str], Entry], zone: ZoneInfo) -> list[Entry]:
     """The outside calls of the timeline's events: the firing's sends (the event's key), an act's sends
     (``<owner>|…``: a reminder's email) and each webhook endpoint's deliveries of the events (by the delivery's
     key, which names the event). One query."""
-    keyed = Q(key__in=sorted(by_key))
-    for owner in owners.keys():  # an act's sends: its key is <owner>|…; a range, so the key's index serves it
-        keyed |= Q(key__gt=f"{owner}|", key__lt=f"{owner}}}")
-    rows = Outbox.objects.filter(keyed, domain=owners.domain)
-    if by_delivery:  # each endpoint's deliveries of these events (its domain is its id; the key names the event)
-        endpoints = WebhookEndpoint.objects.filter(brand_id=owners.brand_id, livemode=is_live(owners.domain))
-        rows = rows.union(Outbox.objects.filter(domain__in=endpoints.values("id"), key__in=sorted(by_delivery)),
-                          all=True)
+    # A firing's sends carry its timer's key, <owner>:<kind>:…, and an act's <owner>|…: one range of the key's
+    # index per owner, [<owner>:, <owner>}), which holds both (':' < '|' < '}'); an event whose firing was another
+    # owner's (a roll recorded by the plan's schedule) names its key. Few parameters, whatever the history.
+    keys = owners.keys()
+    mine = set(keys)
+    keyed = Q(key__in=sorted(k for k in by_key if _owner_of(k) not in mine))
+    for owner in keys:
+        keyed |= Q(key__gte=f"{owner}:", key__lt=f"{owner}}}")
+    fields = ("id", "key", "attempt", "seq", "transport", "payload", "status", "receipt", "error", "tries",
+              "created_at")
+    rows = Outbox.objects.filter(keyed, domain=owners.domain).values_list(*fields, named=True)
+    if owners.endpoints and by_delivery:  # each endpoint's deliveries of these events (its domain is its id)
+        rows = rows.union(Outbox.objects.filter(domain__in=owners.endpoints, key__in=sorted(by_delivery))
+                          .values_list(*fields, named=True), all=True)
     out = []
     places = sorted((e.fired_at or e.owed_at, e.seq) for e in events if (e.fired_at or e.owed_at) is not None)
     for row in rows.order_by("created_at", "id"):
+        if row.transport != "webhook" and row.key not in by_key and _owner_of(row.key) not in mine:
+            continue  # in an owner's range, not of it (job_ab's range holds job_abc's keys)
         anchor = by_delivery.get(row.key) if row.transport == "webhook" else by_key.get(row.key)
         if anchor is None:
             anchor = _act_anchor(row.key, by_act)
@@ -225,6 +243,11 @@ def _sends(owners: _Owners, events: list[Event], by_key: dict[str, Entry], by_de
         out.append(Entry(id=row.id, kind=SENT, type=row.transport, at=at, zone=zone, status=status,
                          attempt=row.attempt, sentence=send_words(row, status), order=order))
     return out
+
+
+def _owner_of(key: str) -> str:
+    """The owner a send's key names: clk_…#US of clk_…#US:rung:notice 30d:2027@0 and of clk_…#US|remind:…."""
+    return key.split(":", 1)[0].split("|", 1)[0]
 
 
 def _act_anchor(key: str, by_act: dict[tuple[str, str], Entry]) -> Entry | None:
@@ -455,7 +478,7 @@ _SAYS = {"clock": _clock_words, "job": _job_event_words, "step": _people_words, 
          "ask": _people_words, "grant": _people_words}
 
 
-def send_status(row: Outbox) -> str:
+def send_status(row: Any) -> str:
     """A send's status: waiting to leave, being sent, sent, answered (the far end said so), in doubt (a try
     raised: the far end is asked before it is sent again), failed (refused), dead-lettered (given up after
     retries), voided (its test clock was deleted first)."""
@@ -476,7 +499,7 @@ STATUS_WORDS = {"waiting": "waiting to leave", "sending": "leaving now", "sent":
                 "dead_lettered": "given up after {tries} tries", "voided": "not sent: the test run was deleted"}
 
 
-def send_words(row: Outbox, status: str) -> str:
+def send_words(row: Any, status: str) -> str:
     payload = row.payload if isinstance(row.payload, dict) else {}
     if row.transport == "email":
         to = sorted({a for m in payload.get("messages", []) for a in m.get("to", [])})

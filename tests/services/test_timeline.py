@@ -19,7 +19,7 @@ from calendars.models import ClockItem, Subject
 from calendars.words import runtime_words
 from services.models import Job
 from services.reminders import clock_remind
-from services.timeline import SENT, Timeline, send_status, subject_timeline
+from services.timeline import SENT, Timeline, job_timeline, send_status, subject_timeline
 from tests.support.acme import acme_subject
 from tests.support.api import Client
 from tests.support.cli import one_line, run
@@ -221,6 +221,11 @@ def test_a_long_history_is_read_in_a_fixed_number_of_queries(brand, clock, event
     # Each email (and webhook delivery) stands after the event it went with.
     assert all(timeline.entries[i + 1].type in ("email", "webhook") and timeline.entries[i + 1].at == e.at
                for i, e in enumerate(timeline.entries) if e.kind == "fired")
+    job = Job.objects.select_related("subject__calendar").filter(subject=s).first()
+    own = Event.objects.filter(subject=job.id).count()
+    with django_assert_max_num_queries(5):  # its dates, the endpoints, its events, their sends, what is ahead
+        mine = job_timeline(job=job).entries
+    assert [e.kind for e in mine].count("fired") == own and [e.kind for e in mine].count("armed") == 1
     rows, more = timeline.page(limit=3, starting_after=timeline.entries[0].id)
     assert [r.id for r in rows] == [e.id for e in timeline.entries[1:4]] and more
 
