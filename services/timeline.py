@@ -374,6 +374,10 @@ def _clock_words(type: str, what: str, data: dict[str, Any], zone: ZoneInfo) -> 
                        f"{': ' + plain(str(data['why'])) if data.get('why') else ''}.")
     if type == "clock.acknowledged":
         return ACTED, f"{_who(by)} confirmed {what}."
+    if type == "clock.unacknowledged":
+        return ACTED, f"{_who(by)} took back their confirmation of {what}: its reminders ahead go out again."
+    if type == "clock.reopened":
+        return ACTED, f"{_who(by)} took back marking {what} done: it is open again, with its reminders ahead."
     if type == "clock.satisfied":
         how = f" ({plain(str(data['with']))})" if data.get("with") else ""
         late = "" if data.get("on_time", True) else ", late"

@@ -242,3 +242,20 @@ def test_a_sends_status_says_where_it_is():
     assert send_status(row(status="failed", tries=1)) == "failed"
     assert send_status(row(status="failed", tries=5)) == "dead_lettered"
     assert send_status(row(status="voided")) == "voided"
+
+
+def test_an_act_taken_back_is_its_own_line_after_the_act(tax):
+    from calendars.clocks import clock_satisfy
+    from calendars.undo import clock_reopen
+    from services.timeline import item_timeline
+    from timers.armer import DirectArmer
+
+    item = tax.item
+    armer = DirectArmer(brand=item.clock.brand_id, domain=item.clock.domain)
+    clock_satisfy(armer=armer, item=item, by="Ada Lovelace")
+    clock_reopen(armer=armer, item=ClockItem.objects.get(pk=item.pk), by="Ada Lovelace")
+    said = [e.sentence for e in item_timeline(item=ClockItem.objects.select_related("clock__subject__calendar")
+                                              .get(pk=item.pk)).entries if e.kind != "armed"]
+    done = said.index("File · the 2027 return · US was done.")
+    assert said[done + 1] == ("Ada Lovelace took back marking file · the 2027 return · US done: it is open again, "
+                              "with its reminders ahead."), said[done:]
