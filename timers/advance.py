@@ -28,7 +28,7 @@ from .errors import KeepingTimeError, NotFound, TestClockBackward, TestClockDele
 from .gate import wake
 from .lease import Held, current, lease
 from .models import Event, TestClock
-from .sql import clocks
+from .sql import clocks, sessions
 from .store import get_store
 from .test_clocks import backward_message, test_clock_finish_delete
 from .timeutil import iso_z
@@ -398,6 +398,11 @@ def run_requested_advances(*, limit: int = 10) -> int:
             except LeaseLost:
                 log.warning("lost the lease on %s mid-advance; its new holder goes on", clock.id)
             except Exception as exc:  # pushed out, never crash-looped
+                if sessions.connection_lost(exc):
+                    # Not the advance's failure but the session's: the clock stays advancing and its lease dies
+                    # with the session, so the next step (in a new session) takes the advance up where its last
+                    # batch committed. Pushing it out would need the session that is gone.
+                    raise
                 log.exception("advance of %s failed", clock.id)
                 TestClock.objects.filter(pk=clock.id, status=TestClock.Status.ADVANCING).update(
                     status=TestClock.Status.INTERNAL_FAILURE, failure=str(exc)[:500])

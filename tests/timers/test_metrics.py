@@ -40,6 +40,7 @@ FAMILIES = {
     "kt_outbox_in_doubt": "gauge",
     "kt_tick_lag_seconds": "gauge",
     "kt_lease_holder": "gauge",
+    "kt_worker_sessions": "gauge",  # PostgreSQL only
     "kt_metrics_scrape_error": "gauge",
     "kt_metrics_scrape_duration_seconds": "gauge",
 }
