@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import contextlib
 import logging
+import time
 from collections.abc import Callable, Iterator
 from contextvars import ContextVar
 from dataclasses import dataclass
@@ -23,12 +24,14 @@ from django.db import DatabaseError, connection, transaction
 from . import batch as batches
 from . import outbox
 from .batch import KeptWriteFailed
+from .clock import wall_now
 from .engine import Run, RunStats
 from .errors import KeepingTimeError, NotFound, TestClockBackward, TestClockDeleted
 from .gate import wake
 from .lease import Held, current, lease
+from .lease import ttl as lease_ttl
 from .models import Event, TestClock
-from .sql import clocks, sessions
+from .sql import clocks, leases, sessions
 from .store import get_store
 from .test_clocks import backward_message, test_clock_finish_delete
 from .timeutil import iso_z
@@ -142,11 +145,13 @@ def pinned_on(domain: str) -> Pinned | None:
     return pin
 
 
-def deliver_batch(domain: str, taken: outbox.Taken | None = None) -> outbox.DeliverStats:
-    """A run's deliver, called after each batch that queued sends (``taken``: those the batch claimed for it)."""
+def deliver_batch(domain: str, taken: outbox.Taken | None = None, keeper: Keeper | None = None) -> outbox.DeliverStats:
+    """A run's deliver, called after each batch that queued sends (``taken``: those the batch claimed for it;
+    ``keeper``: the advance's, which keeps its lease through the sends and stops them once it is lost or the
+    clock is being deleted)."""
     pin = pinned_on(domain)
     if pin is None:
-        return outbox.deliver(domain, taken=taken)
+        return outbox.deliver(domain, taken=taken, stop=keeper)
     pin.owed = True  # written after the batch's look (timers/store.py writes the sends last)
     # What one claim leaves is the look's to see, and the settle's to send.
     got = outbox.deliver(domain, once=True, taken=taken)
@@ -212,6 +217,51 @@ class Guard:
         return False
 
 
+KEEP_EVERY = 1.0  # seconds: how often an advance's sends renew its lease and look whether the clock is being deleted
+
+
+class Keeper:
+    """Keeps an advance's lease while its holder sends between batches (a batch's sends, and the settle's).
+
+    A batch's fence renews the lease only as the batch begins; one batch of thousands of fires has thousands
+    of sends after it, at a slow far end minutes of them, and a lease that ran out under them was taken over by
+    a second worker while the first was alive and sending (issue 36). The send loop asks ``is_set()`` before each
+    send (outbox.Stop); once a KEEP_EVERY (or a third of the lease, if that is shorter) it renews the lease
+    with the fence and reads the clock's status in the same statement. It says stop once the fence finds the
+    lease taken over (this holder was paused past it: the new holder sends the rest) or the clock marked
+    deleting: the unsent rows go back to pending, the next batch's guard stops the run, and a delete waits
+    for at most one send and a KEEP_EVERY, where it waited for every send of the batch."""
+
+    def __init__(self, held: Held, clock_id: str):
+        self.held = held
+        self.clock_id = clock_id
+        self.why = ""  # "lease" or "deleted", once it said stop
+        self.renewals = 0
+        self._at = time.monotonic()
+
+    def is_set(self) -> bool:
+        if self.why:
+            return True
+        now = time.monotonic()
+        if now - self._at < min(KEEP_EVERY, lease_ttl().total_seconds() / 3):
+            return False
+        self._at = now
+        fenced, status = leases.fence_locking(domain=self.held.domain, holder=self.held.holder,
+                                              epoch=self.held.epoch, expires=wall_now() + lease_ttl(),
+                                              clock_id=self.clock_id)
+        self.renewals += 1
+        if not fenced:
+            self.why = "lease"
+        elif status is None or status in TestClock.GONE:
+            self.why = "deleted"
+        return bool(self.why)
+
+    @property
+    def voids(self) -> bool:
+        """The sends it stopped are voided, not put back (outbox._release): the clock is being deleted."""
+        return self.why == "deleted"
+
+
 def lease_lost(domain: str, held: Held) -> LeaseLost:
     return LeaseLost(f"the lease on {domain} (epoch {held.epoch}) expired and another worker took it over; "
                      "this run stopped at a batch boundary and wrote nothing after it")
@@ -235,6 +285,8 @@ def advance(clock_id: str, to: datetime, *, redeliver: bool = False, trace: bool
             raise TestClockBackward(backward_message(clock, to))
         start = clock.frozen_time
         guard = Guard(held, clock_id=clock.id, pinned=pin is not None)
+        # A compare's way holds the lease's row locked for its length (Pinned): nothing to keep there.
+        keeper = Keeper(held, clock.id) if pin is None else None
         cfg = settings.KEEPING_TIME
         size = cfg.get("ADVANCE_BATCH_SIZE") or cfg["BATCH_SIZE"]
         # Stripe's rule for every advance, asked for or not: the clock's objects take no outside writes until
@@ -266,7 +318,7 @@ def advance(clock_id: str, to: datetime, *, redeliver: bool = False, trace: bool
         def run(keep_writes: bool, floor: datetime | None) -> Run:
             return Run(domain=clock.id, floor=floor, to=to, store=get_store(), redeliver=wake if redeliver else None,
                        trace=trace, on=on, on_flush=flush_frozen(clock.id),
-                       deliver=lambda taken: deliver_batch(clock.id, taken), guard=guard, keep_writes=keep_writes,
+                       deliver=lambda taken: deliver_batch(clock.id, taken, keeper), guard=guard, keep_writes=keep_writes,
                        batch_size=size, carry=carry, claim_sends=True)
 
         try:
@@ -276,7 +328,7 @@ def advance(clock_id: str, to: datetime, *, redeliver: bool = False, trace: bool
             # Ready only once every send the advance owes has been made, has failed, or is in doubt with its
             # reason.
             if pin is None or pin.owed or redeliver:
-                stats.add_sends(outbox.settle(clock.id))
+                stats.add_sends(outbox.settle(clock.id, stop=keeper))
             if pin is not None:
                 _finish_pinned(pin, to, marked)
                 return stats
