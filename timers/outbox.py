@@ -32,7 +32,7 @@ from django.conf import settings
 from django.db.models import Q
 
 from .clock import wall_now
-from .models import Outbox
+from .models import Outbox, TestClock
 from .prepared import TickCursor
 from .sql import outbox as statements
 from .sql.sessions import sender_id
@@ -193,9 +193,41 @@ def _release(ids: list[str], me: str, domains: list[str], stop: Stop | None = No
             claimed_by="", lease_until=None)
 
 
+TEST_CLOCK_PREFIX = "tc_"  # a test clock's id (timers.models.clocks: new_id("tc"))
+WATCH_EVERY = 1.0  # seconds: how often a claim of a test clock's sends looks whether the clock is being deleted
+
+
+class _ClockWatch:
+    """The stop of a claim of test clocks' rows: the caller's, and once a WATCH_EVERY a look at whether a clock of
+    the claim is being deleted; then the rows not yet attempted are voided (``_release``), never sent after the
+    delete. The claims of a worker's sender thread need it: they carry the sends an advance's slice left them."""
+
+    def __init__(self, clocks: list[str], inner: Stop | None):
+        self.clocks = clocks
+        self.inner = inner
+        self._gone = False
+        self._at = time.monotonic()
+
+    @property
+    def voids(self) -> bool:
+        return self._gone or bool(getattr(self.inner, "voids", False))
+
+    def is_set(self) -> bool:
+        if self._gone or (self.inner is not None and self.inner.is_set()):
+            return True
+        now = time.monotonic()
+        if now - self._at >= WATCH_EVERY:
+            self._at = now
+            self._gone = TestClock.objects.filter(pk__in=self.clocks, status__in=TestClock.GONE).exists()
+        return self._gone
+
+
 def _send_claimed(rows: list[Claimed], me: str, stats: DeliverStats, stop: Stop | None,
                   claimed_at: float) -> None:
     settled: list[tuple[str, str, bool, Any]] = []
+    clocks = sorted({r.domain for r in rows if r.domain.startswith(TEST_CLOCK_PREFIX)})
+    if clocks:
+        stop = _ClockWatch(clocks, stop)
     try:
         _send_claimed_rows(rows, me, stats, stop, settled, claimed_at)
     finally:

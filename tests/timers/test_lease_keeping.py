@@ -112,18 +112,24 @@ def test_a_delete_stops_an_advance_mid_sends_within_a_second_or_so(brand):
             at = time.monotonic()
             test_clocks.test_clock_delete(clock=TestClock.objects.get(pk=clock.id))  # waits for the lease
             took = time.monotonic() - at
-            received = sum(far.received.values())
+            # A sender thread holding some of its sends (a slice left them to it) looks once a second, the send
+            # in flight ends: after that, nothing more arrives.
+            time.sleep(1.5)
+            settled = sum(far.received.values())
             time.sleep(2.0)
-            after = sum(far.received.values()) - received
+            after = sum(far.received.values()) - settled
         finally:
             _stop(procs)
     assert took < 3.0, f"the delete waited {took:.1f}s for the advance to let go"
-    assert after == 0, f"{after} sends arrived after the delete"
+    assert after == 0, f"{after} sends arrived more than 1.5 s after the delete"
     assert far.twice() == {}
     deleted = Event.objects.get(domain=clock.id, type="test_clock.deleted")
     assert not Event.objects.filter(domain=clock.id, seq__gt=deleted.seq).exists()
     assert not Timer.objects.filter(domain=clock.id, status__in=["armed", "held"]).exists()
     assert TestClock.objects.get(pk=clock.id).status == "deleted"
     assert not Outbox.objects.filter(domain=clock.id, status__in=["pending", "sending"]).exists()
+    # Every send not made is voided: by the advance as it stopped and by the delete (counted in sends_voided), or
+    # by a sender thread that held some of them when the delete came (within a second after it).
     voided = Outbox.objects.filter(domain=clock.id, status="voided").count()
-    assert voided == deleted.data["sends_voided"] > 0
+    assert voided >= deleted.data["sends_voided"] and voided > 0
+    assert Outbox.objects.filter(domain=clock.id, transport="notices", status="sent").count() == len(far.received)
