@@ -262,6 +262,9 @@ KEEPING_TIME = {
     # How long a worker's lease on a clock domain holds unrenewed (timers/lease.py): it is renewed at every
     # batch, and a worker that died is taken over this long after its last batch.
     "LEASE_SECONDS": env.float("KT_LEASE_SECONDS", default=30.0),
+    # How long `tick --forever` runs a requested test-clock advance before it yields to its live turns (the next
+    # slice goes on where it stopped; its sends still owed go to the worker's sender). 0: each advance to its end.
+    "ADVANCE_SLICE_SECONDS": env.float("KT_ADVANCE_SLICE_SECONDS", default=1.0),
     # How many of a domain's lease terms (timers_leaseterm, a row per take) are kept: a live worker takes a
     # brand's lease for every turn, so the history is cut back to the newest this many as it grows.
     "LEASE_TERMS_KEPT": env.int("KT_LEASE_TERMS_KEPT", default=1000),

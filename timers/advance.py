@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import contextlib
 import logging
+import time
 from collections.abc import Callable, Iterator
 from contextvars import ContextVar
 from dataclasses import dataclass
@@ -23,12 +24,14 @@ from django.db import DatabaseError, connection, transaction
 from . import batch as batches
 from . import outbox
 from .batch import KeptWriteFailed
+from .clock import wall_now
 from .engine import Run, RunStats
 from .errors import KeepingTimeError, NotFound, TestClockBackward, TestClockDeleted
 from .gate import wake
 from .lease import Held, current, lease
+from .lease import ttl as lease_ttl
 from .models import Event, TestClock
-from .sql import clocks
+from .sql import clocks, leases, sessions
 from .store import get_store
 from .test_clocks import backward_message, test_clock_finish_delete
 from .timeutil import iso_z
@@ -142,11 +145,13 @@ def pinned_on(domain: str) -> Pinned | None:
     return pin
 
 
-def deliver_batch(domain: str, taken: outbox.Taken | None = None) -> outbox.DeliverStats:
-    """A run's deliver, called after each batch that queued sends (``taken``: those the batch claimed for it)."""
+def deliver_batch(domain: str, taken: outbox.Taken | None = None, keeper: Keeper | None = None) -> outbox.DeliverStats:
+    """A run's deliver, called after each batch that queued sends (``taken``: those the batch claimed for it;
+    ``keeper``: the advance's, which keeps its lease through the sends and stops them once it is lost or the
+    clock is being deleted)."""
     pin = pinned_on(domain)
     if pin is None:
-        return outbox.deliver(domain, taken=taken)
+        return outbox.deliver(domain, taken=taken, stop=keeper)
     pin.owed = True  # written after the batch's look (timers/store.py writes the sends last)
     # What one claim leaves is the look's to see, and the settle's to send.
     got = outbox.deliver(domain, once=True, taken=taken)
@@ -189,8 +194,13 @@ class Guard:
         self.pinned = pinned  # a compare's way (Pinned): the lease and the clock's status are known to hold
         self.left = batches
         self.why = ""
+        self.until: float | None = None  # a slice's end (time.monotonic()): no batch begins after it but the first
+        self._passed = 0
 
     def __call__(self) -> bool:
+        if self.until is not None and self._passed and time.monotonic() >= self.until:
+            self.why = "slice"  # the advance yields here: the next slice goes on from this batch boundary
+            return False
         if self.pinned:
             self.held.batches += 1
             fenced = alive = True
@@ -208,8 +218,58 @@ class Guard:
         else:
             if self.left is not None:
                 self.left -= 1
+            self._passed += 1
             return True
         return False
+
+
+KEEP_EVERY = 1.0  # seconds: how often an advance's sends renew its lease and look whether the clock is being deleted
+
+
+class Keeper:
+    """Keeps an advance's lease while its holder sends between batches (a batch's sends, and the settle's).
+
+    A batch's fence renews the lease only as the batch begins; one batch of thousands of fires has thousands
+    of sends after it, at a slow far end minutes of them, and a lease that ran out under them was taken over by
+    a second worker while the first was alive and sending (issue 36). The send loop asks ``is_set()`` before each
+    send (outbox.Stop); once a KEEP_EVERY (or a third of the lease, if that is shorter) it renews the lease
+    with the fence and reads the clock's status in the same statement. It says stop once the fence finds the
+    lease taken over (this holder was paused past it: the new holder sends the rest) or the clock marked
+    deleting: the unsent rows go back to pending, the next batch's guard stops the run, and a delete waits
+    for at most one send and a KEEP_EVERY, where it waited for every send of the batch."""
+
+    def __init__(self, held: Held, clock_id: str):
+        self.held = held
+        self.clock_id = clock_id
+        self.why = ""  # "lease", "deleted" or "slice", once it said stop
+        self.renewals = 0
+        self.until: float | None = None  # a slice's end: the sends left then go to the sender, not this step
+        self._at = time.monotonic()
+
+    def is_set(self) -> bool:
+        if self.why:
+            return True
+        now = time.monotonic()
+        if self.until is not None and now >= self.until:
+            self.why = "slice"  # what is unsent goes back to pending, for the worker's sender thread
+            return True
+        if now - self._at < min(KEEP_EVERY, lease_ttl().total_seconds() / 3):
+            return False
+        self._at = now
+        fenced, status = leases.fence_locking(domain=self.held.domain, holder=self.held.holder,
+                                              epoch=self.held.epoch, expires=wall_now() + lease_ttl(),
+                                              clock_id=self.clock_id)
+        self.renewals += 1
+        if not fenced:
+            self.why = "lease"
+        elif status is None or status in TestClock.GONE:
+            self.why = "deleted"
+        return bool(self.why)
+
+    @property
+    def voids(self) -> bool:
+        """The sends it stopped are voided, not put back (outbox._release): the clock is being deleted."""
+        return self.why == "deleted"
 
 
 def lease_lost(domain: str, held: Held) -> LeaseLost:
@@ -223,8 +283,13 @@ def clock_deleted(clock_id: str) -> TestClockDeleted:
 
 
 def advance(clock_id: str, to: datetime, *, redeliver: bool = False, trace: bool = False,
-            on: set[str] | None = None) -> RunStats:
-    """Advance a test clock to ``to``, firing every timer owed on the way, each instant in turn."""
+            on: set[str] | None = None, slice_seconds: float | None = None) -> RunStats:
+    """Advance a test clock to ``to``, firing every timer owed on the way, each instant in turn.
+
+    ``slice_seconds`` (an advance the API asked for, run by a worker): run about that long and yield, the clock
+    still advancing at the position its last batch wrote, for the worker's live turns; the next slice goes on
+    from there, as a tick goes on after a crash, so the record is the same. The slice's batches end within it,
+    and the sends still owed as it ends go to the worker's sender thread. ``stats.sliced`` says it yielded."""
     with lease(clock_id) as held:
         pin = pinned_on(clock_id)
         clock = pin.clock if pin is not None else (
@@ -235,6 +300,8 @@ def advance(clock_id: str, to: datetime, *, redeliver: bool = False, trace: bool
             raise TestClockBackward(backward_message(clock, to))
         start = clock.frozen_time
         guard = Guard(held, clock_id=clock.id, pinned=pin is not None)
+        # A compare's way holds the lease's row locked for its length (Pinned): nothing to keep there.
+        keeper = Keeper(held, clock.id) if pin is None else None
         cfg = settings.KEEPING_TIME
         size = cfg.get("ADVANCE_BATCH_SIZE") or cfg["BATCH_SIZE"]
         # Stripe's rule for every advance, asked for or not: the clock's objects take no outside writes until
@@ -255,6 +322,9 @@ def advance(clock_id: str, to: datetime, *, redeliver: bool = False, trace: bool
                     status=TestClock.Status.ADVANCING, advance_to=to))
         if marked and pin is not None:
             clock.status, clock.advance_to = TestClock.Status.ADVANCING, to
+        if slice_seconds is not None and not marked and pin is None and keeper is not None:
+            # Only an advance marked by its requester slices: one marked here is put back to ready on its way out.
+            guard.until = keeper.until = time.monotonic() + slice_seconds
         if idle:
             assert pin is not None  # only a pinned advance is found idle
             _finish_pinned(pin, to, marked)
@@ -264,19 +334,28 @@ def advance(clock_id: str, to: datetime, *, redeliver: bool = False, trace: bool
         carry = (lambda: _carry_token(clock.id)) if size >= CARRY_MIN_BATCH else None
 
         def run(keep_writes: bool, floor: datetime | None) -> Run:
-            return Run(domain=clock.id, floor=floor, to=to, store=get_store(), redeliver=wake if redeliver else None,
+            made = Run(domain=clock.id, floor=floor, to=to, store=get_store(), redeliver=wake if redeliver else None,
                        trace=trace, on=on, on_flush=flush_frozen(clock.id),
-                       deliver=lambda taken: deliver_batch(clock.id, taken), guard=guard, keep_writes=keep_writes,
+                       deliver=lambda taken: deliver_batch(clock.id, taken, keeper), guard=guard, keep_writes=keep_writes,
                        batch_size=size, carry=carry, claim_sends=True)
+            if guard.until is not None and slice_seconds is not None:
+                made.batch_seconds = min(made.batch_seconds, slice_seconds)  # a batch ends within the slice
+            return made
 
         try:
             stats = execute_run(clock.id, run, clock.frozen_time, lambda: reread(clock.id, pin))
+            if (stats.stopped and guard.why == "slice") or (keeper is not None and keeper.why == "slice"):
+                stats.sliced = True  # yielded: still advancing, at the position the last batch wrote
+                return stats
             if stats.stopped:
                 raise lease_lost(clock.id, held) if guard.why == "lease" else clock_deleted(clock.id)
             # Ready only once every send the advance owes has been made, has failed, or is in doubt with its
             # reason.
             if pin is None or pin.owed or redeliver:
-                stats.add_sends(outbox.settle(clock.id))
+                stats.add_sends(outbox.settle(clock.id, stop=keeper))
+                if keeper is not None and keeper.why == "slice":
+                    stats.sliced = True  # its sends outlasted the slice: the sender makes them; ready in a later one
+                    return stats
             if pin is not None:
                 _finish_pinned(pin, to, marked)
                 return stats
@@ -369,14 +448,26 @@ def _mark_ready(clock: TestClock, at: datetime) -> None:
                          owed_at=at, data={"frozen_time": iso_z(at)}, fired_at=at)
 
 
-def run_requested_advances(*, limit: int = 10) -> int:
-    """Claim clocks whose advance was requested (SKIP LOCKED) and run each; returns how many ran."""
+def advance_slice() -> float | None:
+    """How long a worker runs a requested advance before it yields to its live turns (KT_ADVANCE_SLICE_SECONDS;
+    0: to the end, as before)."""
+    seconds = float(settings.KEEPING_TIME.get("ADVANCE_SLICE_SECONDS", 1.0))
+    return seconds if seconds > 0 else None
+
+
+def run_requested_advances(*, limit: int = 10, slice_seconds: float | None = None) -> int:
+    """Claim clocks whose advance was requested (SKIP LOCKED) and run each (with ``slice_seconds``, a slice of
+    each, once per call: the clocks still advancing are the next call's); returns how many ran."""
     done = 0
+    seen: set[str] = set()
+    began = time.monotonic()
     for _ in range(limit):
+        if slice_seconds is not None and done and time.monotonic() - began >= slice_seconds:
+            break  # a slice's worth of advances this step: the live turns go next (first asked, first done)
         with transaction.atomic():
             clock = (
                 TestClock.objects.select_for_update(skip_locked=True)
-                .filter(status=TestClock.Status.ADVANCING)
+                .filter(status=TestClock.Status.ADVANCING).exclude(pk__in=seen)
                 .order_by("created_at")
                 .first()
             )
@@ -384,6 +475,7 @@ def run_requested_advances(*, limit: int = 10) -> int:
                 return done
             # The row lock is only the claim; the advance itself runs under the domain's lease.
             target, redeliver = clock.advance_to, clock.redeliver
+            seen.add(clock.id)
         with lease(clock.id, wait=False) as got:
             if not got:
                 continue  # another worker holds this clock
@@ -392,12 +484,17 @@ def run_requested_advances(*, limit: int = 10) -> int:
                 continue
             assert target is not None  # an advancing clock's row says where to
             try:
-                advance(clock.id, target, redeliver=redeliver)
+                advance(clock.id, target, redeliver=redeliver, slice_seconds=slice_seconds)
             except TestClockDeleted:
                 pass  # deleted while it advanced: the delete finishes under the lease we let go
             except LeaseLost:
                 log.warning("lost the lease on %s mid-advance; its new holder goes on", clock.id)
             except Exception as exc:  # pushed out, never crash-looped
+                if sessions.connection_lost(exc):
+                    # Not the advance's failure but the session's: the clock stays advancing and its lease dies
+                    # with the session, so the next step (in a new session) takes the advance up where its last
+                    # batch committed. Pushing it out would need the session that is gone.
+                    raise
                 log.exception("advance of %s failed", clock.id)
                 TestClock.objects.filter(pk=clock.id, status=TestClock.Status.ADVANCING).update(
                     status=TestClock.Status.INTERNAL_FAILURE, failure=str(exc)[:500])

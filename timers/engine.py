@@ -208,6 +208,7 @@ class RunStats:
     instants: int = 0
     batches: int = 0
     stopped: bool = False  # the run's guard stopped it at a batch (its test clock was deleted)
+    sliced: bool = False  # an advance that yielded at its slice's end, still advancing (timers/advance.py)
     sends: DeliverStats | None = None  # the outbox's, once the run has settled what it owes
     trace: list[TraceRow] = field(default_factory=list)
 

@@ -31,7 +31,7 @@ from prometheus_client.registry import Collector
 from .clock import wall_now
 from .keys import KINDS
 from .models import LATE_BUCKETS, LIVE, LiveClock, TestClock, Timer
-from .sql import leases, tallies
+from .sql import leases, sessions, tallies
 from .sql import outbox as outbox_sql
 
 log = logging.getLogger(__name__)
@@ -140,12 +140,26 @@ def _family_leases() -> list[Metric]:
     return [fam]
 
 
+def _family_workers() -> list[Metric]:
+    """kt_worker_sessions: the database sessions of `tick --forever` workers connected now (pg_stat_activity, by
+    their application_name: timers.sql.sessions.WORKER_NAME). 0 when no worker is up, or none could connect.
+    Left out where the database cannot say (SQLite)."""
+    n = sessions.worker_sessions()
+    if n is None:
+        return []
+    fam = GaugeMetricFamily("kt_worker_sessions", "Database sessions of tick --forever workers connected now (a "
+                            "worker has one, and one more for its sender); 0: no worker is running.")
+    fam.add_metric([], n)
+    return [fam]
+
+
 FAMILIES: tuple[tuple[str, Callable[[], list[Metric]]], ...] = (
     ("fires", _family_fires),  # and late_by: FireTally's rows
     ("timers", _family_timers),
     ("outbox", _family_outbox),
     ("tick_lag", _family_lag),
     ("leases", _family_leases),
+    ("workers", _family_workers),
 )
 
 

@@ -22,24 +22,31 @@ import concurrent.futures
 import logging
 import os
 import queue
-import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime, timedelta
-from typing import Any
+from typing import Any, Protocol
 
 from django.conf import settings
 from django.db.models import Q
 
 from .clock import wall_now
-from .models import Outbox
+from .models import Outbox, TestClock
 from .prepared import TickCursor
 from .sql import outbox as statements
 from .sql.sessions import sender_id
 from .transports import PermanentFailure, Transport, transport
 
 log = logging.getLogger(__name__)
+
+
+class Stop(Protocol):
+    """What a send loop asks before each send whether to stop: a threading.Event (a worker's SIGTERM), or a
+    test clock's lease keeper (timers/advance.py, Keeper: its holder lost it, or the clock is being deleted)."""
+
+    def is_set(self) -> bool: ...
+
 
 CLAIM = 200  # rows one claim takes
 RECORD_EVERY = 0.5  # seconds between receipt writes (and lease renewals) while a claim is being sent
@@ -175,16 +182,52 @@ def _fail(sid: str, domain: str, error: str, *, permanent: bool, max_tries: int 
     return final
 
 
-def _release(ids: list[str], me: str, domains: list[str]) -> None:
-    # Claimed but never attempted (stopping): back to pending, no doubt about them.
+def _release(ids: list[str], me: str, domains: list[str], stop: Stop | None = None) -> None:
+    # Claimed but never attempted (stopping): back to pending, no doubt about them. Voided instead where the stop
+    # says their test clock is being deleted (advance.Keeper): pending, another sender could claim them before
+    # the delete voids what is pending, and send them after it.
     if ids:
+        void = bool(getattr(stop, "voids", False))
         Outbox.objects.filter(domain__in=domains, pk__in=ids, claimed_by=me, status="sending").update(
-            status="pending", claimed_by="", lease_until=None)
+            **({"status": "voided", "error": VOIDED_BY_DELETE} if void else {"status": "pending"}),
+            claimed_by="", lease_until=None)
 
 
-def _send_claimed(rows: list[Claimed], me: str, stats: DeliverStats, stop: threading.Event | None,
+TEST_CLOCK_PREFIX = "tc_"  # a test clock's id (timers.models.clocks: new_id("tc"))
+WATCH_EVERY = 1.0  # seconds: how often a claim of a test clock's sends looks whether the clock is being deleted
+
+
+class _ClockWatch:
+    """The stop of a claim of test clocks' rows: the caller's, and once a WATCH_EVERY a look at whether a clock of
+    the claim is being deleted; then the rows not yet attempted are voided (``_release``), never sent after the
+    delete. The claims of a worker's sender thread need it: they carry the sends an advance's slice left them."""
+
+    def __init__(self, clocks: list[str], inner: Stop | None):
+        self.clocks = clocks
+        self.inner = inner
+        self._gone = False
+        self._at = time.monotonic()
+
+    @property
+    def voids(self) -> bool:
+        return self._gone or bool(getattr(self.inner, "voids", False))
+
+    def is_set(self) -> bool:
+        if self._gone or (self.inner is not None and self.inner.is_set()):
+            return True
+        now = time.monotonic()
+        if now - self._at >= WATCH_EVERY:
+            self._at = now
+            self._gone = TestClock.objects.filter(pk__in=self.clocks, status__in=TestClock.GONE).exists()
+        return self._gone
+
+
+def _send_claimed(rows: list[Claimed], me: str, stats: DeliverStats, stop: Stop | None,
                   claimed_at: float) -> None:
     settled: list[tuple[str, str, bool, Any]] = []
+    clocks = sorted({r.domain for r in rows if r.domain.startswith(TEST_CLOCK_PREFIX)})
+    if clocks:
+        stop = _ClockWatch(clocks, stop)
     try:
         _send_claimed_rows(rows, me, stats, stop, settled, claimed_at)
     finally:
@@ -227,7 +270,7 @@ def _sender_pool() -> concurrent.futures.ThreadPoolExecutor:
 os.register_at_fork(after_in_child=_senders.clear)  # a forked worker makes its own threads
 
 
-def _send_claimed_rows(rows: list[Claimed], me: str, stats: DeliverStats, stop: threading.Event | None,
+def _send_claimed_rows(rows: list[Claimed], me: str, stats: DeliverStats, stop: Stop | None,
                        settled: list[tuple[str, str, bool, Any]], claimed_at: float) -> None:
     """Send a claim's rows, writing receipts and renewing the lease as it goes.
 
@@ -315,7 +358,7 @@ def _send_claimed_rows(rows: list[Claimed], me: str, stats: DeliverStats, stop: 
             if stop is not None and stop.is_set():
                 land(True)
                 statements.record(receipts, relaxed=relaxed)
-                _release([r.id for r in rows[n:] if r.id not in taken], me, domains)
+                _release([r.id for r in rows[n:] if r.id not in taken], me, domains, stop)
                 return
             now = time.monotonic()
             if now >= fresh_until or (receipts and now - last >= RECORD_EVERY):
@@ -350,7 +393,7 @@ def _send_claimed_rows(rows: list[Claimed], me: str, stats: DeliverStats, stop: 
     statements.record(receipts, relaxed=relaxed)
 
 
-def deliver(domain: str | None, *, limit: int | None = None, stop: threading.Event | None = None,
+def deliver(domain: str | None, *, limit: int | None = None, stop: Stop | None = None,
             once: bool = False, taken: Taken | None = None) -> DeliverStats:
     """Send everything owed that no live sender holds (settling what is in doubt first); in sets.
 
@@ -368,7 +411,7 @@ def deliver(domain: str | None, *, limit: int | None = None, stop: threading.Eve
             rows = taken.rows[n:n + CLAIM]
             if stop is not None and stop.is_set():
                 rest = taken.rows[n:]
-                _release([r.id for r in rest], me, sorted({r.domain for r in rest}))
+                _release([r.id for r in rest], me, sorted({r.domain for r in rest}), stop)
                 break
             _send_claimed(rows, me, stats, stop, taken.claimed_at)
     active = [domain] if domain is not None else statements.owed_domains()
@@ -400,14 +443,14 @@ def _held_elsewhere(domain: str | None, me: str) -> int:
     return qs.count()
 
 
-def settle(domain: str, *, wait: float | None = None) -> DeliverStats:
+def settle(domain: str, *, wait: float | None = None, stop: Stop | None = None) -> DeliverStats:
     """Deliver what the domain owes and wait for sends other live senders hold, so that on return every
-    owed send has been made, has failed, or is in doubt with its reason (``Outbox.error``)."""
-    stats = deliver(domain)
+    owed send has been made, has failed, or is in doubt with its reason (``Outbox.error``); or until ``stop``."""
+    stats = deliver(domain, stop=stop)
     deadline = time.monotonic() + (wait if wait is not None else 2 * _lease().total_seconds())
-    while stats.held and time.monotonic() < deadline:
+    while stats.held and time.monotonic() < deadline and not (stop is not None and stop.is_set()):
         time.sleep(0.05)
-        stats += deliver(domain)
+        stats += deliver(domain, stop=stop)
     return stats
 
 
@@ -424,6 +467,11 @@ def owed(domain: str | None = None) -> dict[str, int]:
     }
 
 
+VOIDED_BY_DELETE = "test_clock.deleted"
+
+
 def void(domain: str) -> int:
-    """A deleted test clock's sends that never left: voided, never sent."""
-    return Outbox.objects.filter(domain=domain, status="pending").update(status="voided", error="test_clock.deleted")
+    """A deleted test clock's sends that never left: voided, never sent. Returns how many the delete voided in
+    all, with those its advance's sender voided as it stopped (``_release``)."""
+    Outbox.objects.filter(domain=domain, status="pending").update(status="voided", error=VOIDED_BY_DELETE)
+    return Outbox.objects.filter(domain=domain, status="voided", error=VOIDED_BY_DELETE).count()

@@ -10,6 +10,7 @@ wake names a domain (LISTEN, where the database carries wakes); sends go from a 
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import threading
 import time
@@ -20,7 +21,7 @@ import psycopg
 from django.db import connection
 
 from . import history, outbox
-from .advance import LeaseLost, finish_deletes, pinned_on, run_requested_advances
+from .advance import LeaseLost, advance_slice, finish_deletes, pinned_on, run_requested_advances
 from .clock import Clock, WallClock
 from .lease import holder, lease
 from .live import affinity, live_next, live_step, next_owed, owed_now, turn, turn_batches
@@ -32,6 +33,9 @@ log = logging.getLogger(__name__)
 
 
 HELD_ELSEWHERE_POLL = timedelta(milliseconds=100)
+RECONNECT_FIRST = 0.1  # seconds: the wait before connecting again after the database session was lost
+RECONNECT_MOST = 5.0  # seconds: the longest of those waits, while the database stays gone
+STOP_POLL = 0.2  # seconds: the longest a sleep listening for wakes goes without looking whether it was stopped
 SEND_POLL = 1.0  # seconds: how often the sender thread looks for sends no step nudged it about
 PARTITIONS_EVERY = 3600.0  # seconds (monotonic) between looks at history's months ahead (timers/history.py)
 TEST_CLOCK_POLL = 1.0  # seconds: how often a busy live loop looks for test clocks' work no wake named
@@ -60,12 +64,14 @@ class Worker:
         self.woken: list[str] = []  # domains a NOTIFY named, run first in the next step
         self.lost: list[str] = []  # domains whose lease was taken over mid-turn (the fence stopped this worker)
         self._held_elsewhere = False
-        self._listening = False
+        self._listening: psycopg.Connection | None = None  # the session that LISTENs, once one does
         self._others: set[str] = set()  # live domains another worker runs, as the last sleep's look found them
         self._test_clocks_at: float | None = None  # time.monotonic() when a step last looked at test clocks
         self._sender: threading.Thread | None = None  # run()'s sends, beside the firing (see _send_loop)
         self._send_now = threading.Event()
         self._sender_stop = threading.Event()
+        self.reconnects = 0  # times this worker lost its database session and connected again (_reconnect)
+        self._backoff: float | None = None  # the last wait before connecting again; None while connected
 
     def step(self) -> bool:
         asked = any(not is_live(d) for d in self.woken)  # a test clock's advance was asked (a bare wake)
@@ -77,7 +83,12 @@ class Worker:
             found = self._live_turns()
         self.steps += 1
         if self.test_clocks and self._test_clocks_due(asked):
-            found = run_requested_advances() > 0 or found
+            # A slice of each advance asked for, then the live turns again (live first): one that yielded is
+            # looked at again in the next step, not a poll later.
+            ran = run_requested_advances(slice_seconds=advance_slice() if self.domain is None else None)
+            if ran:
+                self._test_clocks_at = None
+            found = ran > 0 or found
             found = finish_deletes() > 0 or found
         if self._sender is not None and self._sender.is_alive():
             if found:
@@ -111,15 +122,20 @@ class Worker:
             while not (self.stop.is_set() or self._sender_stop.is_set()):
                 try:
                     done = outbox.deliver(None if self.test_clocks else self.domain, stop=self._sender_stop).done
-                except Exception:
-                    log.exception("the sender failed; trying again in %ss", SEND_POLL)
-                    connection.close()
+                except Exception as exc:
+                    if sessions.connection_lost(exc):  # the step's loop says so too; one line here
+                        log.info("the sender lost its database connection; trying again in %ss", SEND_POLL)
+                    else:
+                        log.exception("the sender failed; trying again in %ss", SEND_POLL)
+                    with contextlib.suppress(Exception):
+                        connection.close()
                     done = 0
                 if not done:
                     self._send_now.wait(SEND_POLL)
                     self._send_now.clear()
         finally:
-            connection.close()
+            with contextlib.suppress(Exception):
+                connection.close()
 
     def _theirs(self, nxt: datetime, last: str | None, now: datetime) -> bool:
         """Another worker ran this domain's last turn and what is owed there is not yet ``affinity()`` late: it
@@ -188,34 +204,65 @@ class Worker:
                     outbox.deliver(None if self.test_clocks else self.domain, stop=self.stop)
 
     def _run(self) -> None:
-        if isinstance(self.clock, WallClock) and sessions.hears_wakes():
-            # Listening before the first look: an arming that commits between that look and the first sleep
-            # is heard, not lost to a poll's wait (under load a worker's first step took seconds).
-            self._listen()
         made_at = None
         while not self.stop.is_set():
-            if made_at is None or time.monotonic() - made_at > PARTITIONS_EVERY:
-                # History's months ahead (timers/history.py): a fire never waits for one, as the default
-                # partition takes its row, but a month of its own is what can be kept or dropped whole.
-                history.ensure_partitions()
-                made_at = time.monotonic()
-            if self.step():
-                continue
-            nxt = next_owed(self.domain) if self.domain is not None else self._next_wake()
-            if self.until is not None and (nxt is None or nxt > self.until):
-                return
-            if self._held_elsewhere:
-                # What is owed now is another worker's to run: look again soon, in case it lets go or dies.
-                soon = self.clock.now() + HELD_ELSEWHERE_POLL
-                nxt = soon if nxt is None or nxt < soon else nxt
-            self.wakes += 1
-            self._sleep(nxt)
+            try:
+                if isinstance(self.clock, WallClock) and sessions.hears_wakes():
+                    # Listening before the first look: an arming that commits between that look and the first
+                    # sleep is heard, not lost to a poll's wait (under load a worker's first step took seconds).
+                    # Again after a reconnect: a new session listens to nothing yet.
+                    self._listen()
+                if made_at is None or time.monotonic() - made_at > PARTITIONS_EVERY:
+                    # History's months ahead (timers/history.py): a fire never waits for one, as the default
+                    # partition takes its row, but a month of its own is what can be kept or dropped whole.
+                    history.ensure_partitions()
+                    made_at = time.monotonic()
+                if self.step():
+                    self._reconnected()
+                    continue
+                nxt = next_owed(self.domain) if self.domain is not None else self._next_wake()
+                if self.until is not None and (nxt is None or nxt > self.until):
+                    return
+                if self._held_elsewhere:
+                    # What is owed now is another worker's to run: look again soon, in case it lets go or dies.
+                    soon = self.clock.now() + HELD_ELSEWHERE_POLL
+                    nxt = soon if nxt is None or nxt < soon else nxt
+                self.wakes += 1
+                self._reconnected()
+                self._sleep(nxt)
+            except Exception as exc:
+                if not sessions.connection_lost(exc):
+                    raise
+                self._reconnect(exc)
+
+    def _reconnect(self, exc: BaseException) -> None:
+        """The database session is gone (a restart, a failover, a terminated backend, a dropped network): drop
+        it and wait, longer each time it stays gone (RECONNECT_FIRST doubling to RECONNECT_MOST), then the loop
+        goes on in a new session. What the lost step left is safe where it stopped: its batch was rolled back,
+        its lease is free (its session is gone), a send it made is in doubt and asked about before it is sent
+        again, and an advance it was running is still marked advancing, so the next step takes it up."""
+        self.reconnects += 1
+        first = self._backoff is None
+        wait = RECONNECT_FIRST if self._backoff is None else min(self._backoff * 2, RECONNECT_MOST)
+        self._backoff = wait
+        log_at = log.warning if first else log.info
+        log_at("lost the database connection (%s); connecting again in %.1fs",
+               str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__, wait)
+        self._listening = None
+        with contextlib.suppress(Exception):
+            connection.close()
+        self.stop.wait(wait)
+
+    def _reconnected(self) -> None:
+        if self._backoff is not None:  # a step ran (or looked) in the new session
+            log.warning("connected to the database again; going on")
+            self._backoff = None
 
     def _listen(self) -> psycopg.Connection:
-        if self._listening:
-            return sessions.session()
-        conn = sessions.listen(CHANNEL)
-        self._listening = True
+        conn = sessions.session()
+        if self._listening is not conn:  # first, or a new session since (a reconnect): it listens to nothing yet
+            conn = sessions.listen(CHANNEL)
+            self._listening = conn
         return conn
 
     def _sleep(self, nxt: datetime | None) -> None:
@@ -240,8 +287,10 @@ class Worker:
             left = wake_at - self.clock.now().timestamp()
             if left <= 0:
                 break
+            if self.stop.is_set():
+                break  # SIGTERM: a signal's handler runs here, but the wait it interrupted would go on
             # One packet at a time (stop_after=1 yields all of a packet), so no note is read and dropped.
-            for note in conn.notifies(timeout=left, stop_after=1):
+            for note in conn.notifies(timeout=min(left, STOP_POLL), stop_after=1):
                 _wakes(note.payload, wake_at, woken, self._others)
         self.woken.extend(d for d in woken if d not in self.woken)
 

@@ -14,7 +14,7 @@ import socket
 from typing import Any
 
 import psycopg
-from django.db import connection
+from django.db import InterfaceError, OperationalError, connection
 
 # A session's name, from pg_stat_activity's row ``{a}``: the claims' ``claimed_by`` and the lease's ``session``.
 SESSION_NAME = "'pg:' || {a}.pid || ':' || floor(extract(epoch from {a}.backend_start) * 1000000)::bigint"
@@ -69,11 +69,58 @@ def listen(channel: str) -> psycopg.Connection:
     return conn
 
 
+def connection_lost(exc: BaseException) -> bool:
+    """Whether ``exc`` says this thread's database session is gone (the server restarted, its backend was
+    terminated, the network dropped, or it could not connect), not that a statement failed on a session that
+    stands (a lock's timeout, a cancelled statement, a constraint): the one is waited out and reconnected, the
+    other is the caller's. Told by the error itself, PostgreSQL's code for it (none: the socket closed; 08…:
+    the connection; 57P0…: the server shutting the session down), since whatever ran after it (a lease's release
+    in a ``finally``) may have connected again already; else by the state of the session it left."""
+    if not isinstance(exc, OperationalError | InterfaceError | psycopg.OperationalError | psycopg.InterfaceError):
+        return False
+    cause = exc if isinstance(exc, psycopg.Error) else exc.__cause__
+    if isinstance(cause, psycopg.Error):
+        code = cause.sqlstate
+        if code is None or code.startswith(("08", "57P0")):
+            return True
+    raw = connection.connection
+    return raw is None or bool(getattr(raw, "closed", False)) or bool(getattr(raw, "broken", False))
+
+
 def session() -> psycopg.Connection:
     """This thread's database session, connected."""
     connection.ensure_connection()
     conn: psycopg.Connection[Any] = connection.connection
     return conn
+
+
+# A worker's sessions (`tick --forever`) carry this application_name, or one that begins with it, so /metrics
+# can say whether any worker is connected (timers/metrics.py) and an operator can find them in pg_stat_activity.
+WORKER_NAME = "kt-worker"
+# The database sessions of workers connected now (param: the LIKE pattern of their application_name).
+WORKER_SESSIONS = ("SELECT count(*) FROM pg_stat_activity WHERE datname = current_database() "
+                   "AND application_name LIKE %s")
+
+
+def name_worker_sessions() -> None:
+    """The sessions this process opens from now on say they are a worker's (``WORKER_NAME``, before whatever
+    application_name the settings give); one open already is closed, to open again under the name."""
+    if not named():
+        return
+    options = connection.settings_dict.setdefault("OPTIONS", {})  # every thread's connection reads this dict
+    given = str(options.get("application_name") or "")
+    if not given.startswith(WORKER_NAME):
+        options["application_name"] = f"{WORKER_NAME} {given}".strip()
+        connection.close()
+
+
+def worker_sessions() -> int | None:
+    """How many database sessions of workers are connected now; None where the database cannot say (SQLite)."""
+    if not named():
+        return None
+    with connection.cursor() as cur:
+        cur.execute(WORKER_SESSIONS, [WORKER_NAME + "%"])
+        return int(cur.fetchone()[0])
 
 
 # Wake whoever LISTENs on the channel, at the commit (params: channel, payload).

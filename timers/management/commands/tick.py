@@ -25,6 +25,7 @@ from timers.engine import RunStats
 from timers.live import live_step
 from timers.models import LIVE, Event, Outbox, TestClock, Timer, in_domain
 from timers.signals import worker_starting
+from timers.sql import sessions
 from timers.timeutil import after_span, parse_instant, parse_span
 from timers.worker import Worker
 
@@ -115,6 +116,8 @@ class Command(KTCommand):
         self.stdout.write(f"all {len(ways)} agree · sha256:{ways[0].sha256}")
 
     def _live(self, o: dict[str, Any]) -> None:
+        if o["forever"]:
+            sessions.name_worker_sessions()  # kt_worker_sessions in /metrics, and pg_stat_activity, say it is up
         # The live worker starts: the domain app stores (and deploys) a working-tree bundle whose hash is new.
         worker_starting.send(sender=Command, now=WallClock().now())
         if o["forever"]:
