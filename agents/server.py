@@ -22,7 +22,7 @@ from . import tools
 
 INSTRUCTIONS = (
     "Keeping Time keeps a services business's dates: every reminder, deadline and step is a timer on its record. "
-    "Read with list_timers, get_timer, subject_calendar, list_events and list_contacts; act with set_policy, "
+    "Read with list_timers, get_timer, subject_calendar, subject_timeline, list_events and list_contacts; act with set_policy, "
     "advance_test_clock, acknowledge and add_contact. A test key (sk_test_…) sees test clocks only: pass test_clock=tc_… to read one. Errors carry "
     "the API's code (resource_missing, invalid_request, live_mode_only …)."
 )
@@ -88,6 +88,20 @@ def build(secret: str) -> MCPServer:
         """Every date a subject keeps from a day on, each with its reminders and steps, local to its calendar's
         zone; as GET /subjects/<id>/calendar."""
         return call(tools.subject_calendar, subject_id=subject_id, from_date=from_date, test_clock=test_clock)
+
+    @server.tool(annotations=READ)
+    def subject_timeline(
+        subject_id: Annotated[str, Field(description="sbj_…: a customer, an account, a property")],
+        test_clock: TestClock = None,
+        zone: Annotated[str | None, Field(description="The IANA zone times are said in; default the customer's "
+                                                      "calendar's")] = None,
+        limit: Limit = 10, starting_after: After = None,
+    ) -> dict[str, Any]:
+        """What happened to a customer, read from the record, oldest first: each event (fired, moved and why,
+        reminded whom and how, acted on by whom), each outside call with its status and attempt, then what is
+        armed ahead; each a sentence with its time in the zone named; as GET /subjects/<id>/timeline."""
+        return call(tools.subject_timeline, subject_id=subject_id, test_clock=test_clock, zone=zone, limit=limit,
+                    starting_after=starting_after)
 
     @server.tool(annotations=READ)
     def list_events(

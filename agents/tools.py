@@ -26,6 +26,8 @@ from services.declare import ServiceError
 from services.outside_writes import through_the_gate
 from services.policies import policy_set
 from services.selectors import get_clock, get_item
+from services.timeline import subject_timeline as build_subject_timeline
+from services.timeline_api import SubjectTimelineQuerySerializer, timeline_page
 from timers import test_clocks
 from timers.api.auth import SecretKeyAuthentication
 from timers.api.inputs import parse_from
@@ -37,7 +39,7 @@ from timers.errors import KeepingTimeError
 from timers.ids import brand_domain
 from timers.models import Brand
 from timers.selectors import arm_domain_of, events_page, get_test_clock, get_timer, timers_page
-from timers.timeutil import after_span
+from timers.timeutil import after_span, zone_named
 
 
 def keyed_brand(secret: str) -> Brand:
@@ -83,6 +85,19 @@ def subject_calendar(brand: Brand, *, subject_id: str, from_date: str | None = N
     domain = calendar_domain(brand, subject, test_clock)
     start = parse_from(from_date, param="from_date")
     return calendar_json(build_subject_calendar(subject, domain=domain, from_date=start))
+
+
+def subject_timeline(brand: Brand, *, subject_id: str, test_clock: str | None = None, zone: str | None = None,
+                     limit: int = 10, starting_after: str | None = None) -> dict[str, Any]:
+    """GET /subjects/<id>/timeline: what happened to the customer, in order, each outside call with its status,
+    then what is armed ahead; sentences in people's words, times in ``zone`` (the customer's calendar's)."""
+    params = _valid(SubjectTimelineQuerySerializer, _query(test_clock=test_clock, zone=zone, limit=limit,
+                                                           starting_after=starting_after))
+    subject = get_subject(brand, subject_id)
+    domain = calendar_domain(brand, subject, params.get("test_clock"))
+    timeline = build_subject_timeline(subject=subject, domain=domain,
+                                      zone=zone_named(params["zone"]) if params.get("zone") else None)
+    return timeline_page(timeline, params, url=f"/subjects/{subject.id}/timeline")
 
 
 def list_events(brand: Brand, *, type: str | None = None, test_clock: str | None = None, limit: int = 10,

@@ -69,6 +69,9 @@ SubscriptionObject = Literal['subscription']
 SubscriptionStatus = Literal['active', 'ended', 'voided']
 TestClockObject = Literal['test_clock']
 TestClockStatus = Literal['ready', 'advancing', 'internal_failure', 'deleting', 'deleted']
+TimelineEntryKind = Literal['fired', 'moved', 'reminded', 'acted', 'sent', 'armed']
+TimelineEntryObject = Literal['timeline_entry']
+TimelineSendStatus = Literal['waiting', 'sending', 'sent', 'answered', 'in_doubt', 'failed', 'dead_lettered', 'voided']
 TimerKind = Literal['cycle', 'schedule', 'ask', 'task', 'deadline', 'rung', 'due', 'window', 'money']
 TimerObject = Literal['timer']
 TimerStatus = Literal['armed', 'fired', 'superseded', 'held']
@@ -906,6 +909,27 @@ class TestClockList(TypedDict):
     note: NotRequired[str]
 
 
+class TimelineEntry(TypedDict):
+    id: str
+    object: TimelineEntryObject
+    kind: TimelineEntryKind
+    type: str
+    at: str | None
+    when: str
+    zone: str
+    sentence: str
+    status: TimelineSendStatus | None
+    attempt: int | None
+
+
+class TimelineEntryList(TypedDict):
+    object: ListObject
+    data: list[TimelineEntry]
+    has_more: bool
+    url: str
+    note: NotRequired[str]
+
+
 class Timer(TypedDict):
     id: str
     object: TimerObject
@@ -1097,6 +1121,18 @@ class Clocks(Resource):
         """A commit changed what a due reads. POST /clocks/{clock_id}/inputs"""
         return cast('dict[str, Any]', self._client.request('POST', f"/clocks/{_seg(clock_id)}/inputs", json={'inputs': inputs}, idempotency_key=idempotency_key))
 
+    def item_timeline(
+        self,
+        clock_id: str,
+        item: str,
+        *,
+        limit: int | Omit = OMIT,
+        starting_after: str | Omit = OMIT,
+        zone: str | Omit = OMIT,
+    ) -> TimelineEntryList:
+        """A date's timeline. GET /clocks/{clock_id}/items/{item}/timeline"""
+        return cast('TimelineEntryList', self._client.request('GET', f"/clocks/{_seg(clock_id)}/items/{_seg(item)}/timeline", params={'limit': limit, 'starting_after': starting_after, 'zone': zone}))
+
     def items_choose(
         self,
         clock_id: str,
@@ -1262,6 +1298,17 @@ class Jobs(Resource):
     ) -> dict[str, Any]:
         """Act on a job's step. POST /jobs/{job_id}/steps/{step}/{act}"""
         return cast('dict[str, Any]', self._client.request('POST', f"/jobs/{_seg(job_id)}/steps/{_seg(step)}/{_seg(act)}", json={'member': member, 'party': party}, idempotency_key=idempotency_key))
+
+    def timeline(
+        self,
+        job_id: str,
+        *,
+        limit: int | Omit = OMIT,
+        starting_after: str | Omit = OMIT,
+        zone: str | Omit = OMIT,
+    ) -> TimelineEntryList:
+        """A job's timeline. GET /jobs/{job_id}/timeline"""
+        return cast('TimelineEntryList', self._client.request('GET', f"/jobs/{_seg(job_id)}/timeline", params={'limit': limit, 'starting_after': starting_after, 'zone': zone}))
 
     def wait(self, job_id: str, *, on: str, idempotency_key: str | Omit = OMIT) -> Job:
         """Wait on a party. POST /jobs/{job_id}/wait"""
@@ -1612,6 +1659,18 @@ class Subjects(Resource):
         """List a subject's statements. GET /subjects/{subject_id}/statements"""
         return cast('StatementList', self._client.request('GET', f"/subjects/{_seg(subject_id)}/statements"))
 
+    def timeline(
+        self,
+        subject_id: str,
+        *,
+        limit: int | Omit = OMIT,
+        starting_after: str | Omit = OMIT,
+        test_clock: str | Omit = OMIT,
+        zone: str | Omit = OMIT,
+    ) -> TimelineEntryList:
+        """A customer's timeline. GET /subjects/{subject_id}/timeline"""
+        return cast('TimelineEntryList', self._client.request('GET', f"/subjects/{_seg(subject_id)}/timeline", params={'limit': limit, 'starting_after': starting_after, 'test_clock': test_clock, 'zone': zone}))
+
     def update(
         self,
         subject_id: str,
@@ -1883,6 +1942,7 @@ OPERATIONS: dict[str, tuple[str, str, str, str]] = {
     'calendars_retrieve': ('GET', '/calendars/{calendar_id}', 'calendars', 'retrieve'),
     'calendars_update': ('POST', '/calendars/{calendar_id}', 'calendars', 'update'),
     'clocks_inputs': ('POST', '/clocks/{clock_id}/inputs', 'clocks', 'inputs'),
+    'clocks_item_timeline': ('GET', '/clocks/{clock_id}/items/{item}/timeline', 'clocks', 'item_timeline'),
     'clocks_items_choose': ('POST', '/clocks/{clock_id}/items/{item}/choose', 'clocks', 'items_choose'),
     'clocks_items_postpone': ('POST', '/clocks/{clock_id}/items/{item}/postpone', 'clocks', 'items_postpone'),
     'clocks_items_propose': ('POST', '/clocks/{clock_id}/items/{item}/proposals', 'clocks', 'items_propose'),
@@ -1901,6 +1961,7 @@ OPERATIONS: dict[str, tuple[str, str, str, str]] = {
     'jobs_resume_work': ('POST', '/jobs/{job_id}/resume', 'jobs', 'resume_work'),
     'jobs_retrieve': ('GET', '/jobs/{job_id}', 'jobs', 'retrieve'),
     'jobs_steps_act': ('POST', '/jobs/{job_id}/steps/{step}/{act}', 'jobs', 'steps_act'),
+    'jobs_timeline': ('GET', '/jobs/{job_id}/timeline', 'jobs', 'timeline'),
     'jobs_wait': ('POST', '/jobs/{job_id}/wait', 'jobs', 'wait'),
     'members_delete': ('DELETE', '/members/{member_id}', 'members', 'delete'),
     'members_earnings_retrieve': ('GET', '/members/{member_id}/earnings', 'members', 'earnings_retrieve'),
@@ -1937,6 +1998,7 @@ OPERATIONS: dict[str, tuple[str, str, str, str]] = {
     'subjects_list': ('GET', '/subjects', 'subjects', 'list'),
     'subjects_retrieve': ('GET', '/subjects/{subject_id}', 'subjects', 'retrieve'),
     'subjects_statements_list': ('GET', '/subjects/{subject_id}/statements', 'subjects', 'statements_list'),
+    'subjects_timeline': ('GET', '/subjects/{subject_id}/timeline', 'subjects', 'timeline'),
     'subjects_update': ('POST', '/subjects/{subject_id}', 'subjects', 'update'),
     'subscriptions_cancel': ('POST', '/subscriptions/{subscription_id}/cancel', 'subscriptions', 'cancel'),
     'subscriptions_create': ('POST', '/subscriptions', 'subscriptions', 'create'),

@@ -12,6 +12,7 @@ from . import (
     proposals_api,
     subjects_api,
     subscriptions_api,
+    timeline_api,
     versions_api,
 )
 
@@ -21,6 +22,10 @@ urlpatterns = [
     path("subjects/<str:subject_id>/contacts", contacts_api.ContactListView.as_view(), name="contact-list"),
     path("subjects/<str:subject_id>/contacts/<str:contact_id>", contacts_api.ContactDetailView.as_view(),
          name="contact-detail"),
+    path("subjects/<str:subject_id>/timeline", timeline_api.SubjectTimelineView.as_view(), name="subject-timeline"),
+    path("clocks/<str:clock_id>/items/<str:item>/timeline", timeline_api.ClockItemTimelineView.as_view(),
+         name="clock-item-timeline"),
+    path("jobs/<str:job_id>/timeline", timeline_api.JobTimelineView.as_view(), name="job-timeline"),
     path("subscriptions", subjects_api.SubscriptionsView.as_view(), name="subscription-list"),
     path("subscriptions/<str:subscription_id>", subscriptions_api.SubscriptionDetailView.as_view(), name="subscription-detail"),
     path("subscriptions/<str:subscription_id>/cancel", subscriptions_api.SubscriptionCancelView.as_view(),

@@ -32,8 +32,8 @@ pytestmark = [
     pytest.mark.postgresql("a real process on the test database: PostgreSQL"),
     pytest.mark.django_db(transaction=True),
 ]
-TOOLS = {"list_timers", "get_timer", "subject_calendar", "list_events", "set_policy", "advance_test_clock",
-         "acknowledge", "unacknowledge", "list_contacts", "add_contact"}
+TOOLS = {"list_timers", "get_timer", "subject_calendar", "subject_timeline", "list_events", "set_policy",
+         "advance_test_clock", "acknowledge", "unacknowledge", "list_contacts", "add_contact"}
 
 
 def _env(secret: str | None) -> dict[str, str]:
@@ -95,6 +95,8 @@ def test_the_seed_agent_moves_stall_days_and_reads_what_it_did():
             "events": await call("list_events", type="policy.*", test_clock=tc),
             "calendar": await call("subject_calendar", subject_id=b.subject_id, test_clock=tc,
                                    from_date="2027-11-01"),
+            "timeline": await call("subject_timeline", subject_id=b.subject_id, test_clock=tc, limit=100),
+            "timeline_zone": await call("subject_timeline", subject_id=b.subject_id, test_clock=tc, zone="Mars/X"),
             "unknown": await call("set_policy", service="deal", name="nope", value=3, test_clock=tc),
             "bad": await call("set_policy", service="deal", name="stall_days", value=0, test_clock=tc),
             "no_clock": await call("set_policy", service="deal", name="stall_days", value=7),
@@ -116,6 +118,11 @@ def test_the_seed_agent_moves_stall_days_and_reads_what_it_did():
     assert events["data"][0]["data"] == {"name": "stall_days", "from": 14, "to": 7}
     ok, calendar = r["calendar"]
     assert ok and calendar["subject"] == b.subject_id and calendar["from"] == "2027-11-01"
+    ok, timeline = r["timeline"]
+    assert ok and timeline["object"] == "list" and timeline["url"] == f"/subjects/{b.subject_id}/timeline"
+    assert timeline["data"] and {e["object"] for e in timeline["data"]} == {"timeline_entry"}
+    assert any(e["kind"] == "armed" for e in timeline["data"]) or timeline["has_more"]
+    assert r["timeline_zone"][1]["error"]["code"] == "invalid_zone"
     # Refusals carry the API's codes, and change nothing.
     assert r["unknown"] == (False, {"error": {"type": "invalid_request_error", "code": "unknown_policy",
                                               "message": "deal has no policy 'nope'; its policy: stall_days"}})

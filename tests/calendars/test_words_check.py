@@ -124,3 +124,29 @@ def test_the_words_check_finds_what_it_looks_for():
     assert runtime_words("came unsatisfied; the gate refused; rungs; a timer superseded; the steward") == [
         "unsatisfied", "gate", "rungs", "timer", "superseded", "steward"]
     assert runtime_words("File the 2027 return by Tue 18 Apr 2028, 23:59 EDT: missed, let apis.tax handle it") == []
+
+
+# Beside calendars.words' list, a timeline's sentence never says the tick's own words.
+TIMELINE_WORDS = ("fired", "armed", "outbox", "tick", "firing")
+
+
+def test_no_timeline_sentence_shows_an_id_or_a_runtime_word(demo):
+    """Every sentence of every customer's, date's and job's timeline (what the API's ``sentence`` fields and the
+    pages say), over the demo's record: Acme's two years, its reminders and sends, and api.forsale's deals."""
+    from calendars.models import ClockItem
+    from services.models import Job
+    from services.timeline import item_timeline, job_timeline, subject_timeline
+
+    said: list[tuple[str, str]] = []
+    for subject in [demo["acme"], *demo["deals"]]:
+        subject = Subject.objects.select_related("calendar").get(pk=subject.pk)
+        said += [(subject.name, e.sentence) for e in subject_timeline(subject=subject, domain=subject.domain).entries]
+        for job in Job.objects.filter(subject=subject).select_related("subject__calendar"):
+            said += [(str(job), e.sentence) for e in job_timeline(job=job).entries]
+        for item in ClockItem.objects.filter(clock__subject=subject).select_related("clock__subject__calendar"):
+            said += [(item.owner_key, e.sentence) for e in item_timeline(item=item).entries]
+    assert len(said) > 500
+    for where, sentence in said:
+        _clean(f"the timeline of {where}", sentence)
+        found = [w for w in TIMELINE_WORDS if re.search(rf"\b{w}\b", sentence, re.IGNORECASE)]
+        assert not found, f"the timeline of {where} says {found}: {sentence!r}"

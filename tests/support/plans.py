@@ -17,6 +17,7 @@ from django.test import override_settings
 
 from calendars.entries import subject_calendar
 from calendars.models import ClockItem, Subject
+from services.timeline import subject_timeline
 from tests.support.acme import acme_subject, open_return
 from timers import advance, live, outbox, prepared, transports
 from timers.models import Event, TestClock
@@ -392,4 +393,14 @@ def drive(world: World, monkeypatch, settings) -> dict[str, tuple[Capture, Hot]]
             "timer_domain_owner"),
         Hot("calendar: the clock domain's now (domains.domain_now)", ('SELECT "timers_testclock"."frozen_time" AS',),
             "timers_testclock_pkey"))
+    run("timeline", lambda: subject_timeline(subject=Subject.objects.select_related("calendar").get(pk=world.subject_id),
+                                             domain=hot),
+        Hot("timeline: a customer's dates (services.timeline)", ('"calendars_clockitem"', "INNER JOIN"),
+            "clock_subject"),
+        Hot("timeline: a customer's events, every owner's (services.timeline)", ('"timers_event"', '"subject" IN'),
+            "event_domain_subject"),
+        Hot("timeline: their sends, by key (services.timeline)", ('FROM "timers_outbox"',),
+            "outbox_one_submission_per_send"),
+        Hot("timeline: what is armed ahead (services.timeline)", ('"timers_timer"', '"owner" IN'),
+            "timer_domain_owner"))
     return runs

@@ -4,7 +4,8 @@
 · subjects portal sbj_… [--contact ctc_…] (a customer portal link, valid for an hour, for one of their contacts)
 · subjects contacts list sbj_… · subjects contacts add sbj_… --name --email [--role --phone --zone --primary]
 · subjects contacts change sbj_… ctc_… [--name --email --role --phone --zone --primary]
-· subjects contacts remove sbj_… ctc_…"""
+· subjects contacts remove sbj_… ctc_…
+· subjects timeline sbj_… [--test-clock tc_…] [--zone Europe/Paris] [--limit 20] (what happened, then what comes)"""
 
 from __future__ import annotations
 
@@ -21,10 +22,12 @@ from calendars.models import Contact, Subject
 from services.management.cli import brand_and_domain, pairs_option
 from services.portal_sessions import portal_session_create
 from services.subjects import get_calendar, subject_create
+from services.timeline import ARMED, subject_timeline
 from timers.api.inputs import parse_from
 from timers.domains import domain_now, domain_writable
 from timers.management.base import KTCommand
 from timers.models import brand_domain, is_live
+from timers.timeutil import zone_named
 
 COLUMNS = ("date", "what", "kind", "answers for", "status")
 CONTACT = re.compile(r"^\s*(?P<name>[^<>]+?)\s*<(?P<email>[^<>\s]+)>\s*(?P<role>\S+)?\s*$")
@@ -77,6 +80,12 @@ class Command(KTCommand):
         cal.add_argument("--from", dest="from_date", help="YYYY-MM-DD (default: today in the calendar's zone)")
         cal.add_argument("--test-clock")
         cal.add_argument("--rungs", action="store_true", help="list each date's rungs (reminders, steps) under it")
+        tl = sub.add_parser("timeline", help="what happened to the customer, read from the record, then what is "
+                                             "armed ahead: one line per entry, in the viewer's zone")
+        tl.add_argument("subject_id")
+        tl.add_argument("--test-clock")
+        tl.add_argument("--zone", help="the IANA zone times are said in (default: the customer's calendar's)")
+        tl.add_argument("--limit", type=int, help="only the last N entries of the past, and what is ahead")
         fd = sub.add_parser("feed", help="the subject's webcal URL")
         fd.add_argument("subject_id")
         which = fd.add_mutually_exclusive_group()
@@ -204,6 +213,25 @@ class Command(KTCommand):
                 rows += [(f"  {r.date.isoformat()}", r.what, r.kind, r.answers_for, r.status) for r in e.rungs]
         for line in table(rows):
             self.stdout.write(line)
+
+    def _timeline(self, o):
+        subject = self.subject(o["subject_id"])
+        clock = self.test_clock(o["test_clock"])
+        domain = clock.id if clock else brand_domain(subject.domain, subject.brand_id)
+        if clock and not is_live(subject.domain) and subject.domain != clock.id:
+            raise CommandError(f"invalid_request: subject {subject.id} lives on test clock {subject.domain}, "
+                               f"not {clock.id}")
+        if o["limit"] is not None and o["limit"] < 1:
+            raise CommandError(f"invalid_request: --limit is a whole number of entries, at least 1, not {o['limit']}")
+        tl = subject_timeline(subject=subject, domain=domain, zone=zone_named(o["zone"]) if o["zone"] else None)
+        past = [e for e in tl.entries if e.kind != ARMED]
+        ahead = [e for e in tl.entries if e.kind == ARMED]
+        shown = past[-o["limit"]:] if o["limit"] else past
+        self.stdout.write(" · ".join([subject.id, subject.name, tl.zone.key, f"{len(past)} happened",
+                                      f"{len(ahead)} ahead"] + ([f"the last {len(shown)} shown"]
+                                                                 if len(shown) < len(past) else [])))
+        for e in shown + ahead:
+            self.stdout.write(f"{e.line()} · {e.id}")
 
     def _feed(self, o):
         subject = self.subject(o["subject_id"])
