@@ -51,6 +51,16 @@ def history(timeline: Timeline, *, now: datetime) -> History:
                    strip=strip(timeline, now=now), now=local(now, timeline.zone))
 
 
+BRANDS_OWN_SENDS = ("webhook", "http")  # the brand's own systems' calls: not the customer's to read
+
+
+def for_customer(timeline: Timeline) -> Timeline:
+    """What a customer reads of a date's timeline: everything but the calls to the brand's own systems (its
+    webhook endpoints, a schedule's HTTP target)."""
+    return Timeline(title=timeline.title, zone=timeline.zone,
+                    entries=[e for e in timeline.entries if not (e.kind == SENT and e.type in BRANDS_OWN_SENDS)])
+
+
 def _pct(at: datetime, start: datetime, span: float) -> float:
     return round(4 + 92 * ((at - start).total_seconds() / span), 2) if span else 50.0
 

@@ -89,3 +89,34 @@ def test_the_owner_reminds_and_assigns_and_sees_both_on_the_dates_history(live_s
     page.screenshot(path=f"{SHOTS}/owner-customer-history-{page.viewport_name}.png")
     assert_accessible(page, what=f"a customer's History ({page.viewport_name})")
     assert not page.errors, page.errors
+
+
+def test_the_customer_opens_a_dates_history(live_server, page, acme):
+    from services.portal_sessions import portal_session_create
+
+    subject = Subject.objects.get(brand=acme["brand"], name="Acme Robotics")
+    _, path = portal_session_create(brand=subject.brand, subject=subject)
+    page.goto(live_server.url + path)
+    expect(page.locator("h1")).to_contain_text("Your dates · Acme Robotics")
+    page.get_by_role("link", name="History of file · the 2027 return · US", exact=True).click()
+    expect(page.locator("h1")).to_have_text("file · the 2027 return · US")
+    history = page.get_by_test_id("history")
+    expect(history.get_by_role("heading", name="What happened to this date")).to_be_visible()
+    expect(history).to_contain_text("Times in America/New_York; today is Wed 12 Apr 2028, 08:00 EDT.")
+    past = page.get_by_test_id("history-past")
+    expect(past).to_contain_text("File · the 2027 return · US rolled from Sat 15 Apr 2028 to Tue 18 Apr 2028: "
+                                 "Emancipation Day (observed)")
+    expect(past.locator("li.kt-sent", has_text="Emailed ada@acme-robotics.example: sent.")).not_to_have_count(0)
+    expect(page.get_by_test_id("history-ahead")).to_contain_text("File · the 2027 return · US is due.")
+    strip = page.get_by_role("img", name="what happened and what is ahead")
+    expect(strip).to_be_visible()
+    assert strip.bounding_box()["y"] < past.bounding_box()["y"]
+    expect(history).not_to_contain_text("UTC")
+    page.screenshot(path=f"{SHOTS}/customer-date-history-{page.viewport_name}.png", full_page=True)
+    assert_accessible(page, what=f"a date's history in the portal ({page.viewport_name})")
+    if page.viewport_name == "phone":
+        assert page.evaluate("() => document.documentElement.scrollWidth") <= 390 + 1
+    page.get_by_role("link", name="Back to your dates").click()
+    expect(page.locator("h1")).to_contain_text("Your dates · Acme Robotics")
+    assert_accessible(page, what=f"the portal with its History links ({page.viewport_name})")
+    assert not page.errors, page.errors

@@ -95,3 +95,59 @@ def test_the_strip_marks_today_at_the_clocks_now_between_past_and_ahead():
     assert '<circle cx="96.0%"' in svg and 'class="kt-ahead"' in svg
     assert "1 thing happened from Sat 1 Apr 2028, 08:00 EDT; 1 thing ahead, the next on Fri 21 Apr 2028, 08:00 EDT; " \
            "today is Tue 11 Apr 2028, 08:00 EDT (America/New_York)." in svg
+
+
+def _portal(subject: Subject) -> Client:
+    from services.portal_sessions import portal_session_create
+    client = Client()
+    _, path = portal_session_create(brand=subject.brand, subject=subject)
+    client.get(path)
+    return client
+
+
+def test_the_customer_opens_a_dates_history_in_their_zone(demo):
+    acme = demo["acme"]
+    item = ClockItem.objects.get(clock__subject=acme, item="US", clock__period="2027", clock__name__startswith="file")
+    client = _portal(acme)
+    home = client.get("/portal/customer/").content.decode()
+    url = reverse("customer:date-history", args=[item.clock_id, "US"])
+    assert f'href="{url}"' in home  # each date opens its own history
+    page = client.get(url)
+    assert page.status_code == 200
+    text = _visible(page.content.decode())
+    assert "What happened to this date" in text
+    assert "rolled from Sat 15 Apr 2028 to Tue 18 Apr 2028: Emancipation Day (observed)" in text, text
+    assert "Emailed ada@acme-robotics.example: sent." in text
+    assert "Times in America/New_York; today is Wed 12 Apr 2028, 08:00 EDT." in text
+    assert "is due." in text.split("What happens next", 1)[1]
+    assert "UTC" not in text and not runtime_words(text), runtime_words(text)
+    # Marked done from the portal, the history says so, when, and that nothing is ahead for it any more.
+    client.post(reverse("customer:clock-act", args=[item.clock_id, "US", "done"]))
+    text = _visible(client.get(url).content.decode())
+    assert "Wed 12 Apr 2028, 08:00 EDT File · the 2027 return · US was done." in text, text[-600:]
+    assert "Nothing is planned." in text.split("What happens next", 1)[1]
+
+
+def test_a_date_of_another_customer_has_no_history_here(demo):
+    other = ClockItem.objects.exclude(clock__subject=demo["acme"]).first()
+    client = _portal(demo["acme"])
+    mine = ClockItem.objects.filter(clock__subject=demo["acme"]).first()
+    assert client.get(reverse("customer:date-history", args=[mine.clock_id, mine.item or "-"])).status_code == 200
+    if other is not None:
+        assert client.get(reverse("customer:date-history", args=[other.clock_id, other.item or "-"])).status_code == 404
+    assert client.get(reverse("customer:date-history", args=["clk_nothing", "US"])).status_code == 404
+    assert Client().get(reverse("customer:date-history", args=[mine.clock_id, "-"])).status_code == 403
+
+
+def test_the_customer_reads_no_call_to_the_brands_own_systems():
+    from zoneinfo import ZoneInfo
+
+    from portals.history import for_customer
+    zone = ZoneInfo("America/New_York")
+    at = datetime(2028, 4, 1, 12, tzinfo=UTC)
+    said = [("fired", "clock.notice", "A reminder went out."), ("sent", "email", "Emailed ada@acme.example: sent."),
+            ("sent", "webhook", "The brand's webhook endpoint was sent the reminder event: failed."),
+            ("sent", "http", "The brand's address was called: failed.")]
+    timeline = Timeline(title="t", zone=zone, entries=[Entry(id=f"x{n}", kind=k, type=t, at=at, sentence=s, zone=zone)
+                                                       for n, (k, t, s) in enumerate(said)])
+    assert [e.type for e in for_customer(timeline).entries] == ["clock.notice", "email"]
