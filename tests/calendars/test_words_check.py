@@ -193,3 +193,22 @@ def test_no_history_page_shows_an_id_or_a_runtime_word(demo):
         _clean(f"the console's History of {where}", text)
         found = [w for w in TIMELINE_WORDS if re.search(rf"\b{w}\b", text, re.IGNORECASE)]
         assert not found, f"the console's History of {where} says {found}"
+
+
+def test_no_members_history_page_shows_an_id_or_a_runtime_word(demo):
+    """Each History a member's page links (their Tasks', their pools' and the dates they answer for)."""
+    opened = 0
+    for username in ("grace", "linus", "hedy", "katherine"):
+        client = Client()
+        assert client.login(username=username, password=demo["passwords"][username])
+        home = client.get("/portal/delivery/").content.decode()
+        for url in re.findall(r'class="history-link" href="([^"]+)"', home):
+            page = client.get(html.unescape(url))
+            assert page.status_code == 200
+            text = _visible(page)
+            assert "What happened to it" in text
+            _clean(f"{username}'s history at {url}", text)
+            found = [w for w in TIMELINE_WORDS if re.search(rf"\b{w}\b", text, re.IGNORECASE)]
+            assert not found, f"{username}'s history at {url} says {found}"
+            opened += 1
+    assert opened >= 3, opened

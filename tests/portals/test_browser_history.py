@@ -7,6 +7,8 @@ only: the live server's thread and the test share the database)."""
 from __future__ import annotations
 
 import os
+import re
+from datetime import UTC, datetime
 
 import pytest
 from django.contrib.admin.utils import quote
@@ -119,4 +121,41 @@ def test_the_customer_opens_a_dates_history(live_server, page, acme):
     page.get_by_role("link", name="Back to your dates").click()
     expect(page.locator("h1")).to_contain_text("Your dates · Acme Robotics")
     assert_accessible(page, what=f"the portal with its History links ({page.viewport_name})")
+    assert not page.errors, page.errors
+
+
+def test_a_member_reads_why_extend_is_gone_on_the_tasks_history(live_server, page, acme):
+    from io import StringIO
+
+    from django.contrib.auth import get_user_model
+    from django.core.management import call_command
+
+    from timers.advance import advance
+    out = StringIO()
+    call_command("loadexample", "api_forsale", stdout=out)
+    advance(out.getvalue().split("test clock ")[1].split()[0], datetime(2027, 10, 20, 14, 30, tzinfo=UTC))
+    grace = get_user_model().objects.get(username="grace")
+    grace.set_password("correct horse")
+    grace.save()
+    page.goto(f"{live_server.url}/portal/delivery/login")
+    page.get_by_label("Username").fill("grace")
+    page.get_by_label("Password").fill("correct horse")
+    page.get_by_role("button", name="Sign in").click()
+    page.get_by_role("button", name="Take appraise").first.click()
+    page.get_by_role("button", name="Extend my hold").click()
+    expect(page.get_by_role("button", name="Extend my hold")).to_have_count(0)
+    held = page.locator("section[aria-labelledby='tasks-h'] tbody tr")
+    held.get_by_role("link", name=re.compile(r"^History of appraise")).click()
+    history = page.get_by_test_id("history")
+    expect(history.get_by_role("heading", name="What happened to it")).to_be_visible()
+    expect(history).to_contain_text("Times in America/Los_Angeles; today is Wed 20 Oct 2027, 07:30 PDT.")
+    extended = page.get_by_test_id("history-past").locator("li", has_text="extended their hold on")
+    expect(extended).to_have_count(1)
+    expect(extended).to_contain_text("Wed 20 Oct 2027, 07:30 PDT")
+    expect(extended).to_contain_text("(a hold extends once per Task)")
+    expect(history).not_to_contain_text("UTC")
+    page.screenshot(path=f"{SHOTS}/member-task-history-{page.viewport_name}.png", full_page=True)
+    assert_accessible(page, what=f"a Task's history ({page.viewport_name})")
+    if page.viewport_name == "phone":
+        assert page.evaluate("() => document.documentElement.scrollWidth") <= 390 + 1
     assert not page.errors, page.errors

@@ -151,3 +151,45 @@ def test_the_customer_reads_no_call_to_the_brands_own_systems():
     timeline = Timeline(title="t", zone=zone, entries=[Entry(id=f"x{n}", kind=k, type=t, at=at, sentence=s, zone=zone)
                                                        for n, (k, t, s) in enumerate(said)])
     assert [e.type for e in for_customer(timeline).entries] == ["clock.notice", "email"]
+
+
+@pytest.fixture
+def forsale(db):
+    from io import StringIO
+
+    from django.contrib.auth import get_user_model
+    from django.core.management import call_command
+
+    from timers.advance import advance
+    out = StringIO()
+    call_command("loadexample", "api_forsale", stdout=out)
+    tc = out.getvalue().split("test clock ")[1].split()[0]
+    advance(tc, datetime(2027, 10, 20, 14, 30, tzinfo=UTC))
+    grace = get_user_model().objects.get(username="grace")
+    grace.set_password("pw")
+    grace.save()
+    client = Client()
+    assert client.login(username="grace", password="pw")
+    return client
+
+
+def test_a_member_reads_why_extend_is_gone_on_the_tasks_history(forsale):
+    from services.models import Task
+    client = forsale
+    task = Task.objects.filter(status="open", step="appraise").order_by("due_at", "id").first()
+    client.post(reverse("delivery:task-act", args=[task.id, "take"]))
+    client.post(reverse("delivery:task-act", args=[task.id, "extend"]))
+    home = client.get("/portal/delivery/").content.decode()
+    url = reverse("delivery:task-history", args=[task.id])
+    assert f'href="{url}"' in home
+    text = _visible(client.get(url).content.decode())
+    assert "What happened to it" in text
+    assert re.search(r"Wed 20 Oct 2027, 07:30 PDT \S+( \S+)? took the appraise work on ", text), text[-1500:]
+    assert re.search(r"Wed 20 Oct 2027, 07:30 PDT \S+( \S+)? extended their hold on .{0,80}"
+                     r"\(a hold extends once per Task\)\.", text), text[-1500:]
+    assert "Times in America/Los_Angeles; today is Wed 20 Oct 2027, 07:30 PDT." in text
+    assert "UTC" not in text and not runtime_words(text), runtime_words(text)
+    # Another member's, or nothing: the same not-found page.
+    assert client.get(reverse("delivery:task-history", args=["tsk_nothing"])).status_code == 404
+    assert client.get(reverse("delivery:date-history", args=["clk_nothing", "-"])).status_code == 404
+    assert Client().get(url).status_code == 302  # signed out: to the sign-in page
