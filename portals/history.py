@@ -8,7 +8,8 @@ delivery portal's. Every word comes from the timeline's sentences (``calendars.w
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+import re
+from dataclasses import dataclass, replace
 from datetime import datetime, timedelta
 from zoneinfo import ZoneInfo
 
@@ -54,11 +55,20 @@ def history(timeline: Timeline, *, now: datetime) -> History:
 BRANDS_OWN_SENDS = ("webhook", "http")  # the brand's own systems' calls: not the customer's to read
 
 
-def for_customer(timeline: Timeline) -> Timeline:
+def for_customer(timeline: Timeline, *, you: str = "") -> Timeline:
     """What a customer reads of a date's timeline: everything but the calls to the brand's own systems (its
-    webhook endpoints, a schedule's HTTP target)."""
-    return Timeline(title=timeline.title, zone=timeline.zone,
-                    entries=[e for e in timeline.entries if not (e.kind == SENT and e.type in BRANDS_OWN_SENDS)])
+    webhook endpoints, a schedule's HTTP target), and the reader (``you``: the contact the link was for) named as
+    "you" ("Olive Owner reminded you (Ada Lovelace) of …", "A notice for you (Ada Lovelace) was sent")."""
+    entries = [e for e in timeline.entries if not (e.kind == SENT and e.type in BRANDS_OWN_SENDS)]
+    if you:
+        entries = [replace(e, sentence=_as_you(e.sentence, you)) for e in entries]
+    return Timeline(title=timeline.title, zone=timeline.zone, entries=entries)
+
+
+def _as_you(sentence: str, name: str) -> str:
+    said = sentence.replace(f"{name}'s to ", "yours to ").replace(f"{name}'s ", "your ")
+    said = re.sub(rf"(?<![\w@.]){re.escape(name)}(?![\w@])", f"you ({name})", said)
+    return said[:1].upper() + said[1:] if said.startswith("you") else said
 
 
 def _pct(at: datetime, start: datetime, span: float) -> float:

@@ -303,7 +303,8 @@ def date_history(request: HttpRequest, subject: Subject, clock_id: str, item: st
     me = _me(request, subject)
     cal_zone = subject.calendar.zone if subject.calendar_id else "UTC"
     zone = me.zone if me is not None and me.zone else cal_zone
-    shown = history(for_customer(item_timeline(item=found, zone=zone)), now=domain_now(domain=found.clock.domain))
+    shown = history(for_customer(item_timeline(item=found, zone=zone), you=me.name if me is not None else ""),
+                    now=domain_now(domain=found.clock.domain))
     return private(render(request, "portals/customer/history.html", {
         "subject": subject, "brand": subject.brand.name, "history": shown, "what": _what(found),
         "due": words.day(found.due_date)}))

@@ -100,6 +100,7 @@ def test_the_customer_opens_a_dates_history(live_server, page, acme):
     _, path = portal_session_create(brand=subject.brand, subject=subject)
     page.goto(live_server.url + path)
     expect(page.locator("h1")).to_contain_text("Your dates · Acme Robotics")
+    page.screenshot(path=f"{SHOTS}/customer-home-{page.viewport_name}.png")
     page.get_by_role("link", name="History of file · the 2027 return · US", exact=True).click()
     expect(page.locator("h1")).to_have_text("file · the 2027 return · US")
     history = page.get_by_test_id("history")
@@ -109,6 +110,7 @@ def test_the_customer_opens_a_dates_history(live_server, page, acme):
     expect(past).to_contain_text("File · the 2027 return · US rolled from Sat 15 Apr 2028 to Tue 18 Apr 2028: "
                                  "Emancipation Day (observed)")
     expect(past.locator("li.kt-sent", has_text="Emailed ada@acme-robotics.example: sent.")).not_to_have_count(0)
+    expect(past).to_contain_text("A notice for you (Ada Lovelace) was sent: received.")
     expect(page.get_by_test_id("history-ahead")).to_contain_text("File · the 2027 return · US is due.")
     strip = page.get_by_role("img", name="what happened and what is ahead")
     expect(strip).to_be_visible()
@@ -145,6 +147,7 @@ def test_a_member_reads_why_extend_is_gone_on_the_tasks_history(live_server, pag
     page.get_by_role("button", name="Extend my hold").click()
     expect(page.get_by_role("button", name="Extend my hold")).to_have_count(0)
     held = page.locator("section[aria-labelledby='tasks-h'] tbody tr")
+    page.screenshot(path=f"{SHOTS}/member-home-{page.viewport_name}.png")
     held.get_by_role("link", name=re.compile(r"^History of appraise")).click()
     history = page.get_by_test_id("history")
     expect(history.get_by_role("heading", name="What happened to it")).to_be_visible()

@@ -118,6 +118,7 @@ def test_the_customer_opens_a_dates_history_in_their_zone(demo):
     assert "What happened to this date" in text
     assert "rolled from Sat 15 Apr 2028 to Tue 18 Apr 2028: Emancipation Day (observed)" in text, text
     assert "Emailed ada@acme-robotics.example: sent." in text
+    assert "A notice for you (Ada Lovelace) was sent: received." in text  # the link was for Ada: she is "you"
     assert "Times in America/New_York; today is Wed 12 Apr 2028, 08:00 EDT." in text
     assert "is due." in text.split("What happens next", 1)[1]
     assert "UTC" not in text and not runtime_words(text), runtime_words(text)
@@ -151,6 +152,26 @@ def test_the_customer_reads_no_call_to_the_brands_own_systems():
     timeline = Timeline(title="t", zone=zone, entries=[Entry(id=f"x{n}", kind=k, type=t, at=at, sentence=s, zone=zone)
                                                        for n, (k, t, s) in enumerate(said)])
     assert [e.type for e in for_customer(timeline).entries] == ["clock.notice", "email"]
+
+
+def test_the_customer_is_you_on_their_dates_history():
+    from zoneinfo import ZoneInfo
+
+    from portals.history import for_customer
+    zone = ZoneInfo("America/New_York")
+    at = datetime(2028, 4, 1, 12, tzinfo=UTC)
+    said = ["Olive Owner reminded Ada Lovelace of file · the 2027 return · US, by email.",
+            "A notice for Ada Lovelace was sent: received.", "Emailed ada@acme.example: sent.",
+            "File · the 2027 return is now Ada Lovelace's to answer for (opened).",
+            "Ada Lovelace acknowledged file · the 2027 return · US."]
+    timeline = Timeline(title="t", zone=zone, entries=[Entry(id=f"x{n}", kind="acted", type="x", at=at, sentence=t,
+                                                             zone=zone) for n, t in enumerate(said)])
+    assert [e.sentence for e in for_customer(timeline, you="Ada Lovelace").entries] == [
+        "Olive Owner reminded you (Ada Lovelace) of file · the 2027 return · US, by email.",
+        "A notice for you (Ada Lovelace) was sent: received.", "Emailed ada@acme.example: sent.",
+        "File · the 2027 return is now yours to answer for (opened).",
+        "You (Ada Lovelace) acknowledged file · the 2027 return · US."]
+    assert [e.sentence for e in for_customer(timeline).entries] == said  # no contact named: as the record says
 
 
 @pytest.fixture
