@@ -33,10 +33,13 @@ from services.models import Job, Subscription
 from services.money import usd
 from services.portal_sessions import portal_session_open
 from services.subscriptions import subscription_cancel, subscription_uncancel
+from services.timeline import item_timeline
 from timers.api.throttles import sign_in_limited
+from timers.domains import domain_now
 from timers.models import Timer, brand_domain
 
 from ..acting import act, private
+from ..history import for_customer, history
 
 SESSION_KEY = "customer_portal"
 UNDO_KEY = "customer_portal_undo"  # the last act that can be undone: a date done, acknowledged, handed over
@@ -287,6 +290,24 @@ def _own_item(subject: Subject, clock_id: str, item: str) -> ClockItem | None:
     if found is None or not customers_clock(found.clock):
         return None  # not this subject's, or not the customer's own clock: the same answer
     return found
+
+
+@_signed_in
+def date_history(request: HttpRequest, subject: Subject, clock_id: str, item: str) -> HttpResponse:
+    """One date's history, in the reader's zone: what happened to it (moved and why, the reminders sent to them,
+    what they and the brand did) and what happens next, read from the record (services.timeline)."""
+    found = (ClockItem.objects.select_related("clock__subject__calendar")
+             .filter(clock_id=clock_id, clock__subject=subject, item="" if item == "-" else item).first())
+    if found is None:
+        return private(render(request, "portals/customer/not_found.html", status=404))
+    me = _me(request, subject)
+    cal_zone = subject.calendar.zone if subject.calendar_id else "UTC"
+    zone = me.zone if me is not None and me.zone else cal_zone
+    shown = history(for_customer(item_timeline(item=found, zone=zone), you=me.name if me is not None else ""),
+                    now=domain_now(domain=found.clock.domain))
+    return private(render(request, "portals/customer/history.html", {
+        "subject": subject, "brand": subject.brand.name, "history": shown, "what": _what(found),
+        "due": words.day(found.due_date)}))
 
 
 def _what(item: ClockItem) -> str:

@@ -10,6 +10,7 @@ urlpatterns = [
     path("subjects/<str:subject_id>/calendar", views.subject_calendar_page, name="subject-calendar"),
     path("customer/session", portal.session_open, name="session"),
     path("customer/", portal.home, name="home"),
+    path("customer/clocks/<str:clock_id>/<str:item>/history", portal.date_history, name="date-history"),
     path("customer/clocks/<str:clock_id>/<str:item>/<str:act>", portal.clock_act, name="clock-act"),
     path("customer/undo", portal.undo, name="undo"),
     path("customer/statements", portal.statements, name="statements"),

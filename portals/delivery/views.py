@@ -27,14 +27,16 @@ from calendars.undo import acknowledged_of, clock_reopen, clock_unacknowledge, u
 from services.acts import step_done
 from services.costs import clock_costs
 from services.members import member_says
-from services.models import PoolMember, Task, Window
+from services.models import Job, PoolMember, Task, Window
 from services.tasks import task_extend, task_release, task_take
+from services.timeline import item_timeline, job_timeline
 from services.windows import window_close, window_open
 from timers.api.throttles import sign_in_limited
 from timers.domains import domain_now
 from timers.models import Membership, TestClock, Timer, brand_domain, is_live, live_domain
 
 from ..acting import act
+from ..history import history
 from ..selectors import member_zone
 
 LOGIN = reverse_lazy("delivery:login")
@@ -272,6 +274,35 @@ def clock_act(request: HttpRequest, clock_id: str, item: str, act: str) -> HttpR
         option = request.POST.get("option", "")
         fn, said = (lambda a: clock_choose(armer=a, item=it, option=option, by=who)), f"Chose {option}"
     return _act(request, clock.brand_id, clock.domain, fn, words.acted(said, what, it.due_date))
+
+
+@login_required(login_url=LOGIN)
+def date_history(request: HttpRequest, clock_id: str, item: str) -> HttpResponse:
+    """A date the member answers for: what happened to it and what happens next, in their zone, read from the
+    record (services.timeline)."""
+    it = _own_item(request.user, clock_id, item)
+    if it is None:
+        return _not_yours(request)
+    zone = member_zone(_brands(request.user), user=request.user)
+    shown = history(item_timeline(item=it, zone=zone), now=domain_now(domain=it.clock.domain))
+    return render(request, "portals/delivery/history.html", {
+        "history": shown, "what": _item_what(it), "whose": it.clock.subject.name, "due": words.day(it.due_date)})
+
+
+@login_required(login_url=LOGIN)
+def task_history(request: HttpRequest, task_id: str) -> HttpResponse:
+    """A Task the member holds, or one of their pools': its job's history (taken, extended once, released,
+    each step done) and what happens next, in their zone."""
+    mine, open_ = _my_tasks(request.user, _brands(request.user))
+    task = next((t for t in mine + open_ if t.id == task_id), None)
+    if task is None:
+        return _not_yours(request)
+    job = Job.objects.select_related("subject__calendar").get(pk=task.job_id)
+    zone = member_zone(_brands(request.user), user=request.user)
+    shown = history(job_timeline(job=job, zone=zone), now=domain_now(domain=task.domain))
+    return render(request, "portals/delivery/history.html", {
+        "history": shown, "what": f"{task.step} · {task.job.service} {task.job.period}",
+        "whose": task.job.subject.name, "due": words.local(task.due_at, zone) if task.due_at else ""})
 
 
 def _item_what(item: ClockItem) -> str:

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from django import forms
 from django.contrib import admin, messages
-from django.contrib.admin.utils import quote
+from django.contrib.admin.utils import quote, unquote
 from django.db.models import Q, Sum
 from django.template.response import TemplateResponse
 from django.urls import path, reverse
@@ -43,6 +43,7 @@ from timers.admin import ReadOnlyAdmin, ReadOnlyMixin
 from timers.models import Timer
 
 from . import actions
+from .history import HISTORY_TEMPLATE, history_context, item_history
 from .money import money_page
 from .risks import date_row
 from .scope import as_of, request_brands, scope
@@ -386,6 +387,7 @@ class ClockItemAdmin(SettleMixin, CalendarsClockItemAdmin):
     fields = ("what", "customer", "due", "kind", "state", "answered_by", "rolled", "moves", "done_at", "changed")
     readonly_fields = fields
     change_form_template = "portals/owner/clockitem_change_form.html"
+    object_history_template = HISTORY_TEMPLATE
 
     @admin.display(description="answers for", ordering="clock__answers_for")
     def answers_for(self, obj: ClockItem) -> str:
@@ -441,6 +443,15 @@ class ClockItemAdmin(SettleMixin, CalendarsClockItemAdmin):
             extra["date_row"] = date_row(item, as_of(request))
             extra["date_rows"] = [extra["date_row"]]
         return super().change_view(request, object_id, form_url, extra)
+
+    def history_view(self, request, object_id, extra_context=None):
+        """History: what happened to the date and what happens next, read from the record, above the console's
+        own log of changes."""
+        item = self.get_object(request, unquote(object_id))
+        extra = dict(extra_context or {})
+        if item is not None:
+            extra.update(history_context(request, item, item_history))
+        return super().history_view(request, object_id, extra)
 
     @admin.action(description="Mark the selected dates done", permissions=["settle"])
     def mark_done(self, request, queryset):

@@ -34,6 +34,7 @@ from timers.models import ApiKey, Brand, TestClock, is_live, live_domain
 from timers.tenants import api_key_create
 
 from .contacts import contact_act, contact_add, contacts_table, values_of
+from .history import HISTORY_TEMPLATE, history_context, subject_history
 from .scope import as_of, request_brands, test_clocks
 from .site import site
 
@@ -297,6 +298,16 @@ class CustomerAdmin(CalendarsSubjectAdmin):
     fields = ("name", "kind", "key_name", "key", "calendar", "where", "next_steps", "people", "subscriptions_table",
               "jobs_table", "feed", "created_at", "id")
     readonly_fields = fields
+    object_history_template = HISTORY_TEMPLATE
+
+    def history_view(self, request, object_id, extra_context=None):
+        """History: what happened to the customer and everything of theirs, read from the record, above the
+        console's own log of changes."""
+        subject = self.get_object(request, unquote(object_id))
+        extra = dict(extra_context or {})
+        if subject is not None:
+            extra.update(history_context(request, subject, subject_history))
+        return super().history_view(request, object_id, extra)
 
     def has_add_permission(self, request, obj=None):
         return request.user.has_perm("calendars.add_subject")

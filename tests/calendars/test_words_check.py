@@ -150,3 +150,65 @@ def test_no_timeline_sentence_shows_an_id_or_a_runtime_word(demo):
         _clean(f"the timeline of {where}", sentence)
         found = [w for w in TIMELINE_WORDS if re.search(rf"\b{w}\b", sentence, re.IGNORECASE)]
         assert not found, f"the timeline of {where} says {found}: {sentence!r}"
+
+
+def test_no_history_page_shows_an_id_or_a_runtime_word(demo):
+    """The pages' histories (docs/timeline-pages.md): each of the customer's dates' history in the portal, and the
+    owner console's History of the customer and of each date, over the demo's record."""
+    from django.contrib.admin.utils import quote
+    from django.contrib.auth import get_user_model
+    from django.urls import reverse
+
+    from calendars.models import ClockItem
+    from timers.models import Membership
+
+    subject = demo["acme"]
+    items = list(ClockItem.objects.filter(clock__subject=subject))
+    assert items
+    client = Client()
+    _, path = portal_session_create(brand=subject.brand, subject=subject)
+    client.get(path)
+    for item in items:
+        page = client.get(reverse("customer:date-history", args=[item.clock_id, item.item or "-"]))
+        assert page.status_code == 200
+        text = _visible(page)
+        assert "What happened to this date" in text
+        _clean(f"the history of {item.owner_key} in the portal", text)
+        found = [w for w in TIMELINE_WORDS if re.search(rf"\b{w}\b", text, re.IGNORECASE)]
+        assert not found, f"the history of {item.owner_key} says {found}"
+    owner = get_user_model().objects.create_user(username="olive-words", password="pw", is_staff=True)
+    Membership.objects.create(user=owner, brand=subject.brand, role=Membership.Role.OWNER, name="Olive Owner")
+    console = Client()
+    console.force_login(owner)
+    pages = [(subject.name, reverse("admin:calendars_subject_history", args=[quote(subject.pk)]))]
+    pages += [(i.owner_key, reverse("admin:calendars_clockitem_history", args=[quote(i.pk)])) for i in items]
+    for where, url in pages:
+        page = console.get(url)
+        assert page.status_code == 200
+        html = page.content.decode()
+        # The record's History (the console's own chrome and Django's log beneath are the console's).
+        section = html.split('data-testid="history"', 1)[1].split('class="kt-console-log"', 1)[0]
+        text = _visible(type("R", (), {"content": section.encode()})())
+        assert "What happened" in text
+        _clean(f"the console's History of {where}", text)
+        found = [w for w in TIMELINE_WORDS if re.search(rf"\b{w}\b", text, re.IGNORECASE)]
+        assert not found, f"the console's History of {where} says {found}"
+
+
+def test_no_members_history_page_shows_an_id_or_a_runtime_word(demo):
+    """Each History a member's page links (their Tasks', their pools' and the dates they answer for)."""
+    opened = 0
+    for username in ("grace", "linus", "hedy", "katherine"):
+        client = Client()
+        assert client.login(username=username, password=demo["passwords"][username])
+        home = client.get("/portal/delivery/").content.decode()
+        for url in re.findall(r'class="history-link" href="([^"]+)"', home):
+            page = client.get(html.unescape(url))
+            assert page.status_code == 200
+            text = _visible(page)
+            assert "What happened to it" in text
+            _clean(f"{username}'s history at {url}", text)
+            found = [w for w in TIMELINE_WORDS if re.search(rf"\b{w}\b", text, re.IGNORECASE)]
+            assert not found, f"{username}'s history at {url} says {found}"
+            opened += 1
+    assert opened >= 3, opened
