@@ -548,6 +548,8 @@ def armed_words(t: Timer, owners: _Owners) -> str:
     if t.kind == "money":
         return f"A payment for {what} is collected."
     if t.kind == "task":
+        if data.get("point") == "warn":  # three quarters into the hold (services/tasks.py)
+            return f"A warning goes out that the hold on the work on {what} is ending."
         return f"A hold on the work on {what} ends."
     if t.kind == "ask":
         return f"The link for {what} expires."

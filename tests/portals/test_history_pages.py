@@ -209,6 +209,9 @@ def test_a_member_reads_why_extend_is_gone_on_the_tasks_history(forsale):
     assert re.search(r"Wed 20 Oct 2027, 07:30 PDT \S+( \S+)? extended their hold on .{0,80}"
                      r"\(a hold extends once per Task\)\.", text), text[-1500:]
     assert "Times in America/Los_Angeles; today is Wed 20 Oct 2027, 07:30 PDT." in text
+    # What is ahead: the warning at three quarters of the hold, then its end, each said once as what it is.
+    assert "Thu 21 Oct 2027, 19:30 PDT: A warning goes out that the hold on the work on " in text, text[-1500:]
+    assert "Thu 21 Oct 2027, 19:30 PDT: A hold on the work" not in text, text[-1500:]
     assert "UTC" not in text and not runtime_words(text), runtime_words(text)
     # Another member's, or nothing: the same not-found page.
     assert client.get(reverse("delivery:task-history", args=["tsk_nothing"])).status_code == 404
