@@ -240,9 +240,9 @@ def fill(brand, hot: str, n: int, skew: str = "prod") -> None:
                FROM generate_series(1, %(m)s) g""", p)
         cur.execute(
             """INSERT INTO calendars_clock (id, brand_id, domain, subject_id, spec, name, title, lives_on, owner_ref,
-                   period, hard, answers_for, version, inputs, opened_at)
+                   period, hard, answers_for, version, inputs, opened_at, assigned, role)
                SELECT 'clk_' || %(tag)s || g, s.brand_id, s.domain, s.id, 'x', 'file', '', 'job',
-                      'job_' || %(tag)s || g, '2027', false, '', '', '{}', now()
+                      'job_' || %(tag)s || g, '2027', false, '', '', '{}', now(), false, 'brand'
                FROM generate_series(1, %(m)s) g JOIN calendars_subject s ON s.id = 'sbj_' || %(tag)s || g""", p)
         cur.execute(
             """INSERT INTO calendars_clockitem (clock_id, item, civil, due_date, due_at, rolled_why, moves, status,
