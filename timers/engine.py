@@ -953,8 +953,15 @@ class Run:
         dirty = [i for i in self._by_key.values() if i.dirty]
         for i in dirty:
             i.tick_pass = i.pass_no
-        at = self.to if (self._complete and not self._heap) else (self._instant or self.to)
-        on_flush = self.on_flush
+        # The domain's new position: ``to`` once every armed timer owed by then has fired, else the last instant
+        # fired at, behind which nothing owed is left (tick order). A batch that fired nothing (a resumed run whose
+        # first batches read only timers that sort after their horizon: pass-2 timers at the floor) has moved
+        # nowhere: the floor stays, or a kill after it would leave armed timers behind the position, fired late.
+        at = self.to if (self._complete and not self._heap) else (self._instant or self.floor)
+        also: Callable[[], None] | None = None
+        if self.on_flush is not None and at is not None:  # no position yet, and none reached: none written
+            on_flush, reached = self.on_flush, at
+            also = lambda: on_flush(reached)  # noqa: E731
         self.taken = self.store.write(
             domain=self.domain,
             new=[i for i in dirty if i.new],
@@ -965,7 +972,7 @@ class Run:
             tallies=self._tallies(dirty),
             versions=[(i.id, i.version) for i in dirty if not i.new and i.id in self._repinned],
             # The domain's new position, written with the batch (in its round trip, where the store pipelines).
-            also=None if on_flush is None else (lambda: on_flush(at)),
+            also=also,
             claim_sends=self.claim_sends,
         )
         self.sends_flushed = bool(self.sends)

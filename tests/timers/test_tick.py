@@ -405,3 +405,48 @@ def test_a_tick_that_dies_mid_instant_resumes_in_the_same_order(arm, clock, hand
     got = record(clock.id)
     assert got == expected
     assert [k for _, k in got][-6:] == [f"job_c:task:child:{n}" for n in range(6, 0, -1)]
+
+
+def test_a_resumed_tick_killed_again_never_leaves_its_clock_past_a_timer_it_owes(arm, clock, handler):
+    """A tick resumed at an instant whose pass-2 timers (owed before it) fill its first batches fires nothing in
+    them, and goes on: those batches must leave the clock's frozen time where it was, never at the advance's end,
+    or a kill after one of them leaves armed timers behind the clock, and the next run fires them late."""
+    state = {"crashes": 0}
+
+    def parent(f):
+        f.record("timer.fired")
+        n = int(f.key.occurrence)
+        f.arm(f"job_c:task:child:{n}", owed_at=f.instant - timedelta(hours=n), handler="noop")
+
+    def last(f):
+        if state["crashes"]:
+            state["crashes"] -= 1
+            raise Crash
+        f.record("timer.fired")
+
+    handler("t.parent", parent)
+    handler("t.last", last)
+    t = "2026-11-25T14:00Z"
+    for n in range(1, 7):
+        arm(f"job_{n}:task:p:{n}", t, handler="t.parent", opened_at=T0)
+    arm("job_z:task:last:1", t, handler="t.last", opened_at=T0)
+    to = at("2026-11-26T00:00Z")
+    small = {"BATCH_SIZE": 2, "MAX_PASSES": 32, "LATE_AFTER_SECONDS": 300}
+    with transaction.atomic():
+        with override_settings(KEEPING_TIME=small):
+            advance(clock.id, to)
+        expected = record_hash(clock.id)
+        transaction.set_rollback(True)
+    state["crashes"] = 2
+    with override_settings(KEEPING_TIME=small):
+        with pytest.raises(Crash):
+            advance(clock.id, to)  # dies at job_z's timer, with the parents' batches committed
+        with pytest.raises(Crash):
+            advance(clock.id, to)  # resumed at t: its first batches read only children, then dies at job_z again
+        clock.refresh_from_db()
+        # The clock is where the children are owed from: at t, not at the advance's end.
+        assert clock.frozen_time == at(t)
+        advance(clock.id, to)
+    assert set(Event.objects.filter(domain=clock.id, key__startswith="job_c:").values_list("fired_at", flat=True)) \
+        == {at(t)}
+    assert record_hash(clock.id) == expected
