@@ -255,9 +255,9 @@ def fill(brand, hot: str, n: int, skew: str = "prod") -> None:
                       'job_' || %(tag)s || g, '2027', false, '', 'customer', false, '', '{}', now()
                FROM generate_series(1, %(m)s) g JOIN calendars_subject s ON s.id = 'sbj_' || %(tag)s || g""", p)
         cur.execute(
-            """INSERT INTO calendars_clockitem (clock_id, item, civil, due_date, due_at, rolled_why, moves, status,
-                   changed_at)
-               SELECT 'clk_' || %(tag)s || g, i, '2027-04-15', '2027-04-15', now(), '', 0, 'open', now()
+            """INSERT INTO calendars_clockitem (clock_id, item, civil, due_date, due_at, rolled_why, moves, reopened,
+                   status, changed_at)
+               SELECT 'clk_' || %(tag)s || g, i, '2027-04-15', '2027-04-15', now(), '', 0, 0, 'open', now()
                FROM generate_series(1, %(m)s) g, unnest(ARRAY['US', 'US-CA', 'US-NY']) i""", p)
 
 
