@@ -127,3 +127,36 @@ def test_the_rules_change_only_while_no_open_date_is_on_the_calendar(api):
     assert (row.dst_skipped, row.dst_repeated) == ("skip", "second")
     # The same values again are no change: not refused.
     assert api.post(f"/calendars/{cal['id']}", {"dst_skipped": "skip"}).status == 200
+
+
+# -- a due on a test clock ----------------------------------------------------------------------------------------
+@pytest.mark.django_db
+@pytest.mark.parametrize("rule", ["next_minute", "skip"])
+def test_a_due_closing_in_the_spring_gap_falls_due_at_the_change_on_a_test_clock(brand, rule):
+    from calendars.clocks import clock_move
+    from tests.conftest import at
+    from tests.support.acme import acme_subject, open_return
+    from timers.advance import advance
+    from timers.armer import DirectArmer
+    from timers.models import Timer
+    from timers.test_clocks import test_clock_create
+
+    Calendar.objects.create(brand=brand, name="Acme Robotics", zone="America/New_York", weekends=[],
+                            closes=time(2, 30), is_default=True, dst_skipped=rule)
+    tc = test_clock_create(brand=brand, frozen_time=at("2027-03-01T12:00Z"), name="gap")
+    subject = acme_subject(brand, tc.id)
+    _file, pay = open_return(brand, tc, subject)
+    item = ClockItem.objects.get(clock=pay, item="US")
+    clock_move(armer=DirectArmer(brand=brand, domain=tc.id), item=item, civil=SPRING, by="test")
+    item.refresh_from_db()
+    change = transition(SPRING)
+    assert item.due_date == SPRING  # Sunday, on a calendar with no weekends: no roll
+    due = Timer.objects.get(domain=tc.id, status="armed", handler="calendars.due", owner=item.owner_key,
+                            key__contains=":pay:")
+    assert due.owed_at == change  # 02:30 never comes: the due falls at the change, not a minute after it
+    advance(tc.id, change - timedelta(seconds=1))
+    item.refresh_from_db()
+    assert item.status == ClockItem.Status.OPEN
+    advance(tc.id, change)
+    item.refresh_from_db()
+    assert item.status != ClockItem.Status.OPEN
