@@ -160,3 +160,14 @@ def test_a_due_closing_in_the_spring_gap_falls_due_at_the_change_on_a_test_clock
     advance(tc.id, change)
     item.refresh_from_db()
     assert item.status != ClockItem.Status.OPEN
+
+
+@pytest.mark.django_db
+def test_the_cli_makes_a_calendar_with_its_rules_and_lists_them(brand):
+    from tests.support.cli import run
+
+    out = run("calendars", "create", "--brand", brand.name, "--name", "Fires",
+              "--zone", "America/New_York", "--dst-skipped", "skip", "--dst-repeated", "second")
+    cal = Calendar.objects.get(name="Fires")
+    assert (cal.dst_skipped, cal.dst_repeated) == ("skip", "second")
+    assert "skipped times: skip · repeated times: second" in out
