@@ -52,11 +52,22 @@ class CalendarForm(forms.ModelForm):
     weekends = forms.TypedMultipleChoiceField(choices=list(enumerate(WEEKDAYS)), coerce=int, required=False,
                                               widget=forms.CheckboxSelectMultiple, initial=[5, 6],
                                               help_text="The days nothing is due on")
+    # Not required: a form that leaves them out keeps the calendar's (a new one takes the seed's rules).
+    dst_skipped = forms.ChoiceField(
+        choices=[("next_minute", "It happens at the first minute after the gap"),
+                 ("skip", "A schedule's fire there does not happen")], required=False,
+        help_text="Only while no open date is on the calendar")
+    dst_repeated = forms.ChoiceField(
+        choices=[("first", "Its first occurrence"), ("second", "Its second occurrence")], required=False,
+        help_text="Only while no open date is on the calendar")
 
     class Meta:
         model = Calendar
-        fields = ("name", "brand", "zone", "weekends", "closes", "holiday_country", "holiday_subdiv", "is_default")
-        labels = {"holiday_country": "Holidays of (country)", "holiday_subdiv": "and (subdivision)",
+        fields = ("name", "brand", "zone", "weekends", "closes", "dst_skipped", "dst_repeated", "holiday_country",
+                  "holiday_subdiv", "is_default")
+        labels = {"dst_skipped": "A time the clocks skip (spring forward)",
+                  "dst_repeated": "A time the clocks repeat (fall back)",
+                  "holiday_country": "Holidays of (country)", "holiday_subdiv": "and (subdivision)",
                   "is_default": "The brand's default calendar"}
 
     def _checked(self, check, *args):
@@ -64,6 +75,12 @@ class CalendarForm(forms.ModelForm):
             return check(*args)
         except KeepingTimeError as exc:
             raise forms.ValidationError(exc.message.split(": ", 1)[-1]) from None
+
+    def clean_dst_skipped(self):
+        return self.cleaned_data["dst_skipped"] or (self.instance.dst_skipped if self.instance.pk else "next_minute")
+
+    def clean_dst_repeated(self):
+        return self.cleaned_data["dst_repeated"] or (self.instance.dst_repeated if self.instance.pk else "first")
 
     def clean_zone(self):
         return self._checked(check_zone, self.cleaned_data["zone"])
@@ -97,13 +114,17 @@ class CalendarAdmin(admin.ModelAdmin):
             # As the API makes one: the brand's first calendar is its default, and one default at a time.
             made = calendar_create(brand=obj.brand, name=obj.name, zone=obj.zone, weekends=obj.weekends,
                                    closes=obj.closes, holiday_country=obj.holiday_country,
-                                   holiday_subdivision=obj.holiday_subdiv, default=obj.is_default, now=wall_now())
+                                   holiday_subdivision=obj.holiday_subdiv, default=obj.is_default,
+                                   dst_skipped=obj.dst_skipped, dst_repeated=obj.dst_repeated, now=wall_now())
             obj.pk, obj.is_default, obj.created_at = made.pk, made.is_default, made.created_at
             obj._state.adding = False
             return
         changes = {"name": obj.name}
         if "is_default" in form.changed_data:
             changes["default"] = obj.is_default
+        for rule in ("dst_skipped", "dst_repeated"):  # only while no open date is on it: else calendar_in_use
+            if rule in form.changed_data:
+                changes[rule] = getattr(obj, rule)
         try:
             calendar_update(calendar=obj, changes=changes)
         except KeepingTimeError as exc:

@@ -135,6 +135,17 @@ def check_closed_days(days: Any, *, param: str = "closed_days") -> list[tuple[da
     return sorted(seen.items())
 
 
+DST_SKIPPED = ("next_minute", "skip")
+DST_REPEATED = ("first", "second")
+
+
+def check_dst(value: Any, *, param: str) -> str:
+    allowed = DST_SKIPPED if param == "dst_skipped" else DST_REPEATED
+    if not isinstance(value, str) or value not in allowed:
+        raise _bad(f"one of {', '.join(allowed)}, not {str(value)[:40]!r}", param=param, code="invalid_dst_rule")
+    return value
+
+
 def check_name(name: Any, *, param: str = "name") -> str:
     if not isinstance(name, str) or not name.strip() or len(name) > 200 or "\x00" in name:
         raise _bad("a name of 1 to 200 characters", param=param, code="invalid_request")
@@ -156,12 +167,14 @@ def _make_default(calendar: Calendar) -> None:
 @transaction.atomic
 def calendar_create(*, brand: Brand, name: str, zone: str, weekends: list | None = None, closes: Any = "23:59",
                     holiday_country: str = "", holiday_subdivision: str = "", closed_days: list | None = None,
-                    default: bool = False, metadata: dict | None = None, now: datetime) -> Calendar:
+                    default: bool = False, metadata: dict | None = None, dst_skipped: str = "next_minute",
+                    dst_repeated: str = "first", now: datetime) -> Calendar:
     """A calendar of the brand's. The brand's first calendar is its default unless another is named later."""
     calendar = Calendar(
         brand=brand, name=check_name(name), zone=check_zone(zone),
         weekends=check_weekends([5, 6] if weekends is None else weekends), closes=check_closes(closes),
-        metadata=metadata or {}, created_at=now,
+        metadata=metadata or {}, created_at=now, dst_skipped=check_dst(dst_skipped, param="dst_skipped"),
+        dst_repeated=check_dst(dst_repeated, param="dst_repeated"),
     )
     calendar.holiday_country, calendar.holiday_subdiv = check_holidays(holiday_country, holiday_subdivision)
     days = check_closed_days(closed_days or [])
@@ -180,7 +193,8 @@ def calendar_create(*, brand: Brand, name: str, zone: str, weekends: list | None
 
 @transaction.atomic
 def calendar_update(*, calendar: Calendar, changes: Mapping[str, Any]) -> tuple[Calendar, int]:
-    """Change what ``changes`` names (name, zone, weekends, closes, holidays, closed_days, default, metadata);
+    """Change what ``changes`` names (name, zone, weekends, closes, dst_skipped, dst_repeated, holidays,
+    closed_days, default, metadata);
     returns the calendar and how many open dates rolled again. ``closed_days`` replaces the brand's own days."""
     calendar = Calendar.objects.select_for_update().get(pk=calendar.pk)
     rolls = False
@@ -197,6 +211,19 @@ def calendar_update(*, calendar: Calendar, changes: Mapping[str, Any]) -> tuple[
                     f"this calendar; its zone and closing minute change only while none does (make another "
                     "calendar for new subjects)", code="calendar_in_use", status=409)
         calendar.zone, calendar.closes = zone, closes
+    if "dst_skipped" in changes or "dst_repeated" in changes:
+        # Its time rules decide the instants of its open dates and their notices, which are not re-armed on a
+        # change (not on the closed re-arm list): they change only while no open date is on it, as the zone does.
+        skipped = check_dst(changes.get("dst_skipped", calendar.dst_skipped), param="dst_skipped")
+        repeated = check_dst(changes.get("dst_repeated", calendar.dst_repeated), param="dst_repeated")
+        if (skipped, repeated) != (calendar.dst_skipped, calendar.dst_repeated):
+            n = _open_dates(calendar)
+            if n:
+                raise KeepingTimeError(
+                    f"{n} open date{'s' if n != 1 else ''} fall on this calendar; its time rules (dst_skipped, "
+                    "dst_repeated) change only while none does (make another calendar for new subjects)",
+                    code="calendar_in_use", status=409)
+        calendar.dst_skipped, calendar.dst_repeated = skipped, repeated
     if "weekends" in changes:
         weekends = check_weekends(changes["weekends"])
         rolls |= weekends != sorted(calendar.weekends)

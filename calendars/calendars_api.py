@@ -22,7 +22,7 @@ from timers.api.inputs import (
     StrictRegexField,
     ZoneField,
 )
-from timers.api.openapi import ERRORS, NOT_FOUND, const, error_response, list_serializer
+from timers.api.openapi import ERRORS, NOT_FOUND, Choice, const, error_response, list_serializer
 from timers.api.views import BrandAPIView, SafeJSONParser
 from timers.clock import wall_now
 from timers.errors import KeepingTimeError, NotFound
@@ -30,7 +30,14 @@ from timers.ids import LIVE_PREFIX
 from timers.selectors import page
 from timers.timeutil import iso_z
 
-from .brand_calendars import calendar_create, calendar_update, closed_days_json, supported_holidays
+from .brand_calendars import (
+    DST_REPEATED,
+    DST_SKIPPED,
+    calendar_create,
+    calendar_update,
+    closed_days_json,
+    supported_holidays,
+)
 from .models import Calendar, ClockItem, ClosedDay, Subject
 
 CALENDAR_ORDER = ("name", "id")
@@ -47,6 +54,8 @@ def calendar_json(cal: Calendar, *, observed_years: tuple[int, ...] = ()) -> dic
         "zone": cal.zone,
         "weekends": sorted(cal.weekends),
         "closes": cal.closes.strftime("%H:%M"),
+        "dst_skipped": cal.dst_skipped,
+        "dst_repeated": cal.dst_repeated,
         "holidays": "-".join(p for p in (cal.holiday_country, cal.holiday_subdiv) if p) or None,
         "closed_days": own,
         "default": cal.is_default,
@@ -113,6 +122,11 @@ class ClosedDaySerializer(serializers.Serializer):
                           help_text="Why it is closed: an office closure, a disaster-relief day")
 
 
+DST_SKIPPED_HELP = ("A local time the spring change skips: next_minute (it happens at the first minute after the "
+                    "gap; the default) or skip (a schedule's fire there does not happen, recorded skipped)")
+DST_REPEATED_HELP = "A local time the fall change repeats happens at its first occurrence (the default) or second"
+
+
 class CalendarCreateSerializer(serializers.Serializer):
     name = NameField(max_length=200, help_text="What the console calls it: apis.tax, New York office")
     zone = ZoneField(max_length=64, help_text="An IANA zone: America/New_York")
@@ -121,6 +135,10 @@ class CalendarCreateSerializer(serializers.Serializer):
                                      help_text="The days nothing is due on, 0 Monday … 6 Sunday; default [5, 6]")
     closes = StrictRegexField(CLOSES, required=False, max_length=5, default="23:59",
                               help_text="The local minute a due date closes, HH:MM (default 23:59)")
+    dst_skipped = Choice(choices=DST_SKIPPED, component="DstSkipped", required=False, default="next_minute",
+                                          help_text=DST_SKIPPED_HELP)
+    dst_repeated = Choice(choices=DST_REPEATED, component="DstRepeated", required=False, default="first",
+                                           help_text=DST_REPEATED_HELP)
     holidays = HolidaysField(required=False, allow_null=True, max_length=24,
                              help_text="Public holidays: a country (US) or country-subdivision (US-DC)")
     closed_days = ClosedDaySerializer(many=True, required=False, help_text="The brand's own closed days")
@@ -137,6 +155,10 @@ class CalendarUpdateSerializer(serializers.Serializer):
                                      required=False, max_length=6)
     closes = StrictRegexField(CLOSES, required=False, max_length=5,
                               help_text="HH:MM; only while no open date falls on it")
+    dst_skipped = Choice(choices=DST_SKIPPED, component="DstSkipped", required=False,
+                                          help_text=DST_SKIPPED_HELP + "; only while no open date falls on it")
+    dst_repeated = Choice(choices=DST_REPEATED, component="DstRepeated", required=False,
+                                           help_text=DST_REPEATED_HELP + "; only while no open date falls on it")
     holidays = HolidaysField(required=False, allow_null=True, max_length=24, help_text="US, US-DC …; null: none")
     closed_days = ClosedDaySerializer(many=True, required=False,
                                       help_text="Replaces the brand's own closed days; every open date re-rolls")
@@ -163,6 +185,8 @@ class CalendarSerializer(serializers.Serializer):
     zone = serializers.CharField()
     weekends = serializers.ListField(child=serializers.IntegerField())
     closes = serializers.CharField(help_text="HH:MM, local")
+    dst_skipped = Choice(choices=DST_SKIPPED, component="DstSkipped", help_text=DST_SKIPPED_HELP)
+    dst_repeated = Choice(choices=DST_REPEATED, component="DstRepeated", help_text=DST_REPEATED_HELP)
     holidays = serializers.CharField(allow_null=True, help_text="US, US-DC …: the public holidays it closes on")
     closed_days = ClosedDayOutSerializer(many=True, help_text="The brand's own closed days")
     default = serializers.BooleanField()
@@ -216,7 +240,7 @@ class CalendarListView(BrandAPIView):
             closes=body["closes"], holiday_country=country, holiday_subdivision=subdivision,
             closed_days=[{"date": d["date"].isoformat(), "why": d["why"]} for d in body.get("closed_days", [])],
             default=body["default"], metadata={k: v for k, v in body.get("metadata", {}).items() if v != ""},
-            now=wall_now(),
+            dst_skipped=body["dst_skipped"], dst_repeated=body["dst_repeated"], now=wall_now(),
         )
         return Response(calendar_json(cal), status=201)
 
@@ -235,7 +259,8 @@ class CalendarDetailView(BrandAPIView):
         operation_id="calendars_update", tags=["calendars"], request=CalendarUpdateSerializer,
         summary="Update a calendar",
         description="Weekends, holidays and closed days re-roll every open date on it (recorded as clock.moved "
-                    "by the calendar). The zone and closing minute change only while no open date falls on it "
+                    "by the calendar). The zone, the closing minute and the time rules (dst_skipped, "
+                    "dst_repeated) change only while no open date falls on it "
                     "(calendar_in_use, 409). A test key changes only a calendar no live subject is on "
                     "(live_mode_only, 403).",
         responses={200: CalendarSerializer, **ERRORS, **NOT_FOUND,

@@ -75,6 +75,10 @@ class BusinessCalendar:
     name: str = ""  # what people call it: a roll says whose closed day it passed over
     # The calendar whose closed days bind its dates (the Service's), checked first; this one's own add to them.
     binds: BusinessCalendar | None = None
+    # Its time rules: a local time the spring change skips happens at the first minute after the gap
+    # (next_minute) or not at all (skip); one the fall change repeats happens at its first or second occurrence.
+    dst_skipped: str = "next_minute"
+    dst_repeated: str = "first"
 
     @cached_property
     def zone(self) -> ZoneInfo:
@@ -147,12 +151,28 @@ class BusinessCalendar:
 
     # -- instants ------------------------------------------------------------------------------------
     def at(self, d: date, t: time) -> datetime:
-        """The UTC instant of a local date and time. A skipped minute rings at the next minute that exists;
-        a repeated one at its first occurrence."""
-        return local_instant(d, t, self.zone)
+        """The UTC instant of a local date and time by the calendar's rules: a repeated minute at its first or
+        second occurrence (dst_repeated). A skipped minute rings at the first minute after the gap: a notice or
+        a due is never dropped, whatever dst_skipped says (that rule drops a schedule's fire, see ``fires_at``)."""
+        return local_instant(d, t, self.zone, fold=self.fold)
+
+    def fires_at(self, d: date, t: time) -> datetime | None:
+        """Where a fire meant for local ``d`` ``t`` happens: None when the spring change skips that minute and
+        the calendar's dst_skipped is ``skip``."""
+        if self.dst_skipped == "skip" and is_skipped(d, t, self.zone):
+            return None
+        return self.at(d, t)
+
+    @property
+    def fold(self) -> int:
+        return 1 if self.dst_repeated == "second" else 0
 
     def close_of(self, d: date) -> datetime:
-        """The start of the closing minute: a due is on time through its last instant (23:59:59.999)."""
+        """The start of the closing minute: a due is on time through its last instant (23:59:59.999). When the
+        spring change skips the closing minute, the due is on time only up to the change: its close is the
+        minute before the transition, so no local minute after the closing minute counts as on time."""
+        if is_skipped(d, self.closes, self.zone):
+            return local_instant(d, self.closes, self.zone) - timedelta(minutes=1)
         return self.at(d, self.closes)
 
     def on_time(self, when: datetime, d: date) -> bool:
@@ -165,10 +185,18 @@ class BusinessCalendar:
         return self.local(when).date()
 
 
-def local_instant(d: date, t: time, zone: ZoneInfo) -> datetime:
+def is_skipped(d: date, t: time, zone: ZoneInfo) -> bool:
+    """The spring change skips this local time: it names no instant in ``zone``."""
+    naive = datetime.combine(d, t.replace(tzinfo=None))
+    return naive.replace(tzinfo=zone).astimezone(UTC).astimezone(zone).replace(tzinfo=None) != naive
+
+
+def local_instant(d: date, t: time, zone: ZoneInfo, *, fold: int = 0) -> datetime:
+    """A local time's instant: a repeated one at occurrence ``fold`` (0 the first, 1 the second), a skipped one
+    at the first minute after the gap."""
     naive = datetime.combine(d, t.replace(tzinfo=None))
     for _ in range(24 * 60):  # DST gaps are at most an hour or two; a day of minutes is a hard bound
-        aware = naive.replace(tzinfo=zone, fold=0)
+        aware = naive.replace(tzinfo=zone, fold=fold)
         instant = aware.astimezone(UTC)
         if instant.astimezone(zone).replace(tzinfo=None) == naive:
             return instant
@@ -178,7 +206,8 @@ def local_instant(d: date, t: time, zone: ZoneInfo) -> datetime:
 
 def calendar_from(*, zone: str = "UTC", weekends: Iterable[int] | None = None, closes: time | None = None,
                   holiday_country: str = "", holiday_subdiv: str = "",
-                  closed_days: dict[date, str] | None = None, name: str = "") -> BusinessCalendar:
+                  closed_days: dict[date, str] | None = None, name: str = "", dst_skipped: str = "next_minute",
+                  dst_repeated: str = "first") -> BusinessCalendar:
     return BusinessCalendar(
         zone_name=zone,
         weekends=frozenset(weekends if weekends is not None else (5, 6)),
@@ -187,6 +216,8 @@ def calendar_from(*, zone: str = "UTC", weekends: Iterable[int] | None = None, c
         holiday_subdiv=holiday_subdiv,
         closed_days=dict(closed_days or {}),
         name=name,
+        dst_skipped=dst_skipped,
+        dst_repeated=dst_repeated,
     )
 
 

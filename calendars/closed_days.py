@@ -50,12 +50,13 @@ def calendars_token(domain: str) -> tuple[Any, ...]:
     refusal of outside writes does not cover it."""
     brand = TestClock.objects.filter(pk=domain).values("brand_id")
     return tuple(Calendar.objects.filter(brand_id__in=brand).order_by("id").values_list(
-        "id", "name", "zone", "weekends", "closes", "holiday_country", "holiday_subdiv", "is_default"))
+        "id", "name", "zone", "weekends", "closes", "holiday_country", "holiday_subdiv", "is_default", "dst_skipped",
+        "dst_repeated"))
 
 
 def _signature(cal: Calendar) -> tuple[Any, ...]:
     return (cal.id, cal.name, cal.zone, tuple(cal.weekends), cal.closes, cal.holiday_country, cal.holiday_subdiv,
-            _closed_days(cal.id))
+            cal.dst_skipped, cal.dst_repeated, _closed_days(cal.id))
 
 
 def _civil(cal: Calendar, sig: tuple[Any, ...]) -> BusinessCalendar:
@@ -66,7 +67,8 @@ def _civil(cal: Calendar, sig: tuple[Any, ...]) -> BusinessCalendar:
             _bound.clear()
         found = _calendars[sig] = calendar_from(
             zone=cal.zone, weekends=cal.weekends, closes=cal.closes, holiday_country=cal.holiday_country,
-            holiday_subdiv=cal.holiday_subdiv, closed_days=dict(sig[-1]), name=cal.name)
+            holiday_subdiv=cal.holiday_subdiv, closed_days=dict(sig[-1]), name=cal.name,
+            dst_skipped=cal.dst_skipped, dst_repeated=cal.dst_repeated)
     return found
 
 

@@ -63,6 +63,14 @@ class Calendar(models.Model):
     zone = models.CharField(max_length=64, default="UTC", help_text="An IANA zone, e.g. America/New_York")
     weekends = models.JSONField(default=default_weekends, help_text="0 Monday … 6 Sunday")
     closes = models.TimeField(default=time(23, 59))
+    dst_skipped = models.CharField(
+        max_length=16, choices=[("next_minute", "next_minute"), ("skip", "skip")], default="next_minute",
+        db_default="next_minute",
+        help_text="A local time the spring change skips: next_minute (it happens at the first minute after the gap) "
+                  "or skip (a schedule's fire there does not happen)")
+    dst_repeated = models.CharField(
+        max_length=16, choices=[("first", "first"), ("second", "second")], default="first", db_default="first",
+        help_text="A local time the fall change repeats: its first occurrence or its second")
     holiday_country = models.CharField(max_length=8, blank=True, help_text="holidays package country, e.g. US")
     holiday_subdiv = models.CharField(max_length=16, blank=True, help_text="its subdivision, e.g. DC")
     is_default = models.BooleanField(
@@ -74,6 +82,8 @@ class Calendar(models.Model):
     class Meta:
         constraints = [
             models.UniqueConstraint(fields=["brand", "name"], name="calendar_name_per_brand"),
+            models.CheckConstraint(condition=Q(dst_skipped__in=["next_minute", "skip"]), name="calendar_dst_skipped"),
+            models.CheckConstraint(condition=Q(dst_repeated__in=["first", "second"]), name="calendar_dst_repeated"),
             models.UniqueConstraint(fields=["brand"], condition=Q(is_default=True), name="calendar_one_default"),
         ]
 
@@ -85,6 +95,7 @@ class Calendar(models.Model):
             zone=self.zone, weekends=self.weekends, closes=self.closes, holiday_country=self.holiday_country,
             holiday_subdiv=self.holiday_subdiv,
             closed_days={c.date: c.why for c in self.closed.all()}, name=self.name,
+            dst_skipped=self.dst_skipped, dst_repeated=self.dst_repeated,
         )
 
 

@@ -36,6 +36,8 @@ ContactObject = Literal['contact']
 CurrencyEnum = Literal['usd']
 DeadLetterObject = Literal['dead_letter']
 DeletedContactObject = Literal['contact']
+DstRepeated = Literal['first', 'second']
+DstSkipped = Literal['next_minute', 'skip']
 EarningsObject = Literal['earnings']
 ErrorType = Literal['invalid_request_error', 'api_error']
 EventObject = Literal['event']
@@ -98,6 +100,8 @@ class Calendar(TypedDict):
     zone: str
     weekends: list[int]
     closes: str
+    dst_skipped: DstSkipped
+    dst_repeated: DstRepeated
     holidays: str | None
     closed_days: list[ClosedDayOut]
     default: bool
@@ -111,6 +115,8 @@ class CalendarCreate(TypedDict):
     zone: ZoneEnum
     weekends: NotRequired[list[int]]
     closes: NotRequired[str]
+    dst_skipped: NotRequired[DstSkipped]
+    dst_repeated: NotRequired[DstRepeated]
     holidays: NotRequired[HolidaysEnum | None]
     closed_days: NotRequired[list[ClosedDay]]
     default: NotRequired[bool]
@@ -159,6 +165,8 @@ class CalendarUpdate(TypedDict):
     zone: NotRequired[ZoneEnum]
     weekends: NotRequired[list[int]]
     closes: NotRequired[str]
+    dst_skipped: NotRequired[DstSkipped]
+    dst_repeated: NotRequired[DstRepeated]
     holidays: NotRequired[HolidaysEnum | None]
     closed_days: NotRequired[list[ClosedDay]]
     default: NotRequired[bool]
@@ -1073,6 +1081,8 @@ class Calendars(Resource):
         zone: ZoneEnum,
         weekends: builtins.list[int] | Omit = OMIT,
         closes: str | Omit = OMIT,
+        dst_skipped: DstSkipped | Omit = OMIT,
+        dst_repeated: DstRepeated | Omit = OMIT,
         holidays: HolidaysEnum | None | Omit = OMIT,
         closed_days: builtins.list[ClosedDay] | Omit = OMIT,
         default: bool | Omit = OMIT,
@@ -1080,7 +1090,7 @@ class Calendars(Resource):
         idempotency_key: str | Omit = OMIT,
     ) -> Calendar:
         """Create a calendar. POST /calendars"""
-        return cast('Calendar', self._client.request('POST', '/calendars', json={'name': name, 'zone': zone, 'weekends': weekends, 'closes': closes, 'holidays': holidays, 'closed_days': closed_days, 'default': default, 'metadata': metadata}, idempotency_key=idempotency_key))
+        return cast('Calendar', self._client.request('POST', '/calendars', json={'name': name, 'zone': zone, 'weekends': weekends, 'closes': closes, 'dst_skipped': dst_skipped, 'dst_repeated': dst_repeated, 'holidays': holidays, 'closed_days': closed_days, 'default': default, 'metadata': metadata}, idempotency_key=idempotency_key))
 
     def list(self, *, limit: int | Omit = OMIT, starting_after: str | Omit = OMIT) -> CalendarList:
         """List calendars. GET /calendars"""
@@ -1098,6 +1108,8 @@ class Calendars(Resource):
         zone: ZoneEnum | Omit = OMIT,
         weekends: builtins.list[int] | Omit = OMIT,
         closes: str | Omit = OMIT,
+        dst_skipped: DstSkipped | Omit = OMIT,
+        dst_repeated: DstRepeated | Omit = OMIT,
         holidays: HolidaysEnum | None | Omit = OMIT,
         closed_days: builtins.list[ClosedDay] | Omit = OMIT,
         default: bool | Omit = OMIT,
@@ -1105,7 +1117,7 @@ class Calendars(Resource):
         idempotency_key: str | Omit = OMIT,
     ) -> Calendar:
         """Update a calendar. POST /calendars/{calendar_id}"""
-        return cast('Calendar', self._client.request('POST', f"/calendars/{_seg(calendar_id)}", json={'name': name, 'zone': zone, 'weekends': weekends, 'closes': closes, 'holidays': holidays, 'closed_days': closed_days, 'default': default, 'metadata': metadata}, idempotency_key=idempotency_key))
+        return cast('Calendar', self._client.request('POST', f"/calendars/{_seg(calendar_id)}", json={'name': name, 'zone': zone, 'weekends': weekends, 'closes': closes, 'dst_skipped': dst_skipped, 'dst_repeated': dst_repeated, 'holidays': holidays, 'closed_days': closed_days, 'default': default, 'metadata': metadata}, idempotency_key=idempotency_key))
 
 
 class Clocks(Resource):

@@ -13,6 +13,10 @@
 - ``skip``: cron expressions (the spec's own grammar, read on local wall time in the schedule's zone, to the
   minute) or local dates (``2027-12-25``) whose matching instants are not fired; each is recorded skipped with
   the rule that matched. A skipped instant still has its fire timer, so it is recorded when it comes.
+- The calendar's time rules: a cron fire whose local time the spring change skips happens at the first minute
+  after the gap (``dst_skipped: next_minute``, also with no calendar) or is recorded skipped with why
+  (``skip``: its fire timer still comes, at the transition); a repeated local time fires at its first
+  occurrence (``dst_repeated: first``) or its second (``second``: the evaluator's ``fold``).
 """
 
 from __future__ import annotations
@@ -20,7 +24,7 @@ from __future__ import annotations
 import hashlib
 import re
 from collections.abc import Callable, Iterator, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import UTC, date, datetime, timedelta
 from typing import Protocol
 from zoneinfo import ZoneInfo
@@ -116,6 +120,10 @@ class ClosedDays(Protocol):
     def why_closed(self, d: date) -> str | None:
         """Why the calendar closes ``d`` ("Thanksgiving Day", "a weekend"), or None when it is open."""
 
+    # Its time rules (a calendar with none reads as next_minute and first).
+    dst_skipped: str
+    dst_repeated: str
+
 
 _calendars: list[Callable[[str, str], ClosedDays | None]] = []
 
@@ -160,6 +168,22 @@ class Bounds:
     schedule_id: str = ""
     calendar: ClosedDays | None = None
     closed_days: str = "skip"
+    cron: str = ""  # the spec's cron expression (a skipped local minute is read against it), or ""
+
+    @property
+    def dst_skipped(self) -> str:
+        return getattr(self.calendar, "dst_skipped", "next_minute") if self.calendar is not None else "next_minute"
+
+    @property
+    def fold(self) -> int:
+        second = self.calendar is not None and getattr(self.calendar, "dst_repeated", "first") == "second"
+        return 1 if second else 0
+
+    def ruled(self, ev: specs.Evaluator) -> specs.Evaluator:
+        """The spec's evaluator under the calendar's rule for a repeated hour."""
+        if isinstance(ev, specs.Cron) and ev.fold != self.fold:
+            return replace(ev, fold=self.fold)
+        return ev
 
     @classmethod
     def of(cls, sch: object) -> Bounds:
@@ -168,8 +192,11 @@ class Bounds:
         calendar_id = getattr(sch, "calendar", "")
         # A calendar gone since (the admin removed it) leaves the schedule on no calendar, not failing its fires.
         cal = _calendars[0](sch.brand_id, calendar_id) if calendar_id and _calendars else None  # type: ignore[attr-defined]
+        spec = getattr(sch, "spec", None)
+        cron = spec.get("cron", "") if isinstance(spec, dict) and isinstance(spec.get("cron"), str) else ""
         return cls(zone_named(sch.zone), sch.start_at, sch.end_at, tuple(sch.skip or ()),  # type: ignore[attr-defined]
-                   jitter, seed, sch.id, cal, getattr(sch, "closed_days", "skip"))  # type: ignore[attr-defined]
+                   jitter, seed, sch.id, cal, getattr(sch, "closed_days", "skip"),  # type: ignore[attr-defined]
+                   specs._ordered_ranges(cron) if cron else "")
 
     def closed(self, at: datetime) -> str | None:
         """Why the calendar closes the local day of ``at`` ("Thursday 25 November 2027: Thanksgiving Day")."""
@@ -193,7 +220,7 @@ class Bounds:
         for _ in range(MAX_ROLL):
             d += step
             if self.calendar.why_closed(d) is None:
-                return local_instant(datetime.combine(d, wall.time()), self.zone), why
+                return local_instant(datetime.combine(d, wall.time()), self.zone, fold=self.fold), why
         return None  # no open day within a year: it stays where it is
 
     def base(self, at: datetime) -> datetime:
@@ -233,6 +260,11 @@ class Bounds:
             why = self.closed(at)
             if why is not None:
                 return f"closed {why}"
+        if self.dst_skipped == "skip":
+            gone = self.skipped_wall(at)
+            if gone is not None:
+                return (f"dst {day_words(gone.date())}: {gone:%H:%M} does not happen in {self.zone.key} (the clocks go "
+                        "forward over it, and the calendar's dst_skipped is skip)")
         if not self.skip:
             return None
         wall = at.astimezone(self.zone).replace(tzinfo=None)
@@ -244,6 +276,24 @@ class Bounds:
             elif next(CronSim(specs._ordered_ranges(rule), minute - timedelta(minutes=1))) == minute:
                 return f"skip {rule}"
         return None
+
+    def skipped_wall(self, at: datetime) -> datetime | None:
+        """The local minute the cron meant when ``at`` is where the spring change put it: ``at`` is the
+        transition, the cron matches a local minute in the gap and not the local minute at ``at`` itself (that
+        one is a fire of its own)."""
+        if not self.cron:
+            return None
+        before = (at - timedelta(minutes=1)).astimezone(self.zone)
+        here = at.astimezone(self.zone)
+        if here.utcoffset() == before.utcoffset():
+            return None
+        wall, before_wall = here.replace(tzinfo=None), before.replace(tzinfo=None).replace(second=0, microsecond=0)
+        if wall - before_wall <= timedelta(minutes=1):
+            return None  # the clocks went back (or did not jump): no minute is skipped
+        if next(CronSim(self.cron, wall - timedelta(minutes=1))) == wall:
+            return None
+        meant = next(CronSim(self.cron, before_wall))
+        return meant if meant < wall else None
 
     def first(self, ev: specs.Evaluator, after: datetime) -> datetime | None:
         """The spec's first instant after ``after`` inside the bounds (a skipped one included), or None."""

@@ -147,6 +147,7 @@ def _rearm(sch: Schedule, ev: specs.Evaluator, now: datetime) -> datetime | None
     the new revision's key (held, if paused); the fire it replaces is superseded, naming it."""
     old = _fire_timer(sch, "armed") or _fire_timer(sch, "held")
     bounds = Bounds.of(sch)
+    ev = bounds.ruled(ev)
     first = None if sch.remaining_actions == 0 else bounds.first_from(ev, now)
     key = fire_key(sch.id, first, sch.revision) if first is not None else ""
     armer = DirectArmer(brand=sch.brand_id, domain=sch.domain, now=now)
@@ -208,8 +209,8 @@ def schedule_backfill(*, schedule: Schedule, start: datetime, end: datetime, ove
     if policy in buffers and sch.overlap not in buffers:
         raise KeepingTimeError(f"{sch.id}'s overlap is {sch.overlap}: a backfill buffers only on a schedule that "
                                "buffers (use allow, skip or cancel_other)", code="schedule_not_buffering", status=409)
-    ev = specs.parse(sch.spec, sch.zone)
     bounds = Bounds.of(sch)
+    ev = bounds.ruled(specs.parse(sch.spec, sch.zone))
     instants: list[datetime] = []
     skipped: list[str | None] = []
     next_start: datetime | None = None
@@ -258,7 +259,8 @@ def schedules_reroll(*, brand_id: str, calendar_id: str, why: str) -> int:
         if timer is None:
             continue  # paused (its held fire rolls when it resumes and fires), or ended
         intended = instant(timer.data["at"])
-        owed = Bounds.of(sch).owed(specs.parse(sch.spec, sch.zone), intended)
+        bounds = Bounds.of(sch)
+        owed = bounds.owed(bounds.ruled(specs.parse(sch.spec, sch.zone)), intended)
         if owed == timer.owed_at:
             continue
         armer = DirectArmer(brand=sch.brand_id, domain=sch.domain)

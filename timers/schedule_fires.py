@@ -204,7 +204,7 @@ def _read_ahead(f: Firing, sch: Schedule, ev: Any, nxt: datetime) -> None:
         other = locked.get(t.owner)
         if other is not None and t.owner not in starts:
             with contextlib.suppress(KeepingTimeError):
-                starts[t.owner] = (_evaluator(other), instant(t.data["at"]), False, other.revision)
+                starts[t.owner] = (Bounds.of(other).ruled(_evaluator(other)), instant(t.data["at"]), False, other.revision)
     per = max(1, AHEAD // len(starts))
     keys: list[str] = []
     for owner, (e, d, first, rev) in starts.items():
@@ -238,8 +238,8 @@ def fire(f: Firing) -> None:
     if sch.paused:  # held while paused; a fire that slipped through starts nothing
         f.what = "paused"
         return
-    ev = _evaluator(sch)
     bounds = Bounds.of(sch)
+    ev = bounds.ruled(_evaluator(sch))
     horizon = now - sch.catchup_window
     # Missed fires are counted, with the first and the last: a long gap is never held in memory. An instant is
     # judged by when its fire was owed (where the calendar rolled it, and its jitter); the chain of instants

@@ -1,7 +1,9 @@
 """When a schedule fires, pure: a cron string (cronsim), an interval with a phase, or a calendar period.
 
 Every spec is read in a zone, with the calendar's DST rule: a skipped local minute fires at the next
-minute that exists, a repeated hour fires once, at its first occurrence. Cron is evaluated on local wall
+minute that exists, a repeated hour fires once, at its first occurrence. A schedule on a calendar takes that
+calendar's rules instead (``schedule_bounds``): its repeated hour at the second occurrence (``Cron.fold``), its
+skipped minutes not fired at all (recorded skipped). Cron is evaluated on local wall
 time (cronsim, as healthchecks runs it) and each wall time is mapped to its instant by that rule, so
 ``30 2 * * *`` in New York fires at 03:00 EDT on the spring change and once on the fall change, and
 ``*/30 * * * *`` fires once at 01:00 and 01:30 on the day 01:xx happens twice.
@@ -68,6 +70,7 @@ def json_schema() -> dict[str, Any]:
 class Cron:
     expr: str
     zone: ZoneInfo
+    fold: int = 0  # a repeated hour fires at its first occurrence (0), or its second (a calendar's "second")
 
     def after(self, t: datetime) -> datetime | None:
         return next(self.iterate(t), None)
@@ -80,7 +83,7 @@ class Cron:
         start = (t.astimezone(self.zone).replace(tzinfo=None) - timedelta(hours=3)).replace(second=0, microsecond=0)
         last = t
         for wall in CronSim(self.expr, start):
-            instant = local_instant(wall, self.zone)
+            instant = local_instant(wall, self.zone, fold=self.fold)
             if instant > last:
                 last = instant
                 yield instant

@@ -156,6 +156,7 @@ def schedule_create(*, brand: Brand, domain: str, spec: dict[str, Any], target: 
         raise ScheduleError(f"a schedule named {name!r} is already on this clock; pick another name",
                             code="schedule_name_taken", status=409) from None
     bounds = Bounds.of(sch)
+    ev = bounds.ruled(ev)  # a repeated hour by the schedule's calendar
     first = None if remaining_actions == 0 else bounds.first_from(ev, now)
     if first is not None:
         direct_arm(sch)(fire_key(sch.id, first), owed_at=bounds.owed(ev, first), handler=FIRE,
@@ -321,8 +322,8 @@ def schedule_json(sch: Schedule, *, recent: int = 10, upcoming: int = 5) -> dict
     first = None if sch.paused or sch.deleted_at is not None else next_fire_at(sch)
     if first is not None:
         try:
-            ev = specs.parse(sch.spec, sch.zone)
-            nxt = Bounds.of(sch).upcoming(ev, first, upcoming)  # skipped instants left out
+            bounds = Bounds.of(sch)
+            nxt = bounds.upcoming(bounds.ruled(specs.parse(sch.spec, sch.zone)), first, upcoming)  # skipped instants left out
         except KeepingTimeError:  # a Service's schedule: its mints follow its clocks
             nxt = [first]
     return {

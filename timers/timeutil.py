@@ -137,12 +137,12 @@ def duration_text(value: timedelta | None) -> str | None:
     return sign + (" ".join(parts) if parts else "0s")
 
 
-def local_instant(naive: datetime, zone: ZoneInfo) -> datetime:
-    """The UTC instant of a local wall time, by the calendar's DST rule: a skipped minute (spring forward)
-    rings at the next minute that exists; a repeated one (fall back) at its first occurrence."""
+def local_instant(naive: datetime, zone: ZoneInfo, *, fold: int = 0) -> datetime:
+    """The UTC instant of a local wall time, by the DST rule: a skipped minute (spring forward) rings at the
+    next minute that exists; a repeated one (fall back) at its first occurrence (fold 0) or second (fold 1)."""
     naive = naive.replace(tzinfo=None)
     for _ in range(24 * 60):  # DST gaps are at most an hour or two; a day of minutes is a hard bound
-        instant = naive.replace(tzinfo=zone, fold=0).astimezone(UTC)
+        instant = naive.replace(tzinfo=zone, fold=fold).astimezone(UTC)
         if instant.astimezone(zone).replace(tzinfo=None) == naive:
             return instant
         naive = (naive + timedelta(minutes=1)).replace(second=0, microsecond=0)

@@ -271,3 +271,21 @@ def test_a_calendar_added_in_the_console_is_checked_as_the_api_checks_it(admin_c
     r = admin_client.post("/admin/calendars/calendar/add/", {**base, "zone": "UTC", "holiday_country": "us"})
     cal = Calendar.objects.get(name="Mars base")
     assert r.status_code == 302 and cal.holiday_country == "US" and cal.is_default  # the brand's first
+
+
+def test_the_console_sets_a_calendars_time_rules_and_refuses_them_while_dates_are_open(admin_client, brand, acme):
+    base = {"brand": str(brand.pk), "name": "Fires", "zone": NY, "weekends": ["5", "6"], "closes": "17:30",
+            "holiday_country": "", "holiday_subdiv": "", "dst_skipped": "skip", "dst_repeated": "second",
+            "closed-TOTAL_FORMS": "0", "closed-INITIAL_FORMS": "0", "closed-MIN_NUM_FORMS": "0",
+            "closed-MAX_NUM_FORMS": "1000"}
+    r = admin_client.post("/admin/calendars/calendar/add/", base)
+    cal = Calendar.objects.get(name="Fires")
+    assert r.status_code == 302 and (cal.dst_skipped, cal.dst_repeated) == ("skip", "second")
+    r, _ = save(admin_client, change_url(cal), calendar_form(cal, [], extra={"dst_repeated": "first"}))
+    cal.refresh_from_db()
+    assert saved(r) and (cal.dst_skipped, cal.dst_repeated) == ("skip", "first")
+    _tc, subject, _file, _pay = acme  # its open dates are on its calendar
+    used = subject.calendar
+    r, shown = save(admin_client, change_url(used), calendar_form(used, [], extra={"dst_skipped": "skip"}))
+    used.refresh_from_db()
+    assert used.dst_skipped == "next_minute" and any("calendar_in_use" in m for m in shown), shown

@@ -448,6 +448,8 @@ def test_an_order_of_a_period_already_ordered_is_409_and_writes_nothing_more(tax
     (["jobs", "create", "--subject", "sbj_nope", "--service", "estimate"], "resource_missing"),
     (["calendars", "create", "--name", "X", "--zone", "Mars/Base"], "invalid_calendar"),
     (["calendars", "create", "--name", "X", "--zone", "UTC", "--holidays", "ZZ"], "invalid_calendar"),
+    (["calendars", "create", "--name", "X", "--zone", "UTC", "--dst-skipped", "later"], "invalid_dst_rule"),
+    (["calendars", "create", "--name", "X", "--zone", "UTC", "--dst-repeated", "both"], "invalid_dst_rule"),
 ])
 def test_the_new_commands_say_what_is_wrong_in_one_line(tax, args, code):
     before = new_counts()
