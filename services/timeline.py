@@ -387,6 +387,8 @@ def _clock_words(type: str, what: str, data: dict[str, Any], zone: ZoneInfo) -> 
     if type == "clock.satisfied":
         how = f" ({plain(str(data['with']))})" if data.get("with") else ""
         late = "" if data.get("on_time", True) else ", late"
+        if data.get("who"):  # a person marked it done (a receipt's or a step's ``by`` names no one)
+            return ACTED, f"{_who(data['who'])} marked {what} done{how}{late}."
         return ACTED, f"{capitalized(what)} was done{how}{late}."
     if type == "clock.submitted":
         return ACTED, f"{capitalized(what)} was submitted."
