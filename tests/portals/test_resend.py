@@ -195,3 +195,17 @@ def test_another_brands_owner_cannot_resend(demo):
     with pytest.raises(Exception, match="no such send"):
         resend_send(send_id=row.id, brands=frozenset({"br_someone_else"}))
     assert demo["client"].get(reverse("admin:owner-resend")).status_code == 405
+
+
+def test_the_customers_history_offers_the_same_resend(demo):
+    row = _remind(demo)
+    _give_up(row, demo["far"])
+    url = reverse("admin:calendars_subject_history", args=[quote(demo["acme"].pk)])
+    html = demo["client"].get(url).content.decode()
+    forms = _resend_forms(html)
+    assert len(forms) == 1 and f'value="{row.id}"' in forms[0] and f'value="{url}"' in forms[0], forms
+    page = demo["client"].post(reverse("admin:owner-resend"), {"send": row.id, "next": url}, follow=True)
+    assert page.redirect_chain[-1][0] == url
+    assert "Resent the email to ada@acme-robotics.example: it is sent again, once." in page.content.decode()
+    outbox.deliver(row.domain)
+    assert sum(demo["far"].received[t.id] for t in _tries(row)) == 1
