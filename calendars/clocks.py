@@ -290,9 +290,11 @@ def clock_told(*, armer: Armer, item: ClockItem, kind: str, message: str) -> Non
 
 
 def clock_satisfy(*, armer: Armer, item: ClockItem, by: str = "", kept_with: str = "",
-                  judged_at: datetime | None = None, judged_by: str = "") -> ClockItem:
+                  judged_at: datetime | None = None, judged_by: str = "", who: str = "") -> ClockItem:
     """Mark the date kept: a satisfied clock arms nothing further, and what it had armed is superseded.
-    On time is judged at ``judged_at`` (an outside receipt's time, ``judged_by`` says which), else now."""
+    On time is judged at ``judged_at`` (an outside receipt's time, ``judged_by`` says which), else now.
+    ``who``: the person who marked it done, by name (the record's ``who``), where a person did; ``by`` is the
+    step that kept it when a receipt or a sibling's step did, so a timeline names only ``who``."""
     if item.status == ClockItem.Status.SATISFIED:
         return item
     if item.status == ClockItem.Status.VOIDED:
@@ -306,7 +308,8 @@ def clock_satisfy(*, armer: Armer, item: ClockItem, by: str = "", kept_with: str
     judged = {"judged_by": judged_by, "judged_at": iso_z(judged_at)} if judged_at else {}
     armer.record("clock.satisfied", subject=item.owner_key,
                  data={"clock": clock.name, "item": item.item, "due": item.due_date.isoformat(),
-                       "on_time": on_time, "by": by, **({"with": kept_with} if kept_with else {}), **judged})
+                       "on_time": on_time, "by": by, **({"with": kept_with} if kept_with else {}),
+                       **({"who": who} if who else {}), **judged})
     return item
 
 

@@ -16,7 +16,7 @@ from zoneinfo import ZoneInfo
 from django.utils.html import format_html, format_html_join
 from django.utils.safestring import SafeString
 
-from calendars.words import local
+from calendars.words import day, local
 from services.timeline import ARMED, SENT, Entry, Timeline
 
 # What a send's status says beside it (the sentence says the rest).
@@ -55,14 +55,30 @@ def history(timeline: Timeline, *, now: datetime) -> History:
 BRANDS_OWN_SENDS = ("webhook", "http")  # the brand's own systems' calls: not the customer's to read
 
 
-def for_customer(timeline: Timeline, *, you: str = "") -> Timeline:
+def for_customer(timeline: Timeline, *, you: str = "", address: str = "") -> Timeline:
     """What a customer reads of a date's timeline: everything but the calls to the brand's own systems (its
-    webhook endpoints, a schedule's HTTP target), and the reader (``you``: the contact the link was for) named as
+    webhook endpoints, a schedule's HTTP target), the brand's emails as "we" ("We emailed you on Wed 19 Jan
+    2028: sent."), and the reader (``you``: the contact the link was for, ``address`` their email) named as
     "you" ("Olive Owner reminded you (Ada Lovelace) of …", "A notice for you (Ada Lovelace) was sent")."""
     entries = [e for e in timeline.entries if not (e.kind == SENT and e.type in BRANDS_OWN_SENDS)]
+    entries = [replace(e, sentence=_we_emailed(e, address)) if e.kind == SENT and e.type == "email" else e
+               for e in entries]
     if you:
         entries = [replace(e, sentence=_as_you(e.sentence, you)) for e in entries]
     return Timeline(title=timeline.title, zone=timeline.zone, entries=entries)
+
+
+def _we_emailed(entry: Entry, address: str) -> str:
+    """The brand's email as its customer hears it: "Emailed ada@…: sent." → "We emailed you on Wed 12 Apr 2028:
+    sent." (the reader's own address is "you"; a colleague's stays their address)."""
+    said = entry.sentence
+    if not said.startswith("Emailed "):
+        return said
+    head, sep, rest = said[len("Emailed "):].partition(":")
+    to, tried, attempt = head.partition(" (try ")
+    names = [("you" if address and a.strip().lower() == address.lower() else a.strip()) for a in to.split(",")]
+    on = f" on {day(entry.at.astimezone(entry.zone).date())}" if entry.at is not None else ""
+    return f"We emailed {', '.join(names)}{on}{tried}{attempt}{sep}{rest}"
 
 
 def _as_you(sentence: str, name: str) -> str:

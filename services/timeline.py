@@ -54,6 +54,7 @@ class Entry:
     zone: ZoneInfo
     status: str | None = None
     attempt: int | None = None
+    resend: bool = False  # a send the owner may resend (services.resend): failed, given up or in doubt, its latest try
     order: tuple = field(default=(), repr=False)
 
     @property
@@ -222,15 +223,19 @@ def _sends(owners: _Owners, events: list[Any], by_key: dict[str, Entry], by_deli
     keyed = Q(key__in=sorted(k for k in by_key if _owner_of(k) not in mine))
     for owner in keys:
         keyed |= Q(key__gte=f"{owner}:", key__lt=f"{owner}}}")
-    fields = ("id", "key", "attempt", "seq", "transport", "payload", "status", "receipt", "error", "tries",
+    fields = ("id", "domain", "key", "attempt", "seq", "transport", "payload", "status", "receipt", "error", "tries",
               "created_at")
     rows = Outbox.objects.filter(keyed, domain=owners.domain).values_list(*fields, named=True)
     if owners.endpoints and by_delivery:  # each endpoint's deliveries of these events (its domain is its id)
         rows = rows.union(Outbox.objects.filter(domain__in=owners.endpoints, key__in=sorted(by_delivery))
                           .values_list(*fields, named=True), all=True)
     out = []
+    rows = list(rows.order_by("created_at", "id"))
+    latest: dict[tuple[str, str, int], int] = {}
+    for row in rows:
+        latest[(row.domain, row.key, row.seq)] = max(row.attempt, latest.get((row.domain, row.key, row.seq), 0))
     places = sorted((e.fired_at or e.owed_at, e.seq) for e in events if (e.fired_at or e.owed_at) is not None)
-    for row in rows.order_by("created_at", "id"):
+    for row in rows:
         if row.transport != "webhook" and row.key not in by_key and _owner_of(row.key) not in mine:
             continue  # in an owner's range, not of it (job_ab's range holds job_abc's keys)
         anchor = by_delivery.get(row.key) if row.transport == "webhook" else by_key.get(row.key)
@@ -241,7 +246,8 @@ def _sends(owners: _Owners, events: list[Any], by_key: dict[str, Entry], by_deli
         order = (anchor.order[0] if anchor is not None else _place(places, at), 1,
                  f"{row.attempt:06d}{row.seq:04d}{row.id}")
         out.append(Entry(id=row.id, kind=SENT, type=row.transport, at=at, zone=zone, status=status,
-                         attempt=row.attempt, sentence=send_words(row, status), order=order))
+                         attempt=row.attempt, sentence=send_words(row, status), order=order,
+                         resend=status in RESENDABLE and latest[(row.domain, row.key, row.seq)] == row.attempt))
     return out
 
 
@@ -381,6 +387,8 @@ def _clock_words(type: str, what: str, data: dict[str, Any], zone: ZoneInfo) -> 
     if type == "clock.satisfied":
         how = f" ({plain(str(data['with']))})" if data.get("with") else ""
         late = "" if data.get("on_time", True) else ", late"
+        if data.get("who"):  # a person marked it done (a receipt's or a step's ``by`` names no one)
+            return ACTED, f"{_who(data['who'])} marked {what} done{how}{late}."
         return ACTED, f"{capitalized(what)} was done{how}{late}."
     if type == "clock.submitted":
         return ACTED, f"{capitalized(what)} was submitted."
@@ -498,6 +506,7 @@ def send_status(row: Any) -> str:
     return "waiting"
 
 
+RESENDABLE = ("failed", "dead_lettered", "in_doubt")  # a send's statuses the owner may resend (services.resend)
 STATUS_WORDS = {"waiting": "waiting to leave", "sending": "leaving now", "sent": "sent", "answered": "received",
                 "in_doubt": "in doubt: the far end is asked before it is sent again", "failed": "failed",
                 "dead_lettered": "given up after {tries} tries", "voided": "not sent: the test run was deleted"}

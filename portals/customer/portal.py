@@ -303,7 +303,8 @@ def date_history(request: HttpRequest, subject: Subject, clock_id: str, item: st
     me = _me(request, subject)
     cal_zone = subject.calendar.zone if subject.calendar_id else "UTC"
     zone = me.zone if me is not None and me.zone else cal_zone
-    shown = history(for_customer(item_timeline(item=found, zone=zone), you=me.name if me is not None else ""),
+    shown = history(for_customer(item_timeline(item=found, zone=zone), you=me.name if me is not None else "",
+                                 address=me.email if me is not None else ""),
                     now=domain_now(domain=found.clock.domain))
     return private(render(request, "portals/customer/history.html", {
         "subject": subject, "brand": subject.brand.name, "history": shown, "what": _what(found),
@@ -341,7 +342,7 @@ def clock_act(request: HttpRequest, subject: Subject, clock_id: str, item: str, 
                     words.acted("Acknowledged", what, due))
     if act == "done":
         _undo_offer(request, "done", it)
-        return _act(request, subject, lambda a: clock_satisfy(armer=a, item=it, by=who),
+        return _act(request, subject, lambda a: clock_satisfy(armer=a, item=it, by=who, who=who),
                     words.acted("Marked done", what, due))
     if act == "reopen":
         request.session.pop(UNDO_KEY, None)

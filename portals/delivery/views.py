@@ -265,7 +265,9 @@ def clock_act(request: HttpRequest, clock_id: str, item: str, act: str) -> HttpR
     if act == "acknowledge":
         fn, said = (lambda a: clock_acknowledge(armer=a, item=it, by=who)), "Acknowledged"
     elif act == "done":
-        fn, said = (lambda a: clock_satisfy(armer=a, item=it, by=who)), "Marked done"
+        me = Membership.objects.filter(user=request.user, brand_id=clock.brand_id).select_related("user").first()
+        person = member_says(me) if me is not None else who  # their membership's name, never the username
+        fn, said = (lambda a: clock_satisfy(armer=a, item=it, by=who, who=person)), "Marked done"
     elif act == "reopen":
         fn, said = (lambda a: clock_reopen(armer=a, item=it, by=who)), "Open again"
     elif act == "unacknowledge":

@@ -160,7 +160,7 @@ def item_satisfy(item: ClockItem, *, by: str) -> str:
         raise KeepingTimeError(f"{item.owner_key} is voided; its job ended", code="clock_item_voided", status=409)
     if item.status == ClockItem.Status.SATISFIED:
         return f"{capitalized(_what(item))} was already done."
-    clock_satisfy(armer=_armer(clock), item=item, by=by)
+    clock_satisfy(armer=_armer(clock), item=item, by=by, who=by)
     return f"{capitalized(_what(item))} marked done."
 
 

@@ -3,6 +3,8 @@ words and the brand's zone, drawn by ``portals.history``, above Django's admin l
 
 from __future__ import annotations
 
+from django.urls import reverse
+
 from calendars.models import ClockItem, Subject
 from services.timeline import item_timeline, subject_timeline
 from timers.domains import domain_now
@@ -11,6 +13,7 @@ from ..history import History, history
 from .scope import as_of
 
 HISTORY_TEMPLATE = "portals/owner/object_history.html"
+CONFIRM_RESEND = "owner_resend_confirm"  # a send whose resend asks the owner to confirm first (views.resend_view)
 
 
 def item_history(request, item: ClockItem) -> History:
@@ -29,4 +32,5 @@ def subject_history(request, subject: Subject) -> History:
 def history_context(request, obj, history_of) -> dict:
     """The History page's extra context: the record's history and a title in words (no id)."""
     found = history_of(request, obj)
-    return {"history": found, "title": f"History: {found.title}", "subtitle": None}
+    return {"history": found, "title": f"History: {found.title}", "subtitle": None,
+            "resend_url": reverse("admin:owner-resend"), "resend_confirm": request.session.pop(CONFIRM_RESEND, "")}

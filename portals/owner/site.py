@@ -124,6 +124,7 @@ class OwnerSite(admin.AdminSite):
         return [
             path("as-of/", self.admin_view(views.as_of_view), name="owner-as-of"),
             path("settle/", self.admin_view(views.settle_view), name="owner-settle"),
+            path("resend/", self.admin_view(views.resend_view), name="owner-resend"),
             *super().get_urls(),
         ]
 

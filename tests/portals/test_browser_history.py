@@ -109,7 +109,7 @@ def test_the_customer_opens_a_dates_history(live_server, page, acme):
     past = page.get_by_test_id("history-past")
     expect(past).to_contain_text("File · the 2027 return · US rolled from Sat 15 Apr 2028 to Tue 18 Apr 2028: "
                                  "Emancipation Day (observed)")
-    expect(past.locator("li.kt-sent", has_text="Emailed ada@acme-robotics.example: sent.")).not_to_have_count(0)
+    expect(past.locator("li.kt-sent", has_text="We emailed you on Tue 1 Feb 2028: sent.")).not_to_have_count(0)
     expect(past).to_contain_text("A notice for you (Ada Lovelace) was sent: received.")
     expect(page.get_by_test_id("history-ahead")).to_contain_text("File · the 2027 return · US is due.")
     strip = page.get_by_role("img", name="what happened and what is ahead")

@@ -117,7 +117,9 @@ def test_the_customer_opens_a_dates_history_in_their_zone(demo):
     text = _visible(page.content.decode())
     assert "What happened to this date" in text
     assert "rolled from Sat 15 Apr 2028 to Tue 18 Apr 2028: Emancipation Day (observed)" in text, text
-    assert "Emailed ada@acme-robotics.example: sent." in text
+    # The brand's emails to the reader, as the brand says them to them: "we", "you", and the day.
+    assert "Tue 1 Feb 2028, 09:00 EST We emailed you on Tue 1 Feb 2028: sent." in text, text
+    assert "ada@acme-robotics.example" not in text
     assert "A notice for you (Ada Lovelace) was sent: received." in text  # the link was for Ada: she is "you"
     assert "Times in America/New_York; today is Wed 12 Apr 2028, 08:00 EDT." in text
     assert "is due." in text.split("What happens next", 1)[1]
@@ -125,7 +127,7 @@ def test_the_customer_opens_a_dates_history_in_their_zone(demo):
     # Marked done from the portal, the history says so, when, and that nothing is ahead for it any more.
     client.post(reverse("customer:clock-act", args=[item.clock_id, "US", "done"]))
     text = _visible(client.get(url).content.decode())
-    assert "Wed 12 Apr 2028, 08:00 EDT File · the 2027 return · US was done." in text, text[-600:]
+    assert "Wed 12 Apr 2028, 08:00 EDT You (Ada Lovelace) marked file · the 2027 return · US done." in text, text[-600:]
     assert "Nothing is planned." in text.split("What happens next", 1)[1]
 
 
@@ -163,15 +165,24 @@ def test_the_customer_is_you_on_their_dates_history():
     said = ["Olive Owner reminded Ada Lovelace of file · the 2027 return · US, by email.",
             "A notice for Ada Lovelace was sent: received.", "Emailed ada@acme.example: sent.",
             "File · the 2027 return is now Ada Lovelace's to answer for (opened).",
-            "Ada Lovelace acknowledged file · the 2027 return · US."]
-    timeline = Timeline(title="t", zone=zone, entries=[Entry(id=f"x{n}", kind="acted", type="x", at=at, sentence=t,
-                                                             zone=zone) for n, t in enumerate(said)])
-    assert [e.sentence for e in for_customer(timeline, you="Ada Lovelace").entries] == [
+            "Ada Lovelace acknowledged file · the 2027 return · US.",
+            "Ada Lovelace marked file · the 2027 return · US done.",
+            "Emailed grace@acme.example, ada@acme.example (try 2): given up after 5 tries."]
+    sends = {"Emailed": ("sent", "email")}  # the brand's emails: a send of the email transport
+    timeline = Timeline(title="t", zone=zone, entries=[
+        Entry(id=f"x{n}", kind=sends.get(t.split()[0], ("acted", "x"))[0], type=sends.get(t.split()[0], ("acted", "x"))[1],
+              at=at, sentence=t, zone=zone) for n, t in enumerate(said)])
+    assert [e.sentence for e in for_customer(timeline, you="Ada Lovelace", address="Ada@acme.example").entries] == [
         "Olive Owner reminded you (Ada Lovelace) of file · the 2027 return · US, by email.",
-        "A notice for you (Ada Lovelace) was sent: received.", "Emailed ada@acme.example: sent.",
+        "A notice for you (Ada Lovelace) was sent: received.", "We emailed you on Sat 1 Apr 2028: sent.",
         "File · the 2027 return is now yours to answer for (opened).",
-        "You (Ada Lovelace) acknowledged file · the 2027 return · US."]
-    assert [e.sentence for e in for_customer(timeline).entries] == said  # no contact named: as the record says
+        "You (Ada Lovelace) acknowledged file · the 2027 return · US.",
+        "You (Ada Lovelace) marked file · the 2027 return · US done.",
+        "We emailed grace@acme.example, you on Sat 1 Apr 2028 (try 2): given up after 5 tries."]
+    # No contact named: as the record says, but for the brand's emails, which the brand says as "we".
+    assert [e.sentence for e in for_customer(timeline).entries] == [
+        *said[:2], "We emailed ada@acme.example on Sat 1 Apr 2028: sent.", *said[3:6],
+        "We emailed grace@acme.example, ada@acme.example on Sat 1 Apr 2028 (try 2): given up after 5 tries."]
 
 
 @pytest.fixture

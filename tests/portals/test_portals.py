@@ -418,6 +418,10 @@ def test_a_members_dates_on_a_test_clock_show_its_badge_and_an_act_names_its_dat
     item = ClockItem.objects.get(clock__subject=acme["subject"], clock__name="file", clock__period="2027", item="US")
     r = client.post(f"/portal/delivery/clocks/{item.clock_id}/US/done", follow=True)
     assert _messages(r) == ["Marked done: file · the 2027 return · US for Acme Robotics, due Tue 18 Apr 2028"]
+    # The record names her by her membership's name, never her username; so does the date's history.
+    assert Event.objects.get(type="clock.satisfied", subject=item.owner_key).data["who"] == "Ada Lovelace"
+    said = _text(client.get(f"/portal/delivery/clocks/{item.clock_id}/US/history"))
+    assert "Ada Lovelace marked file · the 2027 return · US done." in said, said[-800:]
     # Her undo, until the date passes: the date is open again, on the record as its own line.
     assert "Undo: not done yet: file · the 2027 return · US" in r.content.decode()
     before_ack = _armed(acme["tc"], item.owner_key)

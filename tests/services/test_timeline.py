@@ -252,10 +252,26 @@ def test_an_act_taken_back_is_its_own_line_after_the_act(tax):
 
     item = tax.item
     armer = DirectArmer(brand=item.clock.brand_id, domain=item.clock.domain)
-    clock_satisfy(armer=armer, item=item, by="Ada Lovelace")
+    clock_satisfy(armer=armer, item=item, by="Ada Lovelace", who="Ada Lovelace")
     clock_reopen(armer=armer, item=ClockItem.objects.get(pk=item.pk), by="Ada Lovelace")
     said = [e.sentence for e in item_timeline(item=ClockItem.objects.select_related("clock__subject__calendar")
                                               .get(pk=item.pk)).entries if e.kind != "armed"]
-    done = said.index("File · the 2027 return · US was done.")
+    done = said.index("Ada Lovelace marked file · the 2027 return · US done.")
     assert said[done + 1] == ("Ada Lovelace took back marking file · the 2027 return · US done: it is open again, "
                               "with its reminders ahead."), said[done:]
+
+
+def test_a_date_kept_by_a_step_names_no_person(tax):
+    """clock.satisfied's ``by`` is a step's name when a receipt or a sibling's step kept the date: only a person's
+    act (its ``who``) says who marked it done."""
+    from calendars.clocks import clock_satisfy
+    from services.timeline import item_timeline
+    from timers.armer import DirectArmer
+
+    item = tax.item
+    armer = DirectArmer(brand=item.clock.brand_id, domain=item.clock.domain)
+    clock_satisfy(armer=armer, item=item, by="submit", kept_with="kept with the extension")
+    said = [e.sentence for e in item_timeline(item=ClockItem.objects.select_related("clock__subject__calendar")
+                                              .get(pk=item.pk)).entries if e.kind == "acted"]
+    assert "File · the 2027 return · US was done (kept with the extension)." in said, said
+    assert not any("marked" in s or "submit" in s.lower().split(" was")[0] for s in said), said
