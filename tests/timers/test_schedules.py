@@ -696,3 +696,28 @@ def test_the_admin_shows_schedules_with_ticks_and_dead_letters(admin_client, bra
     assert "dead_lettered" in page and "HTTP 500" in page
     assert "hourly" in admin_client.get("/admin/timers/schedule/").content.decode()
 
+
+
+# -- reading a chain of fires ahead ----------------------------------------------------------------------------
+@pytest.mark.parametrize("batch, longest", [(1, 1), (8000, 23)])
+def test_the_next_fires_are_read_ahead_only_as_far_as_the_batch_can_fire(brand, target, settings, monkeypatch,
+                                                                        batch, longest):
+    """What a fire reads ahead (its schedule's next fires, one query) is forgotten when the batch is written: a
+    run of one-timer batches reads only the next fire's key, a big batch the day's chain in one query."""
+    from timers.store import OrmStore, PostgresStore
+
+    asked: list[int] = []
+    for store in (PostgresStore, OrmStore):
+        real = store.load_many
+
+        def load_many(self, domain, keys, _real=real):
+            asked.append(len(keys))
+            return _real(self, domain, keys)
+
+        monkeypatch.setattr(store, "load_many", load_many)
+    settings.KEEPING_TIME = {**settings.KEEPING_TIME, "ADVANCE_BATCH_SIZE": batch}
+    tc = clock_at(brand, "2027-01-04T00:30Z")
+    sch = schedule_create(brand=brand, domain=tc.id, spec={"every": "1h"}, target={"url": target.url})
+    advance(tc.id, at("2027-01-05T00:00Z"))
+    assert len(ticks(sch)) == 24 and all(state == "succeeded" for _, state in ticks(sch))
+    assert max(asked) == longest, asked
