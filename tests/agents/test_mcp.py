@@ -391,11 +391,12 @@ def test_each_schedule_tool_answers_what_the_api_answers(brand, api, target):  #
     assert gone[4][1]["deleted"] is True and gone[4][1]["ended"] == "deleted"
     assert gone[5][1]["data"] == []
     assert gone[6][1]["error"]["code"] == "schedule_deleted"
+    # Its next fire and the trigger at 05:30 are superseded by the delete; an advance starts nothing more.
+    assert not Timer.objects.filter(domain=mine["tc"], owner=sch.id, status__in=["armed", "held"]).exists()
     runs = ScheduleRun.objects.filter(schedule=sch).count()
     for clock in (mine, twin):
         advance(clock["tc"], at("2027-01-04T09:30Z"))
-    assert ScheduleRun.objects.filter(schedule=sch).count() == runs  # the trigger at 05:30 was dropped with it
-    assert not Timer.objects.filter(domain=mine["tc"], owner=sch.id, status__in=["armed", "held"]).exists()
+    assert ScheduleRun.objects.filter(schedule=sch).count() == runs
     after = same_over_mcp_and_api(secret, api, [("get_schedule", {"schedule_id": "{sch}"})], mine, twin)
     assert after[0][1]["recent_ticks"] == gone[4][1]["recent_ticks"]
 
