@@ -201,7 +201,6 @@ def add_contact(brand: Brand, *, subject_id: str, name: str, email: str, role: s
     return contact_json(contact_create(subject=subject, values=values, now=domain_now(domain=subject.domain)))
 
 
-
 # -- schedules -------------------------------------------------------------------------------------------
 def list_schedules(brand: Brand, *, test_clock: str | None = None, limit: int = 10,
                    starting_after: str | None = None) -> dict[str, Any]:
