@@ -28,9 +28,17 @@ from services.policies import policy_set
 from services.selectors import get_clock, get_item
 from services.timeline import subject_timeline as build_subject_timeline
 from services.timeline_api import SubjectTimelineQuerySerializer, timeline_page
-from timers import test_clocks
+from timers import schedule_changes, schedules, test_clocks
 from timers.api.auth import SecretKeyAuthentication
 from timers.api.inputs import parse_from
+from timers.api.schedules import (
+    ScheduleBackfillSerializer,
+    ScheduleCreateSerializer,
+    ScheduleListQuerySerializer,
+    SchedulePauseSerializer,
+    ScheduleUpdateSerializer,
+    create_schedule_from,
+)
 from timers.api.serializers import EventListQuerySerializer, TimerListQuerySerializer, timer_json
 from timers.api.test_clock_serializers import TestClockAdvanceSerializer, test_clock_json
 from timers.armer import DirectArmer
@@ -38,7 +46,16 @@ from timers.domains import domain_now, domain_writable
 from timers.errors import KeepingTimeError
 from timers.ids import brand_domain
 from timers.models import Brand
-from timers.selectors import arm_domain_of, events_page, get_test_clock, get_timer, timers_page
+from timers.selectors import (
+    arm_domain_of,
+    events_page,
+    get_schedule,
+    get_test_clock,
+    get_timer,
+    schedule_read,
+    schedules_page,
+    timers_page,
+)
 from timers.timeutil import after_span, zone_named
 
 
@@ -182,3 +199,106 @@ def add_contact(brand: Brand, *, subject_id: str, name: str, email: str, role: s
                                                                 "primary": primary}.items() if v is not None})
     domain_writable(domain=brand_domain(subject.domain, subject.brand_id))
     return contact_json(contact_create(subject=subject, values=values, now=domain_now(domain=subject.domain)))
+
+
+# -- schedules -------------------------------------------------------------------------------------------
+def list_schedules(brand: Brand, *, test_clock: str | None = None, limit: int = 10,
+                   starting_after: str | None = None) -> dict[str, Any]:
+    """GET /schedules: a clock's schedules not deleted, in the order they were made, each with its next fire
+    times and last tick."""
+    return schedules_page(brand, _valid(ScheduleListQuerySerializer, _query(
+        test_clock=test_clock, limit=limit, starting_after=starting_after)))
+
+
+def get_schedule_json(brand: Brand, *, schedule_id: str) -> dict[str, Any]:
+    """GET /schedules/<id>: a deleted one too (deleted: true)."""
+    return schedule_read(get_schedule(brand, schedule_id))
+
+
+def _given(**fields: Any) -> dict[str, Any]:
+    # A body as the API would take it: an argument left out is a field not sent.
+    return {k: v for k, v in fields.items() if v is not None}
+
+
+def _cleared(body: dict[str, Any], clear: list[str] | None, *, fields: frozenset[str]) -> dict[str, Any]:
+    """``body`` with each field ``clear`` names sent as null, as the API's {"end_at": null} clears it: a tool's
+    argument left out cannot say null. A name that is no field, or is given a value too, is refused."""
+    for name in clear or []:
+        if name not in fields or name in body:
+            what = "is given a value too" if name in body else f"is none of {', '.join(sorted(fields))}"
+            err = KeepingTimeError(f"clear: {str(name)[:40]!r} {what}", code="invalid_request")
+            err.param = "clear"
+            raise err
+        body = {**body, name: None}
+    return body
+
+
+# The fields a null clears (no bound, no limit, no calendar): the serializer refuses null for any other.
+CLEARABLE = frozenset({"start_at", "end_at", "remaining_actions", "calendar"})
+
+
+def create_schedule(brand: Brand, **fields: Any) -> dict[str, Any]:
+    """POST /schedules: made on a test clock (a test key) or the live clock (a live key); the HTTP target's
+    signing secret is in this answer only."""
+    body = _valid(ScheduleCreateSerializer, _given(**fields))
+    with through_the_gate():
+        sch = create_schedule_from(brand, body)
+    out = schedule_read(sch)
+    if sch.secret:
+        out["secret"] = sch.secret  # shown once, as the API's create shows it
+    return out
+
+
+def update_schedule(brand: Brand, *, schedule_id: str, clear: list[str] | None = None,
+                    **fields: Any) -> dict[str, Any]:
+    """POST /schedules/<id>: what is given changes, a new revision; ``revision`` is the one the caller read."""
+    sch = get_schedule(brand, schedule_id)
+    body = _valid(ScheduleUpdateSerializer, _cleared(_given(**fields), clear, fields=CLEARABLE))
+    given = {k: v for k, v in body.items() if k != "revision"}
+    with through_the_gate():
+        schedule_changes.schedule_update(schedule=sch, revision=body.get("revision"), **given)
+    return schedule_read(sch)
+
+
+def pause_schedule(brand: Brand, *, schedule_id: str, pause_note: str | None = None) -> dict[str, Any]:
+    """POST /schedules/<id>/pause: nothing starts until it resumes."""
+    sch = get_schedule(brand, schedule_id)
+    body = _valid(SchedulePauseSerializer, _given(pause_note=pause_note))
+    with through_the_gate():
+        schedules.schedule_pause(schedule=sch, note=body.get("pause_note") or "")
+    return schedule_read(sch)
+
+
+def resume_schedule(brand: Brand, *, schedule_id: str) -> dict[str, Any]:
+    """POST /schedules/<id>/resume: the fires missed while paused start only inside the catch-up window."""
+    sch = get_schedule(brand, schedule_id)
+    with through_the_gate():
+        schedules.schedule_resume(schedule=sch)
+    return schedule_read(sch)
+
+
+def trigger_schedule(brand: Brand, *, schedule_id: str) -> dict[str, Any]:
+    """POST /schedules/<id>/trigger: a fire now under the schedule's overlap policy (a test clock's at its next
+    advance)."""
+    sch = get_schedule(brand, schedule_id)
+    with through_the_gate():
+        schedules.schedule_trigger(schedule=sch)
+    return schedule_read(sch)
+
+
+def backfill_schedule(brand: Brand, *, schedule_id: str, start: str, end: str,
+                      overlap: str | None = None) -> dict[str, Any]:
+    """POST /schedules/<id>/backfill: each intended time in [start, end] with no Run yet starts, in order."""
+    sch = get_schedule(brand, schedule_id)
+    body = _valid(ScheduleBackfillSerializer, _given(start=start, end=end, overlap=overlap))
+    with through_the_gate():
+        return schedule_changes.schedule_backfill(schedule=sch, start=body["start"], end=body["end"],
+                                                  overlap=body.get("overlap"))
+
+
+def delete_schedule(brand: Brand, *, schedule_id: str) -> dict[str, Any]:
+    """DELETE /schedules/<id>: nothing fires after it; it stays readable (deleted: true)."""
+    sch = get_schedule(brand, schedule_id)
+    with through_the_gate():
+        schedule_changes.schedule_delete(schedule=sch)
+    return schedule_read(sch)

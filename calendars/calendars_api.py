@@ -22,7 +22,7 @@ from timers.api.inputs import (
     StrictRegexField,
     ZoneField,
 )
-from timers.api.openapi import ERRORS, NOT_FOUND, Choice, const, error_response, list_serializer
+from timers.api.openapi import ERRORS, NOT_FOUND, Choice, ChoiceSchema, const, error_response, list_serializer
 from timers.api.views import BrandAPIView, SafeJSONParser
 from timers.clock import wall_now
 from timers.errors import KeepingTimeError, NotFound
@@ -127,6 +127,20 @@ DST_SKIPPED_HELP = ("A local time the spring change skips: next_minute (it happe
 DST_REPEATED_HELP = "A local time the fall change repeats happens at its first occurrence (the default) or second"
 
 
+class DstRuleField(Choice):
+    """A DST rule: any other value (another word, a number, null) is 400 invalid_dst_rule with its param, as
+    ``calendars create`` and calendar_create say it."""
+
+    def fail(self, key, **kwargs):
+        given = kwargs.get("input")
+        said = "null" if given is None else repr(str(given)[:40])
+        raise serializers.ValidationError(f"one of {', '.join(self.choices)}, not {said}", code="invalid_dst_rule")
+
+
+class DstRuleSchema(ChoiceSchema):
+    target_class = DstRuleField  # its named enum (DstSkipped, DstRepeated), as the answer's Choice has it
+
+
 class CalendarCreateSerializer(serializers.Serializer):
     name = NameField(max_length=200, help_text="What the console calls it: apis.tax, New York office")
     zone = ZoneField(max_length=64, help_text="An IANA zone: America/New_York")
@@ -135,10 +149,10 @@ class CalendarCreateSerializer(serializers.Serializer):
                                      help_text="The days nothing is due on, 0 Monday … 6 Sunday; default [5, 6]")
     closes = StrictRegexField(CLOSES, required=False, max_length=5, default="23:59",
                               help_text="The local minute a due date closes, HH:MM (default 23:59)")
-    dst_skipped = Choice(choices=DST_SKIPPED, component="DstSkipped", required=False, default="next_minute",
-                                          help_text=DST_SKIPPED_HELP)
-    dst_repeated = Choice(choices=DST_REPEATED, component="DstRepeated", required=False, default="first",
-                                           help_text=DST_REPEATED_HELP)
+    dst_skipped = DstRuleField(choices=DST_SKIPPED, component="DstSkipped", required=False, default="next_minute",
+                               help_text=DST_SKIPPED_HELP)
+    dst_repeated = DstRuleField(choices=DST_REPEATED, component="DstRepeated", required=False, default="first",
+                                help_text=DST_REPEATED_HELP)
     holidays = HolidaysField(required=False, allow_null=True, max_length=24,
                              help_text="Public holidays: a country (US) or country-subdivision (US-DC)")
     closed_days = ClosedDaySerializer(many=True, required=False, help_text="The brand's own closed days")
@@ -155,10 +169,10 @@ class CalendarUpdateSerializer(serializers.Serializer):
                                      required=False, max_length=6)
     closes = StrictRegexField(CLOSES, required=False, max_length=5,
                               help_text="HH:MM; only while no open date falls on it")
-    dst_skipped = Choice(choices=DST_SKIPPED, component="DstSkipped", required=False,
-                                          help_text=DST_SKIPPED_HELP + "; only while no open date falls on it")
-    dst_repeated = Choice(choices=DST_REPEATED, component="DstRepeated", required=False,
-                                           help_text=DST_REPEATED_HELP + "; only while no open date falls on it")
+    dst_skipped = DstRuleField(choices=DST_SKIPPED, component="DstSkipped", required=False,
+                               help_text=DST_SKIPPED_HELP + "; only while no open date falls on it")
+    dst_repeated = DstRuleField(choices=DST_REPEATED, component="DstRepeated", required=False,
+                                help_text=DST_REPEATED_HELP + "; only while no open date falls on it")
     holidays = HolidaysField(required=False, allow_null=True, max_length=24, help_text="US, US-DC …; null: none")
     closed_days = ClosedDaySerializer(many=True, required=False,
                                       help_text="Replaces the brand's own closed days; every open date re-rolls")

@@ -16,11 +16,11 @@ from typing import Any
 
 from django.db.models import Count, Model, Q, QuerySet
 
-from . import test_clocks
+from . import schedules, test_clocks
 from .api.auth import livemode
 from .api.serializers import timers_json
 from .errors import KeepingTimeError, NotFound
-from .models import LIVE_PREFIX, Brand, Event, TestClock, Timer, is_live, live_domain
+from .models import LIVE_PREFIX, Brand, Event, Schedule, TestClock, Timer, is_live, live_domain
 from .owners import owner_filter
 from .record import event_json
 from .rows import M
@@ -72,6 +72,11 @@ def get_test_clock(brand: Brand, clock_id: str, *, param: str | None = None) -> 
 
 def get_event(brand: Brand, event_id: str) -> Event:
     return get_owned(brand, Event.objects.all(), event_id, "event", field="id")
+
+
+def get_schedule(brand: Brand, schedule_id: str) -> Schedule:
+    """One of the caller's schedules, a deleted one too (it stays readable)."""
+    return get_owned(brand, Schedule.objects.all(), schedule_id, "schedule")
 
 
 def domain_of(brand: Brand, test_clock: str | None) -> str:
@@ -162,3 +167,22 @@ def events_page(brand: Brand, params: dict[str, Any]) -> dict[str, Any]:
         qs = qs.filter(type__startswith=kind[:-1]) if kind.endswith("*") else qs.filter(type=kind)
     return page(qs, scope=scope, order=("seq",), lookup="id", params=params, url="/events",
                 render=lambda rows: [event_json(e) for e in rows], what="event")
+
+
+# -- schedules ------------------------------------------------------------------------------------------
+SCHEDULE_ORDER = ("created_at", "id")
+
+
+def schedules_page(brand: Brand, params: dict[str, Any]) -> dict[str, Any]:
+    """GET /schedules' page for validated query ``params`` (ScheduleListQuerySerializer): a clock's schedules not
+    deleted, in the order they were made, each with its last tick; the view's and the MCP tool's."""
+    scope = owned(Schedule.objects.all(), brand)
+    qs = scope.filter(domain=domain_of(brand, params.get("test_clock")), deleted_at__isnull=True)
+    return page(qs, scope=scope, order=SCHEDULE_ORDER, lookup="pk", params=params, url="/schedules",
+                render=lambda rows: [schedules.schedule_json(s, recent=1) for s in rows], what="schedule")
+
+
+def schedule_read(sch: Schedule) -> dict[str, Any]:
+    """GET /schedules/<id>'s answer, and each act's: the row as it is now (an act may have changed it)."""
+    sch.refresh_from_db()
+    return schedules.schedule_json(sch)

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import subprocess
 import sys
 from datetime import UTC, datetime
@@ -20,20 +21,25 @@ from mcp.client.stdio import StdioServerParameters, stdio_client
 from calendars.clocks import clock_open
 from calendars.models import Calendar, Clock, Contact, Subject
 from services.models import Job, PolicyValue
-from tests.conftest import T0
+from tests.conftest import T0, at
 from tests.support import ROOT
+from tests.timers.test_schedules import target as target  # noqa: F401 - a fixture
+from tests.timers.test_schedules import ticks
 from timers import arming, tenants, test_clocks
 from timers.advance import advance
 from timers.armer import DirectArmer
-from timers.models import Brand, Event, Timer
+from timers.models import Brand, Event, Schedule, ScheduleRun, Timer
+from timers.schedules import schedule_create
 
 pytestmark = [
     pytest.mark.processes,
     pytest.mark.postgresql("a real process on the test database: PostgreSQL"),
     pytest.mark.django_db(transaction=True),
 ]
+SCHEDULE_TOOLS = {"list_schedules", "get_schedule", "create_schedule", "update_schedule", "pause_schedule",
+                  "resume_schedule", "trigger_schedule", "backfill_schedule", "delete_schedule"}
 TOOLS = {"list_timers", "get_timer", "subject_calendar", "subject_timeline", "list_events", "set_policy",
-         "advance_test_clock", "acknowledge", "unacknowledge", "list_contacts", "add_contact"}
+         "advance_test_clock", "acknowledge", "unacknowledge", "list_contacts", "add_contact", *SCHEDULE_TOOLS}
 
 
 def _env(secret: str | None) -> dict[str, str]:
@@ -48,7 +54,7 @@ def _env(secret: str | None) -> dict[str, str]:
 
 def converse(secret: str, script):
     """Run ``script(call)`` against one `manage.py mcp` process; ``call(tool, **args)`` answers (ok, value): the
-    structured result, or the API's error body a refused call carries."""
+    structured result, or the API's error body a refused call carries. Answers the tools listed, by name."""
 
     async def main():
         params = StdioServerParameters(command=sys.executable, args=["manage.py", "mcp"], env=_env(secret), cwd=ROOT)
@@ -64,7 +70,7 @@ def converse(secret: str, script):
                 return True, result.structured_content
 
             results = await script(call)
-            return {t.name for t in listed.tools}, results
+            return {t.name: t for t in listed.tools}, results
 
     return anyio.run(main)
 
@@ -103,7 +109,7 @@ def test_the_seed_agent_moves_stall_days_and_reads_what_it_did():
         }
 
     tools, r = converse(secret, script)
-    assert tools == TOOLS
+    assert set(tools) == TOOLS
     ok, policy = r["policy"]
     assert ok and policy["rearmed"] == [f"{b.id}:deadline:gone_dark:B-2001@2"]
     # gone_dark on 10 November (the reply on the 3rd + 7 days), not the 17th.
@@ -215,3 +221,241 @@ def test_without_a_good_key_it_says_so_in_one_line_and_exits_non_zero(monkeypatc
     monkeypatch.delenv("KT_API_KEY", raising=False)
     with pytest.raises(CommandError, match="^invalid_api_key: no key: pass --key"):
         call_command("mcp")
+
+
+# -- schedules: each tool is the API's call --------------------------------------------------------------
+# Ids differ between twins (each clock mints its own): an answer is compared with each id replaced by its kind
+# and the order it first appears in, so that the same shape with the same times and counts is equal.
+_ID = re.compile(r"\b(sch|tc|tck|run|dlq|tmr|sub)_[A-Za-z0-9]+")
+
+
+def shape(value):
+    seen: dict[str, str] = {}
+
+    def named(m: re.Match) -> str:
+        if m.group(0) not in seen:
+            seen[m.group(0)] = f"{m.group(1)}_{sum(1 for v in seen.values() if v.startswith(m.group(1) + '_'))}"
+        return seen[m.group(0)]
+
+    value = dict(value) if isinstance(value, dict) else value
+    if isinstance(value, dict) and str(value.get("secret", "")).startswith("whsec_"):
+        value["secret"] = "whsec_…"  # shown once, and each schedule's own
+    return json.loads(_ID.sub(named, json.dumps(value)))
+
+
+def api_call(api, tool: str, args: dict):
+    """The API's request for ``tool(**args)``, answered as ``call`` answers: (ok, body)."""
+    args = dict(args)
+    sid = args.pop("schedule_id", None)
+    for name in args.pop("clear", None) or []:
+        args[name] = None  # what the tool's clear says: the API's null
+    path = f"/schedules/{sid}"
+    if tool == "list_schedules":
+        r = api.get("/schedules", args)
+    elif tool == "get_schedule":
+        r = api.get(path)
+    elif tool == "delete_schedule":
+        r = api.delete(path)
+    else:
+        path = {"create_schedule": "/schedules", "update_schedule": path}.get(
+            tool, f"{path}/{tool.removesuffix('_schedule')}")
+        r = api.post(path, args or None, format="json")
+    return r.status_code == 200, r.json()
+
+
+def twin_steps(steps, ids: dict):
+    """``steps`` over MCP with this twin's ids: each step (tool, args) with {sch} and {tc} in its values."""
+
+    async def script(mcp):
+        out = []
+        for tool, args in steps:
+            ok, value = await mcp(tool, **fill(args, ids))
+            if tool == "create_schedule" and ok:
+                ids["sch"] = value["id"]
+            out.append((ok, value))
+        return out
+
+    return script
+
+
+def fill(args: dict, ids: dict) -> dict:
+    return json.loads(json.dumps(args).replace("{sch}", ids.get("sch", "")).replace("{tc}", ids["tc"]))
+
+
+def same_over_mcp_and_api(secret, api, steps, mine: dict, twin: dict) -> list:
+    """Each step over MCP on ``mine``, then over the API on ``twin`` (a clock at the same instant, its schedule
+    made the same way); every answer, refusals too, the same but for ids. Answers the MCP's."""
+    _, got = converse(secret, twin_steps(steps, mine))
+    for (tool, args), (ok, value) in zip(steps, got, strict=True):
+        want_ok, want = api_call(api, tool, fill(args, twin))
+        if tool == "create_schedule" and want_ok:
+            twin["sch"] = want["id"]
+        got_shape, want_shape = shape(value), shape(want)
+        assert (ok, got_shape) == (want_ok, want_shape), (tool, args, ok, want_ok, json.dumps({
+            k: (got_shape.get(k), want_shape.get(k)) for k in {*got_shape, *want_shape}
+            if got_shape.get(k) != want_shape.get(k)}))
+    return got
+
+
+def test_each_schedule_tool_answers_what_the_api_answers(brand, api, target):  # noqa: F811
+    _, secret = tenants.api_key_create(brand=brand)
+    mine, twin = ({"tc": test_clocks.test_clock_create(brand=brand, frozen_time=at("2027-01-04T00:30Z"),
+                                                        name=name).id} for name in ("mcp", "api"))
+    made = {"name": "hourly", "spec": {"every": "1h"}, "target": {"url": target.url}, "catchup_window": "10s"}
+
+    # Made, read, changed: a stale revision and a bad skip refused with the API's code and param.
+    first = same_over_mcp_and_api(secret, api, [
+        ("create_schedule", {**made, "test_clock": "{tc}"}),
+        ("create_schedule", made),  # a test key makes on a test clock only
+        ("create_schedule", {**made, "test_clock": "{tc}"}),  # the name is taken
+        ("get_schedule", {"schedule_id": "{sch}"}),
+        ("list_schedules", {"test_clock": "{tc}"}),
+        ("update_schedule", {"schedule_id": "{sch}", "revision": 1, "end_at": "2027-01-05T00:00:00Z",
+                             "remaining_actions": 50, "skip": ["0 4 * * *"]}),
+        ("update_schedule", {"schedule_id": "{sch}", "revision": 1, "zone": "Europe/Paris"}),
+        ("update_schedule", {"schedule_id": "{sch}", "skip": ["tomorrow"]}),
+        ("update_schedule", {"schedule_id": "{sch}", "remaining_actions": -1}),
+        ("update_schedule", {"schedule_id": "{sch}", "revision": 2, "clear": ["end_at"]}),
+        ("backfill_schedule", {"schedule_id": "{sch}", "start": "2027-01-04T00:00Z", "end": "later"}),
+    ], mine, twin)
+    created, no_clock, taken, _, listed, updated, stale, bad_skip, negative, cleared, bad_end = first
+    assert created[0] and created[1]["secret"].startswith("whsec_") and created[1]["revision"] == 1
+    assert created[1]["next_fire_times"][:2] == ["2027-01-04T01:00:00Z", "2027-01-04T02:00:00Z"]
+    assert (no_clock[1]["error"]["code"], no_clock[1]["error"]["param"]) == ("live_mode_only", "test_clock")
+    assert taken[1]["error"]["code"] == "schedule_name_taken"
+    assert [s["id"] for s in listed[1]["data"]] == [mine["sch"]]
+    assert updated[1]["revision"] == 2 and updated[1]["skip"] == ["0 4 * * *"]
+    assert "2027-01-04T04:00:00Z" not in updated[1]["next_fire_times"]  # skipped
+    assert stale == (False, {"error": {
+        "type": "invalid_request_error", "code": "schedule_revision_conflict",
+        "message": f"{mine['sch']} is at revision 2, not 1: read it again and apply the change to what it is now"}})
+    assert (bad_skip[1]["error"]["code"], bad_skip[1]["error"]["param"]) == ("invalid_skip", "skip")
+    assert (negative[1]["error"]["code"], negative[1]["error"]["param"]) == ("invalid_request", "remaining_actions")
+    assert cleared[1]["revision"] == 3 and cleared[1]["end_at"] is None and cleared[1]["remaining_actions"] == 50
+    assert (bad_end[1]["error"]["code"], bad_end[1]["error"]["param"]) == ("invalid_time", "end")
+    sch = Schedule.objects.get(pk=mine["sch"])
+    assert sch.revision == 3 and sch.zone == "UTC"  # the refusals changed nothing
+
+    for clock in (mine, twin):
+        advance(clock["tc"], at("2027-01-04T02:30Z"))  # 01:00 and 02:00 run
+    paused = same_over_mcp_and_api(secret, api, [
+        ("pause_schedule", {"schedule_id": "{sch}", "pause_note": "quarter close"}),
+        ("pause_schedule", {"schedule_id": "{sch}"}),
+        ("trigger_schedule", {"schedule_id": "{sch}"}),
+    ], mine, twin)
+    assert paused[0][1]["paused"] is True and paused[0][1]["pause_note"] == "quarter close"
+    assert paused[1][1]["error"]["code"] == "schedule_paused"
+    assert paused[2][1]["recent_ticks"][0]["scheduled_at"] == "2027-01-04T02:00:00Z"
+
+    for clock in (mine, twin):
+        advance(clock["tc"], at("2027-01-04T05:30Z"))  # 03:00 and 05:00 pass paused (04:00 is skipped)
+    resumed = same_over_mcp_and_api(secret, api, [("resume_schedule", {"schedule_id": "{sch}"})], mine, twin)
+    assert resumed[0][1]["paused"] is False
+    for clock in (mine, twin):
+        advance(clock["tc"], at("2027-01-04T05:30Z"))  # older than the catch-up window: missed
+    # Backfilled over a half-run span: what ran is already_run, the skip rule's instant is skipped, only the rest
+    # is asked for.
+    resumed = same_over_mcp_and_api(secret, api, [
+        ("backfill_schedule", {"schedule_id": "{sch}", "start": "2027-01-04T00:30:00Z",
+                               "end": "2027-01-04T05:30:00Z"}),
+        ("backfill_schedule", {"schedule_id": "{sch}", "start": "2027-01-04T00:30:00Z",
+                               "end": "2027-01-04T05:30:00Z", "overlap": "buffer_one"}),
+    ], mine, twin)
+    assert resumed[0] == (True, {
+        "object": "schedule_backfill", "schedule": mine["sch"], "start": "2027-01-04T00:30:00Z",
+        "end": "2027-01-04T05:30:00Z", "overlap": "skip",
+        "fires": ["2027-01-04T03:00:00Z", "2027-01-04T05:00:00Z"],
+        "already_run": ["2027-01-04T01:00:00Z", "2027-01-04T02:00:00Z"], "skipped": ["2027-01-04T04:00:00Z"],
+        "has_more": False, "next_start": None})
+    assert resumed[1][1]["error"]["code"] == "schedule_not_buffering"
+    for clock in (mine, twin):
+        advance(clock["tc"], at("2027-01-04T05:30Z"))  # the backfill's starts are owed now
+    sch = Schedule.objects.get(pk=mine["sch"])
+    assert [t for t, _ in ticks(sch)] == ["2027-01-04T01:00Z", "2027-01-04T02:00Z", "2027-01-04T02:30Z",
+                                          "2027-01-04T03:00Z", "2027-01-04T05:00Z"]
+
+    # Deleted: readable, out of the list, refused a change; and nothing fires after it.
+    gone = same_over_mcp_and_api(secret, api, [
+        ("backfill_schedule", {"schedule_id": "{sch}", "start": "2027-01-04T00:30:00Z",
+                               "end": "2027-01-04T05:30:00Z"}),
+        ("trigger_schedule", {"schedule_id": "{sch}"}),
+        ("delete_schedule", {"schedule_id": "{sch}"}),
+        ("delete_schedule", {"schedule_id": "{sch}"}),
+        ("get_schedule", {"schedule_id": "{sch}"}),
+        ("list_schedules", {"test_clock": "{tc}"}),
+        ("update_schedule", {"schedule_id": "{sch}", "spec": {"every": "2h"}}),
+    ], mine, twin)
+    assert gone[0][1]["fires"] == [] and len(gone[0][1]["already_run"]) == 4  # one instant, one Run
+    assert gone[2][1]["deleted"] is True and gone[2][1]["next_fire_times"] == []
+    assert gone[3][1]["error"]["code"] == "schedule_deleted"
+    assert gone[4][1]["deleted"] is True and gone[4][1]["ended"] == "deleted"
+    assert gone[5][1]["data"] == []
+    assert gone[6][1]["error"]["code"] == "schedule_deleted"
+    # Its next fire and the trigger at 05:30 are superseded by the delete; an advance starts nothing more.
+    assert not Timer.objects.filter(domain=mine["tc"], owner=sch.id, status__in=["armed", "held"]).exists()
+    runs = ScheduleRun.objects.filter(schedule=sch).count()
+    for clock in (mine, twin):
+        advance(clock["tc"], at("2027-01-04T09:30Z"))
+    assert ScheduleRun.objects.filter(schedule=sch).count() == runs
+    after = same_over_mcp_and_api(secret, api, [("get_schedule", {"schedule_id": "{sch}"})], mine, twin)
+    assert after[0][1]["recent_ticks"] == gone[4][1]["recent_ticks"]
+
+
+def test_schedule_tools_see_the_keys_brand_and_mode_only(brand, api, target):  # noqa: F811
+    tc = test_clocks.test_clock_create(brand=brand, frozen_time=T0)
+    mine = [schedule_create(brand=brand, domain=tc.id, spec={"every": "1h"}, target={"url": target.url},
+                            name=name) for name in ("first", "second")]
+    mine.sort(key=lambda s: s.id)  # made at one instant: listed in the order of their ids
+    other = Brand.objects.create(name="apis.other", created_at=T0)
+    theirs = schedule_create(brand=other, domain=test_clocks.test_clock_create(brand=other, frozen_time=T0).id,
+                             spec={"every": "1h"}, target={"url": target.url})
+    _, test_key = tenants.api_key_create(brand=brand)
+    _, live_key = tenants.api_key_create(brand=brand, live=True)
+    reads = [("list_schedules", {"test_clock": tc.id, "limit": 1}),
+             ("list_schedules", {"test_clock": tc.id, "starting_after": mine[0].id}),
+             ("list_schedules", {}),  # the live clock's: none, and where they are
+             ("list_schedules", {"test_clock": tc.id, "limit": 0}),
+             ("get_schedule", {"schedule_id": theirs.id}),
+             ("update_schedule", {"schedule_id": theirs.id, "paused": True}),
+             ("delete_schedule", {"schedule_id": theirs.id})]
+
+    async def as_test(call):
+        return [await call(tool, **args) for tool, args in reads] + [
+            await call("update_schedule", schedule_id=mine[0].id, clear=["zone"]),
+            await call("update_schedule", schedule_id=mine[0].id, end_at="2027-01-01T00:00Z", clear=["end_at"])]
+
+    tools, got = converse(test_key, as_test)
+    for (tool, args), answer in zip(reads, got, strict=False):
+        assert answer == api_call(api, tool, args), (tool, args)  # the same, ids and all
+    page_one, page_two, live, zero, hidden, unpaused, undeleted, clear_zone, clear_given = got
+    assert [s["id"] for s in page_one[1]["data"]] == [mine[0].id] and page_one[1]["has_more"] is True
+    assert [s["id"] for s in page_two[1]["data"]] == [mine[1].id] and page_two[1]["has_more"] is False
+    assert live[1]["data"] == [] and tc.id in live[1]["note"]
+    assert (zero[1]["error"]["code"], zero[1]["error"]["param"]) == ("invalid_request", "limit")
+    assert hidden == (False, {"error": {"type": "invalid_request_error", "code": "resource_missing",
+                                        "message": f"no schedule {theirs.id!r}"}})  # another brand's: none
+    assert unpaused[1]["error"]["code"] == undeleted[1]["error"]["code"] == "resource_missing"
+    # clear names only what a null clears, and not a field given a value too.
+    assert (clear_zone[1]["error"]["code"], clear_zone[1]["error"]["param"]) == ("invalid_request", "clear")
+    assert (clear_given[1]["error"]["code"], clear_given[1]["error"]["param"]) == ("invalid_request", "clear")
+    theirs.refresh_from_db()
+    assert not theirs.paused and theirs.deleted_at is None
+    # Reads are read-only; a delete is marked destructive, the other acts not.
+    for name in SCHEDULE_TOOLS:
+        hints = tools[name].annotations
+        assert hints.read_only_hint is (name in {"list_schedules", "get_schedule"}), name
+        assert bool(hints.destructive_hint) is (name == "delete_schedule"), name
+
+    async def as_live(call):
+        return [await call("get_schedule", schedule_id=mine[0].id), await call("list_schedules"),
+                await call("pause_schedule", schedule_id=mine[0].id),
+                await call("list_schedules", test_clock=tc.id),
+                await call("create_schedule", test_clock=tc.id, spec={"every": "1h"}, target={"url": target.url})]
+
+    _, (hidden, live_list, live_pause, live_clock, live_create) = converse(live_key, as_live)
+    assert hidden[1]["error"]["code"] == "resource_missing"  # a test clock's schedule is not the live key's
+    assert live_list == (True, {"object": "list", "data": [], "has_more": False, "url": "/schedules"})
+    assert live_pause[1]["error"]["code"] == "resource_missing"
+    assert (live_clock[1]["error"]["code"], live_clock[1]["error"]["param"]) == ("resource_missing", "test_clock")
+    assert (live_create[1]["error"]["code"], live_create[1]["error"]["param"]) == ("resource_missing", "test_clock")
+    assert not Schedule.objects.get(pk=mine[0].id).paused

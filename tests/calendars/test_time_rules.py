@@ -102,11 +102,15 @@ def test_the_rules_are_shown_set_on_create_and_refused_when_bad(api):
     listed = {c["name"]: (c["dst_skipped"], c["dst_repeated"]) for c in api.get("/calendars").body["data"]}
     assert listed == {"New York office": ("next_minute", "first"), "Fires": ("skip", "second")}
     assert Calendar.objects.get(pk=other["id"]).civil().fold == 1
+    # A bad rule is the code the CLI and calendar_create give it, about its field.
     for bad in ({"dst_skipped": "later"}, {"dst_repeated": "both"}, {"dst_skipped": 1}, {"dst_repeated": None}):
         r = api.post("/calendars", {**NY, "name": "Bad", **bad})
-        assert r.status == 400 and r.body["error"]["param"] == next(iter(bad)), r.body
+        assert r.status == 400 and r.code == "invalid_dst_rule", r.body
+        assert r.body["error"]["param"] == next(iter(bad)), r.body
         r = api.post(f"/calendars/{made.body['id']}", bad)
-        assert r.status == 400 and r.body["error"]["param"] == next(iter(bad)), r.body
+        assert r.status == 400 and r.code == "invalid_dst_rule", r.body
+        assert r.body["error"]["param"] == next(iter(bad)), r.body
+    assert r.body["error"]["message"] == "dst_repeated: one of first, second, not null"
     assert api.get(f"/calendars/{made.body['id']}").body["dst_skipped"] == "next_minute"
 
 

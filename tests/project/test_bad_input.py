@@ -336,6 +336,9 @@ GOOD_CAL = {"name": "London", "zone": "Europe/London", "holidays": "GB"}
     ({**GOOD_CAL, "metadata": {f"k{i}": "v" for i in range(51)}}, 400, "invalid_request", "metadata"),
     ({**GOOD_CAL, "metadata": {"k": 5}}, 400, "invalid_request", "metadata"),
     ({**GOOD_CAL, "name": "x\x00y"}, 400, "invalid_request", "name"),
+    ({**GOOD_CAL, "dst_skipped": "later"}, 400, "invalid_dst_rule", "dst_skipped"),
+    ({**GOOD_CAL, "dst_repeated": "both"}, 400, "invalid_dst_rule", "dst_repeated"),
+    ({**GOOD_CAL, "dst_repeated": 2}, 400, "invalid_dst_rule", "dst_repeated"),
     ({**GOOD_CAL, "name": "apis.tax"}, 409, "calendar_exists", None),
     ({"zone": "UTC"}, 400, "invalid_request", "name"),
 ])

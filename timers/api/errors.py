@@ -57,8 +57,9 @@ def _first_error(detail: Any, path: str = "") -> tuple[str | None, str]:
 
 # Codes a field's ValidationError may carry to the answer (NameField, InstantField, SpanField); any other is
 # DRF's own (invalid, required, max_length …), answered as invalid_request.
+# invalid_amount, invalid_currency: services.amounts; invalid_dst_rule: a calendar's DST rules (calendars_api).
 FIELD_CODES = frozenset({"invalid_name", "invalid_text", "invalid_time", "invalid_span", "invalid_amount",
-                         "invalid_currency"})  # invalid_amount, invalid_currency: services.amounts
+                         "invalid_currency", "invalid_dst_rule"})
 
 
 def _validation(exc: drf.ValidationError) -> tuple[str, str, str | None]:

@@ -20,7 +20,7 @@ from rest_framework.response import Response
 
 from .. import schedule_bounds, schedule_changes, schedule_spec, schedule_targets, schedules
 from ..models import OVERLAPS, Brand, Schedule, ScheduleRun, ScheduleTick
-from ..selectors import arm_domain_of, domain_of, get_owned, owned, page
+from ..selectors import arm_domain_of, get_schedule, schedule_read, schedules_page
 from . import idempotency
 from .inputs import (
     InstantField,
@@ -43,7 +43,6 @@ if TYPE_CHECKING:
     from rest_framework.request import Request
 
 
-ORDER = ("created_at", "id")
 CONFLICT = {409: error_response("Not in a state for this: schedule_paused, schedule_not_paused, schedule_triggered, "
                         "schedule_of_subscription, schedule_deleted")}
 
@@ -292,13 +291,19 @@ class ScheduleSerializer(serializers.Serializer[Any]):
                                                  "first answer showed once and this one leaves out (secret)")
 
 
-def get_schedule(brand: Brand, schedule_id: str) -> Schedule:
-    return get_owned(brand, Schedule.objects.all(), schedule_id, "schedule")
-
-
-def _render(sch: Schedule) -> dict[str, Any]:
-    sch.refresh_from_db()
-    return schedules.schedule_json(sch)
+def create_schedule_from(brand: Brand, body: dict[str, Any]) -> Schedule:
+    """POST /schedules' write for a body ScheduleCreateSerializer checked, with the API's defaults: the clock
+    (404, 403 live_mode_only), then what the runtime reads (400); the view's and the MCP tool's."""
+    domain = arm_domain_of(brand, body.get("test_clock") or None)
+    with transaction.atomic():
+        return schedules.schedule_create(
+            brand=brand, domain=domain, spec=body["spec"], target=body["target"],
+            zone=body.get("zone") or "UTC", name=body.get("name") or "", overlap=body.get("overlap") or "skip",
+            buffer_limit=body.get("buffer_limit", 100), catchup_window=body.get("catchup_window"),
+            paused=body.get("paused", False), pause_note=body.get("pause_note") or "",
+            start_at=body.get("start_at"), end_at=body.get("end_at"),
+            remaining_actions=body.get("remaining_actions"), skip=body.get("skip"), jitter=body.get("jitter"),
+            calendar=body.get("calendar") or None, closed_days=body.get("closed_days"))
 
 
 class ScheduleListView(BrandAPIView):
@@ -311,12 +316,7 @@ class ScheduleListView(BrandAPIView):
         responses={200: list_serializer("ScheduleList", ScheduleSerializer), **ERRORS, **NOT_FOUND},
     )
     def get(self, request: Request) -> Response:
-        params = self.query(ScheduleListQuerySerializer)
-        scope = owned(Schedule.objects.all(), self.brand)
-        qs = scope.filter(domain=domain_of(self.brand, params.get("test_clock")), deleted_at__isnull=True)
-        return Response(page(qs, scope=scope, order=ORDER, lookup="pk", params=params, url="/schedules",
-                             render=lambda rows: [schedules.schedule_json(s, recent=1) for s in rows],
-                             what="schedule"))
+        return Response(schedules_page(self.brand, self.query(ScheduleListQuerySerializer)))
 
     @extend_schema(
         operation_id="schedules_create", tags=["schedules"], request=ScheduleCreateSerializer,
@@ -330,18 +330,8 @@ class ScheduleListView(BrandAPIView):
                    409: error_response("schedule_name_taken: a schedule of that name is on the clock")},
     )
     def post(self, request: Request) -> Response:  # the body's shape (400), the clock (404, 403), then what the runtime reads (400)
-        body = self.body(ScheduleCreateSerializer)
-        domain = arm_domain_of(self.brand, body.get("test_clock") or None)
-        with transaction.atomic():
-            sch = schedules.schedule_create(
-                brand=self.brand, domain=domain, spec=body["spec"], target=body["target"],
-                zone=body.get("zone") or "UTC", name=body.get("name") or "", overlap=body.get("overlap") or "skip",
-                buffer_limit=body.get("buffer_limit", 100), catchup_window=body.get("catchup_window"),
-                paused=body.get("paused", False), pause_note=body.get("pause_note") or "",
-                start_at=body.get("start_at"), end_at=body.get("end_at"),
-                remaining_actions=body.get("remaining_actions"), skip=body.get("skip"), jitter=body.get("jitter"),
-                calendar=body.get("calendar") or None, closed_days=body.get("closed_days"))
-        out = _render(sch)
+        sch = create_schedule_from(self.brand, self.body(ScheduleCreateSerializer))
+        out = schedule_read(sch)
         if sch.secret:
             out["secret"] = sch.secret  # shown once: check each call's Keeping-Time-Signature with it
             # A replay under the request's Idempotency-Key leaves it out.
@@ -357,7 +347,7 @@ class ScheduleDetailView(BrandAPIView):
                                "and dead letters; a deleted one too (deleted: true).",
                    responses={200: ScheduleSerializer, 401: ERRORS[401], **NOT_FOUND})
     def get(self, request: Request, schedule_id: str) -> Response:
-        return Response(_render(get_schedule(self.brand, schedule_id)))
+        return Response(schedule_read(get_schedule(self.brand, schedule_id)))
 
     @extend_schema(
         operation_id="schedules_update", tags=["schedules"], request=ScheduleUpdateSerializer,
@@ -376,7 +366,7 @@ class ScheduleDetailView(BrandAPIView):
         body = self.body(ScheduleUpdateSerializer)
         given = {k: v for k, v in body.items() if k != "revision"}
         schedule_changes.schedule_update(schedule=sch, revision=body.get("revision"), **given)
-        return Response(_render(sch))
+        return Response(schedule_read(sch))
 
     @extend_schema(operation_id="schedules_delete", tags=["schedules"], summary="Delete a schedule",
                    description="Nothing fires after it; a Run already open keeps going and settles. It stays "
@@ -385,7 +375,7 @@ class ScheduleDetailView(BrandAPIView):
     def delete(self, request: Request, schedule_id: str) -> Response:
         sch = get_schedule(self.brand, schedule_id)
         schedule_changes.schedule_delete(schedule=sch)
-        return Response(_render(sch))
+        return Response(schedule_read(sch))
 
 
 class ScheduleBackfillView(BrandAPIView):
@@ -416,7 +406,7 @@ class SchedulePauseView(BrandAPIView):
         sch = get_schedule(self.brand, schedule_id)
         body = self.body(SchedulePauseSerializer)
         schedules.schedule_pause(schedule=sch, note=body.get("pause_note") or "")
-        return Response(_render(sch))
+        return Response(schedule_read(sch))
 
 
 class ScheduleResumeView(BrandAPIView):
@@ -427,7 +417,7 @@ class ScheduleResumeView(BrandAPIView):
     def post(self, request: Request, schedule_id: str) -> Response:
         sch = get_schedule(self.brand, schedule_id)
         schedules.schedule_resume(schedule=sch)
-        return Response(_render(sch))
+        return Response(schedule_read(sch))
 
 
 class ScheduleTriggerView(BrandAPIView):
@@ -438,4 +428,4 @@ class ScheduleTriggerView(BrandAPIView):
     def post(self, request: Request, schedule_id: str) -> Response:
         sch = get_schedule(self.brand, schedule_id)
         schedules.schedule_trigger(schedule=sch)
-        return Response(_render(sch))
+        return Response(schedule_read(sch))
