@@ -320,7 +320,8 @@ def main() -> int:
         workers = len(servers["stamped"].workers())
         header = (f"subject {subject_id}: {len(body):,} bytes, {body.count(b'BEGIN:VEVENT')} events; "
                   f"{args.requests} GETs per path per round from {', '.join(map(str, args.clients))} clients; "
-                  f"`gunicorn keeping_time.wsgi`, {workers} sync workers per server; {args.repeat} rounds")
+                  f"`gunicorn keeping_time.wsgi`, {workers} sync workers per server; {args.repeat} "
+                  f"round{'s' if args.repeat != 1 else ''}")
         for lane in lanes:  # warm-up: every worker's connection, imports and cache
             load(servers[lane.server].port, lane.path, n=workers * 10, clients=max(args.clients),
                  headers=lane.headers, status=lane.status, body=lane.body)
