@@ -1,30 +1,43 @@
 """The live worker under load: the API arming over HTTP while 0, 1 or 4 `tick --forever` workers run (issue 26).
 
     DATABASE_URL=postgres://postgres@127.0.0.1:5432/kt_live .venv/bin/python bench/live.py \
-        [--seconds 20] [--rate 500] [--clients 8] [--delay 1] [--repeat 3] [--brands 200] [--skip-brands]
+        [--seconds 20] [--rate 100] [--clients 8] [--delay 1] [--repeat 3] [--brands 200] [--only arm|live|brands]
 
 Real processes, as the README serves them: gunicorn (gunicorn.conf.py, ``WEB_CONCURRENCY`` sync workers,
 ``?conn_max_age=600``) on a free port; ``manage.py tick --forever`` workers; ``--clients`` threads in this
 process arming over kept-alive connections (``POST /timers``, a live key, handler noop; soak.py's Stream).
 
-Three measurements, each printed with the load average and CPU seconds (user+sys, from /proc) of the API's
-processes, the workers and the database backends of this database:
+The report (stdout) starts with the ratios against the baselines run side by side in the same rounds (issue
+39), each with the CPU split (user+sys from /proc) and the load average; each round's line is progress, on
+stderr.
 
-* **arming with idle workers**: the clients arm as fast as the API answers (closed loop), each timer owed an
-  hour ahead, so nothing fires; rounds alternate 0 and 4 workers. Prints armed/s and the ratio 4 vs 0
-  (target >= 0.9).
 * **live**: ``--rate`` timers/s asked, each owed ``--delay`` s after it is armed, with 1 and then 4 workers;
-  after the stream stops the workers drain. Prints armed/s achieved, fires/s, late_by p50/p95/p99 from the
-  record (each ``timer.fired`` event's late_by; target p99 < 50 ms).
-* **200 brands**: multi_worker.py's rounds (200 brands' timers armed due now, 4 workers vs 1): the fire-rate
+  after the stream stops the workers drain. Per round: armed/s achieved, fires/s, late_by p50/p95/p99 from the
+  record (each ``timer.fired`` event's late_by), CPU s of the API's processes, the workers and this database's
+  backends. Its baseline, **the bare wake**, runs first in each round for as long, at the same rate: a bare
+  psycopg ``LISTEN`` in a process of its own, and this process sending ``pg_notify`` at each intended instant
+  (``--rate`` a second); the wake's latency is the listener's wall clock when the note reaches it minus the
+  instant the note was meant for (late_by's way: the time a timer was owed to the time it fired). CPU s of the
+  listener, the sender and their two backends. Ratios first: late_by p99 ÷ the wake's p99 with 1 and with 4
+  workers (target <= 3), and 4 ÷ 1 workers' p99 (target <= 1.1); medians of the rounds' ratios.
+* **arm**: the clients arm as fast as the API answers (closed loop), each timer owed an hour ahead, so nothing
+  fires; rounds alternate 0 and 4 idle workers, and after each 0-worker round ``bench/arm_cost.py --lane both``
+  arms as many timers in a process of its own, twice: by ``timers.arming.timer_arm`` in a loop (no HTTP, no
+  Django handler: "in process") and as ``POST /timers`` through Django's WSGI handler called directly. Ratios
+  first: CPU ms an arming over the API (gunicorn's processes + the backends, 0 workers) ÷ in process (the
+  process + its backend), target <= 1.25, and beside it ÷ the handler in process (what HTTP and gunicorn add);
+  armed/s with 4 idle workers ÷ none, target >= 0.9.
+* **brands**: multi_worker.py's rounds (200 brands' timers armed due now, 4 workers vs 1): the fire-rate
   ratio (target >= 3).
 
-Exit status: 0, 2 when not on PostgreSQL, 3 when a check fails (a timer not fired, or fired twice).
+Exit status: 0, 2 when not on PostgreSQL, 3 when a check fails (a timer not fired, or fired twice, or a wake
+not heard).
 """
 
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import platform
 import signal
@@ -41,6 +54,38 @@ from bench_django import setup_django
 ROOT = Path(__file__).resolve().parent.parent
 BRAND = "bench.live"
 TICKS = os.sysconf("SC_CLK_TCK")
+TARGET_VS_WAKE = 3.0  # issue 39: late_by p99 <= 3x a bare LISTEN/NOTIFY wake's p99, same run
+TARGET_4_VS_1 = 1.1  # ... and 4 workers' p99 <= 1.1x one worker's
+TARGET_API_VS_PROCESS = 1.25  # arming over the API <= 1.25x in process, CPU an arming
+TARGET_IDLE = 0.9  # armed/s with 4 idle workers >= 0.9x none
+WAKE_CHANNEL = "bench_live_wake"
+
+# The bare wake's listener: a process of its own, one psycopg session LISTENing, nothing else. It prints its
+# backend's pid and its CPU so far once listening, then, after "stop", each wake's lateness and its CPU.
+LISTENER = r"""
+import json, resource, sys, time
+import psycopg
+
+def cpu():
+    ru = resource.getrusage(resource.RUSAGE_SELF)
+    return ru.ru_utime + ru.ru_stime
+
+conn = psycopg.connect(sys.argv[1], autocommit=True)
+conn.execute("LISTEN %s" % sys.argv[2])
+print(json.dumps({"backend": conn.info.backend_pid, "cpu": cpu()}), flush=True)
+late = []
+for note in conn.notifies():
+    now = time.time()
+    if note.payload == "stop":
+        break
+    late.append(now - float(note.payload))
+print(json.dumps({"late": late, "cpu": cpu()}), flush=True)
+"""
+
+
+def say(text: str) -> None:
+    """A round's line: progress, on stderr (stdout is the report, ratios first)."""
+    print(text, file=sys.stderr, flush=True)
 
 
 def cpu_seconds(pids: list[int]) -> float:
@@ -152,7 +197,7 @@ def spent(before: dict[str, float], after: dict[str, float]) -> str:
     return " · ".join(f"{k} {after[k] - before[k]:.1f}" for k in after)
 
 
-def arm_round(procs: Procs, key: str, args, domain: str, workers: int, tag: str) -> float:
+def arm_round(procs: Procs, key: str, args, domain: str, workers: int, tag: str) -> dict:
     from soak import Stream
 
     clear(domain)
@@ -171,11 +216,95 @@ def arm_round(procs: Procs, key: str, args, domain: str, workers: int, tag: str)
     finally:
         procs.stop_workers()
     rate = stream.armed / elapsed
-    per = sum(after[k] - before[k] for k in after) / max(1, stream.armed) * 1000
-    print(f"{tag} · {workers} idle worker{'s' if workers != 1 else ''}: {rate:,.0f} armed/s ({stream.armed} in "
-          f"{elapsed:.1f} s, errors {dict(stream.errors) or 'none'}) · CPU s {spent(before, after)} · "
-          f"{per:.1f} CPU ms an arming · load {load:.2f}", flush=True)
-    return rate
+    cpu = {k: after[k] - before[k] for k in after}
+    per = sum(cpu.values()) / max(1, stream.armed) * 1000
+    say(f"{tag} · {workers} idle worker{'s' if workers != 1 else ''}: {rate:,.0f} armed/s ({stream.armed} in "
+        f"{elapsed:.1f} s, errors {dict(stream.errors) or 'none'}) · CPU s {spent(before, after)} · "
+        f"{per:.2f} CPU ms an arming · load {load:.2f}")
+    return {"rate": rate, "armed": stream.armed, "cpu": cpu, "per": per, "load": load}
+
+
+def in_process_round(env: dict, n: int, tag: str) -> dict | None:
+    """``n`` armings in a process of its own (bench/arm_cost.py --lane both): by timers.arming.timer_arm alone
+    (``direct``: no HTTP, no Django handler), and as POST /timers through Django's WSGI handler called in process
+    (``wsgi``: no HTTP server). CPU ms an arming of that process and of its backend, each."""
+    if n < 1:
+        return None
+    got = subprocess.run([sys.executable, str(ROOT / "bench" / "arm_cost.py"), "--lane", "both", "-n", str(n),
+                          "--repeat", "1", "--json"], cwd=ROOT, env=env, capture_output=True, text=True)
+    if got.returncode != 0 or not got.stdout.strip():
+        say(f"{tag} · in process: arm_cost.py failed ({got.returncode}): {got.stderr[-1500:]}")
+        return None
+    out = json.loads(got.stdout.strip().splitlines()[-1])
+    load = os.getloadavg()[0]
+    lanes = {lane: {"process": out[lane]["api"], "db": out[lane]["db"], "per": out[lane]["api"] + out[lane]["db"]}
+             for lane in ("direct", "wsgi")}
+    say(f"{tag} · in process: {n} armings · CPU ms an arming: timer_arm alone process {out['direct']['api']:.2f} + "
+        f"db {out['direct']['db']:.2f} = {lanes['direct']['per']:.2f} · through Django's handler api "
+        f"{out['wsgi']['api']:.2f} + db {out['wsgi']['db']:.2f} = {lanes['wsgi']['per']:.2f} · load {load:.2f}")
+    return {**lanes["direct"], "wsgi": lanes["wsgi"], "load": load}
+
+
+def conninfo() -> str:
+    """The bench's database, as a libpq connection string (for the bare wake's two sessions)."""
+    from django.db import connection
+    from psycopg.conninfo import make_conninfo
+
+    d = connection.settings_dict
+    return make_conninfo(dbname=d["NAME"], user=d.get("USER") or None, password=d.get("PASSWORD") or None,
+                         host=d.get("HOST") or None, port=str(d["PORT"]) if d.get("PORT") else None)
+
+
+def percentile(values: list[float], q: float) -> float | None:
+    """PostgreSQL's percentile_cont (linear between the two nearest), as late_row reads late_by."""
+    if not values:
+        return None
+    ordered = sorted(values)
+    pos = q * (len(ordered) - 1)
+    lo = int(pos)
+    hi = min(lo + 1, len(ordered) - 1)
+    return ordered[lo] + (ordered[hi] - ordered[lo]) * (pos - lo)
+
+
+def wake_round(args, tag: str) -> dict:
+    """The bare wake at ``--rate`` for ``--seconds``: this process sends ``pg_notify`` at each intended instant,
+    a listener in a process of its own wakes on it; lateness = the listener's wall clock at the wake minus the
+    instant the note was meant for."""
+    import psycopg
+
+    dsn = conninfo()
+    listener = subprocess.Popen([sys.executable, "-c", LISTENER, dsn, WAKE_CHANNEL], stdout=subprocess.PIPE,
+                                text=True)
+    try:
+        ready = json.loads(listener.stdout.readline())
+        with psycopg.connect(dsn, autocommit=True) as conn:
+            pids = [ready["backend"], conn.info.backend_pid]
+            db0, me0, load = cpu_seconds(pids), time.process_time(), os.getloadavg()[0]
+            period, sent = 1 / args.rate, 0
+            wall0, mono0 = time.time(), time.monotonic()
+            while sent * period < args.seconds:
+                at = sent * period
+                wait = mono0 + at - time.monotonic()
+                if wait > 0:
+                    time.sleep(wait)
+                conn.execute("SELECT pg_notify(%s, %s)", [WAKE_CHANNEL, repr(wall0 + at)])
+                sent += 1
+            time.sleep(0.2)  # the last notes heard before the CPU is read
+            sender, db = time.process_time() - me0, cpu_seconds(pids) - db0
+            conn.execute("SELECT pg_notify(%s, 'stop')", [WAKE_CHANNEL])
+        done = json.loads(listener.stdout.readline())
+        listener.wait(30)
+    finally:
+        if listener.poll() is None:
+            listener.kill()
+    late = done["late"]
+    p50, p95, p99 = (percentile(late, q) for q in (0.5, 0.95, 0.99))
+    cpu = {"listener": done["cpu"] - ready["cpu"], "sender": sender, "db": db}
+    ms = lambda x: "—" if x is None else f"{x * 1000:.2f} ms"  # noqa: E731
+    say(f"{tag} · the bare wake: sent {sent} at {args.rate:g}/s, heard {len(late)} · latency p50 {ms(p50)} "
+        f"p95 {ms(p95)} p99 {ms(p99)} · CPU s {' · '.join(f'{k} {v:.2f}' for k, v in cpu.items())} · load {load:.2f}")
+    return {"ok": len(late) == sent, "p50": p50, "p95": p95, "p99": p99, "sent": sent, "heard": len(late), "cpu": cpu,
+            "load": load}
 
 
 def live_round(procs: Procs, key: str, args, domain: str, workers: int, tag: str) -> dict:
@@ -208,11 +337,12 @@ def live_round(procs: Procs, key: str, args, domain: str, workers: int, tag: str
     commits = Commit.objects.filter(domain=domain).count()
     ok = n == stream.armed == commits
     ms = lambda s: "—" if s is None else f"{s * 1000:.0f} ms"  # noqa: E731
-    print(f"{tag} · {workers} worker{'s' if workers != 1 else ''}: asked {args.rate:g}/s, armed {stream.armed / armed_for:,.0f}/s "
-          f"· fired {n} ({n / elapsed:,.0f}/s over {elapsed:.1f} s) · late_by p50 {ms(p50)} p95 {ms(p95)} p99 {ms(p99)} "
-          f"· CPU s {spent(before, after)} · load {load:.2f}"
-          + ("" if ok else f" · CHECK FAILED: armed {stream.armed}, fired {n}, commits {commits}"), flush=True)
-    return {"ok": ok, "p99": p99, "armed": stream.armed / armed_for}
+    say(f"{tag} · {workers} worker{'s' if workers != 1 else ''}: asked {args.rate:g}/s, armed {stream.armed / armed_for:,.0f}/s "
+        f"· fired {n} ({n / elapsed:,.0f}/s over {elapsed:.1f} s) · late_by p50 {ms(p50)} p95 {ms(p95)} p99 {ms(p99)} "
+        f"· CPU s {spent(before, after)} · load {load:.2f}"
+        + ("" if ok else f" · CHECK FAILED: armed {stream.armed}, fired {n}, commits {commits}"))
+    return {"ok": ok, "p50": p50, "p95": p95, "p99": p99, "armed": stream.armed / armed_for,
+            "cpu": {k: after[k] - before[k] for k in after}, "load": load}
 
 
 def warm_up(port: int, key: str) -> None:
@@ -235,10 +365,105 @@ def free_port() -> int:
         return s.getsockname()[1]
 
 
+def med(values: list[float]) -> float | None:
+    values = [v for v in values if v is not None]
+    return statistics.median(values) if values else None
+
+
+def ratio(a: float | None, b: float | None) -> float | None:
+    return None if a is None or not b else a / b
+
+
+def verdict(x: float | None, target: float, *, at_most: bool = True) -> str:
+    if x is None:
+        return "no figure"
+    ok = x <= target if at_most else x >= target
+    return f"target {'<=' if at_most else '>='} {target:g}x: {'met' if ok else 'NOT met'}"
+
+
+def fmt(x: float | None, unit: str = "x", scale: float = 1.0, digits: int = 2) -> str:
+    return "—" if x is None else f"{x * scale:.{digits}f}{unit}"
+
+
+def report_live(rounds: list[dict], args, many: int) -> list[str]:
+    """The live lane against the bare wake: late_by p99 ÷ the wake's p99, each round's own ratio, medians."""
+    one = [ratio(r[1]["p99"], r["wake"]["p99"]) for r in rounds]
+    more = [ratio(r[many]["p99"], r["wake"]["p99"]) for r in rounds]
+    four_one = [ratio(r[many]["p99"], r[1]["p99"]) for r in rounds]
+    p99 = {w: med([r[w]["p99"] for r in rounds]) for w in ("wake", 1, many)}
+    rs = lambda xs: ", ".join(fmt(x) for x in xs)  # noqa: E731
+    ms = lambda x: fmt(x, " ms", 1000, 1)  # noqa: E731
+
+    def cpu_line(w) -> str:
+        parts = {k: med([r[w]["cpu"][k] for r in rounds]) for k in rounds[0][w]["cpu"]}
+        return " + ".join(f"{k} {v:.2f}" for k, v in parts.items())
+
+    loads = [r[w]["load"] for r in rounds for w in ("wake", 1, many)]
+    lines = [
+        f"live · late_by p99 against a bare LISTEN/NOTIFY wake's p99, side by side in each round ({args.rate:g}/s "
+        f"asked for {args.seconds:g} s a lane, owed {args.delay:g} s after arming; each ratio the median over "
+        f"{len(rounds)} round{'s' if len(rounds) != 1 else ''} of that round's own):",
+        f"  1 worker:  late_by p99 {ms(p99[1])} ÷ the wake's p99 {ms(p99['wake'])} = {fmt(med(one))} "
+        f"[{verdict(med(one), TARGET_VS_WAKE)}] (rounds {rs(one)})",
+        f"  {many} workers: late_by p99 {ms(p99[many])} ÷ the wake's p99 {ms(p99['wake'])} = {fmt(med(more))} "
+        f"[{verdict(med(more), TARGET_VS_WAKE)}] (rounds {rs(more)})",
+        f"  {many} ÷ 1 workers' late_by p99: {fmt(med(four_one))} [{verdict(med(four_one), TARGET_4_VS_1)}] "
+        f"(rounds {rs(four_one)})",
+    ]
+    for w, name in (("wake", "the bare wake"), (1, "1 worker"), (many, f"{many} workers")):
+        pcts = "/".join(fmt(med([r[w][p] for r in rounds]), "", 1000, 2 if w == "wake" else 0)
+                        for p in ("p50", "p95", "p99"))
+        extra = (f"heard {sum(r['wake']['heard'] for r in rounds)} of {sum(r['wake']['sent'] for r in rounds)} notes"
+                 if w == "wake"
+                 else f"armed {med([r[w]['armed'] for r in rounds]):.0f}/s")
+        lines.append(f"  {name}: p50/p95/p99 {pcts} ms · {extra} · CPU s a lane {cpu_line(w)}")
+    lines.append(f"  load average (1 min) over the lanes: {min(loads):.2f}-{max(loads):.2f}")
+    return lines
+
+
+def report_arm(rounds: list[dict], many: int) -> list[str]:
+    """Arming over the API against timer_arm in a process of its own (the same N), and 4 idle workers ÷ none."""
+    api_vs = [ratio(r[0]["per"], r["direct"]["per"]) for r in rounds if r["direct"]]
+    api_handler = [ratio(r[0]["per"], r["direct"]["wsgi"]["per"]) for r in rounds if r["direct"]]
+    idle = [ratio(r[many]["rate"], r[0]["rate"]) for r in rounds]
+    rs = lambda xs: ", ".join(fmt(x) for x in xs)  # noqa: E731
+
+    def split(w) -> str:
+        # CPU ms an arming by whose it is (gunicorn's processes, the workers, the backends); no workers, no part
+        parts = {k: med([r[w]["cpu"][k] / max(1, r[w]["armed"]) * 1000 for r in rounds]) for k in rounds[0][w]["cpu"]}
+        return " + ".join(f"{k} {v:.2f}" for k, v in parts.items() if v or k != "workers")
+
+    direct = [r["direct"] for r in rounds if r["direct"]]
+    loads = [r[w]["load"] for r in rounds for w in (0, many)]
+    lines = [
+        f"arm · over the API (gunicorn, 0 workers, closed loop) against timers.arming.timer_arm in a process of its "
+        f"own over the same N, and with {many} idle workers against none (medians of {len(rounds)} "
+        f"round{'s' if len(rounds) != 1 else ''}):",
+        f"  CPU an arming: over the API {fmt(med([r[0]['per'] for r in rounds]), ' ms')} ({split(0)}) ÷ in process "
+        + (f"{fmt(med([d['per'] for d in direct]), ' ms')} (process {med([d['process'] for d in direct]):.2f} + db "
+           f"{med([d['db'] for d in direct]):.2f})" if direct else "—")
+        + f" = {fmt(med(api_vs))} [{verdict(med(api_vs), TARGET_API_VS_PROCESS)}] (rounds {rs(api_vs)})",
+        "  (over the API ÷ POST /timers through Django's handler in that process, "
+        + (f"{fmt(med([d['wsgi']['per'] for d in direct]), ' ms')} (api {med([d['wsgi']['process'] for d in direct]):.2f}"
+           f" + db {med([d['wsgi']['db'] for d in direct]):.2f})" if direct else "—")
+        + f" = {fmt(med(api_handler))} [{verdict(med(api_handler), TARGET_API_VS_PROCESS)}]: what HTTP and gunicorn "
+        f"add; rounds {rs(api_handler)})",
+        f"  {many} idle workers ÷ none, armed/s: {med([r[many]['rate'] for r in rounds]):.0f} ÷ "
+        f"{med([r[0]['rate'] for r in rounds]):.0f} = {fmt(med(idle))} "
+        f"[{verdict(med(idle), TARGET_IDLE, at_most=False)}] (rounds {rs(idle)}); CPU an arming "
+        f"{fmt(med([r[many]['per'] for r in rounds]), ' ms')} ({split(many)}) against "
+        f"{fmt(med([r[0]['per'] for r in rounds]), ' ms')}",
+        f"  N a round (armed over the API, 0 workers): {', '.join(str(r[0]['armed']) for r in rounds)} · load "
+        f"average (1 min) over the lanes: {min(loads):.2f}-{max(loads):.2f}",
+    ]
+    return lines
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--seconds", type=float, default=20)
-    parser.add_argument("--rate", type=float, default=500, help="live: timers armed a second asked, in all")
+    parser.add_argument("--rate", type=float, default=100,
+                        help="live: timers armed a second asked, in all (and the bare wake's notes a second)")
     parser.add_argument("--clients", type=int, default=8)
     parser.add_argument("--delay", type=float, default=1, help="live: seconds from arming to owed")
     parser.add_argument("--arm-delay", type=float, default=3600,
@@ -271,34 +496,38 @@ def main() -> int:
     _, key = api_key_create(brand=brand, name="live", live=True)
     commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=ROOT, capture_output=True,
                             text=True).stdout.strip()
-    print(f"# live · {platform.node()} · {os.cpu_count()} CPUs · {platform.processor() or platform.machine()} · "
-          f"Python {platform.python_version()} · commit {commit} · {args.clients} clients · "
-          f"load {' '.join(f'{x:.2f}' for x in os.getloadavg())}", flush=True)
+    head = (f"# live · {platform.node()} · {os.cpu_count()} CPUs · {platform.processor() or platform.machine()} · "
+            f"Python {platform.python_version()} · commit {commit} · {args.clients} clients · "
+            f"load {' '.join(f'{x:.2f}' for x in os.getloadavg())}")
+    say(head)
 
     env = dict(os.environ, PYTHONUNBUFFERED="1", KT_RATE_LIMIT="off")
     failed = False
+    report: list[str] = []
+    many = args.workers
     procs = Procs(env)
     try:
         warm_up(procs.port, key)
         if "arm" in only:
-            rates: dict[int, list[float]] = {0: [], args.workers: []}
+            arms = []
             for r in range(args.repeat):
-                for w in (0, args.workers):
-                    rates[w].append(arm_round(procs, key, args, domain, w, f"arm round {r + 1}"))
-            none, many = statistics.median(rates[0]), statistics.median(rates[args.workers])
-            print(f"arm median: 0 workers {none:,.0f}/s · {args.workers} idle workers {many:,.0f}/s · "
-                  f"ratio {many / none:.2f}× (target >= 0.9)", flush=True)
+                tag = f"arm round {r + 1}"
+                row = {0: arm_round(procs, key, args, domain, 0, tag)}
+                row["direct"] = in_process_round(env, row[0]["armed"], tag)
+                row[many] = arm_round(procs, key, args, domain, many, tag)
+                arms.append(row)
+            report += report_arm(arms, many)
         if "live" in only:
-            p99s: dict[int, list[float]] = {1: [], args.workers: []}
+            lives = []
             for r in range(args.repeat):
-                for w in (1, args.workers):
-                    out = live_round(procs, key, args, domain, w, f"live round {r + 1}")
-                    failed = failed or not out["ok"]
-                    if out["p99"] is not None:
-                        p99s[w].append(out["p99"])
-            print("live median p99: " + " · ".join(
-                f"{w} worker{'s' if w != 1 else ''} {statistics.median(v) * 1000:.0f} ms" for w, v in p99s.items() if v)
-                + " (target < 50 ms)", flush=True)
+                tag = f"live round {r + 1}"
+                row = {"wake": wake_round(args, tag)}
+                failed = failed or not row["wake"]["ok"]
+                for w in (1, many):
+                    row[w] = live_round(procs, key, args, domain, w, tag)
+                    failed = failed or not row[w]["ok"]
+                lives.append(row)
+            report += report_live(lives, args, many)
         clear(domain)
     finally:
         procs.close()
@@ -306,21 +535,22 @@ def main() -> int:
         import multi_worker
 
         rows = multi_worker.brands(args.brands)
-        rates = {1: [], args.workers: []}
+        rates: dict[int, list[float]] = {1: [], many: []}
         round_no = 0
         for r in range(args.repeat):
-            for w in (1, args.workers):
+            for w in (1, many):
                 round_no += 1
                 load = os.getloadavg()[0]
                 rate, outs, terms = multi_worker.one_round(rows, args.per_brand, w, round_no)
                 rates[w].append(rate)
-                print(f"brands round {r + 1} · {w} worker{'s' if w != 1 else ''}: {rate:,.0f} fires/s · fires per "
-                      f"worker {' '.join(str(o['fired']) for o in outs)} · {terms} lease terms · load {load:.2f}",
-                      flush=True)
-        one, many = statistics.median(rates[1]), statistics.median(rates[args.workers])
-        print(f"brands median: 1 worker {one:,.0f} fires/s · {args.workers} workers {many:,.0f} fires/s · "
-              f"ratio {many / one:.2f}× (target >= 3)", flush=True)
+                say(f"brands round {r + 1} · {w} worker{'s' if w != 1 else ''}: {rate:,.0f} fires/s · fires per "
+                    f"worker {' '.join(str(o['fired']) for o in outs)} · {terms} lease terms · load {load:.2f}")
+        one, more = statistics.median(rates[1]), statistics.median(rates[many])
+        report.append(f"brands · {many} workers ÷ 1 over {args.brands} brands, fires/s: {more:,.0f} ÷ {one:,.0f} = "
+                      f"{more / one:.2f}x [{verdict(more / one, 3, at_most=False)}]")
         multi_worker.clear(rows)
+    print("\n".join(report), flush=True)
+    print(head.lstrip("# "), flush=True)
     return 3 if failed else 0
 
 
