@@ -10,6 +10,7 @@ import re
 from datetime import UTC, datetime
 
 import pytest
+from django.contrib.admin.utils import quote
 from django.contrib.auth import get_user_model
 from django.test import Client
 from django.urls import reverse
@@ -50,7 +51,7 @@ def shop(client):
 
 
 def url(name: str, sch: Schedule, *args) -> str:
-    return reverse(f"admin:timers_schedule_{name}", args=[sch.pk, *args])
+    return reverse(f"admin:timers_schedule_{name}", args=[quote(sch.pk), *args])  # as the admin quotes an id
 
 
 def types(sch: Schedule) -> list[str]:
@@ -147,7 +148,7 @@ def test_a_refusal_is_said_on_its_field_and_nothing_is_kept(client, shop, settin
     page = r.content.decode()
     assert r.status_code == 200
     errors = page.split(f'id="id_{field}_error"', 1)
-    assert len(errors) == 2 and code in errors[1].split("</ul>", 1)[0], page
+    assert len(errors) == 2 and code in errors[1].split("</ul>", 1)[0], visible(page)
     sch.refresh_from_db()
     assert sch.revision == 1 and "schedule.updated" not in types(sch)
 
