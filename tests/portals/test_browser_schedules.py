@@ -1,6 +1,7 @@
 """The console's Schedules in a real browser (issue 40), desktop and a 390px phone, each page checked with axe-core:
 the owner opens a schedule, changes when it runs (a wrong cron first, said on its field), backfills the morning it
-missed, and once the test clock moves sees those runs done, their times in the brand's zone.
+missed, and once the test clock moves sees those runs done, their times in the brand's zone; then pauses it with a
+note and deletes it, and its page stays, readable, without buttons.
 
 Skips (with its reason) where the browser tests cannot run (tests/support/browser.py), and on SQLite.
 """
@@ -101,9 +102,31 @@ def test_the_owner_changes_a_schedule_and_backfills_it(live_server, page, shop, 
     assert ScheduleRun.objects.filter(schedule=sch).count() == 4
     assert_accessible(page, what="a schedule's page with its runs")
     shot(page, "runs")
+
+    # Pause it with a note; then delete it, behind its confirm page: the page stays, with no buttons.
+    page.get_by_role("link", name="Pause").click()
+    page.get_by_label("Note").fill("endpoint moving")
+    assert_accessible(page, what="the pause page")
+    shot(page, "pause")
+    page.get_by_role("button", name="Pause").click()
+    expect(page.locator(".messagelist")).to_contain_text("Nightly-report is paused")
+    expect(page.get_by_role("button", name="Resume")).to_be_visible()
+    page.get_by_role("link", name="Delete").click()
+    expect(page.get_by_role("heading", name="Delete nightly-report?")).to_be_visible()
+    assert_accessible(page, what="the delete page")
+    shot(page, "delete")
+    page.get_by_role("button", name="Delete the schedule").click()
+    expect(page.locator(".messagelist")).to_contain_text("Nightly-report is deleted: nothing runs after it.")
+    expect(page.locator("#content-main")).to_contain_text("Deleted Wed 20 Jan 2027, 09:00 EST")
+    expect(page.get_by_role("link", name="Change", exact=True)).to_have_count(0)
+    assert Schedule.objects.get(pk=sch.pk).deleted_at is not None
+    assert_accessible(page, what="a deleted schedule's page")
+    shot(page, "deleted")
+
     page.get_by_role("link", name="Schedules").first.click()
+    page.get_by_role("link", name="deleted", exact=True).click()
     expect(page.locator("#result_list")).to_contain_text("nightly-report")
-    expect(page.locator("#result_list")).to_contain_text("Wed 20 Jan 2027, 10:00 EST")
+    expect(page.locator("#result_list")).to_contain_text("deleted Wed 20 Jan 2027, 09:00 EST")
     assert_accessible(page, what="the schedules list")
     shot(page, "list")
     assert not page.errors, page.errors
