@@ -9,6 +9,7 @@ from django.conf import settings
 from django.contrib import admin
 from django.db.models import Model, QuerySet
 from django.http import HttpRequest
+from django.utils import timezone
 from django.utils.html import format_html, format_html_join
 
 from .models import ApiKey, Brand, Commit, DeadLetter, Event, Outbox, Schedule, ScheduleTick, TestClock, Timer
@@ -110,13 +111,17 @@ class ApiKeyAdmin(ReadOnlyAdmin):
     exclude = ("digest",)
 
 
+def _local(dt: datetime | None) -> str:
+    return f"{timezone.localtime(dt):%Y-%m-%d %H:%M:%S %Z}" if dt is not None else "—"
+
+
 RECENT = 50  # ticks and dead letters a schedule's page shows: a year of a schedule is thousands
 
 
 @admin.register(Schedule)
 class ScheduleAdmin(ReadOnlyAdmin):
-    """Schedules with their recent ticks (and each Run's outcome) and dead letters; pause, resume and trigger
-    from the API or the CLI."""
+    """Schedules with their recent ticks (and each Run's outcome) and dead letters, read-only. The owner console
+    serves its own (portals/owner/schedules.py), which acts on them as the API and the CLI do."""
 
     list_display = ("id", "name", "spec_text", "zone", "target_kind", "overlap", "paused", "next_fire", "fired",
                     "skipped", "dropped", "missed", "dead_letters_count", "domain")
@@ -142,19 +147,21 @@ class ScheduleAdmin(ReadOnlyAdmin):
     def dead_letters_count(self, obj: Schedule) -> int:
         return obj.dead_letters.count()
 
-    @admin.display(description=f"recent ticks (the last {RECENT}, UTC)")
+    @admin.display(description=f"recent ticks (the last {RECENT})")
     def ticks_table(self, obj: Schedule) -> str:
         ticks = ScheduleTick.objects.filter(schedule=obj).select_related("run").order_by("-fired_at", "-intended_at")
         rows = format_html_join("", "<tr><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td></tr>", (
-            (t.intended_at, t.fired_at, t.state, t.run.state, t.run.outcome or "—", t.run.ref or "—")
+            (_local(t.intended_at), _local(t.fired_at), t.state, t.run.state, t.run.outcome or "—", t.run.ref or "—")
             for t in ticks[:RECENT]))
-        return format_html("<table><tr><th>scheduled</th><th>fired</th><th>tick</th><th>run</th><th>outcome</th>"
-                           "<th>ref</th></tr>{}</table>", rows) if rows else "none yet"
+        # The page's zone: the one the site's view runs in (the console sets the brand's), named in the caption.
+        return format_html("<table><caption>times in {}</caption><tr><th>scheduled</th><th>fired</th><th>tick</th>"
+                           "<th>run</th><th>outcome</th><th>ref</th></tr>{}</table>",
+                           timezone.get_current_timezone_name(), rows) if rows else "none yet"
 
     @admin.display(description=f"dead letters (the last {RECENT})")
     def dead_letters_table(self, obj: Schedule) -> str:
         letters = DeadLetter.objects.filter(schedule=obj).select_related("tick").order_by("-at")
         rows = format_html_join("", "<tr><td>{}</td><td>{}</td><td>{}</td><td>{}</td></tr>", (
-            (d.at, d.tick.intended_at, d.status or "—", d.error[:300]) for d in letters[:RECENT]))
+            (_local(d.at), _local(d.tick.intended_at), d.status or "—", d.error[:300]) for d in letters[:RECENT]))
         return format_html("<table><tr><th>at</th><th>scheduled</th><th>status</th><th>refused</th></tr>{}</table>",
                            rows) if rows else "none"

@@ -1,7 +1,7 @@
 """A brand's owners hold the console's permissions by their Membership, not by rows in auth's permission
 tables: an owner (an active staff user with an owner Membership) may view every brand-scoped model, and
-make the changes the console offers (closed days, the controls on jobs, clocks, subscriptions, Tasks and
-notifications). Which objects is the site's business (portals.owner.scope): always their brands' alone.
+make the changes the console offers (closed days, the controls on jobs, clocks, subscriptions, Tasks,
+notifications and schedules). Which objects is the site's business (portals.owner.scope): always their brands' alone.
 
 Authenticates no one (ModelBackend does): it only answers ``has_perm``."""
 
@@ -18,7 +18,7 @@ CHANGES = {
                   "clockitem": ("change",), "subject": ("add", "change")},
     "services": {"job": ("add", "change"), "subscription": ("add", "change"), "task": ("change",),
                  "notification": ("change",)},
-    "timers": {"apikey": ("add", "change")},
+    "timers": {"apikey": ("add", "change"), "schedule": ("change",)},
 }
 
 
