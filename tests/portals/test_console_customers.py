@@ -7,14 +7,14 @@ from __future__ import annotations
 from datetime import UTC, datetime
 
 import pytest
-from django.contrib.auth import get_user_model
 from django.urls import reverse
 
 from calendars.brand_calendars import calendar_create
 from calendars.models import Subject
 from services.models import Job, Subscription
 from tests.conftest import admin_url
-from timers.models import ApiKey, Brand, Membership
+from tests.support.owners import owner
+from timers.models import ApiKey
 from timers.tenants import api_key_brand, brand_get_or_create
 from timers.test_clocks import test_clock_create
 
@@ -22,11 +22,6 @@ pytestmark = pytest.mark.django_db
 
 T0 = datetime(2027, 1, 20, 14, 0, tzinfo=UTC)
 
-
-def owner(brand: Brand, username: str):
-    user = get_user_model().objects.create_user(username=username, password="pw", is_staff=True)
-    Membership.objects.create(user=user, brand=brand, role=Membership.Role.OWNER, name=username.title())
-    return user
 
 
 @pytest.fixture

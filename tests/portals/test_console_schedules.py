@@ -21,7 +21,8 @@ from calendars.words import runtime_words
 from services import registry
 from services.subscriptions import subscription_create
 from tests.conftest import admin_url
-from timers.models import Event, Membership, Schedule, Timer
+from tests.support.owners import owner
+from timers.models import Event, Schedule, Timer
 from timers.schedule_changes import schedule_update
 from timers.schedules import next_fire_at, schedule_create
 from timers.tenants import brand_get_or_create
@@ -32,11 +33,6 @@ pytestmark = pytest.mark.django_db
 T0 = datetime(2027, 1, 20, 14, 0, tzinfo=UTC)  # Wednesday, 09:00 in New York
 HOOK = {"url": "http://127.0.0.1:9/hook"}  # never called here: nothing advances the clock
 
-
-def owner(brand, username: str):
-    user = get_user_model().objects.create_user(username=username, password="pw", is_staff=True)
-    Membership.objects.create(user=user, brand=brand, role=Membership.Role.OWNER, name=username.title())
-    return user
 
 
 @pytest.fixture
