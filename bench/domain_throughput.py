@@ -16,8 +16,10 @@ Each measured run is a fresh child process (clean interpreter, its own peak RSS)
 
 The parent prints, per K, the median of ``--repeat`` runs: seconds, domain fires/s, events/s, seconds per
 subscriber, statements per fire (every statement the process sends through psycopg: Django's cursors and
-the store's raw ones), the peak RSS, and the domain rate as a share of the noop rate of the same run; then
-the issue's targets beside the figures. The record's hash is printed per K: the clock is seeded, so it is
+the store's raw ones), the peak RSS (the child's whole life, and the year's own: the high-water mark reset
+just before the advance), and the domain rate as a share of the noop rate of the same run; then the issues'
+targets beside the figures (issue 39's: the peak RSS at the largest K within 2× of the smallest's, and the
+CPU a subscriber, Python's and its PostgreSQL backend's, within 1.15×). The record's hash is printed per K: the clock is seeded, so it is
 the same in every run, and a change that makes the domain faster must leave it as it is.
 
 ``--count`` runs one more year at the smallest K with every statement attributed: per handler kind (the
@@ -61,6 +63,8 @@ TARGET_SECONDS_1000 = 60.0  # 1,000 subscribers' year in <= 60 s (>= 2,000 domai
 TARGET_RATE = 2000.0
 TARGET_FLATNESS = 1.2  # per-subscriber cost at 3,000 within 1.2x of at 100
 TARGET_SHARE = 0.20  # domain fires/s >= 20% of the noop engine rate
+TARGET_RSS_RATIO = 2.0  # peak RSS at the largest K within 2× of the smallest's (issue 39)
+TARGET_CPU_FLATNESS = 1.15  # CPU a subscriber at the largest K within 1.15× of the smallest's (issue 39)
 FIRES_PER_SUBSCRIBER = 104  # a Tax Plan year's fires per subscriber (measured); only to estimate a capped year
 
 
@@ -267,6 +271,25 @@ def rss_mb() -> float:
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024  # Linux: KiB
 
 
+def reset_peak_rss() -> bool:
+    """Reset the process's RSS high-water mark (VmHWM; Linux: 5 into /proc/self/clear_refs)."""
+    try:
+        with open("/proc/self/clear_refs", "w") as f:
+            f.write("5")
+    except OSError:
+        return False
+    return True
+
+
+def hwm_mb() -> float | None:
+    """The RSS high-water mark since the last reset_peak_rss(), in MB (None without /proc)."""
+    with contextlib.suppress(OSError), open("/proc/self/status") as f:
+        for line in f:
+            if line.startswith("VmHWM:"):
+                return int(line.split()[1]) / 1024
+    return None
+
+
 def noop_rate(n: int) -> dict:
     """The engine's rate in this process: n noop timers drained by advance (bench/tick_throughput.py's way)."""
     from bench import tick_throughput as tt
@@ -392,6 +415,7 @@ def domain_year(k: int, *, mode: str, cap: float) -> dict:
     with cap_year(cap, holder), Statements(attribute=mode == "count") as meter:
         if profiler is not None:
             profiler.enable()
+        year_reset = reset_peak_rss()  # the year's own peak, apart from the setup's and the noop baseline's
         t = time.perf_counter()
         try:
             stats = advance(clock.id, END)
@@ -399,6 +423,7 @@ def domain_year(k: int, *, mode: str, cap: float) -> dict:
             stats = holder["stats"]
             stats.fired = holder["fires"]  # fires made, the rolled-back batch's included: the rate's work
         seconds = time.perf_counter() - t
+        rss_year = hwm_mb() if year_reset else None
         if profiler is not None:
             profiler.disable()
     py1, pg1 = cpu_seconds(pid)
@@ -413,7 +438,7 @@ def domain_year(k: int, *, mode: str, cap: float) -> dict:
         "timers": Timer.objects.filter(domain=clock.id).count(),
         "sends": Outbox.objects.filter(domain=clock.id).count(),
         "statements": meter.total, "django": meter.django, "raw": meter.raw, "commits": meter.commits,
-        "rollbacks": meter.rollbacks, "rss_before_mb": rss0,
+        "rollbacks": meter.rollbacks, "rss_before_mb": rss0, "rss_year_mb": rss_year,
     }
     if not out["capped"]:
         count, digest = record.record_hash(clock.id)
@@ -587,7 +612,8 @@ def main(argv: list[str] | None = None) -> int:
             capped = f" · CAPPED at {r['cap']:.0f}s: reached {r['reached'][:16]}" if r["capped"] else ""
             print(f"  K={k:>5} run {i + 1}: {r['seconds']:7.1f}s · {r['fired']:,} fires · "
                   f"{r['fired'] / r['seconds']:6.0f} fires/s · noop {r['noop']['rate']:,.0f}/s · "
-                  f"{r['statements'] / r['fired']:.2f} statements/fire · RSS {r['rss_peak_mb']:.0f} MB · CPU python "
+                  f"{r['statements'] / r['fired']:.2f} statements/fire · RSS {r['rss_peak_mb']:.0f} MB"
+                  + (f" (the year {r['rss_year_mb']:.0f})" if r.get("rss_year_mb") else "") + " · CPU python "
                   f"{r['cpu_py']:.1f}s + server {r['cpu_pg']:.1f}s · setup {r['setup_seconds']:.0f}s{capped}",
                   flush=True)
         if not runs:
@@ -659,6 +685,24 @@ def main(argv: list[str] | None = None) -> int:
         verdicts.append(sh >= TARGET_SHARE)
         print(f"  domain rate >= {100 * TARGET_SHARE:.0f}% of noop at K={k}: {100 * sh:.2f}% · "
               f"{'met' if sh >= TARGET_SHARE else 'NOT MET'}")
+    if lo is not None and hi is not None and hi > lo:
+        # Issue 39: a year's working set is bounded whatever K is, and so is its CPU a subscriber.
+        peak = {k: statistics.median(r["rss_peak_mb"] for r in all_runs[k]) for k in (lo, hi)}
+        ratio = peak[hi] / peak[lo]
+        verdicts.append(ratio <= TARGET_RSS_RATIO)
+        year = {k: [r["rss_year_mb"] for r in all_runs[k] if r.get("rss_year_mb")] for k in (lo, hi)}
+        year_text = (f" (the year alone: {statistics.median(year[hi]):.0f} ÷ {statistics.median(year[lo]):.0f} MB)"
+                     if year[lo] and year[hi] else "")
+        print(f"  peak RSS at K={hi} within {TARGET_RSS_RATIO}× of K={lo}: {peak[hi]:.0f} ÷ {peak[lo]:.0f} MB = "
+              f"{ratio:.2f}×{year_text} · {'met' if ratio <= TARGET_RSS_RATIO else 'NOT MET'}")
+        cpu = {k: statistics.median((r["cpu_py"] + r["cpu_pg"]) / k for r in all_runs[k] if not r["capped"])
+               for k in (lo, hi) if any(not r["capped"] for r in all_runs[k])}
+        if len(cpu) == 2:
+            flat = cpu[hi] / cpu[lo]
+            verdicts.append(flat <= TARGET_CPU_FLATNESS)
+            print(f"  CPU a subscriber (python + server) at K={hi} within {TARGET_CPU_FLATNESS}× of K={lo}: "
+                  f"{1000 * cpu[hi]:.1f} ÷ {1000 * cpu[lo]:.1f} ms = {flat:.2f}× · "
+                  f"{'met' if flat <= TARGET_CPU_FLATNESS else 'NOT MET'}")
 
     if args.count:
         r = run_child(args.detail_k, "count", args.noop_n, args.timeout * 2, args.year_cap * 2)

@@ -3,6 +3,11 @@
     DATABASE_URL=postgres://postgres@127.0.0.1:5432/kt_bench .venv/bin/python bench/tick_throughput.py \
         [--n 10000 100000] [--batch 2000] [--repeat 1] [--profile]
 
+Each N runs in a child process of its own (a clean interpreter), so what one N leaves in the process's memory
+is not counted at the next: the peak RSS printed for an N is the runtime drain's own, read from the kernel's
+high-water mark (VmHWM, reset just before each drain), and the summary divides the largest N's by the
+smallest's (the engine's working set should not grow with N: an advance holds what a batch needs).
+
 For each N, on a fresh test clock frozen at T0, N "noop" timers owed over the hour before T0 are armed
 with one set-based INSERT (not measured), then:
 
@@ -35,10 +40,12 @@ import argparse
 import contextlib
 import cProfile
 import io
+import json
 import os
 import platform
 import pstats
 import re
+import subprocess
 import sys
 import time
 from collections import defaultdict
@@ -50,6 +57,7 @@ BRAND_NAME = "bench.tick_throughput"
 T0 = datetime(2030, 1, 1, tzinfo=UTC)  # the test clocks' frozen time; fixed so runs are comparable
 TARGET_RATE = 5000.0
 TARGET_SHARE = 0.25
+TARGET_RSS_RATIO = 1.2  # peak RSS of the largest N against the smallest, at most (issue 39)
 
 
 # -- measuring ---------------------------------------------------------------------------------------
@@ -200,6 +208,27 @@ def checkpoint() -> None:
         cur.execute("CHECKPOINT")
 
 
+def reset_peak_rss() -> bool:
+    """Reset this process's RSS high-water mark (Linux: 5 into /proc/self/clear_refs); False where it cannot be."""
+    try:
+        with open("/proc/self/clear_refs", "w") as f:
+            f.write("5")
+    except OSError:
+        return False
+    return True
+
+
+def rss_mb(field: str = "VmHWM") -> float:
+    """The process's peak (VmHWM) or current (VmRSS) resident set in MB; without /proc, ru_maxrss."""
+    with contextlib.suppress(OSError), open("/proc/self/status") as f:
+        for line in f:
+            if line.startswith(field + ":"):
+                return int(line.split()[1]) / 1024
+    import resource
+
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024  # Linux: KiB
+
+
 # -- arming and cleaning -----------------------------------------------------------------------------
 ARM_SQL = """
 INSERT INTO timers_timer (id, domain, brand_id, key, owner, kind, place, handler, status, owed_at, opened_at,
@@ -285,9 +314,12 @@ def run_runtime(brand, n: int, overhead: int, *, profile: bool = False) -> dict:
     with window(result, overhead):
         if profiler is not None:
             profiler.enable()
+        result["rss_before_mb"] = rss_mb("VmRSS")
+        result["rss_reset"] = reset_peak_rss()
         start = time.perf_counter()
         result["stats"] = advance(clock.id, T0)
         result["seconds"] = time.perf_counter() - start
+        result["rss_peak_mb"] = rss_mb()
         if profiler is not None:
             profiler.disable()
     return result
@@ -461,7 +493,7 @@ def main(argv: list[str] | None = None) -> int:
         "--batch",
         type=int,
         default=None,
-        help="the advance's batch size (KEEPING_TIME['ADVANCE_BATCH_SIZE'] and BATCH_SIZE; default: the setting, 8000)",
+        help="the advance's batch size (KEEPING_TIME['ADVANCE_BATCH_SIZE'] and BATCH_SIZE; default: the setting)",
     )
     parser.add_argument(
         "--repeat", type=int, default=1, help="runs of each way per N; the median is reported"
@@ -472,6 +504,8 @@ def main(argv: list[str] | None = None) -> int:
         help="after the measured runs, cProfile one more runtime drain of the largest N",
     )
     parser.add_argument("--top", type=int, default=30, help="rows of the profile to print")
+    parser.add_argument("--child-n", type=int, help=argparse.SUPPRESS)  # one N, in a child process
+    parser.add_argument("--overhead", type=int, default=0, help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
 
     setup_django()
@@ -491,13 +525,19 @@ def main(argv: list[str] | None = None) -> int:
         first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
         print(f"tick_throughput: cannot connect to the database: {first}", file=sys.stderr)
         return 2
-    call_command("migrate", verbosity=0)
     if args.batch is not None:
         settings.KEEPING_TIME["BATCH_SIZE"] = settings.KEEPING_TIME["ADVANCE_BATCH_SIZE"] = args.batch
     batch = int(settings.KEEPING_TIME.get("ADVANCE_BATCH_SIZE") or settings.KEEPING_TIME["BATCH_SIZE"])
 
     from timers import tenants
 
+    if args.child_n is not None:
+        brand = tenants.brand_get_or_create(name=BRAND_NAME)
+        result, problems = run_n(args, brand, batch, args.overhead, args.child_n)
+        print("RESULT " + json.dumps({"result": result, "problems": problems}), flush=True)
+        return 0
+
+    call_command("migrate", verbosity=0)
     brand = tenants.brand_get_or_create(name=BRAND_NAME)
     cleanup(brand)
     info = machine()
@@ -506,7 +546,7 @@ def main(argv: list[str] | None = None) -> int:
     print(f"database: PostgreSQL {info['postgres']} at {info['db']} · {info['pg_settings']}")
     print(
         f"batch size {batch} · repeat {args.repeat} · handler noop · T0 {T0.isoformat()} · "
-        f"xact_commit read overhead {overhead}"
+        f"xact_commit read overhead {overhead} · each N in a child process of its own"
     )
 
     try:
@@ -515,65 +555,100 @@ def main(argv: list[str] | None = None) -> int:
         cleanup(brand)
 
 
+def run_child(args, n: int, overhead: int) -> tuple[dict | None, list[str]]:
+    """One N in a fresh interpreter: its block is printed as it runs, its figures come back on a RESULT line."""
+    cmd = [sys.executable, __file__, "--child-n", str(n), "--overhead", str(overhead), "--repeat", str(args.repeat)]
+    if args.batch is not None:
+        cmd += ["--batch", str(args.batch)]
+    got: dict | None = None
+    with subprocess.Popen(cmd, stdout=subprocess.PIPE, text=True) as proc:
+        assert proc.stdout is not None
+        for line in proc.stdout:
+            if line.startswith("RESULT "):
+                got = json.loads(line[len("RESULT "):])
+            else:
+                print(line, end="", flush=True)
+    if got is None:
+        return None, [f"n={n}: the child process failed (exit {proc.returncode})"]
+    return got["result"], got["problems"]
+
+
+def run_n(args, brand, batch: int, overhead: int, n: int) -> tuple[dict, list[str]]:
+    failed_checks: list[str] = []
+    print(f"\n=== N = {n:,} ===", flush=True)
+    ways: dict[str, list[dict]] = {"runtime": [], "ceiling batched": [], "ceiling single": []}
+    hashes: dict[str, str] = {}
+    for _ in range(args.repeat):
+        for way in ways:
+            if way == "runtime":
+                r = run_runtime(brand, n, overhead)
+            else:
+                r = run_ceiling(brand, n, overhead, batch=batch if way == "ceiling batched" else None)
+            problems, digest = verify(r["domain"], n)
+            failed_checks.extend(problems)
+            hashes.setdefault(way, digest)
+            if hashes[way] != digest:
+                failed_checks.append(f"{way}: record hash differs between repeats")
+            ways[way].append(r)
+            cleanup(brand)
+    if len(set(hashes.values())) != 1:
+        failed_checks.append(f"n={n}: record hashes differ between ways: {hashes}")
+
+    rt_rate, rt = median_sample(ways["runtime"], n)
+    cb_rate, cb = median_sample(ways["ceiling batched"], n)
+    cs_rate, cs = median_sample(ways["ceiling single"], n)
+    ceiling_way, ceiling_rate = max((("batched", cb_rate), ("single", cs_rate)), key=lambda kv: kv[1])
+    share = rt_rate / ceiling_rate
+    stats = rt["stats"]
+    per_fired = rt["server_commits"] / n
+    peaks = [r["rss_peak_mb"] for r in ways["runtime"]]
+    peak = max(peaks)
+    print(way_line("runtime", rt, n))
+    print(
+        f"      fired={stats.fired} batches={stats.batches} instants={stats.instants} passes={stats.passes}; "
+        f"{rt['meter'].statements} statements; commits seen by the client: {rt['meter'].client_commits} "
+        f"({rt['meter'].explicit_commits} COMMIT + {rt['meter'].autocommit_statements} autocommit statements)"
+    )
+    print(
+        f"      commits per fired timer: {per_fired:.5f} (one commit per {n / max(rt['server_commits'], 1):,.0f})"
+    )
+    how = "VmHWM, reset before each drain" if all(r["rss_reset"] for r in ways["runtime"]) else \
+        "the process's peak so far: the high-water mark could not be reset"
+    print(
+        f"      peak RSS of the drain: {peak:.0f} MB ({how}; {rt['rss_before_mb']:.0f} MB before it"
+        + (f"; runs: {', '.join(f'{p:.0f}' for p in peaks)} MB" if len(peaks) > 1 else "") + ")"
+    )
+    print(breakdown(rt["meter"], rt["seconds"]))
+    print(way_line("ceiling batched", cb, n) + f" · {cb['statements']} statements of <= {batch}")
+    print(way_line("ceiling single", cs, n) + " · 1 statement")
+    print(
+        f"  ratio: runtime is {100 * share:.1f}% of the ceiling ({ceiling_way}, {ceiling_rate:,.0f} timers/s); "
+        f"{100 * rt_rate / cb_rate:.1f}% of batched, {100 * rt_rate / cs_rate:.1f}% of single"
+    )
+    print(
+        f"  verified: {'FAILED' if failed_checks else 'ok'} · the record hash is "
+        f"{'the same' if len(set(hashes.values())) == 1 else 'DIFFERENT'} across the ways "
+        f"({next(iter(hashes.values()))[:28]}…)"
+    )
+    if args.repeat > 1:
+        print(
+            "  samples (s): "
+            + "; ".join(f"{w}: " + ", ".join(f"{s['seconds']:.3f}" for s in v) for w, v in ways.items())
+        )
+    sys.stdout.flush()
+    return {"n": n, "rate": rt_rate, "ceiling": ceiling_rate, "share": share, "per_fired": per_fired,
+            "rss_peak_mb": peak, "rss_before_mb": rt["rss_before_mb"],
+            "record": next(iter(hashes.values()))}, failed_checks
+
+
 def run_all(args, brand, batch: int, overhead: int, info: dict) -> int:
     results = []
     failed_checks: list[str] = []
     for n in args.n:
-        print(f"\n=== N = {n:,} ===")
-        ways: dict[str, list[dict]] = {"runtime": [], "ceiling batched": [], "ceiling single": []}
-        hashes: dict[str, str] = {}
-        for _ in range(args.repeat):
-            for way in ways:
-                if way == "runtime":
-                    r = run_runtime(brand, n, overhead)
-                else:
-                    r = run_ceiling(brand, n, overhead, batch=batch if way == "ceiling batched" else None)
-                problems, digest = verify(r["domain"], n)
-                failed_checks.extend(problems)
-                hashes.setdefault(way, digest)
-                if hashes[way] != digest:
-                    failed_checks.append(f"{way}: record hash differs between repeats")
-                ways[way].append(r)
-                cleanup(brand)
-        if len(set(hashes.values())) != 1:
-            failed_checks.append(f"n={n}: record hashes differ between ways: {hashes}")
-
-        rt_rate, rt = median_sample(ways["runtime"], n)
-        cb_rate, cb = median_sample(ways["ceiling batched"], n)
-        cs_rate, cs = median_sample(ways["ceiling single"], n)
-        ceiling_way, ceiling_rate = max((("batched", cb_rate), ("single", cs_rate)), key=lambda kv: kv[1])
-        share = rt_rate / ceiling_rate
-        stats = rt["stats"]
-        per_fired = rt["server_commits"] / n
-        print(way_line("runtime", rt, n))
-        print(
-            f"      fired={stats.fired} batches={stats.batches} instants={stats.instants} passes={stats.passes}; "
-            f"{rt['meter'].statements} statements; commits seen by the client: {rt['meter'].client_commits} "
-            f"({rt['meter'].explicit_commits} COMMIT + {rt['meter'].autocommit_statements} autocommit statements)"
-        )
-        print(
-            f"      commits per fired timer: {per_fired:.5f} (one commit per {n / max(rt['server_commits'], 1):,.0f})"
-        )
-        print(breakdown(rt["meter"], rt["seconds"]))
-        print(way_line("ceiling batched", cb, n) + f" · {cb['statements']} statements of <= {batch}")
-        print(way_line("ceiling single", cs, n) + " · 1 statement")
-        print(
-            f"  ratio: runtime is {100 * share:.1f}% of the ceiling ({ceiling_way}, {ceiling_rate:,.0f} timers/s); "
-            f"{100 * rt_rate / cb_rate:.1f}% of batched, {100 * rt_rate / cs_rate:.1f}% of single"
-        )
-        print(
-            f"  verified: {'FAILED' if failed_checks else 'ok'} · the record hash is "
-            f"{'the same' if len(set(hashes.values())) == 1 else 'DIFFERENT'} across the ways "
-            f"({next(iter(hashes.values()))[:28]}…)"
-        )
-        if args.repeat > 1:
-            print(
-                "  samples (s): "
-                + "; ".join(f"{w}: " + ", ".join(f"{s['seconds']:.3f}" for s in v) for w, v in ways.items())
-            )
-        results.append(
-            {"n": n, "rate": rt_rate, "ceiling": ceiling_rate, "share": share, "per_fired": per_fired}
-        )
+        result, problems = run_child(args, n, overhead)
+        failed_checks.extend(problems)
+        if result is not None:
+            results.append(result)
 
     if args.profile:
         n = max(args.n)
@@ -593,16 +668,30 @@ def run_all(args, brand, batch: int, overhead: int, info: dict) -> int:
         print(
             f"  N={r['n']:>9,}: runtime {r['rate']:9,.0f} timers/s · ceiling {r['ceiling']:9,.0f} timers/s · "
             f"{100 * r['share']:5.1f}% · {r['per_fired']:.5f} commits per fired timer · "
+            f"peak RSS {r['rss_peak_mb']:5.0f} MB · record {r['record'][:20]}… · "
             f"{'meets' if meets else 'MISSES'} targets"
+        )
+    if len(results) > 1:
+        small = min(results, key=lambda r: r["n"])
+        large = max(results, key=lambda r: r["n"])
+        ratio = large["rss_peak_mb"] / small["rss_peak_mb"]
+        within = ratio <= TARGET_RSS_RATIO
+        ok = ok and within
+        print(
+            f"  peak RSS N={large['n']:,} ÷ N={small['n']:,}: {large['rss_peak_mb']:.0f} ÷ {small['rss_peak_mb']:.0f} MB "
+            f"= {ratio:.2f}× ({'within' if within else 'OVER'} {TARGET_RSS_RATIO}×)"
         )
     if failed_checks:
         print("verification FAILED:\n  " + "\n  ".join(failed_checks))
+        return 3
+    if not results:
         return 3
     worst_rate = min(r["rate"] for r in results)
     worst_share = min(r["share"] for r in results)
     print(
         f"VERDICT: {'PASS' if ok else 'FAIL'} — targets >= {TARGET_RATE:,.0f} timers/s and >= "
-        f"{100 * TARGET_SHARE:.0f}% of the ceiling; worst {worst_rate:,.0f} timers/s and {100 * worst_share:.1f}%"
+        f"{100 * TARGET_SHARE:.0f}% of the ceiling, peak RSS of the largest N within {TARGET_RSS_RATIO}× the "
+        f"smallest's; worst {worst_rate:,.0f} timers/s and {100 * worst_share:.1f}%"
     )
     return 0 if ok else 1
 
