@@ -272,13 +272,10 @@ def rss_mb() -> float:
 
 
 def reset_peak_rss() -> bool:
-    """Reset the process's RSS high-water mark (VmHWM; Linux: 5 into /proc/self/clear_refs)."""
-    try:
-        with open("/proc/self/clear_refs", "w") as f:
-            f.write("5")
-    except OSError:
-        return False
-    return True
+    """Reset the process's RSS high-water mark (VmHWM): bench/tick_throughput.py's."""
+    from bench import tick_throughput as tt
+
+    return tt.reset_peak_rss()
 
 
 def hwm_mb() -> float | None:
