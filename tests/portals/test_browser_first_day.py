@@ -23,7 +23,7 @@ from calendars.models import Subject
 from services.models import Subscription
 from services.portal_sessions import portal_session_create
 from tests.support.axe import assert_accessible
-from tests.support.browser import browser, expect, viewport_page  # noqa: F401  (fixtures: browser, page)
+from tests.support.browser import browser, expect, sign_in_to_console, viewport_page  # noqa: F401  (fixtures: browser, page)
 from timers import transports
 from timers.advance import advance
 from timers.models import Membership
@@ -57,11 +57,7 @@ def shot(page, name: str) -> None:
 
 def test_the_owner_runs_a_first_day_and_the_customer_sees_their_dates(live_server, page, shop):
     brand, clock = shop
-    page.goto(f"{live_server.url}/admin/")
-    page.get_by_label("Username").fill("ada")
-    page.get_by_label("Password").fill("correct horse battery")
-    page.get_by_role("button", name="Log in").click()
-    expect(page).to_have_url(f"{live_server.url}/admin/")
+    sign_in_to_console(page, live_server.url, "ada")
 
     # Invite a member: one email with a link to choose a password.
     page.goto(f"{live_server.url}/admin/timers/membership/add/")

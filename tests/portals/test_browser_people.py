@@ -21,7 +21,7 @@ from calendars.brand_calendars import calendar_create
 from calendars.models import Contact, Subject
 from services.portal_sessions import portal_session_create
 from tests.support.axe import assert_accessible
-from tests.support.browser import browser, expect, viewport_page  # noqa: F401  (fixtures: browser, page)
+from tests.support.browser import browser, expect, sign_in_to_console, viewport_page  # noqa: F401  (fixtures: browser, page)
 from timers import transports
 from timers.advance import advance
 from timers.models import Event, Membership
@@ -62,11 +62,7 @@ def shot(page, name: str) -> None:
 
 def test_a_customers_people_hear_their_own_dates_in_their_own_zone(live_server, page, shop):
     brand, clock = shop
-    page.goto(f"{live_server.url}/admin/")
-    page.get_by_label("Username").fill("olive")
-    page.get_by_label("Password").fill("correct horse battery")
-    page.get_by_role("button", name="Log in").click()
-    expect(page).to_have_url(f"{live_server.url}/admin/")
+    sign_in_to_console(page, live_server.url, "olive")
 
     # Add a customer with two people: their bookkeeper first (primary), then their officer, in Los Angeles.
     page.goto(f"{live_server.url}/admin/calendars/subject/add/")

@@ -18,7 +18,7 @@ from django.db import connection
 from calendars.brand_calendars import calendar_create
 from tests.conftest import admin_url
 from tests.support.axe import assert_accessible
-from tests.support.browser import browser, expect, viewport_page  # noqa: F401  (fixtures: browser, page)
+from tests.support.browser import browser, expect, sign_in_to_console, viewport_page  # noqa: F401  (fixtures: browser, page)
 from tests.timers.test_schedules import target  # noqa: F401  (a fixture: a local HTTP endpoint)
 from timers.advance import advance
 from timers.models import Event, Membership, Schedule, ScheduleRun
@@ -52,11 +52,7 @@ def shot(page, name: str) -> None:
 
 def test_the_owner_changes_a_schedule_and_backfills_it(live_server, page, shop, target):  # noqa: F811
     clock, sch = shop
-    page.goto(f"{live_server.url}/admin/")
-    page.get_by_label("Username").fill("ada")
-    page.get_by_label("Password").fill("correct horse battery")
-    page.get_by_role("button", name="Log in").click()
-    expect(page).to_have_url(f"{live_server.url}/admin/")
+    sign_in_to_console(page, live_server.url, "ada")
 
     page.goto(f"{live_server.url}{admin_url(sch)}")
     expect(page.locator("#content-main")).to_contain_text("Thu 21 Jan 2027, 09:00 EST")  # the next run

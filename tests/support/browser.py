@@ -60,3 +60,14 @@ def viewport_page(request, browser):
     page.viewport_name = request.param
     yield page
     context.close()
+
+
+def sign_in_to_console(page, base_url: str, username: str, password: str = "correct horse battery") -> None:
+    """Sign in on the console's own page, as an owner does, and land on its index."""
+    from playwright.sync_api import expect
+
+    page.goto(f"{base_url}/admin/")
+    page.get_by_label("Username").fill(username)
+    page.get_by_label("Password").fill(password)
+    page.get_by_role("button", name="Log in").click()
+    expect(page).to_have_url(f"{base_url}/admin/")
