@@ -220,7 +220,7 @@ class ScheduleConsoleAdmin(RuntimeScheduleAdmin):
     list_filter = (StateFilter,)
     search_fields = ("name", "id")
     fields = ("name_text", "acts", "when", "runs_what", "state", "next_runs", "rules", "bounds", "counts",
-              "runs_table", "failed_table", "revision_text", "clock", "id")
+              "runs_table", "failed_table", "revision_text", "clock")
     readonly_fields = fields
     actions = ["pause_selected", "resume_selected"]
 
