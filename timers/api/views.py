@@ -16,7 +16,7 @@ from typing import IO, TYPE_CHECKING, Any
 
 from drf_spectacular.utils import extend_schema
 from rest_framework.exceptions import AuthenticationFailed, ParseError
-from rest_framework.parsers import FormParser, JSONParser, get_encoding  # type: ignore[attr-defined]  # the stubs leave it out
+from rest_framework.parsers import FormParser, JSONParser, get_encoding
 from rest_framework.response import Response
 from rest_framework.utils import json
 from rest_framework.views import APIView
@@ -76,7 +76,7 @@ class SafeJSONParser(JSONParser):
         try:
             # DRF's JSONParser.parse, with the hook that refuses a key named twice (a KeepingTimeError, which
             # is no ValueError: it leaves as itself).
-            data = json.load(codecs.getreader(encoding)(stream),  # type: ignore[arg-type]  # a text stream, as DRF's
+            data = json.load(codecs.getreader(encoding)(stream),
                              object_pairs_hook=parameters.refuse_duplicate_keys)
         except ValueError as exc:
             raise ParseError(f"the body is not valid JSON: {exc}") from None
