@@ -549,6 +549,34 @@ def report_counts(r: dict) -> None:
         print(f"    {c:>8,}  {c / fired:5.2f}/fire  {secs:6.1f}s  {shape}")
 
 
+def print_year(results: dict[int, dict], all_runs: dict[int, list[dict]]) -> None:
+    """The year's medians and CPU split per K: the context the ratios above are made of."""
+    print("\n=== the year, medians (a capped year: the part that ran; its full length extrapolated, marked ~) ===")
+    print(f"  {'K':>5} {'runs':>4} {'seconds':>9} {'fires':>8} {'fires/s':>8} {'events':>8} {'events/s':>8} "
+          f"{'s/subscr':>9} {'stmts/fire':>10} {'peak RSS':>9} {'noop/s':>8} {'share':>6}")
+    for k, m in results.items():
+        rate = m["fired"] / m["seconds"]
+        est = "~" if m["capped"] else " "
+        print(f"  {k:>5} {m['n_runs']:>4} {est}{m['full_seconds']:8.1f} {m['fired']:8,} {rate:8.0f} {m['events']:8,} "
+              f"{m['events'] / m['seconds']:8.0f} {est}{m['full_seconds'] / k:8.3f} "
+              f"{m['statements'] / m['fired']:10.2f} {m['rss_peak_mb']:7.0f}MB {m['noop_median']:8,.0f} "
+              f"{100 * rate / m['noop_median']:5.2f}%")
+    print("\n  CPU time (user+sys) of the Python process and of its PostgreSQL backend, medians: steadier than wall "
+          "time on a shared machine; 'CPU rate' = fires ÷ (python + server CPU seconds)")
+    print(f"  {'K':>5} {'python s':>9} {'server s':>9} {'ms/fire':>8} {'CPU rate':>9} {'noop CPU rate':>14} {'share':>6}")
+    for k, runs in all_runs.items():
+        py = statistics.median(r["cpu_py"] for r in runs)
+        pg = statistics.median(r["cpu_pg"] for r in runs)
+        fired = statistics.median(r["fired"] for r in runs)
+        noop_cpu = statistics.median(r["noop"]["n"] / (r["noop"]["cpu_py"] + r["noop"]["cpu_pg"]) for r in runs)
+        print(f"  {k:>5} {py:9.1f} {pg:9.1f} {1000 * (py + pg) / fired:8.2f} {fired / (py + pg):9.0f} "
+              f"{noop_cpu:14,.0f} {100 * fired / (py + pg) / noop_cpu:5.1f}%")
+    for k, m in results.items():
+        print(f"  K={k}: samples {', '.join(f'{s:.1f}' for s in m['samples'])} s · "
+              f"{m['armed']:,} armed, {m['superseded']:,} superseded, {m['sends']:,} sends, {m['batches']} batches, "
+              f"{m['commits']:,} COMMITs · " + ("capped: no record hash" if m["capped"] else f"record {m['record']}"))
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n", 1)[0])
     parser.add_argument("--k", type=int, nargs="+", default=[100, 300, 1000], help="subscribers per run")
@@ -631,57 +659,35 @@ def main(argv: list[str] | None = None) -> int:
         # A capped year: its full length extrapolated at the rate of the part that ran (marked ~; not a bound:
         # the rate differs across the year, and a short part may be only its heaviest instants).
         m["full_seconds"] = m["seconds"] if not m["capped"] else m["seconds"] * per_sub * k / m["fired"]
-    print("\n=== the year, medians (a capped year: the part that ran; its full length extrapolated, marked ~) ===")
-    print(f"  {'K':>5} {'runs':>4} {'seconds':>9} {'fires':>8} {'fires/s':>8} {'events':>8} {'events/s':>8} "
-          f"{'s/subscr':>9} {'stmts/fire':>10} {'peak RSS':>9} {'noop/s':>8} {'share':>6}")
-    for k, m in results.items():
-        rate = m["fired"] / m["seconds"]
-        est = "~" if m["capped"] else " "
-        print(f"  {k:>5} {m['n_runs']:>4} {est}{m['full_seconds']:8.1f} {m['fired']:8,} {rate:8.0f} {m['events']:8,} "
-              f"{m['events'] / m['seconds']:8.0f} {est}{m['full_seconds'] / k:8.3f} "
-              f"{m['statements'] / m['fired']:10.2f} {m['rss_peak_mb']:7.0f}MB {m['noop_median']:8,.0f} "
-              f"{100 * rate / m['noop_median']:5.2f}%")
-    print("\n  CPU time (user+sys) of the Python process and of its PostgreSQL backend, medians: steadier than wall "
-          "time on a shared machine; 'CPU rate' = fires ÷ (python + server CPU seconds)")
-    print(f"  {'K':>5} {'python s':>9} {'server s':>9} {'ms/fire':>8} {'CPU rate':>9} {'noop CPU rate':>14} {'share':>6}")
+    # Issue 39: every target is a ratio measured side by side in the same run, by CPU seconds (the process and its
+    # backend); wall-clock figures follow as context, since a shared machine's load moves them 2x.
+    print(f"\n=== ratios first (issue 39), CPU seconds, medians of {args.repeat}; load average "
+          f"{os.getloadavg()[0]:.1f} at the end ===")
+    verdicts = []
     for k, runs in all_runs.items():
         py = statistics.median(r["cpu_py"] for r in runs)
         pg = statistics.median(r["cpu_pg"] for r in runs)
         fired = statistics.median(r["fired"] for r in runs)
         noop_cpu = statistics.median(r["noop"]["n"] / (r["noop"]["cpu_py"] + r["noop"]["cpu_pg"]) for r in runs)
-        print(f"  {k:>5} {py:9.1f} {pg:9.1f} {1000 * (py + pg) / fired:8.2f} {fired / (py + pg):9.0f} "
-              f"{noop_cpu:14,.0f} {100 * fired / (py + pg) / noop_cpu:5.1f}%")
-    for k, m in results.items():
-        print(f"  K={k}: samples {', '.join(f'{s:.1f}' for s in m['samples'])} s · "
-              f"{m['armed']:,} armed, {m['superseded']:,} superseded, {m['sends']:,} sends, {m['batches']} batches, "
-              f"{m['commits']:,} COMMITs · " + ("capped: no record hash" if m["capped"] else f"record {m['record']}"))
-
-    print("\n=== against the targets (issue 12) ===")
-    verdicts = []
-    if 1000 in results:
-        s, est = results[1000]["full_seconds"], "~" if results[1000]["capped"] else ""
-        met = s <= TARGET_SECONDS_1000
-        verdicts.append(met)
-        print(f"  1,000 subscribers' year in <= {TARGET_SECONDS_1000:.0f} s (>= {TARGET_RATE:,.0f} fires/s): {est}{s:.0f} s, "
-              f"{results[1000]['fired'] / results[1000]['seconds']:,.0f} fires/s · "
-              + ("met" if met else f"NOT MET ({est}{s / TARGET_SECONDS_1000:.1f}× too slow)"))
-    else:
-        print("  1,000 subscribers' year in <= 60 s: not run")
+        sh = fired / (py + pg) / noop_cpu
+        verdicts.append(sh >= TARGET_SHARE)
+        print(f"  the year's fires a CPU second as a share of noop's at K={k} (target >= {100 * TARGET_SHARE:.0f}%): "
+              f"{100 * sh:.1f}% · {'met' if sh >= TARGET_SHARE else 'NOT MET'} (python {py:.1f}s + server {pg:.1f}s)")
     lo, hi = min(results, default=None), max(results, default=None)
     if lo is not None and hi is not None and hi > lo:
         a, b = results[lo]["full_seconds"] / lo, results[hi]["full_seconds"] / hi
         met = b <= TARGET_FLATNESS * a
-        if hi == 3000 and lo == 100:
-            verdicts.append(met)
         est = "~" if results[hi]["capped"] else ""
-        print(f"  per-subscriber cost at 3,000 within {TARGET_FLATNESS}× of at 100: K={hi} {est}{b:.3f} s against "
+        print(f"  (context, issue 12's wall figure) per-subscriber cost at 3,000 within {TARGET_FLATNESS}× of at 100: K={hi} {est}{b:.3f} s against "
               f"K={lo} {a:.3f} s = {est}{b / a:.2f}× · {'met' if met else 'NOT MET'}"
               + ("" if hi == 3000 else f" (measured up to K={hi}, not 3,000)"))
-    shares = {k: (m["fired"] / m["seconds"]) / m["noop_median"] for k, m in results.items()}
-    for k, sh in shares.items():
-        verdicts.append(sh >= TARGET_SHARE)
-        print(f"  domain rate >= {100 * TARGET_SHARE:.0f}% of noop at K={k}: {100 * sh:.2f}% · "
-              f"{'met' if sh >= TARGET_SHARE else 'NOT MET'}")
+    for k, m in results.items():
+        print(f"  (context) the year's wall rate as a share of noop's at K={k}: "
+              f"{100 * (m['fired'] / m['seconds']) / m['noop_median']:.2f}%")
+    if 1000 in results:
+        s1, est = results[1000]["full_seconds"], "~" if results[1000]["capped"] else ""
+        print(f"  (context, issue 12's absolute figure) 1,000 subscribers' year: {est}{s1:.0f} s against "
+              f"{TARGET_SECONDS_1000:.0f} s, {results[1000]['fired'] / results[1000]['seconds']:,.0f} fires/s")
     if lo is not None and hi is not None and hi > lo:
         # Issue 39: a year's working set is bounded whatever K is, and so is its CPU a subscriber.
         peak = {k: statistics.median(r["rss_peak_mb"] for r in all_runs[k]) for k in (lo, hi)}
@@ -701,6 +707,7 @@ def main(argv: list[str] | None = None) -> int:
                   f"{1000 * cpu[hi]:.1f} ÷ {1000 * cpu[lo]:.1f} ms = {flat:.2f}× · "
                   f"{'met' if flat <= TARGET_CPU_FLATNESS else 'NOT MET'}")
 
+    print_year(results, all_runs)
     if args.count:
         r = run_child(args.detail_k, "count", args.noop_n, args.timeout * 2, args.year_cap * 2)
         if r is not None:

@@ -675,10 +675,8 @@ def main(argv: list[str] | None = None) -> int:
         print(f"lane failed: {exc}")
         return 3
     med: dict[str, Result] = {}
-    print(f"\nmedians of {args.repeat} (rate: the median run's; CPU: medians per item; per CPU s: items per second of "
-          "client and server CPU together, the rate a loaded machine's scheduling does not move)")
-    print(f"  {'lane':<18} {'items/s':>9} {'client ms':>10} {'server ms':>10} {'per CPU s':>10} {'commits':>8}  version")
     per_cpu: dict[str, float] = {}
+    rows: list[str] = []
     for lane, rs in runs.items():
         m = sorted(rs, key=lambda r: r.rate)[len(rs) // 2]
         med[lane] = m
@@ -686,36 +684,42 @@ def main(argv: list[str] | None = None) -> int:
         sc = statistics.median(r.server_cpu / r.items * 1e3 for r in rs)
         ci = statistics.median(r.commits / r.items for r in rs)
         per_cpu[lane] = 1e3 / (cc + sc)
-        print(f"  {lane:<18} {m.rate:9,.0f} {cc:10.3f} {sc:10.3f} {per_cpu[lane]:10,.0f} {ci:8.3f}  {m.version}")
+        rows.append(f"  {lane:<18} {m.rate:9,.0f} {cc:10.3f} {sc:10.3f} {per_cpu[lane]:10,.0f} {ci:8.3f}  {m.version}")
+    met = True
+    # Issue 39: every target is a ratio of CPU seconds (client and server together, medians of the runs), which a
+    # shared machine's load moves far less than a rate; the rate's ratio follows as context.
+    print(f"\nratios first (issue 39): items per CPU second, client + server, medians of {args.repeat}; "
+          f"load average {os.getloadavg()[0]:.1f} at the end")
+
+    def target(label: str, ours: str, peers: list[str], factor: float) -> None:
+        nonlocal met
+        have = [p for p in peers if p in per_cpu]
+        if ours not in per_cpu or not have:
+            return
+        best = max(have, key=lambda p: per_cpu[p])
+        ratio = per_cpu[ours] / per_cpu[best]
+        ok = ratio >= factor
+        met = met and ok
+        best_rate = max(have, key=lambda p: med[p].rate)
+        print(f"  {label:<56} {ratio:6.2f}x of {best} (target >= {factor:g}x): {'met' if ok else 'NOT MET'}; "
+              f"by rate {med[ours].rate / med[best_rate].rate:.2f}x of {best_rate}")
+
+    target("ours per timer vs Procrastinate (its better concurrency)", "ours-per-timer",
+           ["procrastinate-c1", "procrastinate-c10"], 2.0)
+    target("ours per timer vs pgqueuer per job", "ours-per-timer", ["pgqueuer-per-job"], 1.5)
+    target("ours batched vs the best per-job peer", "ours-batched",
+           ["procrastinate-c1", "procrastinate-c10", "pgqueuer-per-job", "django-tasks"], 25.0)
+    target(f"ours batched vs pgqueuer batched (batch {args.pgq_batch})", "ours-batched", ["pgqueuer-batch"], 1.5)
+    target("hourly schedule, a year: ours vs APScheduler", "ours-year", ["apscheduler-year"], 10.0)
+    print(f"\nmedians of {args.repeat} (rate: the median run's; CPU: medians per item; per CPU s: items per second of "
+          "client and server CPU together, the rate a loaded machine's scheduling does not move)")
+    print(f"  {'lane':<18} {'items/s':>9} {'client ms':>10} {'server ms':>10} {'per CPU s':>10} {'commits':>8}  version")
+    print("\n".join(rows))
     print("\nwhat a crash loses:")
     for fam in dict.fromkeys(family(lane) for lane in lanes):
         key = "django-tasks" if fam == "django" else fam
         if key in SEMANTICS:
             print(f"  {key:<13} {SEMANTICS[key]}")
-    met = True
-    print("\ntargets (issue 26), ratios of the median rates:")
-
-    def target(label: str, ours: str, peers: list[str], factor: float) -> None:
-        nonlocal met
-        have = [p for p in peers if p in med]
-        if ours not in med or not have:
-            return
-        best = max(have, key=lambda p: med[p].rate)
-        ratio = med[ours].rate / med[best].rate
-        ok = ratio >= factor
-        met = met and ok
-        best_cpu = max(have, key=lambda p: per_cpu[p])
-        print(f"  {label:<52} {ratio:6.2f}x of {best} (target >= {factor:g}x): {'met' if ok else 'NOT MET'}; "
-              f"per CPU second {per_cpu[ours] / per_cpu[best_cpu]:.2f}x of {best_cpu}")
-
-    target("ours per timer vs Procrastinate (its better concurrency)", "ours-per-timer",
-           ["procrastinate-c1", "procrastinate-c10"], 1.5)
-    target("ours per timer vs pgqueuer per job", "ours-per-timer", ["pgqueuer-per-job"], 1.0)
-    target("ours batched vs the best per-job peer", "ours-batched",
-           ["procrastinate-c1", "procrastinate-c10", "pgqueuer-per-job", "django-tasks"], 20.0)
-    if "ours-year" in med and "apscheduler-year" in med:
-        ratio = med["ours-year"].rate / med["apscheduler-year"].rate
-        print(f"  {'hourly schedule, a year: ours vs APScheduler':<52} {ratio:6.2f}x (fires/s; no target)")
     return 0 if met else 1
 
 
