@@ -14,14 +14,15 @@ import contextlib
 import json
 import threading
 from collections import Counter
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from typing import Any, Protocol, TypeVar
 
 from django.conf import settings
-from django.core.mail import EmailMessage
+from django.core.mail import EmailMessage, get_connection
 
 from .http import Response, send
 from .models import Outbox
+from .sql import outbox as sql_outbox
 
 
 class Transport(Protocol):
@@ -107,19 +108,55 @@ class DjangoEmailTransport:
     lets a receiving server or mail client recognise it as the same email.
     """
 
+    def __init__(self) -> None:
+        # Per sending thread: the receipts the claim's rows carry, read as one set (prepare), and one mail
+        # connection for the claim's emails (an SMTP session, not one a message).
+        self._local = threading.local()
+
+    def prepare(self, sends: Sequence[tuple[str, dict[str, Any]]]) -> None:
+        """Before a claim's sends: the receipts its rows carry, in one read, and a fresh mail connection."""
+        local = self._local
+        local.receipts = sql_outbox.receipts_of([sid for sid, _ in sends])
+        local.ids = {sid for sid, _ in sends}
+        self._close()
+
     def send(self, submission_id: str, payload: dict[str, Any]) -> dict[str, Any]:
         messages = payload.get("messages", [])
-        done = list(self._receipt(submission_id).get("messages", []))
+        local = self._local
+        if submission_id in getattr(local, "ids", ()):
+            local.ids.discard(submission_id)
+            known = local.receipts.pop(submission_id, {})
+        else:  # sent without a claim's prepare (a direct call)
+            known = sql_outbox.receipts_of([submission_id]).get(submission_id, {})
+        done = list(known.get("messages", []))
         host = self._host()
         for n, msg in enumerate(messages):
             ref = msg.get("ref") or str(n)
             if ref in done:
                 continue
-            EmailMessage(subject=msg.get("subject", ""), body=msg.get("body", ""), to=list(msg["to"]),
-                         headers={"Message-ID": f"<{submission_id}.{n}@{host}>"}).send(fail_silently=False)
+            try:
+                EmailMessage(subject=msg.get("subject", ""), body=msg.get("body", ""), to=list(msg["to"]),
+                             headers={"Message-ID": f"<{submission_id}.{n}@{host}>"},
+                             connection=self._connection()).send(fail_silently=False)
+            except Exception:
+                self._close()  # a broken session is not used again
+                raise
             done.append(ref)
-            Outbox.objects.filter(pk=submission_id).exclude(status="sent").update(receipt={"messages": done})
+            sql_outbox.note_receipt(submission_id, {"messages": done})
         return {"messages": done, "emails": len(messages)}
+
+    def _connection(self) -> Any:
+        conn = getattr(self._local, "conn", None)
+        if conn is None:
+            conn = self._local.conn = get_connection(fail_silently=False)
+            conn.open()  # opened here, so each send leaves it open for the next: closed by the next claim
+        return conn
+
+    def _close(self) -> None:
+        conn, self._local.conn = getattr(self._local, "conn", None), None
+        if conn is not None:
+            with contextlib.suppress(Exception):  # a session the server already dropped has nothing to close
+                conn.close()
 
     def lookup(self, submission_id: str) -> dict[str, Any] | None:
         row = Outbox.objects.filter(pk=submission_id).values("payload", "receipt").first()
@@ -128,11 +165,6 @@ class DjangoEmailTransport:
         refs = [m.get("ref") or str(n) for n, m in enumerate((row["payload"] or {}).get("messages", []))]
         receipt = row["receipt"] or {}
         return receipt if set(refs) <= set(receipt.get("messages", [])) else None
-
-    @staticmethod
-    def _receipt(submission_id: str) -> dict[str, Any]:
-        row = Outbox.objects.filter(pk=submission_id).values_list("receipt", flat=True).first()
-        return row if isinstance(row, dict) else {}
 
     @staticmethod
     def _host() -> str:

@@ -214,6 +214,36 @@ def test_a_refused_firing_notifies_no_one(arm, clock, handler, people):
     assert mail.outbox == []
 
 
+# -- the email transport: a claim's emails in one mail session, their receipts read as one set -----------------
+def test_a_claims_emails_share_one_mail_session_and_one_read_of_their_receipts(db, brand, people, monkeypatch):
+    from django.core.mail.backends import locmem
+    from django.test.utils import CaptureQueriesContext
+
+    for i in range(6):
+        Outbox.objects.create(id=f"sub_many{i}", domain="tc_many", brand=brand, key=f"job_{i}:deadline:late:2027",
+                              attempt=1, transport="email", created_at=T0, payload={"messages": [
+                                  {"to": [f"p{i}@example.com"], "subject": "s", "body": "b", "ref": f"ntf_{i}"}]})
+    opened: list[object] = []  # each mail connection made (an SMTP session, for the SMTP backend)
+    real_init = locmem.EmailBackend.__init__
+
+    def counting_init(self, *args, **kwargs):
+        opened.append(self)
+        real_init(self, *args, **kwargs)
+
+    monkeypatch.setattr(locmem.EmailBackend, "__init__", counting_init)
+    with CaptureQueriesContext(connection) as seen:
+        stats = outbox.deliver("tc_many")
+    assert stats.sent == 6 and len(mail.outbox) == 6
+    assert len(opened) == 1  # one session for the claim's six emails, not one an email
+    receipt_reads = [q["sql"] for q in seen.captured_queries
+                     if q["sql"].lstrip().upper().startswith("SELECT") and "receipt" in q["sql"]]
+    assert len(receipt_reads) == 1, receipt_reads  # the claim's receipts in one read, not one a send
+    notes = [q["sql"] for q in seen.captured_queries if re.search(r'^\s*UPDATE\s+"?timers_outbox"?\s+SET\s+"?receipt"?\s*=',
+                                                                  q["sql"], re.I)]
+    assert len(notes) == 6  # and each email's receipt written on its own, before the next leaves
+    assert {r.receipt["messages"][0] for r in Outbox.objects.filter(domain="tc_many")} == {f"ntf_{i}" for i in range(6)}
+
+
 # -- the email transport: in doubt -----------------------------------------------------------------------
 def test_an_email_submission_cut_short_resends_only_what_did_not_leave(db, brand, people, monkeypatch):
     from django.core.mail import EmailMessage

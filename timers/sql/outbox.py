@@ -109,6 +109,10 @@ RECORD = ("UPDATE timers_outbox o SET status = 'sent', receipt = v.r::jsonb, sen
           "WHERE o.id = ANY(%s::varchar[]) AND o.id = v.id AND o.status <> 'sent'")
 
 # Renew the lease on the rows this sender claimed that no one has taken since (params: lease seconds, ids, me).
+# One email accepted by the mail server: its ref joins the row's receipt before the next is tried (params: the
+# receipt as JSON, id). A row already settled keeps the receipt its settle wrote.
+NOTE_RECEIPT = "UPDATE timers_outbox SET receipt = %s::jsonb WHERE id = %s AND status <> 'sent'"
+
 RENEW = ("UPDATE timers_outbox SET lease_until = clock_timestamp() + make_interval(secs => %s) "
          "WHERE id = ANY(%s) AND claimed_by = %s AND status = 'sending' RETURNING id")
 
@@ -254,6 +258,21 @@ def record(receipts: list[tuple[str, dict[str, Any] | None]], *, relaxed: bool =
         [Outbox(id=sid, status="sent", receipt=receipt, sent_at=now, lease_until=None, next_try_at=None, error="")
          for sid, receipt in receipts],
         ["status", "receipt", "sent_at", "lease_until", "next_try_at", "error"], batch_size=500)
+
+
+def receipts_of(ids: list[str]) -> dict[str, dict[str, Any]]:
+    """The receipts a claim's rows carry already (a send cut short: some of its emails went), in one read."""
+    found = Outbox.objects.filter(pk__in=ids, receipt__isnull=False).values_list("id", "receipt")
+    return {sid: receipt for sid, receipt in found if isinstance(receipt, dict)}
+
+
+def note_receipt(submission_id: str, receipt: dict[str, Any]) -> None:
+    """Write one send's receipt so far, at once and on its own (autocommit): a sender killed after it finds it."""
+    if _pg():
+        with connection.cursor() as cur:
+            cur.execute(NOTE_RECEIPT, [json.dumps(receipt), submission_id])
+        return
+    Outbox.objects.filter(pk=submission_id).exclude(status="sent").update(receipt=receipt)
 
 
 def renew(me: str, ids: list[str], lease: timedelta) -> set[str]:
