@@ -412,3 +412,26 @@ def test_the_wsgi_layer_answers_a_poll_as_django_does(acme, monkeypatch):
     Subject.objects.filter(pk=subject.pk).update(name="Acme Robotics, Inc.")
     status, _, body = call_wsgi(layer, subject.id, token, HTTP_IF_NONE_MATCH=tag)
     assert status == "200 OK" and body == fresh(subject.id) and passed == ["GET"]
+
+
+@pytest.mark.postgresql("the stamp's one statement and hash_record_extended are PostgreSQL's")
+def test_a_column_whose_equality_forgets_its_text_is_digested_by_its_text(brand):
+    """A row is hashed by its columns' own hash functions only when each type's hash covers its whole text:
+    jsonb's 1 and 1.0 are equal (and hash alike) yet print differently, so an input selecting a jsonb column
+    is hashed by its row's text, and the digest sees the change."""
+    tc = test_clock_create(brand=brand, frozen_time=at("2027-06-01T12:00Z"), name="digest")
+    event = Event.objects.create(domain=tc.id, brand=brand, type="clock.rung_ran", subject="clk_x", key="k",
+                                 data={"n": 1}, fired_at=tc.frozen_time)
+    rows = Event.objects.filter(pk=event.pk).order_by().values_list("seq", "data")
+    typed = Event.objects.filter(pk=event.pk).order_by().values_list("seq", "type", "fired_at")
+    assert not stamps._hashes_whole(rows) and stamps._hashes_whole(typed)
+
+    def digest() -> str:
+        sql, params = stamps._rows_digest(rows)
+        with connection.cursor() as cursor:
+            cursor.execute(f"SELECT {sql}", params)
+            return cursor.fetchone()[0]
+
+    before = digest()
+    raw("""UPDATE timers_event SET data = '{"n": 1.0}' WHERE seq = %s""", [event.seq])
+    assert digest() != before
