@@ -148,7 +148,10 @@ def _heard(f: Firing, domain: str, key: str) -> set | None:
     if key not in cache:
         keys = {key} | {t.key for t in f.holding((DUE_HANDLER, RUNG_HANDLER)) if t.key not in cache}
         cache.loaded = True
-        with b.quiet():
+        # While the cache holds anything, every notification the batch keeps unsent is under a key it holds
+        # (notify adds it there; a write that drops the cache empties it whole), and this read asks only for
+        # keys it lacks: the kept inserts need not go first (one INSERT a batch, not one a read).
+        with b.quiet(sees_kept=not cache):
             for k in keys:
                 cache[k] = set()
             for k, recipient, kind in (Notification.objects.filter(domain=domain, key__in=keys)

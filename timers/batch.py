@@ -199,6 +199,7 @@ class Batch:
         self._kept_tables: dict[str, int] = {}  # table → kept writes to it
         self._kept_seen_by_insert: dict[str, int] = {}  # table → kept inserts and updates of unique fields
         self._quiet = 0
+        self._blind = 0  # inside quiet(sees_kept=False): reads that need not send the kept writes first
         self._handler = False
         self._sid: str | None = None
         self._fire = 0  # the handler running (its number in the batch), 0 outside one
@@ -229,13 +230,17 @@ class Batch:
 
 
     @contextlib.contextmanager
-    def quiet(self) -> Iterator[None]:
-        """A cache's own reads: they neither open the handler's savepoint nor drop anything."""
+    def quiet(self, *, sees_kept: bool = True) -> Iterator[None]:
+        """A cache's own reads: they neither open the handler's savepoint nor drop anything. ``sees_kept=False``:
+        nor do they send the kept writes first, for a reader whose cache already holds every kept write its
+        reads could see (a read of what the cache lacks cannot find them)."""
         self._quiet += 1
+        self._blind += not sees_kept
         try:
             yield
         finally:
             self._quiet -= 1
+            self._blind -= not sees_kept
 
     # -- the handler's savepoint -------------------------------------------------------------------
     @contextlib.contextmanager
@@ -278,7 +283,7 @@ class Batch:
         """Django's execute wrapper for the batch's statements (the store's own cursors do not pass here)."""
         if self._sending:
             return execute(sql, params, many, context)
-        if self._kept_tables:
+        if self._kept_tables and not self._blind:
             self._before(sql)
         if not self._quiet:
             if self._handler and self._sid is None:
