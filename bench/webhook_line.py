@@ -26,8 +26,9 @@ same N events:
 
 Events/s is N over the lane's wall time (the issue's figure); CPU ms an event is read from /proc (user+sys)
 for this process, its backend (the line only) and the receiver, and does not move with the load as wall time
-does. Lanes alternate within each round; figures are medians over ``--repeat`` rounds. ``--count`` adds one
-untimed line round that counts the statements and commits psycopg sends a delivery.
+does. Lanes alternate within each round; figures are medians over ``--repeat`` rounds. ``--count`` adds two
+untimed line rounds: one counts the statements and commits psycopg sends a delivery, one splits a delivery's CPU
+(``Parts``: the POST, the signature, the body, the record statement and its backend, the rest).
 
 Exit status: 0 when the line reaches its target, 1 when not, 2 when not on PostgreSQL, 3 when a check fails
 (a delivery not sent, or the receiver's count not N).
@@ -98,9 +99,59 @@ def prepare(brand, receiver, n: int, run: int):
     return endpoint, events
 
 
-def line_round(endpoint, receiver, n: int, tag: str, *, count: bool = False) -> dict:
+class Parts:
+    """Where a delivery's CPU goes (the split round, not timed): this process's CPU inside the POST (timers/http.py's
+    send), the signature, the body (the event to JSON), the record statement (the log row and the receipt, its
+    commit with it), the claims and the set's reads; and its backend's CPU inside the record statement. The rest
+    of the process's is the outbox's loop and the send's own Python; the rest of the backend's, the claims and
+    reads. Each part is read with the thread's CPU clock (the backend's from /proc, in clock ticks, summed over N
+    statements) around the function that does it."""
+
+    PARTS = ("POST", "signature", "body", "record", "claims and reads")
+
+    def __init__(self, pid: int):
+        self.pid = pid
+        self.process = dict.fromkeys(self.PARTS, 0.0)
+        self.backend = 0.0
+        self._undo: list = []
+
+    def _wrap(self, owner, name: str, part: str, backend: bool = False) -> None:
+        original = getattr(owner, name)
+
+        def timed(*args, **kwargs):
+            pg0 = cpu_now(self.pid)[1] if backend else 0.0
+            t0 = time.thread_time()
+            try:
+                return original(*args, **kwargs)
+            finally:
+                self.process[part] += time.thread_time() - t0
+                if backend:
+                    self.backend += cpu_now(self.pid)[1] - pg0
+
+        setattr(owner, name, timed)
+        self._undo.append((owner, name, original))
+
+    def __enter__(self) -> Parts:
+        from timers import outbox, webhooks
+        from timers.sql import webhooks as webhook_sql
+
+        self._wrap(webhooks, "send", "POST")
+        self._wrap(webhooks, "sign", "signature")
+        self._wrap(webhooks, "body_of", "body")
+        self._wrap(webhook_sql, "logged_receipt", "record", backend=True)
+        self._wrap(outbox, "_claim", "claims and reads")
+        self._wrap(webhooks.WebhookTransport, "prepare", "claims and reads")
+        return self
+
+    def __exit__(self, *exc) -> None:
+        for owner, name, original in reversed(self._undo):
+            setattr(owner, name, original)
+
+
+def line_round(endpoint, receiver, n: int, tag: str, *, count: bool = False, split: bool = False) -> dict:
     """Timed: the endpoint's ordered line, delivered in this process as a worker's sender does, until nothing is
-    owed."""
+    owed. ``count``: the statements and commits a delivery sends are counted; ``split``: its CPU is split
+    (``Parts``); either costs CPU of its own, so such a round is not one of the timed ones."""
     from domain_throughput import Statements, backend_pid
 
     from timers import outbox
@@ -109,7 +160,7 @@ def line_round(endpoint, receiver, n: int, tag: str, *, count: bool = False) -> 
     got0, far0 = receiver.count(), receiver.cpu()
     pid = backend_pid()
     load = os.getloadavg()[0]
-    meter = Statements() if count else None
+    meter: Statements | Parts | None = Statements() if count else Parts(pid) if split else None
     if meter is not None:
         meter.__enter__()
     try:
@@ -131,8 +182,11 @@ def line_round(endpoint, receiver, n: int, tag: str, *, count: bool = False) -> 
     sent = Outbox.objects.filter(domain=endpoint.id, status="sent").count()
     out = {"seconds": seconds, "rate": n / seconds, "process": (py1 - py0) / n * 1000, "db": (pg1 - pg0) / n * 1000,
            "far": far / n * 1000, "ok": sent == n == received, "load": load}
-    if meter is not None:
+    if isinstance(meter, Statements):
         out.update(statements=meter.total / n, commits=meter.commits / n)
+    if isinstance(meter, Parts):
+        out["parts"] = {part: cpu / n * 1000 for part, cpu in meter.process.items()}
+        out["parts"]["record (backend)"] = meter.backend / n * 1000
     say(f"{tag} · the line: {n} deliveries in {seconds:.2f} s = {n / seconds:,.0f}/s · CPU ms a delivery: process "
         f"{out['process']:.2f} + db {out['db']:.2f}, the far end {out['far']:.2f} · sent {sent}, received {received}"
         + (f" · {out['statements']:.2f} statements + {out['commits']:.2f} commits a delivery" if count else "")
@@ -204,7 +258,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("-n", type=int, default=2000, help="events (deliveries) a round")
     parser.add_argument("--repeat", type=int, default=3)
     parser.add_argument("--client", choices=["urllib3", "http.client"], default="urllib3")
-    parser.add_argument("--count", action="store_true", help="one more line round, counting statements a delivery")
+    parser.add_argument("--count", action="store_true",
+                        help="two more line rounds, not timed: one counting statements a delivery, one splitting its CPU")
     args = parser.parse_args(argv)
     os.environ.setdefault("KT_ALLOW_TARGETS", "127.0.0.1")  # the receiver is on this machine
     setup_django()
@@ -224,13 +279,14 @@ def main(argv: list[str] | None = None) -> int:
     loads = [os.getloadavg()]
     rounds: list[dict] = []
     try:
-        for r in range(args.repeat + (1 if args.count else 0)):
-            counting = args.count and r == args.repeat
-            tag = "counted round" if counting else f"round {r + 1}"
+        extra = ["counted", "split"] if args.count else []
+        for r in range(args.repeat + len(extra)):
+            kind = extra[r - args.repeat] if r >= args.repeat else ""
+            tag = f"{kind} round" if kind else f"round {r + 1}"
             endpoint, events = prepare(brand, receiver, args.n, r)
-            line = line_round(endpoint, receiver, args.n, tag, count=counting)
-            if counting:
-                rounds[-1]["counted"] = line
+            line = line_round(endpoint, receiver, args.n, tag, count=kind == "counted", split=kind == "split")
+            if kind:
+                rounds[-1][kind] = line
             else:
                 rounds.append({"line": line, "bare": bare_round(events, receiver, args.client, tag)})
                 loads.append(os.getloadavg())
@@ -251,6 +307,10 @@ def report(rounds: list[dict], args: argparse.Namespace, loads: list[tuple[float
     share = statistics.median(shares)
     cpu = {lane: med(lane, "process") + med(lane, "db") for lane in ("line", "bare")}
     ok = all(r[lane]["ok"] for r in rounds for lane in ("line", "bare"))
+    print(f"webhook_line: the line delivers {share:.0%} of the bare client's events/s [target >= {TARGET_SHARE:.0%}: "
+          f"{'met' if share >= TARGET_SHARE else 'NOT met'}] · CPU ms an event {cpu['line']:.2f} (process "
+          f"{med('line', 'process'):.2f} + backend {med('line', 'db'):.2f}) against {cpu['bare']:.2f} · load "
+          f"{min(la[0] for la in loads):.1f}-{max(la[0] for la in loads):.1f}")
     print(f"webhook_line · one endpoint's ordered line against a bare client ({args.client}, kept alive) posting "
           f"the same bodies to the same far end · N={args.n} events a lane, medians of {len(rounds)} "
           f"round{'s' if len(rounds) != 1 else ''} · commit {commit()}")
@@ -268,6 +328,17 @@ def report(rounds: list[dict], args: argparse.Namespace, loads: list[tuple[float
     if counted is not None:
         print(f"  a delivery sends {counted['statements']:.2f} statements and {counted['commits']:.2f} commits "
               f"(the counted round, not timed)")
+    split = rounds[-1].get("split")
+    if split is not None:
+        parts = split["parts"]
+        named = sum(v for k, v in parts.items() if k != "record (backend)")
+        print(f"  a delivery's CPU ms, split (the split round, not timed; {split['process'] + split['db']:.2f} in "
+              f"all): process {split['process']:.2f} = the POST {parts['POST']:.3f} + the signature "
+              f"{parts['signature']:.3f} + the body {parts['body']:.3f} + the record statement {parts['record']:.3f} "
+              f"+ the claims and the set's reads {parts['claims and reads']:.3f} + the rest (the outbox's loop, the "
+              f"send's own Python) {split['process'] - named:.3f}; backend "
+              f"{split['db']:.2f} = the record statement {parts['record (backend)']:.3f} + the rest "
+              f"{split['db'] - parts['record (backend)']:.3f}; the far end {split['far']:.2f}")
     for lane, name in (("line", "the line"), ("bare", "the bare client")):
         print(f"{name}: {med(lane, 'seconds'):.2f} s a round · {med(lane, 'rate'):,.0f}/s · CPU ms an event "
               f"process {med(lane, 'process'):.2f} + db {med(lane, 'db'):.2f}, the far end {med(lane, 'far'):.2f}")

@@ -13,9 +13,9 @@ send, and a failed send puts the rest back. The body is the event as ``GET /even
 as a schedule's HTTP call is (``Keeping-Time-Signature: t=…,v1=…``), with the event id as ``Idempotency-Key``.
 A failure is retried with exponential backoff (``WEBHOOK_RETRY_BASE_SECONDS`` doubling up to
 ``WEBHOOK_RETRY_CAP_SECONDS``) until ``WEBHOOK_RETRY_WINDOW_SECONDS`` (3 days) after the event, then failed.
-Each try is a ``WebhookAttempt`` row written right after the POST; a delivery in doubt (its sender was killed)
-is sent again only if no 2xx for it is logged, so a kill -9 sends at most its one in-flight POST twice, under
-the same Idempotency-Key.
+Each try is a ``WebhookAttempt`` row written right after the POST, a 2xx's in one statement with its receipt
+(timers/sql/webhooks.py); a delivery in doubt (its sender was killed) is sent again only if no 2xx for it is
+logged, so a kill -9 sends at most its one in-flight POST twice, under the same Idempotency-Key.
 """
 
 from __future__ import annotations
@@ -31,7 +31,7 @@ from datetime import datetime, timedelta
 from typing import Any
 
 from django.conf import settings
-from django.db import IntegrityError, transaction
+from django.db import transaction
 from django.db.models import Count, Max
 from django.db.models.signals import post_save
 
@@ -46,6 +46,7 @@ from .rows import insert_rows
 from .signals import test_clock_deleted
 from .signing import SIGNATURE_HEADER, sign
 from .sql import outbox as outbox_sql
+from .sql import webhooks as webhook_sql
 from .timeutil import iso_z
 
 TRANSPORT = "webhook"
@@ -362,11 +363,16 @@ class _Prepared(threading.local):
         self.endpoints: dict[str, WebhookEndpoint] = {}
         self.events: dict[str, Event] = {}
         self.tries: dict[tuple[str, str], int] = {}
+        # The set's 2xx tries not yet logged: each is written with its receipt (``record_receipt``), by this
+        # thread, the one that sent it.
+        self.unlogged: dict[str, webhook_sql.Attempt] = {}
 
 
 class WebhookTransport:
     """POST an event to its endpoint: signed (``Keeping-Time-Signature``, timers.signing.sign), with the event
-    id as ``Idempotency-Key``; each try logged right after it, before the outbox records the receipt.
+    id as ``Idempotency-Key``. A failed try is logged right after it; one that got its 2xx is logged with its
+    receipt, in the outbox's one statement (``record_receipt``), so a kill -9 between POST and that write leaves
+    neither, and the delivery is in doubt with no 2xx logged: sent again once.
 
     A claimed set is read in four queries before its first send (``prepare``), not four a send: what a set
     sends is this sender's alone while it holds the claim, so nothing read ahead changes under it but the
@@ -435,11 +441,26 @@ class WebhookTransport:
             error = f"refused: {exc.reason}"
         except (OSError, ValueError, http.client.HTTPException) as exc:
             error = f"{type(exc).__name__}: {getattr(exc, 'reason', exc)}"
-        _log(endpoint, event, submission_id, attempt, at, status, answer, error,
-             round((time.monotonic() - started) * 1000))
+        logged_try: webhook_sql.Attempt = (
+            endpoint.id, event.id, event.type, submission_id, attempt, at, status, answer.replace("\x00", ""),
+            error[:500], max(0, round((time.monotonic() - started) * 1000)))
         if status is not None and 200 <= status < 300:
+            if submission_id in self._set.sids:
+                self._set.unlogged[submission_id] = logged_try  # written with the receipt (record_receipt)
+            else:
+                webhook_sql.log_attempt(logged_try)
             return {"status": status, "attempt": attempt}
+        webhook_sql.log_attempt(logged_try)
         raise DeliveryFailed(f"HTTP {status}: {answer[:200]}" if status is not None else error)
+
+    def record_receipt(self, submission_id: str, receipt: dict[str, Any], *, relaxed: bool) -> None:
+        """The outbox's write of a receipt (timers/outbox.py): with the try's log row, in one statement; a
+        delivery confirmed from the log (in doubt) has its receipt alone."""
+        logged_try = self._set.unlogged.pop(submission_id, None)
+        if logged_try is None:
+            outbox_sql.record([(submission_id, receipt)], relaxed=relaxed)
+        else:
+            webhook_sql.logged_receipt(logged_try, receipt, relaxed=relaxed)
 
     def lookup(self, submission_id: str) -> dict[str, Any] | None:
         # An endpoint cannot be asked; the log can: a 2xx logged means it arrived.
@@ -460,21 +481,6 @@ class WebhookTransport:
 
 def _text(raw: bytes) -> str:
     return raw.decode("utf-8", "replace")[:ANSWER_KEPT]
-
-
-def _log(endpoint: WebhookEndpoint, event: Event, submission_id: str, attempt: int, at: datetime,
-         status: int | None, answer: str, error: str, duration_ms: int) -> None:
-    try:
-        # The log's commit need not wait for its flush: the receipt written next commits synchronously, and the
-        # WAL is one sequence, so that flush carries this row too. Lost only with the server itself, and then the
-        # receipt is lost with it: in doubt, sent again once, as before a log.
-        with outbox_sql.unflushed(savepoint=True):
-            WebhookAttempt.objects.create(endpoint=endpoint, event_id=event.id, event_type=event.type,
-                                          submission=submission_id, attempt=attempt, at=at, status=status,
-                                          answer=answer.replace("\x00", ""), error=error[:500],
-                                          duration_ms=max(0, duration_ms))
-    except IntegrityError:
-        pass  # the endpoint was deleted while its POST was out: its log went with it
 
 
 def held(domain: str) -> bool:

@@ -866,12 +866,22 @@ def test_a_set_of_deliveries_reads_its_events_endpoints_and_log_once_not_once_a_
     assert len(receiver.posts) == 26
 
 
+def _show(name: str) -> str:
+    with connection.cursor() as cur:
+        cur.execute(f"SHOW {name}")
+        return cur.fetchone()[0]
+
+
 @pytest.mark.django_db(transaction=True)
-def test_a_webhook_receipt_commits_without_waiting_for_its_flush_and_an_outside_systems_does_not(brand, receiver):
-    """Webhooks are at least once, with the event id as Idempotency-Key: their log and receipt commit with
-    synchronous_commit off (the server's crash alone could lose the last few, sent again once). Any other
+def test_a_webhook_receipt_is_one_statement_with_its_log_row_and_commits_without_waiting_for_its_flush(
+        brand, receiver):
+    """Webhooks are at least once, with the event id as Idempotency-Key: a delivery's log row and its receipt are
+    one statement (one commit: a kill -9 after the POST leaves both or neither), and the line's session commits
+    it with synchronous_commit off (the server's crash alone could lose the last few, sent again once), set once
+    for the claim and reset after it (issue 39: four statements and two commits a delivery were one). Any other
     transport's receipt waits for its flush, as before."""
-    from django.db import connection
+    from timers.sql import sessions
+    from timers.sql import webhooks as webhook_sql
 
     if connection.vendor != "postgresql":
         pytest.skip("synchronous_commit: PostgreSQL")
@@ -886,8 +896,14 @@ def test_a_webhook_receipt_commits_without_waiting_for_its_flush_and_an_outside_
 
     with connection.execute_wrapper(watch):
         assert deliver(endpoint).sent == 3
-    receipts = [i for i, q in enumerate(seen) if q.startswith("UPDATE timers_outbox o SET status = 'sent'")]
-    assert len(receipts) == 3 and all(seen[i - 1] == "SET LOCAL synchronous_commit TO OFF" for i in receipts)
+    on, off = seen.index(sessions.SESSION_UNFLUSHED), seen.index(sessions.SESSION_FLUSHED)
+    writes = [q for q in seen[on:off] if not q.lstrip().startswith("SELECT")]
+    assert writes == [sessions.SESSION_UNFLUSHED] + [webhook_sql.LOGGED_RECEIPT] * 3, writes
+    assert not any(q.startswith("SET LOCAL synchronous_commit") for q in seen)
+    assert _show("synchronous_commit") == "on"
+    logged = WebhookAttempt.objects.filter(endpoint=endpoint, status=200)
+    assert logged.count() == 3 and set(logged.values_list("submission", flat=True)) == set(
+        Outbox.objects.filter(domain=endpoint.id, status="sent").values_list("id", flat=True))
     # An outside system's receipt (the recording transport here, e-file in production) keeps its flush.
     Outbox.objects.create(id="sub_relaxed_1", domain=clock.id, brand=brand, key="job_9:ask:x:1", attempt=1,
                           transport="recording", created_at=T0)
@@ -896,4 +912,47 @@ def test_a_webhook_receipt_commits_without_waiting_for_its_flush_and_an_outside_
         outbox.deliver(clock.id)
     assert far.received["sub_relaxed_1"] == 1
     assert any(q.startswith("UPDATE timers_outbox o SET status = 'sent'") for q in seen)
-    assert "SET LOCAL synchronous_commit TO OFF" not in seen
+    assert not any("synchronous_commit" in q for q in seen)
+
+
+@pytest.mark.django_db(transaction=True)
+def test_the_line_s_session_waits_for_its_flush_again_after_a_claim_that_raised(brand, receiver, monkeypatch):
+    """The session's synchronous_commit off is the claim's alone: a claim that raised (its receipt's write
+    failed) leaves it on again, so the worker's next transaction (a tick's batch) waits for its flush."""
+    from timers.sql import webhooks as webhook_sql
+
+    if connection.vendor != "postgresql":
+        pytest.skip("synchronous_commit: PostgreSQL")
+    clock = test_clock_create(brand=brand, frozen_time=T0, name="raised")
+    endpoint = webhooks.endpoint_create(brand=brand, livemode=False, url=receiver.url, enabled_events=["timer.fired"])
+    advance(clock.id, noop_fires(brand, clock, 2))
+
+    def broken(*args, **kwargs):
+        assert _show("synchronous_commit") == "off"
+        raise RuntimeError("the receipt's write failed")
+
+    monkeypatch.setattr(webhook_sql, "logged_receipt", broken)
+    with pytest.raises(RuntimeError):
+        deliver(endpoint)
+    assert _show("synchronous_commit") == "on"
+
+
+@pytest.mark.django_db(transaction=True)
+def test_an_endpoint_deleted_while_its_post_was_out_still_gets_the_receipt_without_a_log(brand, clock, receiver,
+                                                                                          monkeypatch):
+    """The log row goes with its endpoint: one deleted while its POST was out leaves the receipt alone written
+    (the combined statement's INSERT fails on the endpoint's key), not a claim that raised."""
+    from timers.http import Response
+
+    endpoint = hearing(brand, receiver, ("timer.fired",))
+    advance(clock.id, noop_fires(brand, clock, 1))
+
+    def post_while_deleted(method, url, **kwargs):
+        webhooks.endpoint_delete(endpoint=WebhookEndpoint.objects.get(pk=endpoint.id))
+        return Response(200, "OK", {}, b"ok")
+
+    monkeypatch.setattr(webhooks, "send", post_while_deleted)
+    stats = deliver(endpoint)
+    assert stats.sent == 1
+    assert Outbox.objects.get(domain=endpoint.id).status == "sent"
+    assert not WebhookAttempt.objects.filter(endpoint_id=endpoint.id).exists()

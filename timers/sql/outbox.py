@@ -23,7 +23,7 @@ from django.db.models import Q
 from ..clock import wall_now
 from ..models import Outbox
 from . import one_row
-from .sessions import LIVE_SESSIONS, SESSION_NAME, commit_unflushed
+from .sessions import LIVE_SESSIONS, SESSION_NAME, commit_unflushed, session_unflushed
 
 Row = tuple[str, str, dict[str, Any], bool, str]  # a claimed row: id, transport, payload, in doubt, domain
 
@@ -229,8 +229,12 @@ def claim_ordered(domain: str, transport: str, me: str, limit: int, lease: timed
 def unflushed(*, savepoint: bool = False) -> Iterator[None]:
     """Writes whose commit need not wait for its flush: outside a caller's transaction on PostgreSQL, in a
     transaction of their own with synchronous_commit off; inside one (or on SQLite), in a savepoint when
-    ``savepoint``, else as they are. Visible at once all the same; only the server's own crash can lose them."""
-    if _pg() and not connection.in_atomic_block:
+    ``savepoint``, else as they are. Visible at once all the same; only the server's own crash can lose them.
+    In a session unflushed already (timers/sql/sessions.py, ``unflushed_session``), each as it is: its own
+    commit skips the wait already."""
+    if _pg() and not connection.in_atomic_block and session_unflushed():
+        yield
+    elif _pg() and not connection.in_atomic_block:
         with transaction.atomic():
             commit_unflushed()
             yield

@@ -9,12 +9,15 @@ process (host and pid), and a lease waits out its expiry. PostgreSQL also carrie
 
 from __future__ import annotations
 
+import contextlib
 import os
 import socket
+import threading
+from collections.abc import Iterator
 from typing import Any
 
 import psycopg
-from django.db import InterfaceError, OperationalError, connection
+from django.db import DatabaseError, InterfaceError, OperationalError, connection
 
 # A session's name, from pg_stat_activity's row ``{a}``: the claims' ``claimed_by`` and the lease's ``session``.
 SESSION_NAME = "'pg:' || {a}.pid || ':' || floor(extract(epoch from {a}.backend_start) * 1000000)::bigint"
@@ -127,6 +130,9 @@ def worker_sessions() -> int | None:
 NOTIFY = "SELECT pg_notify(%s, %s)"
 # This transaction's commit does not wait for its WAL flush (a write lost only with the server itself).
 UNFLUSHED = "SET LOCAL synchronous_commit TO OFF"
+# Every commit of this session from now on, each statement's own in autocommit, skips the wait; and back.
+SESSION_UNFLUSHED = "SET synchronous_commit TO OFF"
+SESSION_FLUSHED = "RESET synchronous_commit"
 # The transaction reads one snapshot throughout (its first statement: before it reads anything).
 ONE_SNAPSHOT = "SET TRANSACTION ISOLATION LEVEL REPEATABLE READ"
 
@@ -143,6 +149,38 @@ def commit_unflushed() -> None:
     if named():
         with connection.cursor() as cur:
             cur.execute(UNFLUSHED)
+
+
+_session = threading.local()  # Django's connection is the thread's: so is whether its session is unflushed
+
+
+def session_unflushed() -> bool:
+    """Whether this thread's session commits without waiting for its flush (``unflushed_session``)."""
+    return bool(getattr(_session, "on", False))
+
+
+@contextlib.contextmanager
+def unflushed_session() -> Iterator[None]:
+    """For the block, every commit of this session skips its flush wait, a statement's own in autocommit too:
+    a write that is one statement then costs that statement alone, not BEGIN, ``UNFLUSHED``, it and COMMIT
+    (an ordered webhook line's receipt, one a delivery). PostgreSQL, outside a caller's transaction (whose
+    commit is the caller's to judge); otherwise, and on SQLite, nothing changes. The setting is reset at the
+    end whatever happened; a session that cannot be reset is closed, so no later write of it goes unflushed."""
+    if not named() or connection.in_atomic_block or session_unflushed():
+        yield
+        return
+    with connection.cursor() as cur:
+        cur.execute(SESSION_UNFLUSHED)
+    _session.on = True
+    try:
+        yield
+    finally:
+        _session.on = False
+        try:
+            with connection.cursor() as cur:
+                cur.execute(SESSION_FLUSHED)
+        except DatabaseError:
+            connection.close()
 
 
 def one_snapshot() -> None:
