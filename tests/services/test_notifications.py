@@ -122,6 +122,22 @@ def test_the_notices_before_a_date_email_who_answers_and_the_owner(db, people):
                          m.body) for m in soon), [m.body for m in soon]
 
 
+def test_a_batch_writes_its_notifications_once_however_often_it_asks_who_heard(db, people):
+    """The batch asks who has heard a lapse once for what it holds and again for what it armed since; those
+    reads do not send its kept notifications first, so they go in one INSERT a batch, not one a read."""
+    from django.test.utils import CaptureQueriesContext
+
+    tc = load_acme()
+    with CaptureQueriesContext(connection) as seen:
+        stats = advance(tc, CAME_DUE)
+    sql = [q["sql"] for q in seen.captured_queries]
+    asks = [q for q in sql if q.lstrip().upper().startswith("SELECT") and "services_notification" in q]
+    inserts = [q for q in sql if re.match(r'\s*INSERT\s+INTO\s+"?services_notification"?', q, re.I)]
+    assert len(asks) >= 2  # the batch asked more than once (else this test could not tell)
+    assert Notification.objects.filter(domain=tc).count() > len(inserts)
+    assert 1 <= len(inserts) <= stats.batches, (len(asks), len(inserts), stats.batches)
+
+
 def test_a_person_without_an_address_is_notified_without_an_email(db, people):
     Membership.objects.filter(name="Olive Owner").update(user=get_user_model().objects.create(username="noemail"))
     tc = load_acme()
