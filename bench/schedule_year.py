@@ -145,20 +145,27 @@ def copies():
 
 
 @contextlib.contextmanager
-def timed_sends():
+def timed_sends(pid: int | None = None):
     """The wall time spent in the outbox's sends (its claim, the POSTs, the receipts, the settle hook), apart
-    from the tick's own: the year's time is both."""
+    from the tick's own: the year's time is both. With the backend's ``pid``, their CPU too (this process's,
+    whose only work while they run is theirs, and the backend's)."""
+    from domain_throughput import cpu_seconds
+
     from timers import outbox
 
-    got = {"seconds": 0.0}
+    got = {"seconds": 0.0, "cpu_py": 0.0, "cpu_pg": 0.0}
     original = outbox._send_claimed
 
     def timed(*args, **kwargs):
         t = time.perf_counter()
+        py, pg = cpu_seconds(pid)
         try:
             return original(*args, **kwargs)
         finally:
             got["seconds"] += time.perf_counter() - t
+            py1, pg1 = cpu_seconds(pid)
+            got["cpu_py"] += py1 - py
+            got["cpu_pg"] += pg1 - pg
 
     outbox._send_claimed = timed
     try:
@@ -222,7 +229,7 @@ def year(brand, receiver: Receiver, run: int, *, count_shapes: bool) -> dict:
     pid = backend_pid()
     py0, pg0 = cpu_seconds(pid)
     far0 = receiver.cpu()
-    with Statements(attribute=count_shapes) as meter, timed_sends() as sends, copies() as copied:
+    with Statements(attribute=count_shapes) as meter, timed_sends(pid) as sends, copies() as copied:
         t = time.perf_counter()
         stats = advance(clock.id, START + timedelta(days=365))
         seconds = time.perf_counter() - t
@@ -230,7 +237,8 @@ def year(brand, receiver: Receiver, run: int, *, count_shapes: bool) -> dict:
     far = receiver.cpu() - far0
     runs = ScheduleRun.objects.filter(schedule=sch).count()
     n, digest = record.record_hash(clock.id)
-    out = {"run": run, "seconds": seconds, "send_seconds": sends["seconds"], "fired": stats.fired, "runs": runs, "statements": meter.total + copied["n"],
+    out = {"run": run, "seconds": seconds, "send_seconds": sends["seconds"], "send_cpu_py": sends["cpu_py"],
+           "send_cpu_pg": sends["cpu_pg"], "fired": stats.fired, "runs": runs, "statements": meter.total + copied["n"],
            "copies": copied["n"], "commits": meter.commits, "cpu_py": py1 - py0, "cpu_pg": pg1 - pg0, "cpu_far": far,
            "received": receiver.count() - got0, "sent": Outbox.objects.filter(domain=clock.id, status="sent").count(), "record": f"{n}:{digest[:16]}",
            "load": load()}
@@ -334,7 +342,8 @@ def main(argv: list[str] | None = None) -> int:
                   f"{r['seconds'] - r['send_seconds']:.2f}s) · {r['fired']} fires = {r['fired'] / r['seconds']:.0f}/s "
                   f"({r['fired'] / r['seconds'] / noop['rate']:.1%} of noop) · "
                   f"{r['statements'] / r['fired']:.3f} statements/fire (+{r['commits']} commits) · "
-                  f"cpu py {r['cpu_py']:.2f}s pg {r['cpu_pg']:.2f}s, the far end {r['cpu_far']:.2f}s · received {r['received']} "
+                  f"cpu py {r['cpu_py']:.2f}s pg {r['cpu_pg']:.2f}s (the sends' py {r['send_cpu_py']:.2f}s pg "
+                  f"{r['send_cpu_pg']:.2f}s), the far end {r['cpu_far']:.2f}s · received {r['received']} "
                   f"sent {r['sent']} · record {r['record']} · load {r['load']}")
             if "shapes" in r:
                 print("  statements by label:", json.dumps(r["by_label"]))
