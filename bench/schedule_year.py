@@ -145,26 +145,69 @@ def copies():
 
 
 @contextlib.contextmanager
-def timed_sends():
+def timed_sends(pid: int | None = None):
     """The wall time spent in the outbox's sends (its claim, the POSTs, the receipts, the settle hook), apart
-    from the tick's own: the year's time is both."""
+    from the tick's own: the year's time is both. With the backend's ``pid``, their CPU too (this process's,
+    whose only work while they run is theirs, and the backend's)."""
+    from domain_throughput import cpu_seconds
+
     from timers import outbox
 
-    got = {"seconds": 0.0}
+    got = {"seconds": 0.0, "cpu_py": 0.0, "cpu_pg": 0.0}
     original = outbox._send_claimed
 
     def timed(*args, **kwargs):
         t = time.perf_counter()
+        py, pg = cpu_seconds(pid)
         try:
             return original(*args, **kwargs)
         finally:
             got["seconds"] += time.perf_counter() - t
+            py1, pg1 = cpu_seconds(pid)
+            got["cpu_py"] += py1 - py
+            got["cpu_pg"] += pg1 - pg
 
     outbox._send_claimed = timed
     try:
         yield got
     finally:
         outbox._send_claimed = original
+
+
+def bare(receiver: Receiver, n: int) -> dict:
+    """The POST's floor: a bare client on the project's HTTP library (urllib3's HTTPConnection, one kept
+    connection, one POST after another) sending ``n`` POSTs of a fire's size (its body, its headers: the
+    Idempotency-Key and the signature header, of the same lengths) to the same receiver, CPU measured as the
+    year's. No database, no signing, no JSON: what any sender pays to get one such POST answered."""
+    from domain_throughput import cpu_seconds
+    from urllib3.connection import HTTPConnection
+
+    from timers.ids import new_id
+
+    sub, sch, run = new_id("sub", seed="bare"), new_id("sch", seed="bare"), new_id("run", seed="bare")
+    body = json.dumps({"id": sub, "object": "schedule.fire", "schedule": sch, "run": run,
+                       "scheduled_at": "2027-01-20T15:00:00Z", "fired_at": "2027-01-20T15:00:00Z"},
+                      separators=(",", ":")).encode()
+    headers = {"Host": f"127.0.0.1:{receiver.port}", "User-Agent": "Python-urllib/3.11",
+               "Content-Type": "application/json", "Idempotency-Key": sub,
+               "Keeping-Time-Signature": "t=1800000000,v1=" + "0" * 64}
+    conn = HTTPConnection("127.0.0.1", receiver.port, timeout=10)
+    got0 = receiver.count()
+    far0 = receiver.cpu()
+    py0, _ = cpu_seconds(None)
+    t = time.perf_counter()
+    for _ in range(n):
+        conn.request("POST", "/fire", body=body, headers=headers, preload_content=False, decode_content=False)
+        resp = conn.getresponse()
+        resp.read(2000)
+        if not resp.closed:
+            resp.read(64 * 1024)
+    seconds = time.perf_counter() - t
+    py1, _ = cpu_seconds(None)
+    far = receiver.cpu() - far0
+    conn.close()
+    return {"n": n, "seconds": seconds, "cpu_py": py1 - py0, "cpu_far": far, "received": receiver.count() - got0,
+            "body": len(body), "load": load()}
 
 
 def year(brand, receiver: Receiver, run: int, *, count_shapes: bool) -> dict:
@@ -186,7 +229,7 @@ def year(brand, receiver: Receiver, run: int, *, count_shapes: bool) -> dict:
     pid = backend_pid()
     py0, pg0 = cpu_seconds(pid)
     far0 = receiver.cpu()
-    with Statements(attribute=count_shapes) as meter, timed_sends() as sends, copies() as copied:
+    with Statements(attribute=count_shapes) as meter, timed_sends(pid) as sends, copies() as copied:
         t = time.perf_counter()
         stats = advance(clock.id, START + timedelta(days=365))
         seconds = time.perf_counter() - t
@@ -194,7 +237,8 @@ def year(brand, receiver: Receiver, run: int, *, count_shapes: bool) -> dict:
     far = receiver.cpu() - far0
     runs = ScheduleRun.objects.filter(schedule=sch).count()
     n, digest = record.record_hash(clock.id)
-    out = {"run": run, "seconds": seconds, "send_seconds": sends["seconds"], "fired": stats.fired, "runs": runs, "statements": meter.total + copied["n"],
+    out = {"run": run, "seconds": seconds, "send_seconds": sends["seconds"], "send_cpu_py": sends["cpu_py"],
+           "send_cpu_pg": sends["cpu_pg"], "fired": stats.fired, "runs": runs, "statements": meter.total + copied["n"],
            "copies": copied["n"], "commits": meter.commits, "cpu_py": py1 - py0, "cpu_pg": pg1 - pg0, "cpu_far": far,
            "received": receiver.count() - got0, "sent": Outbox.objects.filter(domain=clock.id, status="sent").count(), "record": f"{n}:{digest[:16]}",
            "load": load()}
@@ -283,16 +327,23 @@ def main(argv: list[str] | None = None) -> int:
             return 0 if r["keeps_up_with"] >= r["schedules"] and r["received"] == r["fired"] else 1
         results = []
         noops = [noop]
+        bares = []
         for i in range(args.repeat):
             if i:
                 noops.append(noop_rate(args.noop_n))  # alternated with the years, so load hits both alike
+            b = bare(receiver, 8760)
+            bares.append(b)
+            print(f"bare POST {i + 1}: {b['n']} POSTs of {b['body']} bytes in {b['seconds']:.2f}s · cpu py "
+                  f"{b['cpu_py']:.2f}s ({b['cpu_py'] / b['n'] * 1e6:.0f} µs a POST), the far end {b['cpu_far']:.2f}s · "
+                  f"received {b['received']} · load {b['load']}")
             r = year(brand, receiver, i, count_shapes=args.count and i == 0)
             results.append(r)
             print(f"run {i + 1}: {r['seconds']:.2f}s (sends {r['send_seconds']:.2f}s, the rest "
                   f"{r['seconds'] - r['send_seconds']:.2f}s) · {r['fired']} fires = {r['fired'] / r['seconds']:.0f}/s "
                   f"({r['fired'] / r['seconds'] / noop['rate']:.1%} of noop) · "
                   f"{r['statements'] / r['fired']:.3f} statements/fire (+{r['commits']} commits) · "
-                  f"cpu py {r['cpu_py']:.2f}s pg {r['cpu_pg']:.2f}s, the far end {r['cpu_far']:.2f}s · received {r['received']} "
+                  f"cpu py {r['cpu_py']:.2f}s pg {r['cpu_pg']:.2f}s (the sends' py {r['send_cpu_py']:.2f}s pg "
+                  f"{r['send_cpu_pg']:.2f}s), the far end {r['cpu_far']:.2f}s · received {r['received']} "
                   f"sent {r['sent']} · record {r['record']} · load {r['load']}")
             if "shapes" in r:
                 print("  statements by label:", json.dumps(r["by_label"]))
@@ -308,11 +359,23 @@ def main(argv: list[str] | None = None) -> int:
         year_cpu = statistics.median(r["fired"] / (r["cpu_py"] + r["cpu_pg"]) for r in results)
         noop_cpu = statistics.median(n["n"] / (n["cpu_py"] + n["cpu_pg"]) for n in noops)
         share = year_cpu / noop_cpu
+        # The floor beside it: a fire's CPU (process and backend) split into the noop engine's per timer, the
+        # bare POST's (the same POST from a bare client on the same library), and the rest, which is the
+        # schedule's own: its Run, tick, outbox row, signing, the sender's bookkeeping.
+        fire_us = 1e6 / year_cpu
+        noop_us = 1e6 / noop_cpu
+        post_us = statistics.median(b["cpu_py"] / b["n"] for b in bares) * 1e6
+        ceiling = noop_us / (noop_us + post_us)
         print(f"ratio first (issue 39): the year's fires a CPU second, sends included, {share:.1%} of noop's "
               f"(target >= {TARGET_SHARE:.0%}): {'met' if share >= TARGET_SHARE else 'NOT MET'} · year {year_cpu:,.0f} "
               f"fires/CPU s (python {statistics.median(r['cpu_py'] for r in results):.2f}s + server "
               f"{statistics.median(r['cpu_pg'] for r in results):.2f}s), noop {noop_cpu:,.0f}/CPU s · medians of "
               f"{len(results)} · load {load()}")
+        print(f"a fire's CPU {fire_us:.0f} µs = the noop engine's timer {noop_us:.0f} µs + the bare POST's {post_us:.0f} µs "
+              f"({post_us / fire_us:.0%} of the fire) + the rest {fire_us - noop_us - post_us:.0f} µs · at the floor (noop "
+              f"timer + bare POST, nothing else) the share would be {ceiling:.1%} · the far end: bare "
+              f"{statistics.median(b['cpu_far'] / b['n'] for b in bares) * 1e6:.0f} µs a POST, the year's "
+              f"{statistics.median(r['cpu_far'] / r['fired'] for r in results) * 1e6:.0f} µs")
         print(f"median {med:.2f}s (without the sends {rest:.2f}s) · {fires / med:.0f} fires/s · ratio to noop {fires / med / noop['rate']:.3f} · "
               f"{spf:.3f} statements/fire · runs {' '.join(f'{s:.2f}' for s in secs)} · "
               f"last/first {secs[-1] / secs[0]:.2f}")

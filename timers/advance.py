@@ -245,6 +245,8 @@ class Keeper:
         self.renewals = 0
         self.until: float | None = None  # a slice's end: the sends left then go to the sender, not this step
         self._at = time.monotonic()
+        # Read once: is_set is asked before every send, and the settings' lookup was most of what it cost.
+        self._every = min(KEEP_EVERY, lease_ttl().total_seconds() / 3)
 
     def is_set(self) -> bool:
         if self.why:
@@ -253,7 +255,7 @@ class Keeper:
         if self.until is not None and now >= self.until:
             self.why = "slice"  # what is unsent goes back to pending, for the worker's sender thread
             return True
-        if now - self._at < min(KEEP_EVERY, lease_ttl().total_seconds() / 3):
+        if now - self._at < self._every:
             return False
         self._at = now
         fenced, status = leases.fence_locking(domain=self.held.domain, holder=self.held.holder,
