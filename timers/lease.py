@@ -115,13 +115,14 @@ class Held:
                            now=wall_now())
 
 
-def take(domain: str, *, as_holder: str | None = None) -> Held | None:
+def take(domain: str, *, as_holder: str | None = None, look: bool = True) -> Held | None:
     """Take ``domain`` if its lease is free, expired, or this thread's; the epoch goes up by one.
-    (``as_holder`` names another holder: tests play a paused worker and its successor with it.)"""
+    (``as_holder`` names another holder: tests play a paused worker and its successor with it. ``look=False``:
+    the caller has just seen the lease free or its own, so the take skips its look; the upsert decides still.)"""
     me = as_holder or holder()
     now = wall_now()
     # A look first, so a worker scanning many domains writes nothing for those held by others.
-    if leases.held_elsewhere(domain=domain, holder=me, now=now):
+    if look and leases.held_elsewhere(domain=domain, holder=me, now=now):
         return None
     try:
         return _upsert(domain, me, now)
@@ -140,16 +141,17 @@ def _upsert(domain: str, me: str, now: datetime) -> Held | None:
 
 
 @overload
-def lease(domain: str, *, wait: Literal[True] = True) -> contextlib.AbstractContextManager[Held]: ...
+def lease(domain: str, *, wait: Literal[True] = True, look: bool = True) -> contextlib.AbstractContextManager[Held]: ...
 
 
 @overload
-def lease(domain: str, *, wait: bool) -> contextlib.AbstractContextManager[Held | None]: ...
+def lease(domain: str, *, wait: bool, look: bool = True) -> contextlib.AbstractContextManager[Held | None]: ...
 
 
 @contextlib.contextmanager  # type: ignore[misc]  # the overloads above say what each wait yields
-def lease(domain: str, *, wait: bool = True) -> Iterator[Held | None]:
+def lease(domain: str, *, wait: bool = True, look: bool = True) -> Iterator[Held | None]:
     """Hold the clock domain for the duration; with ``wait=False`` yields None if another holds it.
+    ``look=False``: the first take skips its look for another holder (take()).
 
     Waiting polls (up to half a second apart): a holder lets go at its end, or its lease expires."""
     held = _held()
@@ -161,7 +163,7 @@ def lease(domain: str, *, wait: bool = True) -> Iterator[Held | None]:
         finally:
             entry[1] -= 1
         return
-    got = take(domain)
+    got = take(domain, look=look)
     pause = 0.02
     while got is None and wait:
         time.sleep(pause)

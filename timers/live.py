@@ -101,10 +101,16 @@ def turn(clock: Clock, domain: str, held: Held, *, trace: bool = False, on: set[
     else:
         floor = clocks.position(domain)
     guard = Guard(held, batches=batches, clock_id=None if is_live(domain) else domain, pinned=pin is not None)
+    flushed: list[datetime] = []  # the position the run's batches wrote, last last (in their transactions)
+
+    def flush(at: datetime) -> None:
+        _set_position(domain, at)
+        flushed.append(at)
 
     def run(keep_writes: bool, floor: datetime | None) -> Run:
+        flushed.clear()  # a run again after a kept write failed: the first run's batch was rolled back
         return Run(domain=domain, floor=floor, to=now, store=get_store(), now=clock.now, trace=trace, on=on,
-                   on_flush=lambda at: _set_position(domain, at), deliver=lambda taken: deliver_batch(domain, taken),
+                   on_flush=flush, deliver=lambda taken: deliver_batch(domain, taken),
                    guard=guard, keep_writes=keep_writes)
 
     stats = execute_run(domain, run, floor, lambda: reread(domain, pin))
@@ -117,6 +123,10 @@ def turn(clock: Clock, domain: str, held: Held, *, trace: bool = False, on: set[
     if pin is not None:
         if pin.clock.frozen_time < now:  # else the last flush wrote ``now``; no fence either (Pinned)
             _set_position(domain, now)
+        return stats
+    if flushed and flushed[-1] == now:
+        # The last batch ran to now and wrote it, fenced, in its own transaction: a transaction more to write it
+        # again was a fence, a position and a commit's WAL flush on every live turn that fired (issue 39).
         return stats
     with transaction.atomic():
         if not held.fence():

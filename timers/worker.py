@@ -66,6 +66,8 @@ class Worker:
         self._held_elsewhere = False
         self._listening: psycopg.Connection | None = None  # the session that LISTENs, once one does
         self._others: set[str] = set()  # live domains another worker runs, as the last sleep's look found them
+        self._looked: list[tuple[str, datetime, str | None]] | None = None  # the last step's live_next(), if it ran none
+        self._queued = False  # whether the last step's turns left sends for the sender (or advances ran)
         self._test_clocks_at: float | None = None  # time.monotonic() when a step last looked at test clocks
         self._sender: threading.Thread | None = None  # run()'s sends, beside the firing (see _send_loop)
         self._send_now = threading.Event()
@@ -88,11 +90,14 @@ class Worker:
             ran = run_requested_advances(slice_seconds=advance_slice() if self.domain is None else None)
             if ran:
                 self._test_clocks_at = None
-            found = ran > 0 or found
-            found = finish_deletes() > 0 or found
+            deleted = finish_deletes()
+            self._queued = self._queued or ran > 0 or deleted > 0  # an advance's unsent sends are the sender's
+            found = ran > 0 or deleted > 0 or found
         if self._sender is not None and self._sender.is_alive():
-            if found:
-                self._send_now.set()  # what this step fired may have sends: the sender takes them now
+            if self._queued:
+                # What this step fired left sends: the sender takes them now. Not on every step that fired: a
+                # noop fire nudged it into two statements of its own, its backend's CPU beside the next fire's.
+                self._send_now.set()
             return found
         pin = None if self.domain is None or self.test_clocks else pinned_on(self.domain)
         if pin is not None and not pin.owed:
@@ -144,9 +149,11 @@ class Worker:
         return last is not None and last != holder() and nxt > now - affinity()
 
     def _next_wake(self) -> datetime | None:
-        """The next owed instant of a domain this worker runs; another's, an ``affinity()`` later."""
+        """The next owed instant of a domain this worker runs; another's, an ``affinity()`` later. From the
+        step's own look when it ran no turn (nothing owed then, nothing written since: what was armed since is
+        in the listening session's backlog, which the sleep reads first), else looked up again."""
         now = self.clock.now()
-        rows = live_next()
+        rows, self._looked = (live_next() if self._looked is None else self._looked), None
         # A note for another's domain changes nothing here: its worker runs it, and this one's look for a stuck
         # worker is an affinity after the domain's earliest owed timer, which a later arming cannot move.
         self._others = {d for d, nxt, last in rows if self._theirs(nxt, last, now)}
@@ -154,7 +161,15 @@ class Worker:
 
     def _live_turns(self) -> bool:
         now = self.clock.now()
-        owed = [d for d, nxt, last in live_next(now) if not self._theirs(nxt, last, now)]
+        # Every domain's next owed instant, not only those owed now: a step that finds nothing owed hands its
+        # rows to the sleep (_next_wake), one statement a step where the step and the sleep each sent one.
+        rows = live_next()
+        self._looked = rows
+        self._queued = False
+        owed = [d for d, nxt, last in rows if nxt <= now and not self._theirs(nxt, last, now)]
+        # Whose each domain's last lease was (its session alive): where it was this worker's or nobody's, the
+        # take's look for another holder would find none, and the take goes straight to its conditional upsert.
+        ours = {d for d, _, last in rows if last is None or last == holder()}
         # A domain a NOTIFY named goes first: an early timer armed there waits for no other brand's turn.
         woken = [d for d in self.woken if d in set(owed)]
         self.woken.clear()
@@ -166,7 +181,8 @@ class Worker:
                 # Another worker ran it since this step looked: taking it would write for nothing. (The first
                 # was looked at just now, by owed_domains.)
                 continue
-            with lease(domain, wait=False) as held:
+            self._looked = None  # a turn writes: the sleep looks again
+            with lease(domain, wait=False, look=domain not in ours) as held:
                 if held is None:
                     held_elsewhere = True  # another worker runs it
                     continue
@@ -176,6 +192,7 @@ class Worker:
                     log.warning("lost the lease on %s; its new holder goes on", domain)
                     self.lost.append(domain)
                     continue
+            self._queued = self._queued or stats.sends is not None
             self.fired += stats.fired
             self.turns[domain] = self.turns.get(domain, 0) + 1
             found = found or stats.stopped or stats.fired + stats.refused + stats.failed > 0

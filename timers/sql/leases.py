@@ -11,6 +11,7 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Any
 
+import psycopg
 from django.db import connection
 from django.db.backends.utils import CursorWrapper
 from django.db.models import OuterRef, Subquery
@@ -42,6 +43,9 @@ WAIT_AS_BEFORE = "SET LOCAL lock_timeout TO DEFAULT"
 NO_FLUSH = "SET LOCAL synchronous_commit = off"
 # The term's row, written with the take.
 TERM_TAKEN = "INSERT INTO timers_leaseterm (domain, epoch, holder, taken_at, batches) VALUES (%s, %s, %s, %s, 0)"
+# The take and its term's row in one statement (PostgreSQL): the term's row is written only where the take was.
+TAKE_WITH_TERM = (f"WITH t AS ({TAKE_FREEING_GONE}), term AS (INSERT INTO timers_leaseterm "
+                  "(domain, epoch, holder, taken_at, batches) SELECT %s, epoch, %s, %s, 0 FROM t) SELECT epoch FROM t")
 # The terms older than the newest kept: a range of lease_term_one_holder_per_epoch's index.
 TERMS_PRUNED = "DELETE FROM timers_leaseterm WHERE domain = %s AND epoch <= %s"
 # The fence: renew under this epoch; no row when another took the domain over.
@@ -55,6 +59,8 @@ RELEASE = "UPDATE timers_lease SET expires = %s WHERE domain = %s AND holder = %
 # The term's end, with the batches fenced under it.
 TERM_RELEASED = ("UPDATE timers_leaseterm SET released_at = %s, batches = %s "
                  "WHERE domain = %s AND epoch = %s AND holder = %s")
+# The release and its term's end in one statement (PostgreSQL).
+RELEASE_WITH_TERM = f"WITH r AS ({RELEASE}) {TERM_RELEASED}"
 # (domain, holder, epoch) of each lease held now, for /metrics.
 HELD_NOW = "SELECT domain, holder, epoch FROM timers_lease WHERE expires >= %s"
 # The holder of a live domain's last lease, while its session lives.
@@ -82,6 +88,14 @@ def _begin(cur: CursorWrapper, *settings_: str) -> None:
         cur.execute("; ".join(sql))  # one round trip (no parameters: psycopg sends it as one query)
 
 
+def _one_trip(cur: CursorWrapper) -> bool:
+    """Whether the outermost take's or release's statements go as one round trip: its settings (``_begin``)
+    and its statement sent together, which psycopg's client-side binding (Django's default cursor) allows. A
+    live turn takes and releases a lease around each batch: four round trips each way were two of a fire's
+    dozen-odd before its batch (issue 39)."""
+    return named() and len(connection.atomic_blocks) == 1 and isinstance(cur.cursor, psycopg.ClientCursor)
+
+
 def held_elsewhere(*, domain: str, holder: str, now: datetime) -> bool:
     """Whether another holder has ``domain`` now (unexpired and, where sessions are named, alive)."""
     with connection.cursor() as cur:
@@ -93,6 +107,18 @@ def take(*, domain: str, holder: str, now: datetime, expires: datetime, kept: in
     """The take's statements, in the caller's transaction: the epoch taken (its term's row written), or None
     where the lease is another's. Every ``prune_every`` epochs, the terms before the newest ``kept`` go."""
     with connection.cursor() as cur:
+        if _one_trip(cur):
+            cur.execute(f"{TAKE_WAITS}; {NO_FLUSH}; {TAKE_WITH_TERM}",
+                        [domain, holder, _db(expires), lease_session(), _db(now), domain, holder, _db(now)])
+            cur.nextset()
+            cur.nextset()  # the settings' results came in the same reply: no round trip
+            got = cur.fetchone()
+            if got is None:
+                return None
+            epoch = int(got[0])
+            if epoch % prune_every == 0 and epoch > kept:
+                cur.execute(TERMS_PRUNED, [domain, epoch - kept])
+            return epoch
         outermost = len(connection.atomic_blocks) == 1
         _begin(cur, TAKE_WAITS)
         cur.execute(TAKE_FREEING_GONE if named() else TAKE, [domain, holder, _db(expires), lease_session(), _db(now)])
@@ -143,6 +169,10 @@ def fence_locking(*, domain: str, holder: str, epoch: int, expires: datetime,
 def release(*, domain: str, holder: str, epoch: int, batches: int, now: datetime) -> None:
     """The release's statements, in the caller's transaction: the lease expires now, and its term ends."""
     with connection.cursor() as cur:
+        if _one_trip(cur):
+            cur.execute(f"{NO_FLUSH}; {RELEASE_WITH_TERM}", [_db(now), domain, holder, epoch, _db(now), batches,
+                                                             domain, epoch, holder])
+            return
         _begin(cur)
         cur.execute(RELEASE, [_db(now), domain, holder, epoch])
         cur.execute(TERM_RELEASED, [_db(now), batches, domain, epoch, holder])
