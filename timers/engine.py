@@ -57,7 +57,16 @@ BATCH_CLOCK_EVERY = 256
 HORIZON_REST_LIMIT = 20_000  # timers of the horizon's instant read at once by Run._rest_of_horizon()
 OWNER_READ_LIMIT = 200  # an owner with more timers than this is read a key at a time (Run._lookup)
 OWNERS_READ_AHEAD = 500  # owners of held timers read with the one asked after, at most (Run._lookup)
-CARRY_LIMIT = 200_000  # timers a run keeps in memory from one batch to the next, at most (Run.carry)
+# What a run keeps in memory from one batch to the next (Run._trim) is a cache with a size, not a list of all it
+# touched: the timers on the heap, and of the rest the most recently touched, a share of a batch (at least
+# KEEP_AT_LEAST). An advance of 1M timers then holds what one of 100k does.
+KEEP_BATCHES = 0.25
+KEEP_AT_LEAST = 500
+# A batch ends early once it holds this many timers off the heap (fired, read with their owners): a firing
+# that reads whole owners could otherwise fill memory within one large batch. The handlers' rows carried to
+# the next batch are capped alike (a cache that would pass the cap is read again instead).
+HOLD_LIMIT = 75_000
+CARRIED_ROWS_LIMIT = 75_000
 TIMER_FIELDS = (
     "id", "key", "owner", "kind", "place", "handler", "status", "owed_at", "opened_at", "armed_at",
     "fired_at", "late_by", "attempt", "wakes", "version", "superseded_by", "by", "held_since", "held_by",
@@ -232,6 +241,16 @@ class RunStats:
 
 _SUMMED = ("fired", "armed", "held", "superseded", "refused", "failed", "replayed", "runaways", "instants",
            "batches")
+
+
+def _capped(caches: dict[str, batches.Cache]) -> dict[str, batches.Cache]:
+    """The handlers' caches to carry, while their rows stay within CARRIED_ROWS_LIMIT; the rest are read again."""
+    kept, rows = {}, 0
+    for name, cache in caches.items():
+        if rows + len(cache) <= CARRIED_ROWS_LIMIT:
+            rows += len(cache)
+            kept[name] = cache
+    return kept
 
 
 class Firing:
@@ -485,8 +504,9 @@ class Run:
                     need_fetch = self._drain()
                     self._flush()
                     if self._carry_token is not None:
-                        self._carried = self._batch.carried()
+                        self._carried = _capped(self._batch.carried())
                     self._ran = True
+                    self._trim()
             finally:
                 self._batch = None
             # What has landed so far: a run that fails in a later batch reports only this.
@@ -498,6 +518,28 @@ class Run:
                 self.stats.add_sends(self.deliver(taken))
             if self._complete and not self._heap:
                 return self.stats
+
+    def _trim(self) -> None:
+        """Let go, once a batch is written, of what it touched beyond the owners of its most recent KEEP_BATCHES
+        of a batch: the database has it as memory had it (flushed), so what is asked again is read again. An
+        owner is kept or let go of whole, so one kept in _owners still has all its timers in memory; the
+        timers on the heap stay (the heap and the lookups must share one item a key)."""
+        by_key = self._by_key
+        keep = min(HOLD_LIMIT // 2, max(KEEP_AT_LEAST, int(self.batch_size * KEEP_BATCHES)))
+        if len(by_key) <= keep:
+            return
+        # Most recent by first touch (an arm, a read): a subscriber firing all year arms anew each time.
+        recent = {item.owner for item in itertools.islice(reversed(by_key.values()), keep)}
+        armed = self._armed
+        kept: dict[str, Item] = {}
+        dropped: set[str] = set()
+        for key, item in by_key.items():
+            if item.owner in recent or armed.get(item.id) is item:
+                kept[key] = item
+            else:
+                dropped.add(item.owner)
+        self._by_key = kept
+        self._owners -= dropped
 
     def _carry_in(self, batch: batches.Batch) -> None:
         """Give the batch what the last one kept if nothing outside the run can have written since: the token,
@@ -525,9 +567,9 @@ class Run:
         # returns them again, in order. Items of a later pass stay in memory with their pass.
         keep = [e for e in self._heap if e[-1].pass_no > 1 and e[-1].gen == e[-2] and e[-1].status == "armed"]
         self._armed = {e[-1].id: e[-1] for e in keep}
-        if self._carry_ok and len(self._by_key) <= CARRY_LIMIT:
+        if self._carry_ok:
             # Nobody else wrote to the domain since the last batch: what it read and wrote is as the database
-            # has it now (flushed), and an owner read whole is still whole.
+            # has it now (flushed), and an owner read whole is still whole (Run._trim keeps it so).
             for e in keep:
                 self._by_key[e[-1].key] = e[-1]
         else:
@@ -588,8 +630,11 @@ class Run:
             entry = heap[0]
             if self._horizon is not None and entry[:6] > self._horizon:
                 return True
-            if budget <= 0 or (budget % BATCH_CLOCK_EVERY == 0 and time.monotonic() > ends):
-                return False  # a long chain, or a slow one: write what fired so far, keep the rest in memory
+            if budget <= 0 or (budget % BATCH_CLOCK_EVERY == 0 and (
+                    time.monotonic() > ends or len(self._by_key) - len(self._armed) > HOLD_LIMIT)):
+                # A long chain, a slow one, or one holding too much: write what fired so far, keep the rest
+                # in memory.
+                return False
             budget -= 1
             heapq.heappop(heap)
             item = entry[-1]

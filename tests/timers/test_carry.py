@@ -188,3 +188,66 @@ def test_a_batch_ends_within_a_third_of_the_lease_however_large_its_size(arm, cl
         stats = advance(clock.id, at("2026-12-10T00:00Z"))
     assert stats.fired == 6
     assert len(flushes) == 3  # 2 fires a batch; one batch of 6 without the time limit
+
+
+@pytest.fixture
+def trimmed(settings, monkeypatch):
+    """Batches of four timers kept from batch to batch, of which the run keeps two beyond the heap's."""
+    from timers import engine
+
+    settings.KEEPING_TIME = {**settings.KEEPING_TIME, "ADVANCE_BATCH_SIZE": 4}
+    monkeypatch.setattr("timers.advance.CARRY_MIN_BATCH", 1)
+    monkeypatch.setattr(engine, "KEEP_AT_LEAST", 2)
+    monkeypatch.setattr(engine, "KEEP_BATCHES", 0)
+
+
+def test_an_advance_of_many_batches_holds_a_bounded_working_set(arm, clock, trimmed, monkeypatch):
+    """Thirty batches of four noops: what the run holds as each batch starts to fire is that batch's four and
+    the two it kept of the last, not every timer it has touched since the advance began."""
+    from timers.engine import Run
+
+    for i in range(120):
+        arm(f"job_{i}:ask:noop:1", at("2026-11-25T09:00Z") + i * (at("2026-11-25T09:01Z") - at("2026-11-25T09:00Z")))
+    held = []
+    real = Run._drain
+    monkeypatch.setattr(Run, "_drain", lambda run: held.append(len(run._by_key)) or real(run))
+    stats = advance(clock.id, at("2026-11-26T00:00Z"))
+    assert stats.fired == 120
+    assert len(held) >= 30
+    assert max(held) == 4 + 2  # a batch's fetch and what the batch before it kept
+
+
+def test_an_owner_whose_timers_were_let_go_is_read_again(arm, clock, handler, trimmed):
+    """job_a is read whole by its first look (batch 1); the batches after it let go of job_a's timers. Its
+    second look, batches later, must still see job_a's extra timer: a run that still took job_a as read whole
+    would answer that it has none."""
+
+    def look(f):
+        got = f.state("job_a:ask:extra:1")
+        f.record("looked", data={"saw": None if got is None else [got[0], got[1].isoformat()]})
+
+    handler("t.look", look)
+    arm("job_a:ask:extra:1", "2026-12-20T09:00Z")
+    arm("job_a:ask:look:1", "2026-11-25T09:00Z", handler="t.look")
+    for i in range(12):
+        arm(f"job_{i}:ask:noop:1", f"2026-11-25T1{i // 6}:{10 * (i % 6):02d}Z")
+    arm("job_a:ask:look:2", "2026-11-26T09:00Z", handler="t.look")
+    advance(clock.id, at("2026-11-27T00:00Z"))
+    assert saw(clock.id) == [["armed", "2026-12-20T09:00:00+00:00"]] * 2
+
+
+def test_a_batch_that_holds_too_many_fired_timers_ends_early(arm, clock, trimmed, settings, monkeypatch):
+    """One fetch of forty noops (the batch's size is 1,000), and the run may hold ten beyond its heap: the batch
+    ends once eleven have fired, is written and let go of, and the next goes on from the heap."""
+    from timers import engine
+
+    settings.KEEPING_TIME = {**settings.KEEPING_TIME, "ADVANCE_BATCH_SIZE": 1000}
+    monkeypatch.setattr(engine, "HOLD_LIMIT", 10)
+    monkeypatch.setattr(engine, "BATCH_CLOCK_EVERY", 1)
+    for i in range(40):
+        arm(f"job_{i}:ask:noop:1", at("2026-11-25T09:00Z") + i * (at("2026-11-25T09:01Z") - at("2026-11-25T09:00Z")))
+    flushes = []
+    with observing_flushes(lambda clock_id, at: flushes.append(at)):
+        stats = advance(clock.id, at("2026-11-26T00:00Z"))
+    assert stats.fired == 40
+    assert len(flushes) == 4  # 11 fires a batch; one batch of 40 without the limit
