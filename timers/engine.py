@@ -520,25 +520,24 @@ class Run:
                 return self.stats
 
     def _trim(self) -> None:
-        """Let go, once a batch is written, of what it touched beyond the most recent KEEP_BATCHES of a batch:
-        the database has it as memory had it (flushed), so what is asked again is read again. The timers on
-        the heap stay (the heap and the lookups must share one item a key), and an owner that lost a timer is
-        no longer known whole, so its next lookup reads it again."""
+        """Let go, once a batch is written, of what it touched beyond the owners of its most recent KEEP_BATCHES
+        of a batch: the database has it as memory had it (flushed), so what is asked again is read again. An
+        owner is kept or let go of whole, so one kept in _owners still has all its timers in memory; the
+        timers on the heap stay (the heap and the lookups must share one item a key)."""
         by_key = self._by_key
-        # At most half of HOLD_LIMIT: the next batch must be able to fire before it holds too much.
-        cut = len(by_key) - min(HOLD_LIMIT // 2, max(KEEP_AT_LEAST, int(self.batch_size * KEEP_BATCHES)))
-        if cut <= 0:
+        keep = min(HOLD_LIMIT // 2, max(KEEP_AT_LEAST, int(self.batch_size * KEEP_BATCHES)))
+        if len(by_key) <= keep:
             return
+        # Most recent by first touch (an arm, a read): a subscriber firing all year arms anew each time.
+        recent = {item.owner for item in itertools.islice(reversed(by_key.values()), keep)}
         armed = self._armed
         kept: dict[str, Item] = {}
         dropped: set[str] = set()
-        items = iter(by_key.items())  # in the order they were touched first
-        for key, item in itertools.islice(items, cut):
-            if armed.get(item.id) is item:
+        for key, item in by_key.items():
+            if item.owner in recent or armed.get(item.id) is item:
                 kept[key] = item
             else:
                 dropped.add(item.owner)
-        kept.update(items)
         self._by_key = kept
         self._owners -= dropped
 
