@@ -58,8 +58,8 @@ HORIZON_REST_LIMIT = 20_000  # timers of the horizon's instant read at once by R
 OWNER_READ_LIMIT = 200  # an owner with more timers than this is read a key at a time (Run._lookup)
 OWNERS_READ_AHEAD = 500  # owners of held timers read with the one asked after, at most (Run._lookup)
 # What a run keeps in memory from one batch to the next (Run._trim) is a cache with a size, not a list of all it
-# touched: the timers on the heap, and of the rest the most recently touched, a share of a batch (at least
-# KEEP_AT_LEAST). An advance of 1M timers then holds what one of 100k does.
+# touched: the timers on the heap, and the owners (each whole) of the most recently touched share of a batch (at
+# least KEEP_AT_LEAST timers). An advance of 1M timers then holds what one of 100k does.
 KEEP_BATCHES = 0.25
 KEEP_AT_LEAST = 500
 # A batch ends early once it holds this many timers off the heap (fired, read with their owners): a firing
