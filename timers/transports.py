@@ -115,19 +115,14 @@ class DjangoEmailTransport:
 
     def prepare(self, sends: Sequence[tuple[str, dict[str, Any]]]) -> None:
         """Before a claim's sends: the receipts its rows carry, in one read, and a fresh mail connection."""
-        local = self._local
-        local.receipts = sql_outbox.receipts_of([sid for sid, _ in sends])
-        local.ids = {sid for sid, _ in sends}
+        self._local.receipts = sql_outbox.receipts_of([sid for sid, _ in sends])
         self._close()
 
     def send(self, submission_id: str, payload: dict[str, Any]) -> dict[str, Any]:
         messages = payload.get("messages", [])
-        local = self._local
-        if submission_id in getattr(local, "ids", ()):
-            local.ids.discard(submission_id)
-            known = local.receipts.pop(submission_id, {})
-        else:  # sent without a claim's prepare (a direct call)
-            known = sql_outbox.receipts_of([submission_id]).get(submission_id, {})
+        known = getattr(self._local, "receipts", {}).pop(submission_id, None)
+        if known is None:  # sent without a claim's prepare (a direct call)
+            known = sql_outbox.receipts_of([submission_id])[submission_id]
         done = list(known.get("messages", []))
         host = self._host()
         for n, msg in enumerate(messages):

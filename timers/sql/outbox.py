@@ -108,11 +108,11 @@ RECORD = ("UPDATE timers_outbox o SET status = 'sent', receipt = v.r::jsonb, sen
           "FROM unnest(%s::varchar[], %s::text[]) AS v(id, r) "
           "WHERE o.id = ANY(%s::varchar[]) AND o.id = v.id AND o.status <> 'sent'")
 
-# Renew the lease on the rows this sender claimed that no one has taken since (params: lease seconds, ids, me).
 # One email accepted by the mail server: its ref joins the row's receipt before the next is tried (params: the
 # receipt as JSON, id). A row already settled keeps the receipt its settle wrote.
 NOTE_RECEIPT = "UPDATE timers_outbox SET receipt = %s::jsonb WHERE id = %s AND status <> 'sent'"
 
+# Renew the lease on the rows this sender claimed that no one has taken since (params: lease seconds, ids, me).
 RENEW = ("UPDATE timers_outbox SET lease_until = clock_timestamp() + make_interval(secs => %s) "
          "WHERE id = ANY(%s) AND claimed_by = %s AND status = 'sending' RETURNING id")
 
@@ -232,9 +232,10 @@ def unflushed(*, savepoint: bool = False) -> Iterator[None]:
     ``savepoint``, else as they are. Visible at once all the same; only the server's own crash can lose them.
     In a session unflushed already (timers/sql/sessions.py, ``unflushed_session``), each as it is: its own
     commit skips the wait already."""
-    if _pg() and not connection.in_atomic_block and session_unflushed():
-        yield
-    elif _pg() and not connection.in_atomic_block:
+    if _pg() and not connection.in_atomic_block:
+        if session_unflushed():
+            yield
+            return
         with transaction.atomic():
             commit_unflushed()
             yield
@@ -265,9 +266,9 @@ def record(receipts: list[tuple[str, dict[str, Any] | None]], *, relaxed: bool =
 
 
 def receipts_of(ids: list[str]) -> dict[str, dict[str, Any]]:
-    """The receipts a claim's rows carry already (a send cut short: some of its emails went), in one read."""
-    found = Outbox.objects.filter(pk__in=ids, receipt__isnull=False).values_list("id", "receipt")
-    return {sid: receipt for sid, receipt in found if isinstance(receipt, dict)}
+    """The receipt each row carries already, {} for none (a send cut short: some of its emails went), in one read."""
+    found = dict(Outbox.objects.filter(pk__in=ids, receipt__isnull=False).values_list("id", "receipt"))
+    return {sid: r if isinstance(r := found.get(sid), dict) else {} for sid in ids}
 
 
 def note_receipt(submission_id: str, receipt: dict[str, Any]) -> None:
