@@ -26,7 +26,10 @@ stderr.
   Django handler: "in process") and as ``POST /timers`` through Django's WSGI handler called directly. Ratios
   first: CPU ms an arming over the API (gunicorn's processes + the backends, 0 workers) ÷ in process (the
   process + its backend), target <= 1.25, and beside it ÷ the handler in process (what HTTP and gunicorn add);
-  armed/s with 4 idle workers ÷ none, target >= 0.9.
+  armed/s with 4 idle workers ÷ none, target >= 0.9. Its floor runs in each round too: the same clients posting
+  the same bodies to a bare WSGI app (``bench/wsgi_floor.py``: reads the body, answers 201) under the same
+  gunicorn.conf.py and workers; the handler in process plus that is the least an arming over the API can cost
+  with Django's handler as it is, printed as a ratio to both "in process" figures.
 * **brands**: multi_worker.py's rounds (200 brands' timers armed due now, 4 workers vs 1): the fire-rate
   ratio (target >= 3).
 
@@ -118,7 +121,8 @@ def backend_pids() -> list[int]:
 class Procs:
     """The API and the workers, started and stopped; CPU read before and after a measurement."""
 
-    def __init__(self, env: dict) -> None:
+    def __init__(self, env: dict, app: str | None = None) -> None:
+        """``app``: another WSGI app under the same gunicorn.conf.py (the arming's floor, bench/wsgi_floor.py)."""
         self.env = env
         self.workers: list[subprocess.Popen] = []
         self.log = tempfile.NamedTemporaryFile(prefix="live-", suffix=".log", delete=False)
@@ -127,7 +131,8 @@ class Procs:
         if "conn_max_age" not in url:
             url += ("&" if "?" in url else "?") + "conn_max_age=600"
         self.api = subprocess.Popen(
-            [str(Path(sys.executable).with_name("gunicorn"))], cwd=ROOT, stdout=subprocess.DEVNULL, stderr=self.log,
+            [str(Path(sys.executable).with_name("gunicorn")), *([app] if app else [])], cwd=ROOT,
+            stdout=subprocess.DEVNULL, stderr=self.log,
             env=dict(env, DATABASE_URL=url, GUNICORN_BIND=f"127.0.0.1:{self.port}", GUNICORN_ACCESSLOG="/dev/null",
                      WEB_CONCURRENCY=env.get("WEB_CONCURRENCY", "2")))
         deadline = time.monotonic() + 60
@@ -222,6 +227,33 @@ def arm_round(procs: Procs, key: str, args, domain: str, workers: int, tag: str)
         f"{elapsed:.1f} s, errors {dict(stream.errors) or 'none'}) · CPU s {spent(before, after)} · "
         f"{per:.2f} CPU ms an arming · load {load:.2f}")
     return {"rate": rate, "armed": stream.armed, "cpu": cpu, "per": per, "load": load}
+
+
+def floor_round(env: dict, key: str, args, tag: str) -> dict:
+    """The same clients posting the same bodies as fast as it answers to a bare WSGI app (bench/wsgi_floor.py:
+    reads the body, answers 201) under the same gunicorn.conf.py and workers: what gunicorn and HTTP cost a
+    POST whatever the app. CPU ms a request of its processes."""
+    from soak import Stream
+
+    floor = Procs(env, app="bench.wsgi_floor:application")
+    try:
+        stream = Stream(floor.port, key, rate=100000, clients=args.clients, delay=args.arm_delay)
+        before, load = floor.cpu()["api"], os.getloadavg()[0]
+        start = time.monotonic()
+        stream.start()
+        time.sleep(args.seconds)
+        stream.stop.set()
+        for t in stream.threads:
+            t.join(60)
+        elapsed = time.monotonic() - start
+        cpu = floor.cpu()["api"] - before
+    finally:
+        floor.close()
+    per = cpu / max(1, stream.armed) * 1000
+    say(f"{tag} · the bare POST app: {stream.armed / elapsed:,.0f} answered/s ({stream.armed} in {elapsed:.1f} s, "
+        f"errors {dict(stream.errors) or 'none'}) · CPU s gunicorn {cpu:.1f} · {per:.2f} CPU ms a request · "
+        f"load {load:.2f}")
+    return {"per": per, "n": stream.armed, "load": load}
 
 
 def in_process_round(env: dict, n: int, tag: str) -> dict | None:
@@ -346,12 +378,13 @@ def live_round(procs: Procs, key: str, args, domain: str, workers: int, tag: str
 
 
 def warm_up(port: int, key: str) -> None:
-    """A few armings before the first round: gunicorn's workers import lazily, and a first round paid it."""
+    """Armings before the first round: gunicorn's workers import lazily, and a first round paid it (with 20, the
+    first 0-worker round still cost 1.2-2x the later ones: each worker's first requests, the backends' caches)."""
     import http.client
     import json
 
     conn = http.client.HTTPConnection("127.0.0.1", port, timeout=60)
-    for i in range(20):
+    for i in range(300):
         conn.request("POST", "/timers", body=json.dumps({"key": f"job_warm:task:tick:{i}", "handler": "noop",
                                                           "owed_at": "2099-01-01T00:00:00Z"}),
                      headers={"Authorization": f"Bearer {key}", "Content-Type": "application/json"})
@@ -435,6 +468,11 @@ def report_arm(rounds: list[dict], many: int) -> list[str]:
 
     direct = [r["direct"] for r in rounds if r["direct"]]
     loads = [r[w]["load"] for r in rounds for w in (0, many)]
+    # The least an arming over the API can cost, by arithmetic from this run's parts: Django's handler around the
+    # arming, as measured in process, plus what gunicorn and HTTP cost a POST whatever the app (the bare app).
+    floor = med([r["floor"]["per"] for r in rounds])
+    handler = med([d["wsgi"]["per"] for d in direct]) if direct else None
+    alone = med([d["per"] for d in direct]) if direct else None
     lines = [
         f"arm · over the API (gunicorn, 0 workers, closed loop) against timers.arming.timer_arm in a process of its "
         f"own over the same N, and with {many} idle workers against none (medians of {len(rounds)} "
@@ -448,6 +486,11 @@ def report_arm(rounds: list[dict], many: int) -> list[str]:
            f" + db {med([d['wsgi']['db'] for d in direct]):.2f})" if direct else "—")
         + f" = {fmt(med(api_handler))} [{verdict(med(api_handler), TARGET_API_VS_PROCESS)}]: what HTTP and gunicorn "
         f"add; rounds {rs(api_handler)})",
+        f"  floor: the bare POST app on the same gunicorn {fmt(floor, ' ms')} a request; handler in process + it = "
+        + (f"{fmt(handler + floor, ' ms')}, i.e. {fmt((handler + floor) / alone)} timer_arm alone and "
+           f"{fmt((handler + floor) / handler)} the handler in process: the least over the API can be with Django's "
+           f"handler as it is; over the API ÷ that sum {fmt(med([r[0]['per'] for r in rounds]) / (handler + floor))}"
+           if handler and alone else "—"),
         f"  {many} idle workers ÷ none, armed/s: {med([r[many]['rate'] for r in rounds]):.0f} ÷ "
         f"{med([r[0]['rate'] for r in rounds]):.0f} = {fmt(med(idle))} "
         f"[{verdict(med(idle), TARGET_IDLE, at_most=False)}] (rounds {rs(idle)}); CPU an arming "
@@ -514,6 +557,7 @@ def main() -> int:
                 tag = f"arm round {r + 1}"
                 row = {0: arm_round(procs, key, args, domain, 0, tag)}
                 row["direct"] = in_process_round(env, row[0]["armed"], tag)
+                row["floor"] = floor_round(env, key, args, tag)
                 row[many] = arm_round(procs, key, args, domain, many, tag)
                 arms.append(row)
             report += report_arm(arms, many)
