@@ -171,7 +171,15 @@ class KeepingTimeBase:
         deadline = time.monotonic() + timeout
         path = f"/test_clocks/{quote(clock_id, safe='')}"
         while True:
-            clock: dict[str, Any] = self.request("GET", path)
+            try:
+                clock: dict[str, Any] = self.request("GET", path)
+            except APIError as exc:
+                # 503 database_busy: the server's database was busy with the very advance this waits on (SQLite
+                # and a worker writing); the read did nothing, and the next poll asks again.
+                if exc.status != 503 or time.monotonic() >= deadline:
+                    raise
+                time.sleep(poll)
+                continue
             if clock["status"] == "ready":
                 return clock
             if clock["status"] != "advancing":

@@ -134,6 +134,33 @@ def test_wait_for_test_clock_answers_once_the_worker_made_it_ready(kt):
     assert sorted(t["key"] for t in fired) == ["job_c0:task:call:0", "job_c0:task:call:2", "job_c1:task:call:1"]
 
 
+def test_wait_for_test_clock_polls_through_a_busy_database():
+    """503 database_busy (SQLite busy with the very advance being waited on) is a poll like any other; any other
+    5xx is raised, and so is a 503 at the deadline."""
+    answers = [(503, {"error": {"type": "api_error", "code": "database_busy", "message": "busy"}}),
+               (200, {"id": "tc_x", "status": "advancing"}),
+               (503, {"error": {"type": "api_error", "code": "database_busy", "message": "busy"}}),
+               (200, {"id": "tc_x", "status": "ready"})]
+    asked = []
+
+    def answer(request: httpx.Request) -> httpx.Response:
+        asked.append(request.url.path)
+        status, body = answers.pop(0)
+        return httpx.Response(status, json=body)
+
+    kt = KeepingTime("sk_test_x", base_url="http://kt.test", http_client=httpx.Client(transport=httpx.MockTransport(answer)))
+    assert kt.wait_for_test_clock("tc_x", timeout=5, poll=0.01)["status"] == "ready"
+    assert asked == ["/test_clocks/tc_x"] * 4
+    answers[:] = [(500, {"error": {"type": "api_error", "code": "internal_error", "message": "bug"}})]
+    with pytest.raises(keeping_time_client.APIError) as bug:
+        kt.wait_for_test_clock("tc_x", timeout=5, poll=0.01)
+    assert bug.value.code == "internal_error"
+    answers[:] = [(503, {"error": {"type": "api_error", "code": "database_busy", "message": "busy"}})]
+    with pytest.raises(keeping_time_client.APIError) as late:
+        kt.wait_for_test_clock("tc_x", timeout=0, poll=0.01)
+    assert late.value.code == "database_busy"
+
+
 def test_errors_carry_the_apis_code_status_and_param(kt, live_server):
     with pytest.raises(NotFoundError) as missing:
         kt.timers.retrieve("tmr_nope")

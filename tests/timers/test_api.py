@@ -128,6 +128,28 @@ def test_advancing_to_where_it_is_is_fine(acme):
     assert acme.get(f"/test_clocks/{clock['id']}").body["status"] == "ready"
 
 
+def test_a_locked_database_is_503_database_busy_not_a_500(acme, monkeypatch):
+    """SQLite's lock errors (another writer held it past the busy timeout, or a shared-cache table lock, which
+    never waits) are a moment's busy, not a bug: 503 with Retry-After, the request did nothing."""
+    from django.db import OperationalError
+
+    import timers.test_clocks
+
+    clock = new_clock(acme)
+    for message, status, code in (("database table is locked: timers_testclock", 503, "database_busy"),
+                                  ("database is locked", 503, "database_busy"),
+                                  ("no such column: nope", 500, "internal_error")):
+        def raises(*args, message=message, **kwargs):
+            raise OperationalError(message)
+
+        monkeypatch.setattr(timers.test_clocks, "test_clock_get", raises)
+        r = acme.get(f"/test_clocks/{clock['id']}")
+        assert (r.status, r.code) == (status, code)
+        assert (r.headers.get("Retry-After") == "1") is (status == 503)
+    monkeypatch.undo()
+    assert acme.get(f"/test_clocks/{clock['id']}").status == 200
+
+
 def test_delete_voids_the_clock(acme):
     clock = new_clock(acme)
     timer = arm(acme, "job_1:deadline:late:2027", "2026-12-24T09:00:00Z", clock).body

@@ -14,6 +14,7 @@ from typing import Any
 from django.conf import settings
 from django.core.exceptions import PermissionDenied as DjangoPermissionDenied
 from django.core.exceptions import RequestDataTooBig, SuspiciousOperation, TooManyFieldsSent, TooManyFilesSent
+from django.db import OperationalError
 from django.http import Http404, HttpRequest, JsonResponse
 from django.http.response import HttpResponseBase
 from django.views.decorators.csrf import csrf_exempt
@@ -27,6 +28,14 @@ from .throttles import retry_after
 log = logging.getLogger(__name__)
 
 SAFE_METHODS = ("GET", "HEAD")
+BUSY_RETRY_AFTER = 1  # seconds: a lock SQLite could not take is another writer's, held for a batch
+
+
+def database_busy(exc: Exception) -> bool:
+    """SQLite could not take a lock (another connection is writing: its busy timeout ran out, or a shared-cache
+    table lock, which never waits): the request did nothing and can be sent again, not a bug."""
+    return isinstance(exc, OperationalError) and ("database is locked" in str(exc)
+                                                  or "database table is locked" in str(exc))
 NO_KEY = "You did not provide an API key. Send it as 'Authorization: Bearer sk_test_…'."
 
 
@@ -120,6 +129,10 @@ def exception_handler(exc: Exception, context: dict[str, Any]) -> Response | Non
         headers["Retry-After"] = str(seconds)
     elif isinstance(exc, drf.APIException):
         status, code, message = exc.status_code, exc.default_code, str(exc.detail)
+    elif database_busy(exc):
+        status, code = 503, "database_busy"
+        message = f"the database is busy with another writer; retry after {BUSY_RETRY_AFTER} second"
+        headers["Retry-After"] = str(BUSY_RETRY_AFTER)
     else:
         # A bug, never bad input: log it and answer in the same shape (DEBUG re-raises for the page).
         if settings.DEBUG:
