@@ -134,7 +134,7 @@ def position(domain: str) -> datetime | None:
         cur, _, prepare = kept_cursors()
         cur.execute(POSITION[is_live(domain)], [domain], prepare=prepare)
         row = cur.fetchone()
-        return None if row is None else row[0]  # type: ignore[no-any-return]
+        return None if row is None else row[0]
     if is_live(domain):
         return LiveClock.objects.filter(pk=domain).values_list("position", flat=True).first()
     return TestClock.objects.filter(pk=domain).values_list("frozen_time", flat=True).first()
