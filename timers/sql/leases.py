@@ -11,7 +11,6 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Any
 
-import psycopg
 from django.db import connection, transaction
 from django.db.backends.utils import CursorWrapper
 from django.db.models import OuterRef, Subquery
@@ -43,9 +42,6 @@ WAIT_AS_BEFORE = "SET LOCAL lock_timeout TO DEFAULT"
 NO_FLUSH = "SET LOCAL synchronous_commit = off"
 # The term's row, written with the take.
 TERM_TAKEN = "INSERT INTO timers_leaseterm (domain, epoch, holder, taken_at, batches) VALUES (%s, %s, %s, %s, 0)"
-# The take and its term's row in one statement (PostgreSQL): the term's row is written only where the take was.
-TAKE_WITH_TERM = (f"WITH t AS ({TAKE_FREEING_GONE}), term AS (INSERT INTO timers_leaseterm "
-                  "(domain, epoch, holder, taken_at, batches) SELECT %s, epoch, %s, %s, 0 FROM t) SELECT epoch FROM t")
 # The terms older than the newest kept: a range of lease_term_one_holder_per_epoch's index.
 TERMS_PRUNED = "DELETE FROM timers_leaseterm WHERE domain = %s AND epoch <= %s"
 # A take, a release or a prune outside any transaction (PostgreSQL): one statement that is its own transaction,
@@ -72,9 +68,7 @@ RELEASE = "UPDATE timers_lease SET expires = %s WHERE domain = %s AND holder = %
 # The term's end, with the batches fenced under it.
 TERM_RELEASED = ("UPDATE timers_leaseterm SET released_at = %s, batches = %s "
                  "WHERE domain = %s AND epoch = %s AND holder = %s")
-# The release and its term's end in one statement (PostgreSQL).
-RELEASE_WITH_TERM = f"WITH r AS ({RELEASE}) {TERM_RELEASED}"
-# ... outside any transaction, prepared (see TAKE_ALONE).
+# The release and its term's end in one statement outside any transaction, prepared (see TAKE_ALONE).
 RELEASE_ALONE = f"WITH r AS ({RELEASE}), e AS ({TERM_RELEASED}) {_NO_FLUSH_ALONE}"
 # (domain, holder, epoch) of each lease held now, for /metrics.
 HELD_NOW = "SELECT domain, holder, epoch FROM timers_lease WHERE expires >= %s"
@@ -103,18 +97,10 @@ def _begin(cur: CursorWrapper, *settings_: str) -> None:
         cur.execute("; ".join(sql))  # one round trip (no parameters: psycopg sends it as one query)
 
 
-def _one_trip(cur: CursorWrapper) -> bool:
-    """Whether the outermost take's or release's statements go as one round trip: its settings (``_begin``)
-    and its statement sent together, which psycopg's client-side binding (Django's default cursor) allows. A
-    live turn takes and releases a lease around each batch: four round trips each way were two of a fire's
-    dozen-odd before its batch (issue 39)."""
-    return named() and len(connection.atomic_blocks) == 1 and isinstance(cur.cursor, psycopg.ClientCursor)
-
-
 def _alone() -> bool:
     """Whether a take or a release is a transaction of its own, one prepared statement (TAKE_ALONE): on
     PostgreSQL outside any transaction. A live turn takes and releases a lease around each batch: each was
-    BEGIN, the statement and COMMIT, six of a fire's fifteen round trips (issue 39)."""
+    BEGIN, the statement and COMMIT: four round trips of a fire's thirteen (issue 39)."""
     return named() and not connection.in_atomic_block and connection.get_autocommit()
 
 
@@ -139,26 +125,7 @@ def take(*, domain: str, holder: str, now: datetime, expires: datetime, kept: in
             if epoch % prune_every == 0 and epoch > kept:
                 cur.execute(TERMS_PRUNED_ALONE, [domain, epoch - kept])
             return epoch
-    with transaction.atomic():
-        return _take_in_transaction(domain=domain, holder=holder, now=now, expires=expires, kept=kept,
-                                    prune_every=prune_every)
-
-
-def _take_in_transaction(*, domain: str, holder: str, now: datetime, expires: datetime, kept: int,
-                         prune_every: int) -> int | None:
-    with connection.cursor() as cur:
-        if _one_trip(cur):
-            cur.execute(f"{TAKE_WAITS}; {NO_FLUSH}; {TAKE_WITH_TERM}",
-                        [domain, holder, _db(expires), lease_session(), _db(now), domain, holder, _db(now)])
-            cur.nextset()
-            cur.nextset()  # the settings' results came in the same reply: no round trip
-            got = cur.fetchone()
-            if got is None:
-                return None
-            epoch = int(got[0])
-            if epoch % prune_every == 0 and epoch > kept:
-                cur.execute(TERMS_PRUNED, [domain, epoch - kept])
-            return epoch
+    with transaction.atomic(), connection.cursor() as cur:
         outermost = len(connection.atomic_blocks) == 1
         _begin(cur, TAKE_WAITS)
         cur.execute(TAKE_FREEING_GONE if named() else TAKE, [domain, holder, _db(expires), lease_session(), _db(now)])
@@ -214,10 +181,6 @@ def release(*, domain: str, holder: str, epoch: int, batches: int, now: datetime
             cur.execute(RELEASE_ALONE, [now, domain, holder, epoch, now, batches, domain, epoch, holder])
         return
     with transaction.atomic(), connection.cursor() as cur:
-        if _one_trip(cur):
-            cur.execute(f"{NO_FLUSH}; {RELEASE_WITH_TERM}", [_db(now), domain, holder, epoch, _db(now), batches,
-                                                             domain, epoch, holder])
-            return
         _begin(cur)
         cur.execute(RELEASE, [_db(now), domain, holder, epoch])
         cur.execute(TERM_RELEASED, [_db(now), batches, domain, epoch, holder])
