@@ -34,7 +34,7 @@ from datetime import datetime, timedelta
 from typing import Any, Literal, overload
 
 from django.conf import settings
-from django.db import OperationalError, transaction
+from django.db import OperationalError
 
 from .clock import wall_now
 from .sql import leases
@@ -110,9 +110,7 @@ class Held:
         return check
 
     def release(self) -> None:
-        with transaction.atomic():
-            leases.release(domain=self.domain, holder=self.holder, epoch=self.epoch, batches=self.batches,
-                           now=wall_now())
+        leases.release(domain=self.domain, holder=self.holder, epoch=self.epoch, batches=self.batches, now=wall_now())
 
 
 def take(domain: str, *, as_holder: str | None = None, look: bool = True) -> Held | None:
@@ -134,9 +132,8 @@ def take(domain: str, *, as_holder: str | None = None, look: bool = True) -> Hel
 
 def _upsert(domain: str, me: str, now: datetime) -> Held | None:
     kept = terms_kept()
-    with transaction.atomic():
-        epoch = leases.take(domain=domain, holder=me, now=now, expires=now + ttl(), kept=kept,
-                            prune_every=_prune_every(kept))
+    epoch = leases.take(domain=domain, holder=me, now=now, expires=now + ttl(), kept=kept,
+                        prune_every=_prune_every(kept))
     return None if epoch is None else Held(domain=domain, holder=me, epoch=epoch)
 
 

@@ -12,7 +12,6 @@ from datetime import datetime, timedelta
 
 from django.conf import settings
 from django.db import transaction
-from django.db.models import OuterRef, Subquery
 
 from . import outbox
 from .advance import (
@@ -29,7 +28,7 @@ from .clock import Clock
 from .engine import Run, RunStats
 from .lease import Held, lease
 from .models import LIVE, LiveClock, Timer, is_live
-from .sql import clocks, leases
+from .sql import clocks
 from .store import get_store
 
 
@@ -51,10 +50,7 @@ def owed_domains(now: datetime) -> list[tuple[str, datetime]]:
 def live_next(now: datetime | None = None) -> list[tuple[str, datetime, str | None]]:
     """Each live domain's next owed instant (owed at ``now``, if given) and the holder of its last lease, earliest
     owed first: one statement, an index probe each."""
-    nxt = Timer.objects.filter(domain=OuterRef("pk"), status="armed").order_by("owed_at").values("owed_at")[:1]
-    rows = LiveClock.objects.annotate(nxt=Subquery(nxt), last=leases.last_holder())
-    rows = rows.filter(nxt__isnull=False) if now is None else rows.filter(nxt__lte=now)
-    return sorted(rows.values_list("id", "nxt", "last"), key=lambda r: (r[1], r[0]))
+    return clocks.live_next(now)
 
 
 def affinity() -> timedelta:
@@ -152,4 +148,4 @@ def next_owed(domain: str) -> datetime | None:
 
 
 def owed_now(domain: str, now: datetime) -> bool:
-    return Timer.objects.filter(domain=domain, status="armed", owed_at__lte=now).exists()
+    return clocks.owed_by(domain, now)

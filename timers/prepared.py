@@ -37,10 +37,11 @@ class _PreparingCursor(psycopg.Cursor[tuple[Any, ...]]):
 _KEPT: weakref.WeakKeyDictionary[psycopg.Connection, _PreparingCursor] = weakref.WeakKeyDictionary()
 
 
-def cursor() -> contextlib.AbstractContextManager[CursorWrapper]:
+def cursor(setting: str = "API_PREPARE") -> contextlib.AbstractContextManager[CursorWrapper]:
     """A cursor for statements of fixed text with ``%s`` parameters: prepared on PostgreSQL, Django's
-    elsewhere. Use it as a context manager, as Django's."""
-    if connection.vendor != "postgresql" or not settings.KEEPING_TIME.get("API_PREPARE", True):
+    elsewhere, or where KEEPING_TIME[``setting``] is off (the API's, or the tick's TICK_PREPARE). Use it as a
+    context manager, as Django's."""
+    if connection.vendor != "postgresql" or not settings.KEEPING_TIME.get(setting, True):
         return connection.cursor()
     connection.ensure_connection()
     raw = connection.connection

@@ -6,14 +6,12 @@ clock, and a failed pipelined write still loses its batch whole (PostgreSQL only
 
 from __future__ import annotations
 
-import os
-import tempfile
 from datetime import UTC, datetime, timedelta
 
 import psycopg
 import pytest
-from django.db import connection
 
+from tests.support.wire import traced as _traced
 from timers.advance import advance
 from timers.arming import timer_arm
 from timers.clock import FrozenClock
@@ -30,24 +28,6 @@ def _arm(brand, clock_id: str, n: int, tag: str) -> None:
     for i in range(n):
         timer_arm(brand=brand, key=f"job_{tag}{i}:deadline:soon:1", owed_at=T0 - timedelta(minutes=n - i),
                   domain=clock_id, handler="noop")
-
-
-def _traced(run) -> tuple[int, object]:
-    """(round trips, what ``run`` returned): each simple Query and each Sync the client sends waits for the
-    server once."""
-    connection.ensure_connection()
-    pgconn = connection.connection.pgconn
-    with tempfile.TemporaryFile("w+") as f:
-        pgconn.trace(f.fileno())
-        try:
-            got = run()
-        finally:
-            pgconn.untrace()
-        f.flush()
-        os.fsync(f.fileno())
-        f.seek(0)
-        sent = [line.split("\t") for line in f.read().splitlines()]
-    return sum(1 for p in sent if len(p) > 3 and p[1] == "F" and p[3].split(" ")[0] in ("Query", "Sync")), got
 
 
 def _round_trips(brand, n: int, tag: str) -> tuple[int, int]:

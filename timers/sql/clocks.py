@@ -13,10 +13,12 @@ from __future__ import annotations
 from datetime import datetime
 
 from django.db import connection, connections
+from django.db.models import OuterRef, Subquery
 
 from ..models import LiveClock, TestClock, Timer, is_live
 from ..prepared import kept_cursors
 from . import one_row
+from .leases import LAST_HOLDER_LIVE, last_holder
 
 # The frozen time's move, once a batch: forward only, and never on a clock marked gone.
 MOVE_FROZEN = ("UPDATE timers_testclock SET frozen_time = %s WHERE id = %s AND frozen_time < %s AND status NOT IN ("
@@ -36,6 +38,17 @@ IDLE_MARK = (f"WITH o AS ({OWED_BY} AS owed), m AS (UPDATE timers_testclock SET 
 # A test clock's row shared until the transaction ends: a delete's mark waits for the write that read it.
 SHARE_CLOCK = 'SELECT 1 FROM "timers_testclock" WHERE id = %s FOR SHARE'
 LIVE_POSITION = "UPDATE timers_liveclock SET position = %b WHERE id = %b"
+# Where a domain's next run starts from: a live clock's position, a test clock's frozen time.
+POSITION = {True: "SELECT position FROM timers_liveclock WHERE id = %b",
+            False: "SELECT frozen_time FROM timers_testclock WHERE id = %b"}
+# Each live clock's next owed instant (a probe of its armed timers' tick order) and the holder of its last lease
+# while that holder's session lives: the worker loop's look, once a step. The ORM's form of it (a subquery in the
+# select list and the same again in the WHERE) cost the worker more to build than the server to run (issue 39).
+LIVE_NEXT = (f"SELECT timers_liveclock.id, n.owed_at, ({LAST_HOLDER_LIVE}) FROM timers_liveclock CROSS JOIN LATERAL "
+             "(SELECT owed_at FROM timers_timer WHERE domain = timers_liveclock.id AND status = 'armed' "
+             "ORDER BY owed_at LIMIT 1) n")
+# ... of the live clocks with a timer owed by then.
+LIVE_OWED = f"{LIVE_NEXT} WHERE n.owed_at <= %b"
 
 
 def share_clock(clock_id: str) -> None:
@@ -115,7 +128,32 @@ def set_live_position(domain: str, at: datetime) -> None:
 
 
 def position(domain: str) -> datetime | None:
-    """Where a domain's next run starts from: a live clock's position, or a test clock's frozen time."""
+    """Where a domain's next run starts from: a live clock's position, or a test clock's frozen time. Once a
+    live turn, prepared on PostgreSQL."""
+    if _kept():
+        cur, _, prepare = kept_cursors()
+        cur.execute(POSITION[is_live(domain)], [domain], prepare=prepare)
+        row = cur.fetchone()
+        return None if row is None else row[0]
     if is_live(domain):
         return LiveClock.objects.filter(pk=domain).values_list("position", flat=True).first()
     return TestClock.objects.filter(pk=domain).values_list("frozen_time", flat=True).first()
+
+
+def live_next(now: datetime | None = None) -> list[tuple[str, datetime, str | None]]:
+    """Each live domain's next owed instant (owed at ``now``, if given) and the holder of its last lease (while its
+    session lives), earliest owed first: one statement, an index probe each; prepared on PostgreSQL."""
+    rows: list[tuple[str, datetime, str | None]]
+    if _kept():
+        cur, _, prepare = kept_cursors()
+        if now is None:
+            cur.execute(LIVE_NEXT, prepare=prepare)
+        else:
+            cur.execute(LIVE_OWED, [now], prepare=prepare)
+        rows = cur.fetchall()
+    else:
+        nxt = Timer.objects.filter(domain=OuterRef("pk"), status="armed").order_by("owed_at").values("owed_at")[:1]
+        found = LiveClock.objects.annotate(nxt=Subquery(nxt), last=last_holder())
+        found = found.filter(nxt__isnull=False) if now is None else found.filter(nxt__lte=now)
+        rows = list(found.values_list("id", "nxt", "last"))
+    return sorted(rows, key=lambda r: (r[1], r[0]))

@@ -11,14 +11,13 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Any
 
-import psycopg
-from django.db import connection
+from django.db import connection, transaction
 from django.db.backends.utils import CursorWrapper
 from django.db.models import OuterRef, Subquery
 from django.db.models.expressions import RawSQL
 
 from ..models import Lease, TestClock
-from ..prepared import kept_cursors
+from ..prepared import cursor, kept_cursors
 from . import one_row
 from .sessions import LIVE_SESSIONS, lease_session, named
 
@@ -43,11 +42,21 @@ WAIT_AS_BEFORE = "SET LOCAL lock_timeout TO DEFAULT"
 NO_FLUSH = "SET LOCAL synchronous_commit = off"
 # The term's row, written with the take.
 TERM_TAKEN = "INSERT INTO timers_leaseterm (domain, epoch, holder, taken_at, batches) VALUES (%s, %s, %s, %s, 0)"
-# The take and its term's row in one statement (PostgreSQL): the term's row is written only where the take was.
-TAKE_WITH_TERM = (f"WITH t AS ({TAKE_FREEING_GONE}), term AS (INSERT INTO timers_leaseterm "
-                  "(domain, epoch, holder, taken_at, batches) SELECT %s, epoch, %s, %s, 0 FROM t) SELECT epoch FROM t")
 # The terms older than the newest kept: a range of lease_term_one_holder_per_epoch's index.
 TERMS_PRUNED = "DELETE FROM timers_leaseterm WHERE domain = %s AND epoch <= %s"
+# A take, a release or a prune outside any transaction (PostgreSQL): one statement that is its own transaction,
+# prepared (issue 39: as text, the take and the release were planned at every live turn, half the server's
+# time for them). Its settings are set_config's, local to that transaction, where SET LOCAL is a statement of
+# its own, which a prepared statement cannot carry. The take's lock timeout is set by the row its INSERT reads
+# (FROM s), so before the insert can wait on a lease row a batch holds.
+_ALONE_SETTINGS = "SELECT set_config('lock_timeout', '200ms', true), set_config('synchronous_commit', 'off', true)"
+_NO_FLUSH_ALONE = "SELECT set_config('synchronous_commit', 'off', true)"
+_VALUES = "VALUES (%s, %s, 1, %s, %s)"
+assert _VALUES in TAKE_FREEING_GONE
+TAKE_ALONE = (f"WITH s AS ({_ALONE_SETTINGS}), t AS ({TAKE_FREEING_GONE.replace(_VALUES, 'SELECT %s, %s, 1, %s, %s FROM s')}), "
+              "term AS (INSERT INTO timers_leaseterm (domain, epoch, holder, taken_at, batches) "
+              "SELECT %s, epoch, %s, %s, 0 FROM t) SELECT epoch FROM t")
+TERMS_PRUNED_ALONE = f"WITH d AS ({TERMS_PRUNED}) {_NO_FLUSH_ALONE}"
 # The fence: renew under this epoch; no row when another took the domain over.
 FENCE = "UPDATE timers_lease SET expires = %s WHERE domain = %s AND holder = %s AND epoch = %s"
 # The fence, and the test clock's status read with its row locked until the batch commits, in one round trip.
@@ -59,8 +68,8 @@ RELEASE = "UPDATE timers_lease SET expires = %s WHERE domain = %s AND holder = %
 # The term's end, with the batches fenced under it.
 TERM_RELEASED = ("UPDATE timers_leaseterm SET released_at = %s, batches = %s "
                  "WHERE domain = %s AND epoch = %s AND holder = %s")
-# The release and its term's end in one statement (PostgreSQL).
-RELEASE_WITH_TERM = f"WITH r AS ({RELEASE}) {TERM_RELEASED}"
+# The release and its term's end in one statement outside any transaction, prepared (see TAKE_ALONE).
+RELEASE_ALONE = f"WITH r AS ({RELEASE}), e AS ({TERM_RELEASED}) {_NO_FLUSH_ALONE}"
 # (domain, holder, epoch) of each lease held now, for /metrics.
 HELD_NOW = "SELECT domain, holder, epoch FROM timers_lease WHERE expires >= %s"
 # The holder of a live domain's last lease, while its session lives.
@@ -88,12 +97,11 @@ def _begin(cur: CursorWrapper, *settings_: str) -> None:
         cur.execute("; ".join(sql))  # one round trip (no parameters: psycopg sends it as one query)
 
 
-def _one_trip(cur: CursorWrapper) -> bool:
-    """Whether the outermost take's or release's statements go as one round trip: its settings (``_begin``)
-    and its statement sent together, which psycopg's client-side binding (Django's default cursor) allows. A
-    live turn takes and releases a lease around each batch: four round trips each way were two of a fire's
-    dozen-odd before its batch (issue 39)."""
-    return named() and len(connection.atomic_blocks) == 1 and isinstance(cur.cursor, psycopg.ClientCursor)
+def _alone() -> bool:
+    """Whether a take or a release is a transaction of its own, one prepared statement (TAKE_ALONE): on
+    PostgreSQL outside any transaction. A live turn takes and releases a lease around each batch: each was
+    BEGIN, the statement and COMMIT: four round trips of a fire's thirteen (issue 39)."""
+    return named() and not connection.in_atomic_block and connection.get_autocommit()
 
 
 def held_elsewhere(*, domain: str, holder: str, now: datetime) -> bool:
@@ -104,21 +112,20 @@ def held_elsewhere(*, domain: str, holder: str, now: datetime) -> bool:
 
 
 def take(*, domain: str, holder: str, now: datetime, expires: datetime, kept: int, prune_every: int) -> int | None:
-    """The take's statements, in the caller's transaction: the epoch taken (its term's row written), or None
-    where the lease is another's. Every ``prune_every`` epochs, the terms before the newest ``kept`` go."""
-    with connection.cursor() as cur:
-        if _one_trip(cur):
-            cur.execute(f"{TAKE_WAITS}; {NO_FLUSH}; {TAKE_WITH_TERM}",
-                        [domain, holder, _db(expires), lease_session(), _db(now), domain, holder, _db(now)])
-            cur.nextset()
-            cur.nextset()  # the settings' results came in the same reply: no round trip
+    """The take's statements: the epoch taken (its term's row written), or None where the lease is another's.
+    Outside a transaction, one of its own (``_alone``); else in the caller's. Every ``prune_every`` epochs, the
+    terms before the newest ``kept`` go."""
+    if _alone():
+        with cursor("TICK_PREPARE") as cur:
+            cur.execute(TAKE_ALONE, [domain, holder, expires, lease_session(), now, domain, holder, now])
             got = cur.fetchone()
             if got is None:
                 return None
             epoch = int(got[0])
             if epoch % prune_every == 0 and epoch > kept:
-                cur.execute(TERMS_PRUNED, [domain, epoch - kept])
+                cur.execute(TERMS_PRUNED_ALONE, [domain, epoch - kept])
             return epoch
+    with transaction.atomic(), connection.cursor() as cur:
         outermost = len(connection.atomic_blocks) == 1
         _begin(cur, TAKE_WAITS)
         cur.execute(TAKE_FREEING_GONE if named() else TAKE, [domain, holder, _db(expires), lease_session(), _db(now)])
@@ -167,12 +174,13 @@ def fence_locking(*, domain: str, holder: str, epoch: int, expires: datetime,
 
 
 def release(*, domain: str, holder: str, epoch: int, batches: int, now: datetime) -> None:
-    """The release's statements, in the caller's transaction: the lease expires now, and its term ends."""
-    with connection.cursor() as cur:
-        if _one_trip(cur):
-            cur.execute(f"{NO_FLUSH}; {RELEASE_WITH_TERM}", [_db(now), domain, holder, epoch, _db(now), batches,
-                                                             domain, epoch, holder])
-            return
+    """The release's statements: the lease expires now, and its term ends. Outside a transaction, one of its
+    own (``_alone``); else in the caller's."""
+    if _alone():
+        with cursor("TICK_PREPARE") as cur:
+            cur.execute(RELEASE_ALONE, [now, domain, holder, epoch, now, batches, domain, epoch, holder])
+        return
+    with transaction.atomic(), connection.cursor() as cur:
         _begin(cur)
         cur.execute(RELEASE, [_db(now), domain, holder, epoch])
         cur.execute(TERM_RELEASED, [_db(now), batches, domain, epoch, holder])
