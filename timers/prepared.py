@@ -19,12 +19,12 @@ import weakref
 from typing import Any, Self
 
 import psycopg
-from psycopg.abc import Buffer
-from psycopg.types.json import JsonbBinaryDumper, JsonbBinaryLoader
 from django.conf import settings
 from django.db import DEFAULT_DB_ALIAS, connection, connections
 from django.db.backends.base.base import BaseDatabaseWrapper
 from django.db.backends.utils import CursorDebugWrapper, CursorWrapper
+from psycopg.abc import Buffer
+from psycopg.types.json import JsonbBinaryDumper, JsonbBinaryLoader
 
 # Never reached: with it set, psycopg prepares what a cursor asks it to (Django leaves prepare_threshold
 # None, which turns preparing off); Django's own cursors bind on the client and never prepare.
