@@ -149,6 +149,7 @@ class PostgresStore:
                 # history (timers/history.py). Only a refire (a wake) changes a row already in history: other
                 # batches name the armed table alone, so the plan probes no month of history.
                 armed_only = not any(i.was in LEFT for i in changed)
+                params: list[Any]
                 if small:
                     params = [v for i in changed for v in (i.id, *(getattr(i, c) for c in _CHANGED))]
                     same: tuple[str, ...] = ()
@@ -156,12 +157,12 @@ class PostgresStore:
                     # A column whose value is the same in every row (a batch of fires: status, attempt, wakes, the
                     # empty holds …) goes as one value, not an array: building each array element by element was
                     # a tenth of a fire's Python, and the server unnests what is left.
-                    cols = [[getattr(i, c) for i in changed] for c in _CHANGED]
+                    columns: list[list[Any]] = [[getattr(i, c) for i in changed] for c in _CHANGED]
                     n = len(changed)
-                    same = tuple(c for c, col in zip(_CHANGED, cols, strict=True) if col.count(col[0]) == n)
+                    same = tuple(c for c, col in zip(_CHANGED, columns, strict=True) if col.count(col[0]) == n)
                     params = [[i.id for i in changed],
-                              *(col for c, col in zip(_CHANGED, cols, strict=True) if c not in same),
-                              *(col[0] for c, col in zip(_CHANGED, cols, strict=True) if c in same)]
+                              *(col for c, col in zip(_CHANGED, columns, strict=True) if c not in same),
+                              *(col[0] for c, col in zip(_CHANGED, columns, strict=True) if c in same)]
                 with probed_by_key(cur, len(changed)):
                     # The domain too: on tables distributed by it, one shard (docs/scaling.md).
                     run(_update_sql(len(changed) if small else 0, armed_only, same), [*params, domain])
