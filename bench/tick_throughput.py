@@ -345,16 +345,17 @@ def run_runtime(brand, n: int, overhead: int, *, profile: bool = False) -> dict:
 # starting after the last key the batch before it claimed (a keyset continuation), never from the index's
 # start, where every timer already fired would be stepped over again. A fired timer leaves the armed table
 # for its month of history in the same statement, stamped moved_at, as the runtime's write does.
+CLAIM_SQL = """
+UPDATE timers_timer AS t
+   SET status = 'fired', fired_at = %(now)s, late_by = interval '0', attempt = t.attempt + 1,
+       wakes = t.wakes + 1, moved_at = now()
+ WHERE t.id IN (SELECT id FROM timers_timer
+                 WHERE domain = %(domain)s AND status = 'armed' AND owed_at <= %(to)s{after}
+                 ORDER BY owed_at, place, opened_at, key
+                 LIMIT %(limit)s
+                 FOR UPDATE)"""
 CEILING_SQL = """
-WITH claimed AS (
-    UPDATE timers_timer AS t
-       SET status = 'fired', fired_at = %(now)s, late_by = interval '0', attempt = t.attempt + 1,
-           wakes = t.wakes + 1, moved_at = now()
-     WHERE t.id IN (SELECT id FROM timers_timer
-                     WHERE domain = %(domain)s AND status = 'armed' AND owed_at <= %(to)s{after}
-                     ORDER BY owed_at, place, opened_at, key
-                     LIMIT %(limit)s
-                     FOR UPDATE)
+WITH claimed AS (""" + CLAIM_SQL + """
     RETURNING t.id, t.key, t.owner, t.place, t.owed_at, t.opened_at, t.brand_id, t.data
 ), committed AS (
     INSERT INTO timers_commit (id, domain, key, timer_id, outcome, code, at)
@@ -412,19 +413,9 @@ def run_ceiling(brand, n: int, overhead: int, *, batch: int | None) -> dict:
     return result
 
 
-# The floor's claim: the ceiling's, returning what the runtime's claim reads of each row (timers.engine's
+# The floor's claim: the ceiling's (CLAIM_SQL), returning what the runtime's claim reads of each row (timers.engine's
 # TIMER_FIELDS), so the rows' decoding into Python is paid as the runtime pays it.
-FLOOR_SQL = """
-UPDATE timers_timer AS t
-   SET status = 'fired', fired_at = %(now)s, late_by = interval '0', attempt = t.attempt + 1,
-       wakes = t.wakes + 1, moved_at = now()
- WHERE t.id IN (SELECT id FROM timers_timer
-                 WHERE domain = %(domain)s AND status = 'armed' AND owed_at <= %(to)s{after}
-                 ORDER BY owed_at, place, opened_at, key
-                 LIMIT %(limit)s
-                 FOR UPDATE)
-RETURNING {columns}
-"""
+FLOOR_SQL = CLAIM_SQL + "\nRETURNING {columns}\n"
 
 
 def run_floor(brand, n: int, overhead: int, *, batch: int) -> dict:
