@@ -16,7 +16,13 @@ with one set-based INSERT (not measured), then:
   timer, one timers_commit row, one 'timer.fired' timers_event row in tick order), as a loop of one CTE
   statement per batch of the same size, one transaction per batch, each batch starting after the last
   key the one before it claimed, as the runtime's claim does ("batched"), and as one statement over all N
-  in one transaction ("single"). The faster of the two is the ceiling.
+  in one transaction ("single"). The faster of the two is the ceiling;
+* floor: the least a runtime that runs a Python handler per timer must pay: the ceiling's claim (the same
+  UPDATE … RETURNING, a batch at a time) with every claimed row's columns fetched into Python as the runtime's
+  claim reads them (binary, on the tick's own cursor), sorted into tick order, and each timer's commit and
+  'timer.fired' event built in Python (ids from timers.ids) and sent back by binary COPY, as the runtime's
+  write does; no handler, no objects. Runtime ÷ floor says what is left to cut in the engine; floor ÷ ceiling
+  what the Python round trip itself costs.
 
 Every statement is counted and timed at psycopg's level (Cursor.execute, executemany, copy), so the
 engine's own psycopg cursors and COPYs count as Django's cursors do.
@@ -55,6 +61,7 @@ from statistics import median
 from bench_django import setup_django
 
 BRAND_NAME = "bench.tick_throughput"
+ZERO = timedelta(0)
 T0 = datetime(2030, 1, 1, tzinfo=UTC)  # the test clocks' frozen time; fixed so runs are comparable
 TARGET_RATE = 5000.0
 TARGET_SHARE = 0.25
@@ -338,16 +345,17 @@ def run_runtime(brand, n: int, overhead: int, *, profile: bool = False) -> dict:
 # starting after the last key the batch before it claimed (a keyset continuation), never from the index's
 # start, where every timer already fired would be stepped over again. A fired timer leaves the armed table
 # for its month of history in the same statement, stamped moved_at, as the runtime's write does.
+CLAIM_SQL = """
+UPDATE timers_timer AS t
+   SET status = 'fired', fired_at = %(now)s, late_by = interval '0', attempt = t.attempt + 1,
+       wakes = t.wakes + 1, moved_at = now()
+ WHERE t.id IN (SELECT id FROM timers_timer
+                 WHERE domain = %(domain)s AND status = 'armed' AND owed_at <= %(to)s{after}
+                 ORDER BY owed_at, place, opened_at, key
+                 LIMIT %(limit)s
+                 FOR UPDATE)"""
 CEILING_SQL = """
-WITH claimed AS (
-    UPDATE timers_timer AS t
-       SET status = 'fired', fired_at = %(now)s, late_by = interval '0', attempt = t.attempt + 1,
-           wakes = t.wakes + 1, moved_at = now()
-     WHERE t.id IN (SELECT id FROM timers_timer
-                     WHERE domain = %(domain)s AND status = 'armed' AND owed_at <= %(to)s{after}
-                     ORDER BY owed_at, place, opened_at, key
-                     LIMIT %(limit)s
-                     FOR UPDATE)
+WITH claimed AS (""" + CLAIM_SQL + """
     RETURNING t.id, t.key, t.owner, t.place, t.owed_at, t.opened_at, t.brand_id, t.data
 ), committed AS (
     INSERT INTO timers_commit (id, domain, key, timer_id, outcome, code, at)
@@ -400,6 +408,62 @@ def run_ceiling(brand, n: int, overhead: int, *, batch: int | None) -> dict:
             result["fired"] += got
             result["statements"] += 1
             if batch is None or got < batch:
+                break
+        result["seconds"] = time.perf_counter() - start
+    return result
+
+
+# The floor's claim: the ceiling's (CLAIM_SQL), returning what the runtime's claim reads of each row (timers.engine's
+# TIMER_FIELDS), so the rows' decoding into Python is paid as the runtime pays it.
+FLOOR_SQL = CLAIM_SQL + "\nRETURNING {columns}\n"
+
+
+def run_floor(brand, n: int, overhead: int, *, batch: int) -> dict:
+    """The floor way (see the module's docstring): a batch a transaction, as the ceiling batched."""
+    from django.db import transaction
+
+    from timers.engine import TIMER_FIELDS
+    from timers.ids import new_id
+    from timers.prepared import new_cursor
+    from timers.rows import copy_in
+
+    clock = new_clock(brand, f"floor n={n}")
+    arm_seconds = arm(clock.id, brand.id, n)
+    columns = ", ".join(f't."{c}"' for c in TIMER_FIELDS)
+    first = FLOOR_SQL.format(after="", columns=columns)
+    after = FLOOR_SQL.format(after=AFTER_SQL, columns=columns)
+    at = {c: i for i, c in enumerate(TIMER_FIELDS)}
+    i_id, i_key, i_owner, i_place, i_owed, i_opened, i_brand, i_data = (
+        at[c] for c in ("id", "key", "owner", "place", "owed_at", "opened_at", "brand_id", "data"))
+    domain, now = clock.id, T0
+    params: dict = {"now": now, "to": now, "domain": domain, "limit": batch}
+    result: dict = {"domain": domain, "arm_seconds": arm_seconds, "fired": 0, "statements": 0}
+    with window(result, overhead):
+        start = time.perf_counter()
+        last = None
+        while True:
+            with transaction.atomic(), new_cursor() as cur:
+                if last is None:
+                    cur.execute(first, params, binary=True)
+                else:
+                    cur.execute(after, {**params, **dict(zip(("owed_at", "place", "opened_at", "key"), last,
+                                                             strict=True))}, binary=True)
+                rows = cur.fetchall()
+                rows.sort(key=lambda r: (r[i_owed], r[i_place], r[i_opened], r[i_key]))
+                copy_in(cur, "timers_commit", ["id", "domain", "key", "timer_id", "outcome", "code", "at"],
+                        ["varchar"] * 6 + ["timestamptz"],
+                        [(new_id("cmt"), domain, r[i_key], r[i_id], "committed", "", now) for r in rows])
+                copy_in(cur, "timers_event", ["id", "domain", "brand_id", "type", "subject", "owed_at", "key", "data",
+                                              "fired_at", "late_by"],
+                        ["varchar"] * 5 + ["timestamptz", "varchar", "jsonb", "timestamptz", "interval"],
+                        [(new_id("evt"), domain, r[i_brand], "timer.fired", r[i_owner], r[i_owed], r[i_key],
+                          r[i_data], now, ZERO) for r in rows])
+            if rows:
+                r = rows[-1]
+                last = (r[i_owed], r[i_place], r[i_opened], r[i_key])
+            result["fired"] += len(rows)
+            result["statements"] += 3
+            if len(rows) < batch:
                 break
         result["seconds"] = time.perf_counter() - start
     return result
@@ -585,12 +649,14 @@ def run_child(args, n: int, overhead: int) -> tuple[dict | None, list[str]]:
 def run_n(args, brand, batch: int, overhead: int, n: int) -> tuple[dict, list[str]]:
     failed_checks: list[str] = []
     print(f"\n=== N = {n:,} ===", flush=True)
-    ways: dict[str, list[dict]] = {"runtime": [], "ceiling batched": [], "ceiling single": []}
+    ways: dict[str, list[dict]] = {"runtime": [], "floor": [], "ceiling batched": [], "ceiling single": []}
     hashes: dict[str, str] = {}
     for _ in range(args.repeat):
         for way in ways:
             if way == "runtime":
                 r = run_runtime(brand, n, overhead)
+            elif way == "floor":
+                r = run_floor(brand, n, overhead, batch=batch)
             else:
                 r = run_ceiling(brand, n, overhead, batch=batch if way == "ceiling batched" else None)
             problems, digest = verify(r["domain"], n)
@@ -628,6 +694,8 @@ def run_n(args, brand, batch: int, overhead: int, n: int) -> tuple[dict, list[st
         + (f"; runs: {', '.join(f'{p:.0f}' for p in peaks)} MB" if len(peaks) > 1 else "") + ")"
     )
     print(breakdown(rt["meter"], rt["seconds"]))
+    _, fl = median_sample(ways["floor"], n)
+    print(way_line("floor", fl, n) + f" · {fl['statements']} statements (claim, COPY, COPY a batch of <= {batch})")
     print(way_line("ceiling batched", cb, n) + f" · {cb['statements']} statements of <= {batch}")
     print(way_line("ceiling single", cs, n) + " · 1 statement")
     print(
@@ -653,8 +721,14 @@ def run_n(args, brand, batch: int, overhead: int, n: int) -> tuple[dict, list[st
         f"{cpu['ceiling single'][0]:.2f} + {cpu['ceiling single'][1]:.2f} s · runtime is "
         f"{100 * ceiling_cpu / sum(cpu['runtime']):.1f}% of the ceiling by CPU"
     )
+    print(
+        f"  floor (claim + rows into Python + COPY back), CPU: {cpu['floor'][0]:.2f} + {cpu['floor'][1]:.2f} s · "
+        f"runtime is {100 * sum(cpu['floor']) / sum(cpu['runtime']):.1f}% of the floor by CPU · the floor is "
+        f"{100 * ceiling_cpu / sum(cpu['floor']):.1f}% of the ceiling"
+    )
     return {"n": n, "rate": rt_rate, "ceiling": ceiling_rate, "share": share, "per_fired": per_fired,
             "cpu_py": cpu["runtime"][0], "cpu_pg": cpu["runtime"][1], "ceiling_cpu": ceiling_cpu,
+            "floor_py": cpu["floor"][0], "floor_pg": cpu["floor"][1],
             "rss_peak_mb": peak, "rss_before_mb": rt["rss_before_mb"],
             "record": next(iter(hashes.values()))}, failed_checks
 
@@ -671,6 +745,10 @@ def ratios(results: list[dict]) -> bool:
         print(f"  N={r['n']:>9,}: runtime ÷ ceiling by CPU {100 * share:5.1f}% (target >= {100 * TARGET_CPU_SHARE:.0f}%)"
               f" · runtime CPU {r['cpu_py']:.2f} s process + {r['cpu_pg']:.2f} s backend · ceiling "
               f"{r['ceiling_cpu']:.2f} s")
+        floor = r["floor_py"] + r["floor_pg"]
+        print(f"  {'':>11}  runtime ÷ floor by CPU {100 * floor / (r['cpu_py'] + r['cpu_pg']):5.1f}% · floor CPU "
+              f"{r['floor_py']:.2f} s process + {r['floor_pg']:.2f} s backend · floor ÷ ceiling "
+              f"{100 * r['ceiling_cpu'] / floor:.1f}% (the most a runtime with Python per timer can reach)")
     if len(results) > 1:
         small = min(results, key=lambda r: r["n"])
         large = max(results, key=lambda r: r["n"])

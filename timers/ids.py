@@ -32,8 +32,31 @@ def new_id(prefix: str, *, seed: str | None = None, length: int = 14) -> str:
     Base64 with two letters standing in for "+" and "/" is fast (the tick makes two ids per firing);
     the tiny bias it adds does not matter for an opaque id.
     """
+    if seed is None and length <= _RANDOM_CHARS:
+        try:
+            return f"{prefix}_{_random.pop()[:length]}"
+        except IndexError:
+            return f"{prefix}_{_refill()[:length]}"
     data = hashlib.sha256(seed.encode()).digest() if seed is not None else os.urandom(18)
     return f"{prefix}_{base64.b64encode(data, altchars=b'xZ')[:length].decode()}"
+
+
+# Random ids' letters, drawn _RANDOM_AHEAD at a time: one getrandom and one base64 of them cost less than a
+# tenth of what each id's own did, and the tick makes two ids a firing (a quarter of its per-timer Python was
+# ids). Each id is 18 random bytes as before (24 letters, of which it takes ``length``). ``list.pop`` is
+# atomic, so threads never share one; a forked child starts empty, never minting its parent's next ids.
+_RANDOM_CHARS = 24
+_RANDOM_AHEAD = 512
+_random: list[str] = []
+
+
+def _refill() -> str:
+    text = base64.b64encode(os.urandom(18 * _RANDOM_AHEAD), altchars=b"xZ").decode()
+    _random.extend(text[i:i + _RANDOM_CHARS] for i in range(_RANDOM_CHARS, len(text), _RANDOM_CHARS))
+    return text[:_RANDOM_CHARS]
+
+
+os.register_at_fork(after_in_child=_random.clear)
 
 
 def live_domain(brand_id: str) -> str:

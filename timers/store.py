@@ -66,10 +66,13 @@ class PostgresStore:
         return self._cursor()
 
     def _items(self, rows: Iterable[Sequence[Any]]) -> list[Item]:
+        # A row's columns are TIMER_FIELDS, Item's first fields in the same order: positional, without a dict a
+        # row. Binary jsonb comes decoded (timers/prepared.py's loader).
         out = []
         for row in rows:
-            item = Item(**dict(zip(TIMER_FIELDS, row, strict=True)))
-            item.data = _json(item.data)
+            item = Item(*row)
+            if type(item.data) is not dict:
+                item.data = _json(item.data)
             out.append(item)
         return out
 
@@ -148,13 +151,23 @@ class PostgresStore:
                 # history (timers/history.py). Only a refire (a wake) changes a row already in history: other
                 # batches name the armed table alone, so the plan probes no month of history.
                 armed_only = not any(i.was in LEFT for i in changed)
+                params: list[Any]
                 if small:
                     params = [v for i in changed for v in (i.id, *(getattr(i, c) for c in _CHANGED))]
+                    same: tuple[str, ...] = ()
                 else:
-                    params = [[i.id for i in changed]] + [[getattr(i, c) for i in changed] for c in _CHANGED]
+                    # A column whose value is the same in every row (a batch of fires: status, attempt, wakes, the
+                    # empty holds …) goes as one value, not an array: building each array element by element was
+                    # a tenth of a fire's Python, and the server unnests what is left.
+                    columns: list[list[Any]] = [[getattr(i, c) for i in changed] for c in _CHANGED]
+                    n = len(changed)
+                    same = tuple(c for c, col in zip(_CHANGED, columns, strict=True) if col.count(col[0]) == n)
+                    params = [[i.id for i in changed],
+                              *(col for c, col in zip(_CHANGED, columns, strict=True) if c not in same),
+                              *(col[0] for c, col in zip(_CHANGED, columns, strict=True) if c in same)]
                 with probed_by_key(cur, len(changed)):
                     # The domain too: on tables distributed by it, one shard (docs/scaling.md).
-                    run(_update_sql(len(changed) if small else 0, armed_only), [*params, domain])
+                    run(_update_sql(len(changed) if small else 0, armed_only, same), [*params, domain])
             if commits:
                 rows_in(cur, "timers_commit", ["id", "domain", "key", "timer_id", "outcome", "code", "at"],
                         ["varchar"] * 6 + ["timestamptz"], commits)
@@ -214,21 +227,26 @@ _CHANGED = ("status", "owed_at", "fired_at", "late_by", "attempt", "wakes", "sup
 
 
 @functools.lru_cache(maxsize=256)
-def _update_sql(rows: int, armed_only: bool) -> str:
+def _update_sql(rows: int, armed_only: bool, same: tuple[str, ...] = ()) -> str:
     """The update of changed timers from ``rows`` rows of VALUES (a small batch), or (0) from arrays. A small
     batch's VALUES tell a prepared statement's generic plan how many rows come: from arrays it was planned
     anew at every execution (its estimate of an unnest's rows is not one), most of the server's time for a
-    batch of one."""
-    names = ", ".join(f'"{c}"' for c in _CHANGED)
+    batch of one. From arrays, the columns in ``same`` come as one value each (a one-row s), after the arrays."""
     if rows:
+        names = ", ".join(f'"{c}"' for c in _CHANGED)
         one = "(%b::varchar, " + ", ".join(f"%b::{_PG_TYPES[c]}" for c in _CHANGED) + ")"
-        source = f"(VALUES {', '.join([one] * rows)})"
+        source = f"(VALUES {', '.join([one] * rows)}) AS v(id, {names})"
     else:
-        source = "unnest(%b::varchar[], " + ", ".join(f"%b::{_PG_TYPES[c]}[]" for c in _CHANGED) + ")"
-    return ("UPDATE timers_timer AS t SET " + ", ".join(f'"{c}" = v."{c}"' for c in _CHANGED)
-            + ", moved_at = CASE WHEN v.status IN ('fired', 'superseded') AND t.status IN ('armed', 'held')"
+        arrays = [c for c in _CHANGED if c not in same]
+        source = ("unnest(%b::varchar[]" + "".join(f", %b::{_PG_TYPES[c]}[]" for c in arrays) + ") AS v(id"
+                  + "".join(f', "{c}"' for c in arrays) + ")")
+        if same:
+            source += ", (SELECT " + ", ".join(f'%b::{_PG_TYPES[c]} AS "{c}"' for c in same) + ") AS s"
+    col = {c: f's."{c}"' if c in same else f'v."{c}"' for c in _CHANGED}
+    return ("UPDATE timers_timer AS t SET " + ", ".join(f'"{c}" = {col[c]}' for c in _CHANGED)
+            + f", moved_at = CASE WHEN {col['status']} IN ('fired', 'superseded') AND t.status IN ('armed', 'held')"
             " THEN now() ELSE t.moved_at END"
-            + f" FROM {source} AS v(id, {names}) WHERE t.id = v.id AND t.domain = {_DOMAIN}"
+            + f" FROM {source} WHERE t.id = v.id AND t.domain = {_DOMAIN}"
             + (" AND t.status IN ('armed', 'held')" if armed_only else ""))
 
 
