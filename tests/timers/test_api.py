@@ -150,6 +150,38 @@ def test_a_locked_database_is_503_database_busy_not_a_500(acme, monkeypatch):
     assert acme.get(f"/test_clocks/{clock['id']}").status == 200
 
 
+def test_an_advance_that_meets_a_locked_database_goes_on_not_failed(acme, monkeypatch):
+    """SQLite's lock taken by another writer (an API read of the clock) rolls the batch back: the advance runs
+    again from its last committed batch, and a lock that stays taken leaves the clock advancing, never failed."""
+    from django.db import OperationalError
+
+    import timers.advance
+
+    monkeypatch.setattr(timers.advance, "BUSY_PAUSE", 0.001)
+    real, calls = timers.advance.advance, []
+
+    def busy_then_real(*args, busy: int, **kwargs):
+        calls.append(1)
+        if len(calls) <= busy:
+            raise OperationalError("database table is locked: timers_testclock")
+        return real(*args, **kwargs)
+
+    clock = new_clock(acme)
+    arm(acme, "job_c0:task:call:0", T0, clock)
+    acme.post(f"/test_clocks/{clock['id']}/advance", {"to": "2026-11-25T09:00:00Z"})
+    monkeypatch.setattr(timers.advance, "advance", lambda *a, **k: busy_then_real(*a, busy=2, **k))
+    assert run_requested_advances() == 1
+    assert acme.get(f"/test_clocks/{clock['id']}").body["status"] == "ready" and len(calls) == 3
+    assert Timer.objects.get(key="job_c0:task:call:0").status == "fired"
+
+    calls.clear()
+    acme.post(f"/test_clocks/{clock['id']}/advance", {"to": "2026-11-26T09:00:00Z"})
+    monkeypatch.setattr(timers.advance, "advance", lambda *a, **k: busy_then_real(*a, busy=99, **k))
+    run_requested_advances()
+    assert acme.get(f"/test_clocks/{clock['id']}").body["status"] == "advancing"
+    assert len(calls) == timers.advance.BUSY_TRIES + 1
+
+
 def test_delete_voids_the_clock(acme):
     clock = new_clock(acme)
     timer = arm(acme, "job_1:deadline:late:2027", "2026-12-24T09:00:00Z", clock).body

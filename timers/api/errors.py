@@ -14,7 +14,6 @@ from typing import Any
 from django.conf import settings
 from django.core.exceptions import PermissionDenied as DjangoPermissionDenied
 from django.core.exceptions import RequestDataTooBig, SuspiciousOperation, TooManyFieldsSent, TooManyFilesSent
-from django.db import OperationalError
 from django.http import Http404, HttpRequest, JsonResponse
 from django.http.response import HttpResponseBase
 from django.views.decorators.csrf import csrf_exempt
@@ -23,19 +22,13 @@ from rest_framework.response import Response
 from rest_framework.views import set_rollback
 
 from ..errors import KeepingTimeError, Refused
+from ..sql.sessions import database_busy
 from .throttles import retry_after
 
 log = logging.getLogger(__name__)
 
 SAFE_METHODS = ("GET", "HEAD")
 BUSY_RETRY_AFTER = 1  # seconds: a lock SQLite could not take is another writer's, held for a batch
-
-
-def database_busy(exc: Exception) -> bool:
-    """SQLite could not take a lock (another connection is writing: its busy timeout ran out, or a shared-cache
-    table lock, which never waits): the request did nothing and can be sent again, not a bug."""
-    return isinstance(exc, OperationalError) and ("database is locked" in str(exc)
-                                                  or "database table is locked" in str(exc))
 NO_KEY = "You did not provide an API key. Send it as 'Authorization: Bearer sk_test_…'."
 
 

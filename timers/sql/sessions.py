@@ -90,6 +90,14 @@ def connection_lost(exc: BaseException) -> bool:
     return raw is None or bool(getattr(raw, "closed", False)) or bool(getattr(raw, "broken", False))
 
 
+def database_busy(exc: BaseException) -> bool:
+    """Whether ``exc`` is SQLite's "could not take the lock": another connection was writing past the busy timeout,
+    or held a shared-cache table lock (which never waits). What the statement's transaction did is rolled back and
+    the same work can be asked again; it says nothing about the work."""
+    return isinstance(exc, OperationalError) and ("database is locked" in str(exc)
+                                                  or "database table is locked" in str(exc))
+
+
 def session() -> psycopg.Connection:
     """This thread's database session, connected."""
     connection.ensure_connection()
