@@ -212,22 +212,35 @@ def spent(before: dict[str, float], after: dict[str, float]) -> str:
     return " · ".join(f"{k} {after[k] - before[k]:.1f}" for k in after)
 
 
-def arm_round(procs: Procs, key: str, args, domain: str, workers: int, tag: str) -> dict:
+def run_stream(procs: Procs, key: str, args, *, rate: float, delay: float) -> tuple:
+    """``--clients`` threads arming over ``procs``' server at ``rate`` a second in all (100000: as fast as it
+    answers), each timer owed ``delay`` s after, for ``--seconds``: (the stream, CPU before, its start, load)."""
     from soak import Stream
 
+    stream = Stream(procs.port, key, rate=rate, clients=args.clients, delay=delay)
+    before, load = procs.cpu(), os.getloadavg()[0]
+    start = time.monotonic()
+    stream.start()
+    time.sleep(args.seconds)
+    stream.stop.set()
+    for t in stream.threads:
+        t.join(60)
+    return stream, before, start, load
+
+
+def closed_loop(procs: Procs, key: str, args) -> tuple:
+    """Armings as fast as ``procs``' server answers them, for ``--seconds``: (the stream, CPU before, CPU after,
+    seconds, load)."""
+    stream, before, start, load = run_stream(procs, key, args, rate=100000, delay=args.arm_delay)
+    elapsed = time.monotonic() - start
+    return stream, before, procs.cpu(), elapsed, load
+
+
+def arm_round(procs: Procs, key: str, args, domain: str, workers: int, tag: str) -> dict:
     clear(domain)
     procs.start_workers(workers)
     try:
-        stream = Stream(procs.port, key, rate=100000, clients=args.clients, delay=args.arm_delay)
-        before, load = procs.cpu(), os.getloadavg()[0]
-        start = time.monotonic()
-        stream.start()
-        time.sleep(args.seconds)
-        stream.stop.set()
-        for t in stream.threads:
-            t.join(60)
-        elapsed = time.monotonic() - start
-        after = procs.cpu()
+        stream, before, after, elapsed, load = closed_loop(procs, key, args)
     finally:
         procs.stop_workers()
     rate = stream.armed / elapsed
@@ -243,22 +256,12 @@ def floor_round(env: dict, key: str, args, tag: str) -> dict:
     """The same clients posting the same bodies as fast as it answers to a bare WSGI app (bench/wsgi_floor.py:
     reads the body, answers 201) under the same gunicorn.conf.py and workers: what gunicorn and HTTP cost a
     POST whatever the app. CPU ms a request of its processes."""
-    from soak import Stream
-
     floor = Procs(env, app="bench.wsgi_floor:application")
     try:
-        stream = Stream(floor.port, key, rate=100000, clients=args.clients, delay=args.arm_delay)
-        before, load = floor.cpu()["api"], os.getloadavg()[0]
-        start = time.monotonic()
-        stream.start()
-        time.sleep(args.seconds)
-        stream.stop.set()
-        for t in stream.threads:
-            t.join(60)
-        elapsed = time.monotonic() - start
-        cpu = floor.cpu()["api"] - before
+        stream, before, after, elapsed, load = closed_loop(floor, key, args)
     finally:
         floor.close()
+    cpu = after["api"] - before["api"]
     per = cpu / max(1, stream.armed) * 1000
     say(f"{tag} · the bare POST app: {stream.armed / elapsed:,.0f} answered/s ({stream.armed} in {elapsed:.1f} s, "
         f"errors {dict(stream.errors) or 'none'}) · CPU s gunicorn {cpu:.1f} · {per:.2f} CPU ms a request · "
@@ -351,7 +354,6 @@ def wake_round(args, tag: str) -> dict:
 
 def live_round(procs: Procs, key: str, args, domain: str, workers: int, tag: str) -> dict:
     from django.utils import timezone
-    from soak import Stream
 
     from timers.models import Commit, Timer
 
@@ -359,14 +361,7 @@ def live_round(procs: Procs, key: str, args, domain: str, workers: int, tag: str
     procs.start_workers(workers)
     try:
         since = timezone.now()
-        stream = Stream(procs.port, key, rate=args.rate, clients=args.clients, delay=args.delay)
-        before, load = procs.cpu(), os.getloadavg()[0]
-        start = time.monotonic()
-        stream.start()
-        time.sleep(args.seconds)
-        stream.stop.set()
-        for t in stream.threads:
-            t.join(60)
+        stream, before, start, load = run_stream(procs, key, args, rate=args.rate, delay=args.delay)
         armed_for = time.monotonic() - start
         deadline = time.monotonic() + 120
         while Timer.objects.filter(domain=domain, status="armed").exists() and time.monotonic() < deadline:
