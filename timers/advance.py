@@ -490,33 +490,38 @@ def run_requested_advances(*, limit: int = 10, slice_seconds: float | None = Non
                 continue
             assert target is not None  # an advancing clock's row says where to
             for busy in range(BUSY_TRIES + 1):
-                try:
-                    advance(clock.id, target, redeliver=redeliver, slice_seconds=slice_seconds)
-                except TestClockDeleted:
-                    pass  # deleted while it advanced: the delete finishes under the lease we let go
-                except LeaseLost:
-                    log.warning("lost the lease on %s mid-advance; its new holder goes on", clock.id)
-                except Exception as exc:  # pushed out, never crash-looped
-                    if sessions.connection_lost(exc):
-                        # Not the advance's failure but the session's: the clock stays advancing and its lease
-                        # dies with the session, so the next step (in a new session) takes the advance up where
-                        # its last batch committed. Pushing it out would need the session that is gone.
-                        raise
-                    if sessions.database_busy(exc):
-                        # SQLite's lock was another writer's (an API request reading the clock): the batch rolled
-                        # back whole, so the advance goes on from its last committed batch. Not the clock's
-                        # failure: after BUSY_TRIES it stays advancing, for the next step.
-                        if busy < BUSY_TRIES:
-                            time.sleep(BUSY_PAUSE * 2**busy)
-                            continue
-                        log.warning("advance of %s: the database stayed busy; the next step goes on", clock.id)
-                        break
-                    log.exception("advance of %s failed", clock.id)
-                    TestClock.objects.filter(pk=clock.id, status=TestClock.Status.ADVANCING).update(
-                        status=TestClock.Status.INTERNAL_FAILURE, failure=str(exc)[:500])
-                break
+                if not _advance_claimed(clock.id, target, redeliver=redeliver, slice_seconds=slice_seconds):
+                    break
+                if busy < BUSY_TRIES:
+                    time.sleep(BUSY_PAUSE * 2**busy)
+            else:
+                log.warning("advance of %s: the database stayed busy; the next step goes on", clock.id)
             done += 1
     return done
+
+
+def _advance_claimed(clock_id: str, target: datetime, *, redeliver: bool, slice_seconds: float | None) -> bool:
+    """Run a claimed clock's advance under its lease; True when SQLite's lock was another writer's (an API request
+    reading the clock): the batch rolled back whole, the advance goes on from its last committed batch, and it is
+    not the clock's failure. Any other error pushes the clock out (internal_failure), never crash-looped."""
+    try:
+        advance(clock_id, target, redeliver=redeliver, slice_seconds=slice_seconds)
+    except TestClockDeleted:
+        pass  # deleted while it advanced: the delete finishes under the lease we let go
+    except LeaseLost:
+        log.warning("lost the lease on %s mid-advance; its new holder goes on", clock_id)
+    except Exception as exc:
+        if sessions.connection_lost(exc):
+            # Not the advance's failure but the session's: the clock stays advancing and its lease dies with the
+            # session, so the next step (in a new session) takes the advance up where its last batch committed.
+            # Pushing it out would need the session that is gone.
+            raise
+        if sessions.database_busy(exc):
+            return True
+        log.exception("advance of %s failed", clock_id)
+        TestClock.objects.filter(pk=clock_id, status=TestClock.Status.ADVANCING).update(
+            status=TestClock.Status.INTERNAL_FAILURE, failure=str(exc)[:500])
+    return False
 
 
 def reread(domain: str, pin: Pinned | None) -> datetime | None:
