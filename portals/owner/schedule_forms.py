@@ -6,9 +6,11 @@ check what they are given. A refusal goes on the field it is about: its param, e
 
 from __future__ import annotations
 
+import re
 from datetime import datetime, timedelta
 from typing import Any
 
+from cronsim import CronSim, CronSimError
 from django import forms
 from django.contrib.admin.utils import quote
 from django.urls import reverse
@@ -73,15 +75,37 @@ def refused(code: str) -> str:
 
 # -- words ------------------------------------------------------------------------------------------------------
 def when_words(spec: dict[str, Any]) -> str:
-    """'cron 0 9 * * 1-5', 'every 30m (phase 5m)', 'each month, 1mo after end, at 06:30'."""
+    """'at 09:00 on Monday through Friday', 'every 30 minutes, offset 5 minutes', 'each month, 1 month after its
+    end, at 06:30': a cron in the words of cronsim (the library that evaluates it), an interval and a period in
+    units."""
     if "cron" in spec:
-        return f"cron {spec['cron']}"
+        try:
+            said = CronSim(spec["cron"], datetime(2000, 1, 1)).explain()  # noqa: DTZ001 - cron reads wall time
+        except (CronSimError, TypeError):  # a spec stored before the grammar was checked: say it as written
+            return f"cron {spec['cron']}"
+        return said[:1].lower() + said[1:]
     if "every" in spec:
-        return f"every {spec['every']}" + (f" (phase {spec['phase']})" if spec.get("phase") else "")
+        phase = str(spec.get("phase") or "0s")
+        offset = f", offset {_units(phase)}" if re.match(r"0*[1-9]", phase) else ""
+        return f"every {_units(spec['every'], one='')}{offset}"
     if "each" in spec:
-        return f"each {spec['each']}" + (f", {spec['at']}" if spec.get("at") else "") + (
-            f", at {spec['time']}" if spec.get("time") else "")
+        period = str(spec["each"]).replace("_", " ")
+        at = _units(spec["at"]).replace(" start", " its start").replace(" end", " its end") if spec.get("at") else ""
+        return f"each {period}" + (f", {at}" if at else "") + (f", at {spec['time']}" if spec.get("time") else "")
     return ", ".join(f"{k} {v}" for k, v in spec.items())
+
+
+UNIT_WORDS = {"s": "second", "m": "minute", "min": "minute", "h": "hour", "d": "day", "w": "week", "mo": "month",
+              "y": "year"}
+
+
+def _units(text: str, *, one: str = "1 ") -> str:
+    """'30m' -> '30 minutes', '1mo after end' -> '1 month after end'; ``one`` is what a count of 1 says ('every
+    hour', not 'every 1 hour')."""
+    def words(m: re.Match[str]) -> str:
+        count, unit = int(m[1]), UNIT_WORDS[m[2]]
+        return f"{one}{unit}" if count == 1 else f"{count} {unit}s"
+    return re.sub(r"\b([0-9]+)(mo|min|s|m|h|d|w|y)\b", words, str(text))
 
 
 def what(sch: Schedule) -> str:
@@ -96,6 +120,11 @@ def span(value: timedelta) -> str:
         if seconds and seconds % size == 0:
             return f"{seconds // size}{unit}"
     return f"{seconds}s"
+
+
+def span_words(value: timedelta) -> str:
+    """A span as a page says it: 365 days, 6 hours, a minute."""
+    return _units(span(value), one="a ")
 
 
 def said(dt: datetime | None) -> str:

@@ -57,7 +57,7 @@ from .schedule_forms import (
     refusal_to_form,
     refused,
     said,
-    span,
+    span_words,
     what,
     when_words,
 )
@@ -169,7 +169,7 @@ def paused(sch: Schedule, *, note: str) -> str:
 def resumed(sch: Schedule) -> str:
     schedule_resume(schedule=sch)
     return (f"{capitalized(what(sch))} resumed: runs missed while it was paused start if they are within its "
-            f"catch-up window ({span(sch.catchup_window)}). {_next_words(Schedule.objects.get(pk=sch.pk))}")
+            f"catch-up window ({span_words(sch.catchup_window)}). {_next_words(Schedule.objects.get(pk=sch.pk))}")
 
 
 def run_now(sch: Schedule) -> str:
@@ -390,9 +390,9 @@ class ScheduleConsoleAdmin(RuntimeScheduleAdmin):
     def rules(self, obj: Schedule) -> str:
         lines = [f"when a run is due while the last one is still going: {OVERLAP_WORDS.get(obj.overlap, obj.overlap)}"
                  + (f" (at most {obj.buffer_limit} kept)" if obj.overlap == "buffer_all" else ""),
-                 f"catch-up window: {span(obj.catchup_window)}"]
+                 f"catch-up window: {span_words(obj.catchup_window)}"]
         if obj.jitter:
-            lines.append(f"each run starts up to {span(obj.jitter)} after its time")
+            lines.append(f"each run starts up to {span_words(obj.jitter)} after its time")
         if obj.calendar:
             cal = Calendar.objects.filter(pk=obj.calendar).values_list("name", flat=True).first()
             lines.append(f"on a closed day of {cal or 'its calendar'}: {CLOSED_WORDS.get(obj.closed_days, '')}")

@@ -14,6 +14,7 @@ from datetime import UTC, datetime
 import pytest
 from django.contrib.auth import get_user_model
 from django.db import connection
+from django.urls import reverse
 
 from calendars.brand_calendars import calendar_create
 from tests.conftest import admin_url
@@ -53,6 +54,12 @@ def shot(page, name: str) -> None:
 def test_the_owner_changes_a_schedule_and_backfills_it(live_server, page, shop, target):  # noqa: F811
     clock, sch = shop
     sign_in_to_console(page, live_server.url, "ada")
+
+    # The list says when each runs in words, in its zone.
+    page.goto(f"{live_server.url}{reverse('admin:timers_schedule_changelist')}")
+    expect(page.locator("#result_list")).to_contain_text("at 09:00 every day · America/New_York")
+    assert_accessible(page, what="the schedules list")
+    shot(page, "list-first")
 
     page.goto(f"{live_server.url}{admin_url(sch)}")
     expect(page.locator("#content-main")).to_contain_text("Thu 21 Jan 2027, 09:00 EST")  # the next run

@@ -18,6 +18,7 @@ from django.urls import reverse
 from calendars.brand_calendars import calendar_create
 from calendars.models import Subject
 from calendars.words import runtime_words
+from portals.owner.schedule_forms import when_words
 from services import registry
 from services.subscriptions import subscription_create
 from tests.conftest import admin_url
@@ -78,12 +79,36 @@ def test_the_page_says_when_in_the_brands_zone_and_offers_the_acts(client, shop)
     page = client.get(admin_url(shop["sch"])).content.decode()
     text = visible(page)
     assert "Thu 21 Jan 2027, 09:00 EST" in text  # the next run, in the brand's zone
+    assert "at 09:00 every day · America/New_York" in text and "catch-up window: 365 days" in text
     assert "UTC" not in text and not runtime_words(text), runtime_words(text)
     assert "tick" not in text.lower() and "minted" not in text
     for act in ("Change", "Pause", "Run now", "Backfill", "Delete"):
         assert f">{act}<" in page
     listing = client.get(reverse("admin:timers_schedule_changelist")).content.decode()
     assert "nightly-report" in listing and "Thu 21 Jan 2027, 09:00 EST" in listing
+
+
+def test_the_list_says_when_a_schedule_runs_in_words_not_its_spec(client, shop):
+    schedule_create(brand=shop["brand"], domain=shop["clock"].id, spec={"every": "30m", "phase": "5m"}, name="sync",
+                    target=HOOK)
+    listing = visible(client.get(reverse("admin:timers_schedule_changelist")).content.decode())
+    assert "at 09:00 every day · America/New_York" in listing
+    assert "every 30 minutes, offset 5 minutes" in listing
+    assert "0 9 * * *" not in listing and "30m" not in listing
+
+
+@pytest.mark.parametrize(("spec", "said"), [
+    ({"cron": "0 9 * * 1-5"}, "at 09:00 on Monday through Friday"),
+    ({"cron": "*/15 * * * *"}, "every 15th minute of every hour"),
+    ({"cron": "not a cron"}, "cron not a cron"),  # a spec stored before the grammar was checked, as written
+    ({"every": "1h", "phase": "0m"}, "every hour"),
+    ({"every": "2w", "phase": "1d"}, "every 2 weeks, offset 1 day"),
+    ({"every": "90s"}, "every 90 seconds"),
+    ({"each": "tax_year", "at": "15d before end", "time": "06:30"}, "each tax year, 15 days before its end, at 06:30"),
+    ({"each": "month", "at": "1mo after start"}, "each month, 1 month after its start"),
+])
+def test_when_words(spec, said):
+    assert when_words(spec) == said
 
 
 def test_a_change_is_a_new_revision_and_the_next_run_moves(client, shop):
