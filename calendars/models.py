@@ -58,7 +58,7 @@ class Calendar(models.Model):
     """Written on a brand or a Service: zone, weekends, closed days, and the minute a due closes."""
 
     id = IdField(primary_key=True, max_length=32, default=new_calendar_id, editable=False)
-    brand = models.ForeignKey(Brand, on_delete=models.CASCADE, related_name="calendars")
+    brand = models.ForeignKey(Brand, on_delete=models.CASCADE, db_index=False, related_name="calendars")
     name = models.CharField(max_length=200)
     zone = models.CharField(max_length=64, default="UTC", help_text="An IANA zone, e.g. America/New_York")
     weekends = models.JSONField(default=default_weekends, help_text="0 Monday … 6 Sunday")
@@ -102,7 +102,7 @@ class Calendar(models.Model):
 class ClosedDay(models.Model):
     """A hand-written closed day (an IRS disaster day, a office closure)."""
 
-    calendar = models.ForeignKey(Calendar, on_delete=models.CASCADE, related_name="closed")
+    calendar = models.ForeignKey(Calendar, on_delete=models.CASCADE, db_index=False, related_name="closed")
     date = models.DateField()
     why = models.CharField(max_length=200)
 
@@ -117,7 +117,7 @@ class Subject(models.Model):
     """Who the work is for, across jobs and years: a taxpayer by EIN, an account by domain."""
 
     id = IdField(primary_key=True, max_length=32, default=new_subject_id, editable=False)
-    brand = models.ForeignKey(Brand, on_delete=models.CASCADE, related_name="subjects")
+    brand = models.ForeignKey(Brand, on_delete=models.CASCADE, db_index=False, related_name="subjects")
     domain = models.CharField(max_length=32, default="live", help_text='"live" or the test clock id')
     kind = models.CharField(max_length=64)
     key_name = models.CharField(max_length=64, help_text="e.g. ein")
@@ -154,7 +154,7 @@ class Contact(models.Model):
 
     id = IdField(primary_key=True, max_length=32, default=new_contact_id, editable=False)
     brand = models.ForeignKey(Brand, on_delete=models.CASCADE, related_name="contacts")
-    subject = models.ForeignKey(Subject, on_delete=models.CASCADE, related_name="contacts")
+    subject = models.ForeignKey(Subject, on_delete=models.CASCADE, db_index=False, related_name="contacts")
     name = models.CharField(max_length=200)
     email = models.EmailField(max_length=254)
     phone = models.CharField(max_length=32, blank=True)
@@ -184,7 +184,7 @@ class MemberOfRecord(models.Model):
     the member who takes a Task of the job's pool (the role is then the pool's name)."""
 
     brand = models.ForeignKey(Brand, on_delete=models.CASCADE, related_name="members_of_record")
-    subject = models.ForeignKey(Subject, on_delete=models.CASCADE, related_name="members_of_record")
+    subject = models.ForeignKey(Subject, on_delete=models.CASCADE, db_index=False, related_name="members_of_record")
     owner_ref = models.CharField(max_length=32, blank=True, help_text="The job it is for; empty: the subject's")
     role = models.CharField(max_length=32)
     member = models.ForeignKey(Membership, on_delete=models.CASCADE, related_name="of_record")
@@ -262,7 +262,7 @@ class ClockItem(models.Model):
         PASSED = "passed"  # a hard date came unsatisfied: the gate refuses what it bars
         VOIDED = "voided"
 
-    clock = models.ForeignKey(Clock, on_delete=models.CASCADE, related_name="items")
+    clock = models.ForeignKey(Clock, on_delete=models.CASCADE, db_index=False, related_name="items")
     item = models.CharField(max_length=32, help_text="US, US-CA, … or '' for a clock with one date")
     civil = models.DateField(help_text="what the due function returned (or the move set)")
     due_date = models.DateField(help_text="the civil date rolled to the first open day")

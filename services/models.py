@@ -182,7 +182,7 @@ class Notification(models.Model):
     """
 
     id = IdField(primary_key=True, max_length=32, default=new_notification_id, editable=False)
-    brand = models.ForeignKey(Brand, on_delete=models.CASCADE, related_name="notifications")
+    brand = models.ForeignKey(Brand, on_delete=models.CASCADE, db_index=False, related_name="notifications")
     domain = models.CharField(max_length=32, default="live")
     recipient = models.CharField(max_length=200, help_text='who, by name: "Ada Lovelace", "Olive Owner"; "owner" '
                                                           "for a brand with no owner of record")
@@ -225,12 +225,12 @@ class Task(models.Model):
     id = IdField(primary_key=True, max_length=32, default=new_task_id, editable=False)
     brand = models.ForeignKey(Brand, on_delete=models.CASCADE, related_name="tasks")
     domain = models.CharField(max_length=32, default="live")
-    job = models.ForeignKey(Job, on_delete=models.CASCADE, related_name="tasks")
+    job = models.ForeignKey(Job, on_delete=models.CASCADE, db_index=False, related_name="tasks")
     step = models.CharField(max_length=40)
     entry = models.PositiveIntegerField(help_text="the job's step entry this Task belongs to")
     pool = models.CharField(max_length=40)
     status = models.CharField(max_length=10, choices=Status.choices, default=Status.OPEN)
-    member = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.SET_NULL, null=True, blank=True,
+    member = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.SET_NULL, db_index=False, null=True, blank=True,
                                related_name="tasks")
     takes = models.PositiveIntegerField(default=0, help_text="how many times it was taken: names the hold's timers")
     taken_at = models.DateTimeField(null=True, blank=True)
@@ -274,7 +274,7 @@ class Ask(models.Model):
     id = IdField(primary_key=True, max_length=32, default=new_ask_id, editable=False)
     brand = models.ForeignKey(Brand, on_delete=models.CASCADE, related_name="asks")
     domain = models.CharField(max_length=32, default="live")
-    job = models.ForeignKey(Job, on_delete=models.CASCADE, related_name="asks")
+    job = models.ForeignKey(Job, on_delete=models.CASCADE, db_index=False, related_name="asks")
     step = models.CharField(max_length=40, blank=True)
     scope = models.CharField(max_length=40, blank=True, help_text="a grant asked for again, once its term ended")
     entry = models.PositiveIntegerField(help_text="the step entry, or the grant's number")
@@ -311,7 +311,7 @@ class Grant(models.Model):
     id = IdField(primary_key=True, max_length=32, default=new_grant_id, editable=False)
     brand = models.ForeignKey(Brand, on_delete=models.CASCADE, related_name="grants")
     domain = models.CharField(max_length=32, default="live")
-    job = models.ForeignKey(Job, on_delete=models.CASCADE, related_name="grants")
+    job = models.ForeignKey(Job, on_delete=models.CASCADE, db_index=False, related_name="grants")
     scope = models.CharField(max_length=40)
     number = models.PositiveIntegerField(help_text="the nth grant of this scope on the job")
     party = models.CharField(max_length=200)
@@ -364,7 +364,7 @@ class PolicyValue(models.Model):
     """A brand's value of a Service's policy (stall_days), set with policy.set; the declaration's default
     holds until one is set."""
 
-    brand = models.ForeignKey(Brand, on_delete=models.CASCADE, related_name="policy_values")
+    brand = models.ForeignKey(Brand, on_delete=models.CASCADE, db_index=False, related_name="policy_values")
     domain = models.CharField(max_length=32, default="live")
     service = models.CharField(max_length=64)
     name = models.CharField(max_length=40)
@@ -412,9 +412,9 @@ class PoolMember(models.Model):
     """Who is in a pool: data the owner console edits, never a deploy. A Service declares a pool by name and
     its hold (``Pool(hold="2d")``); a member of the brand in the pool of that name may take its Tasks."""
 
-    brand = models.ForeignKey(Brand, on_delete=models.CASCADE, related_name="pool_members")
+    brand = models.ForeignKey(Brand, on_delete=models.CASCADE, db_index=False, related_name="pool_members")
     pool = models.CharField(max_length=40, help_text="the pool's name, as Services declare it: brokers")
-    membership = models.ForeignKey("timers.Membership", on_delete=models.CASCADE, related_name="pools")
+    membership = models.ForeignKey("timers.Membership", on_delete=models.CASCADE, db_index=False, related_name="pools")
     added_at = models.DateTimeField()
 
     class Meta:

@@ -42,7 +42,7 @@ class Schedule(models.Model):
         SUBSCRIPTION = "subscription"  # a Service's own schedule: a job per period (services/handlers.py)
 
     id = IdField(primary_key=True, max_length=32, default=new_schedule_id, editable=False)
-    brand = models.ForeignKey(Brand, on_delete=models.CASCADE, related_name="schedules")
+    brand = models.ForeignKey(Brand, on_delete=models.CASCADE, db_index=False, related_name="schedules")
     domain = models.CharField(max_length=32, help_text='"live" or the test clock id')
     name = models.CharField(max_length=200, blank=True)
     spec = models.JSONField(help_text='{"cron": …} | {"every": …, "phase": …} | {"each": …, "at": …, "time": …}')
@@ -110,7 +110,7 @@ class ScheduleRun(models.Model):
         CLOSED = "closed"
 
     id = IdField(primary_key=True, max_length=32, editable=False)
-    schedule = models.ForeignKey(Schedule, on_delete=models.CASCADE, related_name="runs")
+    schedule = models.ForeignKey(Schedule, on_delete=models.CASCADE, db_index=False, related_name="runs")
     intended_at = models.DateTimeField(help_text="The instant the fire was due for")
     state = models.CharField(max_length=12, choices=State.choices)
     started_at = models.DateTimeField(null=True, blank=True)
@@ -147,7 +147,7 @@ class ScheduleTick(models.Model):
         DEAD_LETTERED = "dead_lettered"
 
     id = IdField(primary_key=True, max_length=32, editable=False)
-    schedule = models.ForeignKey(Schedule, on_delete=models.CASCADE, related_name="ticks")
+    schedule = models.ForeignKey(Schedule, on_delete=models.CASCADE, db_index=False, related_name="ticks")
     run = models.OneToOneField(ScheduleRun, on_delete=models.CASCADE, related_name="tick")
     intended_at = models.DateTimeField()
     fired_at = models.DateTimeField()

@@ -85,7 +85,7 @@ class Membership(models.Model):
         OWNER = "owner"
         MEMBER = "member"
 
-    user = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="memberships",
+    user = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, db_index=False, related_name="memberships",
                              null=True, blank=True, help_text="None until the invite is accepted")
     brand = models.ForeignKey(Brand, on_delete=models.CASCADE, related_name="memberships")
     role = models.CharField(max_length=8, choices=Role.choices)
@@ -133,7 +133,7 @@ class IdempotencyKey(models.Model):
     Written in the request's own transaction with what the request did, so an answer is kept exactly when its
     effects are; a request that died left neither, and its key is free again."""
 
-    brand = models.ForeignKey(Brand, on_delete=models.CASCADE, related_name="idempotency_keys")
+    brand = models.ForeignKey(Brand, on_delete=models.CASCADE, db_index=False, related_name="idempotency_keys")
     livemode = models.BooleanField(help_text="The mode of the key that sent it: a key's answers are its mode's")
     key = models.CharField(max_length=255)
     request_digest = models.CharField(max_length=64, help_text="sha256 of the method, path and body")

@@ -28,7 +28,7 @@ class WebhookEndpoint(models.Model):
         DISABLED = "disabled"  # hears nothing new; what it is owed waits, in order, until it is enabled again
 
     id = IdField(primary_key=True, max_length=32, default=new_webhook_endpoint_id, editable=False)
-    brand = models.ForeignKey(Brand, on_delete=models.CASCADE, related_name="webhook_endpoints")
+    brand = models.ForeignKey(Brand, on_delete=models.CASCADE, db_index=False, related_name="webhook_endpoints")
     livemode = models.BooleanField(help_text="Hears the live clock (a live key made it), else the test clocks")
     url = models.CharField(max_length=2048)
     enabled_events = models.JSONField(default=list, help_text='Event types: "*", an exact type, or "prefix.*"')
@@ -60,7 +60,8 @@ class WebhookAttempt(models.Model):
     delivery log the owner console shows, and what an in-doubt delivery is checked against before it is sent
     again (a 2xx here means it arrived)."""
 
-    endpoint = models.ForeignKey(WebhookEndpoint, on_delete=models.CASCADE, related_name="attempts")
+    # No index of its own: the two below lead with it, and every attempt's insert would pay a third.
+    endpoint = models.ForeignKey(WebhookEndpoint, on_delete=models.CASCADE, related_name="attempts", db_index=False)
     event_id = models.CharField(max_length=32)
     event_type = models.CharField(max_length=64)
     submission = models.CharField(max_length=40, help_text="The outbox row (timers_outbox.id) this try sent")
