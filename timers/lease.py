@@ -178,6 +178,65 @@ def lease(domain: str, *, wait: bool = True, look: bool = True) -> Iterator[Held
             got.release()
 
 
+class Kept:
+    """The leases a live worker keeps between its turns (timers/worker.py): a domain fired again a moment later
+    needs no take and no release, two of a live fire's round trips (issue 39). Each kept lease is this thread's
+    as lease() holds one (a nested take keeps its epoch), and every batch under it is fenced all the same, so a
+    kept lease that was taken over stops the next turn's first batch. The worker lets them all go before it
+    sleeps longer than a moment, before a test clock's work, and as it stops; a holder killed with -9 frees
+    them with its session, as any lease."""
+
+    def __init__(self) -> None:
+        self._kept: dict[str, Held] = {}
+
+    def __contains__(self, domain: str) -> bool:
+        return domain in self._kept
+
+    def __len__(self) -> int:
+        return len(self._kept)
+
+    @contextlib.contextmanager
+    def turn(self, domain: str, *, look: bool = True) -> Iterator[Held | None]:
+        """The domain's kept lease, else one taken now (None: another holds it); kept after the turn unless
+        the turn raised (a lost lease, an error: let go, as lease() lets go, so its stale epoch is not this
+        thread's any more)."""
+        held = self._kept.pop(domain, None)
+        registry = _held()
+        if held is None:
+            if domain in registry:  # an outer lease() of this thread holds it: that one's epoch fences
+                with lease(domain, wait=False) as inner:
+                    yield inner
+                return
+            held = take(domain, look=look)
+            if held is None:
+                yield None
+                return
+            registry[domain] = [held, 1]
+        try:
+            yield held
+        except BaseException:
+            self._let_go(held)
+            raise
+        self._kept[domain] = held
+
+    def release(self) -> None:
+        """Let every kept lease go (each expires at once, for whichever worker is owed there next)."""
+        for held in list(self._kept.values()):
+            self._let_go(held)
+        self._kept.clear()
+
+    def forget(self) -> None:
+        """The database session is gone, and every lease it held with it: nothing to release."""
+        for domain in self._kept:
+            _held().pop(domain, None)
+        self._kept.clear()
+
+    def _let_go(self, held: Held) -> None:
+        _held().pop(held.domain, None)
+        with contextlib.suppress(Exception):  # a dead connection: the lease expires by itself
+            held.release()
+
+
 def current(domain: str) -> Held | None:
     """The lease this thread holds on ``domain``, if any."""
     entry = _held().get(domain)

@@ -1,7 +1,8 @@
 """The loop behind `tick --forever`: the brands' live clocks' turns, the test clocks' requested work, the sends.
 
 One worker holds a clock domain at a time (a Lease row, timers/lease.py), and every batch it writes is
-fenced by the lease's epoch, so more workers scale across domains, never by racing on one. Each brand's
+fenced by the lease's epoch, so more workers scale across domains, never by racing on one. A live domain's
+lease is kept between turns a moment apart, and let go before a longer sleep. Each brand's
 live clock is its own domain; the loop gives each owed domain a turn of a few batches in turn
 (timers/live.py), so one brand's backlog never holds another's owed timers back. Requested advances are
 claimed with SKIP LOCKED (timers/advance.py). Between steps it sleeps until the next owed instant, or until a
@@ -23,7 +24,7 @@ from django.db import connection
 from . import history, outbox
 from .advance import LeaseLost, advance_slice, finish_deletes, pinned_on, run_requested_advances
 from .clock import Clock, WallClock
-from .lease import holder, lease
+from .lease import Kept, holder
 from .live import affinity, live_next, live_step, next_owed, owed_now, turn, turn_batches
 from .models import is_live
 from .sql import sessions
@@ -74,6 +75,7 @@ class Worker:
         self._sender_stop = threading.Event()
         self.reconnects = 0  # times this worker lost its database session and connected again (_reconnect)
         self._backoff: float | None = None  # the last wait before connecting again; None while connected
+        self._kept = Kept()  # the live domains' leases kept between turns (let go before a longer sleep)
 
     def step(self) -> bool:
         asked = any(not is_live(d) for d in self.woken)  # a test clock's advance was asked (a bare wake)
@@ -85,6 +87,7 @@ class Worker:
             found = self._live_turns()
         self.steps += 1
         if self.test_clocks and self._test_clocks_due(asked):
+            self._kept.release()  # an advance may take a while: no live domain waits on this worker meanwhile
             # A slice of each advance asked for, then the live turns again (live first): one that yielded is
             # looked at again in the next step, not a poll later.
             ran = run_requested_advances(slice_seconds=advance_slice() if self.domain is None else None)
@@ -182,16 +185,16 @@ class Worker:
                 # was looked at just now, by owed_domains.)
                 continue
             self._looked = None  # a turn writes: the sleep looks again
-            with lease(domain, wait=False, look=domain not in ours) as held:
-                if held is None:
-                    held_elsewhere = True  # another worker runs it
-                    continue
-                try:
+            try:
+                with self._kept.turn(domain, look=domain not in ours) as held:
+                    if held is None:
+                        held_elsewhere = True  # another worker runs it
+                        continue
                     stats = turn(self.clock, domain, held, batches=self.batches)
-                except LeaseLost:
-                    log.warning("lost the lease on %s; its new holder goes on", domain)
-                    self.lost.append(domain)
-                    continue
+            except LeaseLost:  # the kept lease, if it was one, is let go with it
+                log.warning("lost the lease on %s; its new holder goes on", domain)
+                self.lost.append(domain)
+                continue
             self._queued = self._queued or stats.sends is not None
             self.fired += stats.fired
             self.turns[domain] = self.turns.get(domain, 0) + 1
@@ -212,6 +215,7 @@ class Worker:
         try:
             self._run()
         finally:
+            self._kept.release()
             if self._sender is not None:
                 self._sender_stop.set()
                 self._send_now.set()
@@ -246,6 +250,9 @@ class Worker:
                     nxt = soon if nxt is None or nxt < soon else nxt
                 self.wakes += 1
                 self._reconnected()
+                if self._kept and (nxt is None or nxt - self.clock.now() > affinity() / 2):
+                    # A sleep past a moment: the kept leases go, so a domain owed meanwhile waits on nobody.
+                    self._kept.release()
                 self._sleep(nxt)
             except Exception as exc:
                 if not sessions.connection_lost(exc):
@@ -266,6 +273,7 @@ class Worker:
         log_at("lost the database connection (%s); connecting again in %.1fs",
                str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__, wait)
         self._listening = None
+        self._kept.forget()  # they went with the session
         with contextlib.suppress(Exception):
             connection.close()
         self.stop.wait(wait)

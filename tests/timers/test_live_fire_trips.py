@@ -1,13 +1,16 @@
 """A live fire's round trips (issue 39: a live fire was ~2.6x a timer committed alone, late_by p99 16-19x a bare
-LISTEN/NOTIFY wake's). A worker's step that fires one timer is nine round trips and commits three times, one with a
-WAL flush: the look, the lease's take (one prepared statement, its own transaction: no BEGIN, no COMMIT), the
-position, the batch (BEGIN, its fence, its read, its writes with the turn's position, COMMIT) and the release (as
-the take). A step that finds nothing hands its look to the sleep; the take skips its look for another holder where
-the step saw the domain this worker's or nobody's; and the sender is nudged only by a step whose fires left sends."""
+LISTEN/NOTIFY wake's). A worker's step that fires one timer in a domain whose lease it kept from its last turn is
+seven round trips and commits once, with the WAL flush: the look, the position, the batch (BEGIN, its fence, its
+read, its writes with the turn's position, COMMIT). Where it takes the lease, one more (one prepared statement,
+its own transaction, no flush); the release is one more again, before a longer sleep. A kept lease taken over
+stops the next turn and is let go. A step that finds nothing hands its look to the sleep; the take skips its look
+for another holder where the step saw the domain this worker's or nobody's; and the sender is nudged only by a
+step whose fires left sends."""
 
 from __future__ import annotations
 
 import threading
+import time
 from datetime import timedelta
 
 import pytest
@@ -18,7 +21,7 @@ from tests.support.wire import traced
 from timers import lease as leases
 from timers.arming import timer_arm
 from timers.clock import WallClock, wall_now
-from timers.models import LiveClock, Timer, live_domain
+from timers.models import Lease, LiveClock, Timer, live_domain
 from timers.tenants import brand_get_or_create
 from timers.worker import Worker
 
@@ -45,34 +48,80 @@ def _step(worker: Worker) -> list[str]:
     return [x["sql"] for x in q.captured_queries]
 
 
-def test_a_step_that_fires_one_timer_is_nine_round_trips_and_commits_three_times(db):
+def test_a_step_that_fires_one_timer_under_its_kept_lease_is_seven_round_trips_and_commits_once(db):
     brand = brand_get_or_create(name="trips.one")
     worker = Worker(WallClock(), test_clocks=False)
     worker._sender = _Alive()  # as run() starts it: the step leaves the sends to it
     worker.step()  # the first step's setup (the session's settings, the statements prepared) is not the fire's
     domain = _arm_now(brand, 0)
-    worker.step()  # a fire of its own, so every statement of the next is prepared
+    worker.step()  # a fire of its own (it takes the lease and keeps it), so every statement of the next is prepared
+    assert domain in worker._kept
     domain = _arm_now(brand)
     trips, _ = traced(worker.step)
     assert Timer.objects.filter(domain=domain, status="fired").count() == 2
-    # The look, the take, the position, BEGIN, the fence, the read, the writes, COMMIT, the release. With the take
-    # and the release each BEGIN, its statement and COMMIT, it was 13.
-    assert trips == 9, trips
+    # The look, the position, BEGIN, the fence, the read, the writes, COMMIT. With a take and a release around
+    # each turn it was 9; with the take and the release each BEGIN, its statement and COMMIT, 13.
+    assert trips == 7, trips
     domain = _arm_now(brand, 2)
     sql = _step(worker)
     assert Timer.objects.filter(domain=domain, status="fired").count() == 3
-    # One transaction begun and committed: the batch's. The take and the release are transactions of their own.
-    assert sql.count("COMMIT") == 1, sql
+    assert sql.count("COMMIT") == 1, sql  # the batch's, with its WAL flush
+    # Only the batch's fence touches the lease: no take, no release, no term written.
+    assert not any("INSERT INTO timers_lease" in s or "timers_leaseterm" in s for s in sql), sql
     assert LiveClock.objects.get(pk=domain).position is not None
+
+
+def test_a_turn_that_takes_its_lease_is_eight_round_trips_and_the_release_one(db):
+    brand = brand_get_or_create(name="trips.take")
+    worker = Worker(WallClock(), test_clocks=False)
+    worker._sender = _Alive()
+    worker.step()
+    _arm_now(brand, 0)
+    worker.step()
+    worker._kept.release()  # as before a longer sleep
+    assert traced(worker._kept.release)[0] == 0  # nothing kept: nothing sent
+    domain = _arm_now(brand)
+    trips, _ = traced(worker.step)
+    # The look, the take, the position, BEGIN, the fence, the read, the writes, COMMIT; the lease kept after.
+    assert trips == 8, trips
+    assert Timer.objects.filter(domain=domain, status="fired").count() == 2
+    assert traced(worker._kept.release)[0] == 1
+    domain = _arm_now(brand, 2)
+    sql = _step(worker)
+    worker._kept.release()
     # The take and the release each one statement (its settings in it), without a flush at its commit.
     flush_off = "set_config('synchronous_commit', 'off', true)"
     assert sum("INSERT INTO timers_lease " in s for s in sql) == 1
     assert sum("INSERT INTO timers_lease " in s and "timers_leaseterm" in s and flush_off in s for s in sql) == 1
-    assert sum("UPDATE timers_leaseterm" in s and flush_off in s for s in sql) == 1
     assert not any(s.startswith("UPDATE timers_leaseterm") or s.startswith("INSERT INTO timers_leaseterm")
                    for s in sql)
     # The domain was nobody's: no look for another holder before the take.
     assert not any(LOOK in s for s in sql)
+    assert Lease.objects.get(domain=domain).expires <= wall_now()  # released: free for whoever is owed there
+
+
+def test_a_kept_lease_taken_over_stops_the_next_turn_and_is_let_go(db):
+    brand = brand_get_or_create(name="trips.taken")
+    worker = Worker(WallClock(), test_clocks=False)
+    worker._sender = _Alive()
+    domain = _arm_now(brand, 0)
+    worker.step()
+    assert domain in worker._kept
+    # Its session is taken for dead meanwhile (a long pause): the lease expires and another worker takes it.
+    Lease.objects.filter(domain=domain).update(expires=wall_now() - timedelta(seconds=1))
+    assert leases.take(domain, as_holder="another-worker", look=False) is not None
+    _arm_now(brand)
+    Timer.objects.filter(domain=domain, status="armed").update(owed_at=wall_now() - timedelta(seconds=5))  # past the affinity
+    worker.step()
+    assert worker.lost == [domain] and domain not in worker._kept
+    assert Timer.objects.filter(domain=domain, status="armed").count() == 1  # the fence stopped it: not fired
+    assert Lease.objects.get(domain=domain).holder == "another-worker"
+    # Once the other lets go, this worker takes the domain anew (the lost lease was let go, not kept as this
+    # thread's: its stale epoch would have fenced every turn after).
+    Lease.objects.filter(domain=domain).update(expires=wall_now() - timedelta(seconds=1))
+    worker.step()
+    assert not Timer.objects.filter(domain=domain, status="armed").exists()
+    assert domain in worker._kept and worker.lost == [domain]
 
 
 def test_a_step_that_finds_nothing_hands_its_look_to_the_sleep(db):
@@ -114,3 +163,40 @@ def test_the_sender_is_nudged_by_a_step_whose_fires_left_sends(db, handler, send
     timer_arm(brand=brand, key="job_1:deadline:now:1", owed_at=wall_now() - timedelta(milliseconds=5), handler=name)
     assert worker.step()
     assert worker._send_now.is_set() is sends
+
+
+def test_a_worker_lets_its_kept_leases_go_before_a_longer_sleep(db):
+    brand = brand_get_or_create(name="trips.sleep")
+    domain = live_domain(brand.id)
+    worker = Worker(WallClock(), test_clocks=False)
+
+    def run() -> None:
+        try:
+            worker.run()
+        finally:
+            connection.close()
+
+    loop = threading.Thread(target=run, daemon=True)
+    loop.start()
+    try:
+        _arm_now(brand)
+        deadline = time.monotonic() + 10
+        while Timer.objects.filter(domain=domain, status="armed").exists() and time.monotonic() < deadline:
+            time.sleep(0.02)
+        assert not Timer.objects.filter(domain=domain, status="armed").exists()
+        # Nothing more is owed: the worker sleeps, and lets the domain go first (kept, its lease would run for
+        # LEASE_SECONDS, and a timer owed there meanwhile would wait on a worker that sleeps).
+        while Lease.objects.get(domain=domain).expires > wall_now() and time.monotonic() < deadline:
+            time.sleep(0.02)
+        assert Lease.objects.get(domain=domain).expires <= wall_now()
+        assert loop.is_alive() and worker.fired == 1
+        # Owed there again: the lease is taken again, and let go again as the worker sleeps.
+        worker.woken.append(domain)
+        _arm_now(brand, 2)
+        while worker.fired < 2 and time.monotonic() < deadline:
+            time.sleep(0.02)
+    finally:
+        worker.stop.set()
+        loop.join(timeout=10)
+    assert not loop.is_alive() and worker.fired == 2
+    assert Lease.objects.get(domain=domain).expires <= wall_now()
