@@ -44,12 +44,12 @@ def live_domains() -> list[str]:
 
 def owed_domains(now: datetime) -> list[tuple[str, datetime]]:
     """The live domains with a timer owed at ``now``, earliest owed first: one statement, an index probe each."""
-    return [(d, nxt) for d, nxt, _ in live_next(now)]
+    return [(d, nxt) for d, nxt, *_ in live_next(now)]
 
 
-def live_next(now: datetime | None = None) -> list[tuple[str, datetime, str | None]]:
-    """Each live domain's next owed instant (owed at ``now``, if given) and the holder of its last lease, earliest
-    owed first: one statement, an index probe each."""
+def live_next(now: datetime | None = None) -> list[clocks.LiveNext]:
+    """Each live domain's next owed instant (owed at ``now``, if given), the holder of its last lease and its
+    position, earliest owed first: one statement, an index probe each."""
     return clocks.live_next(now)
 
 
@@ -81,8 +81,10 @@ def live_step(clock: Clock, *, domain: str | None = None, trace: bool = False, o
 
 
 def turn(clock: Clock, domain: str, held: Held, *, trace: bool = False, on: set[str] | None = None,
-         batches: int | None = None) -> RunStats:
-    """Run ``domain`` to now under ``held``; with ``batches``, stop after that many (``stopped``: more is owed)."""
+         batches: int | None = None, position: tuple[datetime | None] | None = None) -> RunStats:
+    """Run ``domain`` to now under ``held``; with ``batches``, stop after that many (``stopped``: more is owed).
+    ``position``: the live clock's position as the caller read it while ``held`` was already its (a lease
+    kept from the turn before: nobody else could move it since), a one-tuple; else it is read here."""
     now = clock.now()
     pin = pinned_on(domain)
     floor: datetime | None
@@ -94,6 +96,8 @@ def turn(clock: Clock, domain: str, held: Held, *, trace: bool = False, on: set[
         # until something is owed.
         if not pin.owed and floor >= now and pin.idle(now, mark=False):
             return RunStats(domain=domain, start=floor, to=now)
+    elif position is not None:
+        floor = position[0]
     else:
         floor = clocks.position(domain)
     guard = Guard(held, batches=batches, clock_id=None if is_live(domain) else domain, pinned=pin is not None)

@@ -28,6 +28,7 @@ from .lease import Kept, holder
 from .live import affinity, live_next, live_step, next_owed, owed_now, turn, turn_batches
 from .models import is_live
 from .sql import sessions
+from .sql.clocks import LiveNext
 from .wakes import CHANNEL
 
 log = logging.getLogger(__name__)
@@ -67,7 +68,7 @@ class Worker:
         self._held_elsewhere = False
         self._listening: psycopg.Connection | None = None  # the session that LISTENs, once one does
         self._others: set[str] = set()  # live domains another worker runs, as the last sleep's look found them
-        self._looked: list[tuple[str, datetime, str | None]] | None = None  # the last step's live_next(), if it ran none
+        self._looked: list[LiveNext] | None = None  # the last step's live_next(), if it ran none
         self._queued = False  # whether the last step's turns left sends for the sender (or advances ran)
         self._test_clocks_at: float | None = None  # time.monotonic() when a step last looked at test clocks
         self._sender: threading.Thread | None = None  # run()'s sends, beside the firing (see _send_loop)
@@ -159,8 +160,8 @@ class Worker:
         rows, self._looked = (live_next() if self._looked is None else self._looked), None
         # A note for another's domain changes nothing here: its worker runs it, and this one's look for a stuck
         # worker is an affinity after the domain's earliest owed timer, which a later arming cannot move.
-        self._others = {d for d, nxt, last in rows if self._theirs(nxt, last, now)}
-        return min((nxt + affinity() if d in self._others else nxt for d, nxt, _ in rows), default=None)
+        self._others = {d for d, nxt, last, _ in rows if self._theirs(nxt, last, now)}
+        return min((nxt + affinity() if d in self._others else nxt for d, nxt, *_ in rows), default=None)
 
     def _live_turns(self) -> bool:
         now = self.clock.now()
@@ -169,10 +170,13 @@ class Worker:
         rows = live_next()
         self._looked = rows
         self._queued = False
-        owed = [d for d, nxt, last in rows if nxt <= now and not self._theirs(nxt, last, now)]
+        owed = [d for d, nxt, last, _ in rows if nxt <= now and not self._theirs(nxt, last, now)]
         # Whose each domain's last lease was (its session alive): where it was this worker's or nobody's, the
         # take's look for another holder would find none, and the take goes straight to its conditional upsert.
-        ours = {d for d, _, last in rows if last is None or last == holder()}
+        ours = {d for d, _, last, _ in rows if last is None or last == holder()}
+        # Each domain's position as the look read it: where this worker kept the lease since its last turn there,
+        # nobody else moved it, and the turn starts from it without reading it again.
+        positions = {d: pos for d, _, _, pos in rows}
         # A domain a NOTIFY named goes first: an early timer armed there waits for no other brand's turn.
         woken = [d for d in self.woken if d in set(owed)]
         self.woken.clear()
@@ -185,12 +189,14 @@ class Worker:
                 # was looked at just now, by owed_domains.)
                 continue
             self._looked = None  # a turn writes: the sleep looks again
+            kept = domain in self._kept
             try:
                 with self._kept.turn(domain, look=domain not in ours) as held:
                     if held is None:
                         held_elsewhere = True  # another worker runs it
                         continue
-                    stats = turn(self.clock, domain, held, batches=self.batches)
+                    stats = turn(self.clock, domain, held, batches=self.batches,
+                                 position=(positions[domain],) if kept else None)
             except LeaseLost:  # the kept lease, if it was one, is let go with it
                 log.warning("lost the lease on %s; its new holder goes on", domain)
                 self.lost.append(domain)

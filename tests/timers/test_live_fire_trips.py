@@ -1,8 +1,9 @@
 """A live fire's round trips (issue 39: a live fire was ~2.6x a timer committed alone, late_by p99 16-19x a bare
 LISTEN/NOTIFY wake's). A worker's step that fires one timer in a domain whose lease it kept from its last turn is
-seven round trips and commits once, with the WAL flush: the look, the position, the batch (BEGIN, its fence, its
-read, its writes with the turn's position, COMMIT). Where it takes the lease, one more (one prepared statement,
-its own transaction, no flush); the release is one more again, before a longer sleep. A kept lease taken over
+six round trips and commits once, with the WAL flush: the look (which reads the position too), the batch (BEGIN,
+its fence, its read, its writes with the turn's position, COMMIT). Where it takes the lease, two more: the take
+(one prepared statement, its own transaction, no flush) and the position read under it; the release is one more
+again, before a longer sleep. A kept lease taken over
 stops the next turn and is let go. A step that finds nothing hands its look to the sleep; the take skips its look
 for another holder where the step saw the domain this worker's or nobody's; and the sender is nudged only by a
 step whose fires left sends."""
@@ -48,7 +49,7 @@ def _step(worker: Worker) -> list[str]:
     return [x["sql"] for x in q.captured_queries]
 
 
-def test_a_step_that_fires_one_timer_under_its_kept_lease_is_seven_round_trips_and_commits_once(db):
+def test_a_step_that_fires_one_timer_under_its_kept_lease_is_six_round_trips_and_commits_once(db):
     brand = brand_get_or_create(name="trips.one")
     worker = Worker(WallClock(), test_clocks=False)
     worker._sender = _Alive()  # as run() starts it: the step leaves the sends to it
@@ -59,15 +60,17 @@ def test_a_step_that_fires_one_timer_under_its_kept_lease_is_seven_round_trips_a
     domain = _arm_now(brand)
     trips, _ = traced(worker.step)
     assert Timer.objects.filter(domain=domain, status="fired").count() == 2
-    # The look, the position, BEGIN, the fence, the read, the writes, COMMIT. With a take and a release around
-    # each turn it was 9; with the take and the release each BEGIN, its statement and COMMIT, 13.
-    assert trips == 7, trips
+    # The look (with the position, which nobody else could move while the lease was kept), BEGIN, the fence, the
+    # read, the writes, COMMIT. With a take, the position's read and a release around each turn it was 9; with
+    # the take and the release each BEGIN, its statement and COMMIT, 13.
+    assert trips == 6, trips
     domain = _arm_now(brand, 2)
     sql = _step(worker)
     assert Timer.objects.filter(domain=domain, status="fired").count() == 3
     assert sql.count("COMMIT") == 1, sql  # the batch's, with its WAL flush
-    # Only the batch's fence touches the lease: no take, no release, no term written.
+    # Only the batch's fence touches the lease: no take, no release, no term written; the position is not read.
     assert not any("INSERT INTO timers_lease" in s or "timers_leaseterm" in s for s in sql), sql
+    assert not any(s.startswith("SELECT position FROM timers_liveclock") for s in sql), sql
     assert LiveClock.objects.get(pk=domain).position is not None
 
 
@@ -82,7 +85,8 @@ def test_a_turn_that_takes_its_lease_is_eight_round_trips_and_the_release_one(db
     assert traced(worker._kept.release)[0] == 0  # nothing kept: nothing sent
     domain = _arm_now(brand)
     trips, _ = traced(worker.step)
-    # The look, the take, the position, BEGIN, the fence, the read, the writes, COMMIT; the lease kept after.
+    # The look, the take, the position (read under the lease just taken), BEGIN, the fence, the read, the writes,
+    # COMMIT; the lease kept after.
     assert trips == 8, trips
     assert Timer.objects.filter(domain=domain, status="fired").count() == 2
     assert traced(worker._kept.release)[0] == 1
@@ -200,3 +204,29 @@ def test_a_worker_lets_its_kept_leases_go_before_a_longer_sleep(db):
         loop.join(timeout=10)
     assert not loop.is_alive() and worker.fired == 2
     assert Lease.objects.get(domain=domain).expires <= wall_now()
+
+
+def test_a_turn_that_takes_its_lease_starts_from_the_position_read_under_it(db, handler, monkeypatch):
+    """The look's position is used only under a lease kept since: a take after the look reads it again, as
+    another worker's turn may have moved it between the two (a timer owed before the position fires at it)."""
+    import timers.worker as worker_module
+
+    seen = []
+    name = handler("trips.instant", lambda f: seen.append(f.instant))
+    brand = brand_get_or_create(name="trips.position")
+    worker = Worker(WallClock(), test_clocks=False)
+    worker._sender = _Alive()
+    timer_arm(brand=brand, key="job_1:deadline:now:1", owed_at=wall_now() - timedelta(milliseconds=50), handler=name)
+    domain = live_domain(brand.id)
+    moved = Timer.objects.get(domain=domain).owed_at + timedelta(milliseconds=10)
+    looked = worker_module.live_next
+
+    def look_then_another_turn(*args):
+        rows = looked(*args)
+        LiveClock.objects.filter(pk=domain).update(position=moved)  # another worker's turn, committed after the look
+        return rows
+
+    monkeypatch.setattr(worker_module, "live_next", look_then_another_turn)
+    worker.step()
+    assert Timer.objects.get(domain=domain).status == "fired"
+    assert seen == [moved]  # fired at the position its turn started from, not at its owed time

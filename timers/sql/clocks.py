@@ -41,10 +41,11 @@ LIVE_POSITION = "UPDATE timers_liveclock SET position = %b WHERE id = %b"
 # Where a domain's next run starts from: a live clock's position, a test clock's frozen time.
 POSITION = {True: "SELECT position FROM timers_liveclock WHERE id = %b",
             False: "SELECT frozen_time FROM timers_testclock WHERE id = %b"}
-# Each live clock's next owed instant (a probe of its armed timers' tick order) and the holder of its last lease
-# while that holder's session lives: the worker loop's look, once a step. The ORM's form of it (a subquery in the
+# Each live clock's next owed instant (a probe of its armed timers' tick order), the holder of its last lease
+# while that holder's session lives, and its position: the worker loop's look, once a step. The ORM's form of it (a subquery in the
 # select list and the same again in the WHERE) cost the worker more to build than the server to run (issue 39).
-LIVE_NEXT = (f"SELECT timers_liveclock.id, n.owed_at, ({LAST_HOLDER_LIVE}) FROM timers_liveclock CROSS JOIN LATERAL "
+LIVE_NEXT = (f"SELECT timers_liveclock.id, n.owed_at, ({LAST_HOLDER_LIVE}), timers_liveclock.position "
+             "FROM timers_liveclock CROSS JOIN LATERAL "
              "(SELECT owed_at FROM timers_timer WHERE domain = timers_liveclock.id AND status = 'armed' "
              "ORDER BY owed_at LIMIT 1) n")
 # ... of the live clocks with a timer owed by then.
@@ -140,10 +141,14 @@ def position(domain: str) -> datetime | None:
     return TestClock.objects.filter(pk=domain).values_list("frozen_time", flat=True).first()
 
 
-def live_next(now: datetime | None = None) -> list[tuple[str, datetime, str | None]]:
-    """Each live domain's next owed instant (owed at ``now``, if given) and the holder of its last lease (while its
-    session lives), earliest owed first: one statement, an index probe each; prepared on PostgreSQL."""
-    rows: list[tuple[str, datetime, str | None]]
+LiveNext = tuple[str, datetime, str | None, datetime | None]
+
+
+def live_next(now: datetime | None = None) -> list[LiveNext]:
+    """Each live domain's next owed instant (owed at ``now``, if given), the holder of its last lease (while its
+    session lives) and its position, earliest owed first: one statement, an index probe each; prepared on
+    PostgreSQL."""
+    rows: list[LiveNext]
     if _kept():
         cur, _, prepare = kept_cursors()
         if now is None:
@@ -155,5 +160,5 @@ def live_next(now: datetime | None = None) -> list[tuple[str, datetime, str | No
         nxt = Timer.objects.filter(domain=OuterRef("pk"), status="armed").order_by("owed_at").values("owed_at")[:1]
         found = LiveClock.objects.annotate(nxt=Subquery(nxt), last=last_holder())
         found = found.filter(nxt__isnull=False) if now is None else found.filter(nxt__lte=now)
-        rows = list(found.values_list("id", "nxt", "last"))
+        rows = list(found.values_list("id", "nxt", "last", "position"))
     return sorted(rows, key=lambda r: (r[1], r[0]))
