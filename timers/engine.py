@@ -20,6 +20,7 @@ import heapq
 import itertools
 import logging
 import time
+from collections import Counter
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
@@ -58,8 +59,9 @@ HORIZON_REST_LIMIT = 20_000  # timers of the horizon's instant read at once by R
 OWNER_READ_LIMIT = 200  # an owner with more timers than this is read a key at a time (Run._lookup)
 OWNERS_READ_AHEAD = 500  # owners of held timers read with the one asked after, at most (Run._lookup)
 # What a run keeps in memory from one batch to the next (Run._trim) is a cache with a size, not a list of all it
-# touched: the timers on the heap, and the owners (each whole) of the most recently touched share of a batch (at
-# least KEEP_AT_LEAST timers). An advance of 1M timers then holds what one of 100k does.
+# touched: the timers on the heap, and the most recently touched owners (each whole) whose other timers come to a
+# share of a batch (at least KEEP_AT_LEAST timers). An advance of 1M timers then holds what one of 100k does, and
+# one of 3,000 subscribers (every one firing at each instant) what one of 1,000 does.
 KEEP_BATCHES = 0.25
 KEEP_AT_LEAST = 500
 # A batch ends early once it holds this many timers off the heap (fired, read with their owners): a firing
@@ -520,17 +522,17 @@ class Run:
                 return self.stats
 
     def _trim(self) -> None:
-        """Let go, once a batch is written, of what it touched beyond the owners of its most recent KEEP_BATCHES
-        of a batch: the database has it as memory had it (flushed), so what is asked again is read again. An
+        """Let go, once a batch is written, of what it touched beyond its most recently touched owners, whose
+        timers off the heap come to KEEP_BATCHES of a batch at most (``_recent_owners``): the database has it as
+        memory had it (flushed), so what is asked again is read again. An
         owner is kept or let go of whole, so one kept in _owners still has all its timers in memory; the
         timers on the heap stay (the heap and the lookups must share one item a key)."""
         by_key = self._by_key
-        keep = min(HOLD_LIMIT // 2, max(KEEP_AT_LEAST, int(self.batch_size * KEEP_BATCHES)))
-        if len(by_key) <= keep:
-            return
-        # Most recent by first touch (an arm, a read): a subscriber firing all year arms anew each time.
-        recent = {item.owner for item in itertools.islice(reversed(by_key.values()), keep)}
         armed = self._armed
+        keep = min(HOLD_LIMIT // 2, max(KEEP_AT_LEAST, int(self.batch_size * KEEP_BATCHES)))
+        if len(by_key) - len(armed) <= keep:
+            return
+        recent = self._recent_owners(keep)
         kept: dict[str, Item] = {}
         dropped: set[str] = set()
         for key, item in by_key.items():
@@ -540,6 +542,25 @@ class Run:
                 dropped.add(item.owner)
         self._by_key = kept
         self._owners -= dropped
+
+    def _recent_owners(self, keep: int) -> set[str]:
+        """The most recently touched owners (by first touch: an arm, a read; a subscriber firing all year arms anew
+        each time) whose timers off the heap number ``keep`` at most, each counted whole. Not the owners of the
+        ``keep`` most recent timers: where every owner fires at each instant (K subscribers on one plan), those
+        are nearly all the owners, and keeping them whole kept every timer the year had touched."""
+        armed = self._armed
+        held = Counter(item.owner for item in self._by_key.values() if armed.get(item.id) is not item)
+        recent: set[str] = set()
+        total = 0
+        for item in reversed(self._by_key.values()):
+            owner = item.owner
+            if owner in recent:
+                continue
+            total += held[owner]
+            if total > keep:
+                break
+            recent.add(owner)
+        return recent
 
     def _carry_in(self, batch: batches.Batch) -> None:
         """Give the batch what the last one kept if nothing outside the run can have written since: the token,
