@@ -387,8 +387,8 @@ class Firing:
     def touched(self) -> list[tuple[str, str, dict[str, Any]]]:
         """(key, owner, data) of the timers the run holds in memory since its last flush (armed in this batch,
         or changed): a query of the timers table does not see them yet, so domain code listing an owner's
-        timers adds these."""
-        return [(key, item.owner, item.data or {}) for key, item in self.run._by_key.items()]
+        timers adds these. The rest of what the run holds is as the table has it."""
+        return [(key, item.owner, item.data or {}) for key, item in self.run._touched.items() if item.dirty]
 
     def send(self, transport: str, payload: dict[str, Any]) -> str:
         """Queue an outside send; it leaves through the outbox after the commit. Each send of a firing is
@@ -485,6 +485,9 @@ class Run:
         self._failed: list[tuple[str, float]] = []  # (kind, late seconds) of each timer pushed out, for the tally
         self._repinned: set[str] = set()  # ids of stored timers whose version a repin changed
         self._absent: set[str] = set()  # keys a handler found in no timer this batch (Firing.absent)
+        # The items made dirty since the flush, by key (Firing.touched): a firing that lists an owner's timers asks
+        # for these, which a scan of _by_key would find among every timer the run holds (a heap of thousands).
+        self._touched: dict[str, Item] = {}
         for item in self._by_key.values():
             item.new = False
             item.dirty = False
@@ -722,6 +725,7 @@ class Run:
         item.attempt = (item.attempt or 0) + 1
         item.wakes = (item.wakes or 0) + 1
         item.dirty = True
+        self._touched[item.key] = item
         for type_, subject, data, key in f.events:
             self.events.append((new_id("evt"), self.domain, item.brand_id, type_, subject, item.owed_at,
                                 item.key if key is None else key, data, now, item.late_by))
@@ -738,6 +742,7 @@ class Run:
         by, successor = instead
         succ = self._lookup(successor, item)
         item.status, item.by, item.dirty = "superseded", by, True
+        self._touched[item.key] = item
         item.superseded_by = succ.id if succ is not None else successor
         self.stats.superseded += 1
         if self.tracing and self._traced(item):
@@ -808,6 +813,7 @@ class Run:
         item.held_since = now
         item.held_by = by
         item.dirty = True
+        self._touched[item.key] = item
         item.gen += 1
         self._armed.pop(item.id, None)
         self.stats.held += 1
@@ -940,7 +946,7 @@ class Run:
                         data=data, brand_id=parent.brand_id, domain=self.domain, new=True)
             # Else its owner's timers are all in memory, or a handler read the key ahead and found no timer.
             item.unverified = k.owner not in self._owners and key not in self._absent
-            self._by_key[key] = item
+            self._by_key[key] = self._touched[key] = item
             self._arm_item(item, owed_at, instant, parent.pass_no)
             self.stats.armed += 1
             child = None
@@ -957,6 +963,7 @@ class Run:
                 return
             succ = self._lookup(successor, parent) if successor else None
             item.status, item.by, item.dirty = "superseded", by, True
+            self._touched[key] = item
             item.superseded_by = succ.id if succ is not None else successor
             item.gen += 1
             self._armed.pop(item.id, None)
@@ -982,6 +989,7 @@ class Run:
             if cap is not None and cap < owed:
                 owed = cap
             item.status, item.owed_at, item.dirty, item.by = "armed", owed, True, Rearm.RESUME.value
+            self._touched[key] = item
             item.held_since, item.held_by, item.remaining = None, "", None
             self._arm_item(item, owed, instant, parent.pass_no)
             if row is not None:
@@ -993,6 +1001,7 @@ class Run:
             if item is None or item.status != "armed" or item.owed_at == owed_at:
                 return
             item.owed_at, item.by, item.dirty = owed_at, by, True
+            self._touched[key] = item
             item.gen += 1
             self._armed.pop(item.id, None)
             self._arm_item(item, owed_at, instant, parent.pass_no)
@@ -1005,6 +1014,7 @@ class Run:
             if item is None or item.status not in ("armed", "held") or item.version == version:
                 return
             item.version, item.dirty = version, True
+            self._touched[key] = item
             self._repinned.add(item.id)
         elif kind == "send":
             _, submission, transport, payload, attempt, seq = op
