@@ -271,3 +271,22 @@ def test_owners_that_fire_at_every_instant_are_kept_to_the_trims_size(arm, clock
     assert stats.fired == 48
     assert len(held) >= 12
     assert max(held) <= 2
+
+
+def test_a_firing_lists_as_touched_only_what_changed_since_the_last_batch_was_written(arm, clock, handler,
+                                                                                       small_batches):
+    """A job's close lists its timers as the table has them plus what the run changed and has not written yet
+    (Firing.touched). What earlier batches wrote is in the table: listing it again scanned every timer the run
+    held, the heap's thousands, once a close."""
+    seen = []
+
+    def touched(f):
+        seen.append(sorted(key for key, _, _ in f.touched()))
+
+    handler("t.touched", touched)
+    arm("job_a:ask:look:1", "2026-11-25T09:00Z", handler="t.touched")
+    arm("job_b:ask:look:1", "2026-11-25T10:00Z", handler="t.touched")
+    arm("job_c:ask:look:1", "2026-11-26T09:00Z", handler="t.touched")
+    arm("job_d:ask:look:1", "2026-11-26T10:00Z", handler="t.touched")
+    advance(clock.id, at("2026-11-27T00:00Z"))
+    assert seen == [[], ["job_a:ask:look:1"], [], ["job_c:ask:look:1"]]
