@@ -69,6 +69,11 @@ KEEP_AT_LEAST = 500
 # the next batch are capped alike (a cache that would pass the cap is read again instead).
 HOLD_LIMIT = 75_000
 CARRIED_ROWS_LIMIT = 75_000
+# A batch ends early, too, once the rows it writes at its flush (commits, events, sends), held in memory until
+# then, pass this many: about a year of 100 Tax Plan subscribers (29,300). A domain's fires write several rows
+# each, with their payloads and the handlers' kept writes beside them (about 4 KB a fire), so a batch of 50,000
+# fires held 100 MB or more at its flush, and the peak RSS of a year grew with the subscribers up to that.
+BATCH_ROWS_LIMIT = 32_000
 TIMER_FIELDS = (
     "id", "key", "owner", "kind", "place", "handler", "status", "owed_at", "opened_at", "armed_at",
     "fired_at", "late_by", "attempt", "wakes", "version", "superseded_by", "by", "held_since", "held_by",
@@ -655,7 +660,8 @@ class Run:
             if self._horizon is not None and entry[:6] > self._horizon:
                 return True
             if budget <= 0 or (budget % BATCH_CLOCK_EVERY == 0 and (
-                    time.monotonic() > ends or len(self._by_key) - len(self._armed) > HOLD_LIMIT)):
+                    time.monotonic() > ends or len(self._by_key) - len(self._armed) > HOLD_LIMIT
+                    or len(self.commits) + len(self.events) + len(self.sends) > BATCH_ROWS_LIMIT)):
                 # A long chain, a slow one, or one holding too much: write what fired so far, keep the rest
                 # in memory.
                 return False

@@ -290,3 +290,21 @@ def test_a_firing_lists_as_touched_only_what_changed_since_the_last_batch_was_wr
     arm("job_d:ask:look:1", "2026-11-26T10:00Z", handler="t.touched")
     advance(clock.id, at("2026-11-27T00:00Z"))
     assert seen == [[], ["job_a:ask:look:1"], [], ["job_c:ask:look:1"]]
+
+
+def test_a_batch_that_holds_too_many_rows_to_write_ends_early(arm, clock, trimmed, settings, monkeypatch):
+    """One fetch of forty noops (the batch's size is 1,000), each two rows to write (its commit and its event),
+    and the run may hold ten rows to write: the batch ends once six have fired, and the next goes on from the
+    heap."""
+    from timers import engine
+
+    settings.KEEPING_TIME = {**settings.KEEPING_TIME, "ADVANCE_BATCH_SIZE": 1000}
+    monkeypatch.setattr(engine, "BATCH_ROWS_LIMIT", 10)
+    monkeypatch.setattr(engine, "BATCH_CLOCK_EVERY", 1)
+    for i in range(40):
+        arm(f"job_{i}:ask:noop:1", at("2026-11-25T09:00Z") + i * (at("2026-11-25T09:01Z") - at("2026-11-25T09:00Z")))
+    flushes = []
+    with observing_flushes(lambda clock_id, at: flushes.append(at)):
+        stats = advance(clock.id, at("2026-11-26T00:00Z"))
+    assert stats.fired == 40
+    assert len(flushes) == 7  # 6 fires a batch; one batch of 40 without the limit
