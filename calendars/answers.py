@@ -3,7 +3,7 @@ customer's or a member of the brand, when the clock opens and again whenever tha
 record (``clock.assigned {role, to}``), so nobody's dates move silently.
 
 Inside the tick the contacts and the members of record are read once a batch for each subject (no query per
-fire). Outside it, a change of contact (calendars/contacts.py) or of member of record re-resolves the subject's
+fire); an advance carries the contacts from batch to batch. Outside it, a change of contact (calendars/contacts.py) or of member of record re-resolves the subject's
 open clocks through a DirectArmer.
 """
 
@@ -49,11 +49,14 @@ class Person:
 
 
 def subject_contacts(subject_id: str) -> list[Contact]:
-    """The subject's contacts, primary first, then as they were added; once a batch inside the tick."""
+    """The subject's contacts, primary first, then as they were added; once a batch inside the tick, and once an
+    advance while they are carried from batch to batch (a subject's contacts are its clock's own rows: refused
+    outside writes while it advances). Read once a batch, an advance of many batches read every subscriber's
+    contacts again in each, one query a subscriber: its statements a fire grew with the subscribers."""
     b = batches.current()
     if b is None:
         return list(Contact.objects.filter(subject_id=subject_id).order_by(*Contact.ORDER))
-    cache = b.cache(CONTACTS, tables=("calendars_contact",))
+    cache = b.cache(CONTACTS, tables=("calendars_contact",), carry=True)
     found = cache.get(subject_id)
     if found is None:
         with b.quiet():

@@ -20,6 +20,7 @@ import heapq
 import itertools
 import logging
 import time
+from collections import Counter
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
@@ -58,8 +59,9 @@ HORIZON_REST_LIMIT = 20_000  # timers of the horizon's instant read at once by R
 OWNER_READ_LIMIT = 200  # an owner with more timers than this is read a key at a time (Run._lookup)
 OWNERS_READ_AHEAD = 500  # owners of held timers read with the one asked after, at most (Run._lookup)
 # What a run keeps in memory from one batch to the next (Run._trim) is a cache with a size, not a list of all it
-# touched: the timers on the heap, and the owners (each whole) of the most recently touched share of a batch (at
-# least KEEP_AT_LEAST timers). An advance of 1M timers then holds what one of 100k does.
+# touched: the timers on the heap, and the most recently touched owners (each whole) whose other timers come to a
+# share of a batch (at least KEEP_AT_LEAST timers). An advance of 1M timers then holds what one of 100k does, and
+# one of 3,000 subscribers (every one firing at each instant) what one of 1,000 does.
 KEEP_BATCHES = 0.25
 KEEP_AT_LEAST = 500
 # A batch ends early once it holds this many timers off the heap (fired, read with their owners): a firing
@@ -67,6 +69,11 @@ KEEP_AT_LEAST = 500
 # the next batch are capped alike (a cache that would pass the cap is read again instead).
 HOLD_LIMIT = 75_000
 CARRIED_ROWS_LIMIT = 75_000
+# A batch ends early, too, once the rows it writes at its flush (commits, events, sends), held in memory until
+# then, pass this many: about a year of 100 Tax Plan subscribers (29,300). A domain's fires write several rows
+# each, with their payloads and the handlers' kept writes beside them (about 4 KB a fire), so a batch of 50,000
+# fires held 100 MB or more at its flush, and the peak RSS of a year grew with the subscribers up to that.
+BATCH_ROWS_LIMIT = 32_000
 TIMER_FIELDS = (
     "id", "key", "owner", "kind", "place", "handler", "status", "owed_at", "opened_at", "armed_at",
     "fired_at", "late_by", "attempt", "wakes", "version", "superseded_by", "by", "held_since", "held_by",
@@ -385,8 +392,8 @@ class Firing:
     def touched(self) -> list[tuple[str, str, dict[str, Any]]]:
         """(key, owner, data) of the timers the run holds in memory since its last flush (armed in this batch,
         or changed): a query of the timers table does not see them yet, so domain code listing an owner's
-        timers adds these."""
-        return [(key, item.owner, item.data or {}) for key, item in self.run._by_key.items()]
+        timers adds these. The rest of what the run holds is as the table has it."""
+        return [(key, item.owner, item.data or {}) for key, item in self.run._touched.items() if item.dirty]
 
     def send(self, transport: str, payload: dict[str, Any]) -> str:
         """Queue an outside send; it leaves through the outbox after the commit. Each send of a firing is
@@ -483,6 +490,9 @@ class Run:
         self._failed: list[tuple[str, float]] = []  # (kind, late seconds) of each timer pushed out, for the tally
         self._repinned: set[str] = set()  # ids of stored timers whose version a repin changed
         self._absent: set[str] = set()  # keys a handler found in no timer this batch (Firing.absent)
+        # The items made dirty since the flush, by key (Firing.touched): a firing that lists an owner's timers asks
+        # for these, which a scan of _by_key would find among every timer the run holds (a heap of thousands).
+        self._touched: dict[str, Item] = {}
         for item in self._by_key.values():
             item.new = False
             item.dirty = False
@@ -520,17 +530,17 @@ class Run:
                 return self.stats
 
     def _trim(self) -> None:
-        """Let go, once a batch is written, of what it touched beyond the owners of its most recent KEEP_BATCHES
-        of a batch: the database has it as memory had it (flushed), so what is asked again is read again. An
+        """Let go, once a batch is written, of what it touched beyond its most recently touched owners, whose
+        timers off the heap come to KEEP_BATCHES of a batch at most (``_recent_owners``): the database has it as
+        memory had it (flushed), so what is asked again is read again. An
         owner is kept or let go of whole, so one kept in _owners still has all its timers in memory; the
         timers on the heap stay (the heap and the lookups must share one item a key)."""
         by_key = self._by_key
-        keep = min(HOLD_LIMIT // 2, max(KEEP_AT_LEAST, int(self.batch_size * KEEP_BATCHES)))
-        if len(by_key) <= keep:
-            return
-        # Most recent by first touch (an arm, a read): a subscriber firing all year arms anew each time.
-        recent = {item.owner for item in itertools.islice(reversed(by_key.values()), keep)}
         armed = self._armed
+        keep = min(HOLD_LIMIT // 2, max(KEEP_AT_LEAST, int(self.batch_size * KEEP_BATCHES)))
+        if len(by_key) - len(armed) <= keep:
+            return
+        recent = self._recent_owners(keep)
         kept: dict[str, Item] = {}
         dropped: set[str] = set()
         for key, item in by_key.items():
@@ -540,6 +550,25 @@ class Run:
                 dropped.add(item.owner)
         self._by_key = kept
         self._owners -= dropped
+
+    def _recent_owners(self, keep: int) -> set[str]:
+        """The most recently touched owners (by first touch: an arm, a read; a subscriber firing all year arms anew
+        each time) whose timers off the heap number ``keep`` at most, each counted whole. Not the owners of the
+        ``keep`` most recent timers: where every owner fires at each instant (K subscribers on one plan), those
+        are nearly all the owners, and keeping them whole kept every timer the year had touched."""
+        armed = self._armed
+        held = Counter(item.owner for item in self._by_key.values() if armed.get(item.id) is not item)
+        recent: set[str] = set()
+        total = 0
+        for item in reversed(self._by_key.values()):
+            owner = item.owner
+            if owner in recent:
+                continue
+            total += held[owner]
+            if total > keep:
+                break
+            recent.add(owner)
+        return recent
 
     def _carry_in(self, batch: batches.Batch) -> None:
         """Give the batch what the last one kept if nothing outside the run can have written since: the token,
@@ -631,7 +660,8 @@ class Run:
             if self._horizon is not None and entry[:6] > self._horizon:
                 return True
             if budget <= 0 or (budget % BATCH_CLOCK_EVERY == 0 and (
-                    time.monotonic() > ends or len(self._by_key) - len(self._armed) > HOLD_LIMIT)):
+                    time.monotonic() > ends or len(self._by_key) - len(self._armed) > HOLD_LIMIT
+                    or len(self.commits) + len(self.events) + len(self.sends) > BATCH_ROWS_LIMIT)):
                 # A long chain, a slow one, or one holding too much: write what fired so far, keep the rest
                 # in memory.
                 return False
@@ -701,6 +731,7 @@ class Run:
         item.attempt = (item.attempt or 0) + 1
         item.wakes = (item.wakes or 0) + 1
         item.dirty = True
+        self._touched[item.key] = item
         for type_, subject, data, key in f.events:
             self.events.append((new_id("evt"), self.domain, item.brand_id, type_, subject, item.owed_at,
                                 item.key if key is None else key, data, now, item.late_by))
@@ -717,6 +748,7 @@ class Run:
         by, successor = instead
         succ = self._lookup(successor, item)
         item.status, item.by, item.dirty = "superseded", by, True
+        self._touched[item.key] = item
         item.superseded_by = succ.id if succ is not None else successor
         self.stats.superseded += 1
         if self.tracing and self._traced(item):
@@ -787,6 +819,7 @@ class Run:
         item.held_since = now
         item.held_by = by
         item.dirty = True
+        self._touched[item.key] = item
         item.gen += 1
         self._armed.pop(item.id, None)
         self.stats.held += 1
@@ -919,7 +952,7 @@ class Run:
                         data=data, brand_id=parent.brand_id, domain=self.domain, new=True)
             # Else its owner's timers are all in memory, or a handler read the key ahead and found no timer.
             item.unverified = k.owner not in self._owners and key not in self._absent
-            self._by_key[key] = item
+            self._by_key[key] = self._touched[key] = item
             self._arm_item(item, owed_at, instant, parent.pass_no)
             self.stats.armed += 1
             child = None
@@ -936,6 +969,7 @@ class Run:
                 return
             succ = self._lookup(successor, parent) if successor else None
             item.status, item.by, item.dirty = "superseded", by, True
+            self._touched[key] = item
             item.superseded_by = succ.id if succ is not None else successor
             item.gen += 1
             self._armed.pop(item.id, None)
@@ -961,6 +995,7 @@ class Run:
             if cap is not None and cap < owed:
                 owed = cap
             item.status, item.owed_at, item.dirty, item.by = "armed", owed, True, Rearm.RESUME.value
+            self._touched[key] = item
             item.held_since, item.held_by, item.remaining = None, "", None
             self._arm_item(item, owed, instant, parent.pass_no)
             if row is not None:
@@ -972,6 +1007,7 @@ class Run:
             if item is None or item.status != "armed" or item.owed_at == owed_at:
                 return
             item.owed_at, item.by, item.dirty = owed_at, by, True
+            self._touched[key] = item
             item.gen += 1
             self._armed.pop(item.id, None)
             self._arm_item(item, owed_at, instant, parent.pass_no)
@@ -984,6 +1020,7 @@ class Run:
             if item is None or item.status not in ("armed", "held") or item.version == version:
                 return
             item.version, item.dirty = version, True
+            self._touched[key] = item
             self._repinned.add(item.id)
         elif kind == "send":
             _, submission, transport, payload, attempt, seq = op

@@ -238,7 +238,8 @@ def test_an_owner_whose_timers_were_let_go_is_read_again(arm, clock, handler, tr
 
 def test_a_batch_that_holds_too_many_fired_timers_ends_early(arm, clock, trimmed, settings, monkeypatch):
     """One fetch of forty noops (the batch's size is 1,000), and the run may hold ten beyond its heap: the batch
-    ends once eleven have fired, is written and let go of, and the next goes on from the heap."""
+    ends once eleven have fired, is written and let go of but for the two it keeps, and the next goes on from
+    the heap."""
     from timers import engine
 
     settings.KEEPING_TIME = {**settings.KEEPING_TIME, "ADVANCE_BATCH_SIZE": 1000}
@@ -250,4 +251,60 @@ def test_a_batch_that_holds_too_many_fired_timers_ends_early(arm, clock, trimmed
     with observing_flushes(lambda clock_id, at: flushes.append(at)):
         stats = advance(clock.id, at("2026-11-26T00:00Z"))
     assert stats.fired == 40
-    assert len(flushes) == 4  # 11 fires a batch; one batch of 40 without the limit
+    assert len(flushes) == 5  # 11 fires, then 9 a batch beside the 2 kept; one batch of 40 without the limit
+
+
+def test_owners_that_fire_at_every_instant_are_kept_to_the_trims_size(arm, clock, trimmed, monkeypatch):
+    """Four owners fire in turn, one timer each a minute (K subscribers on one plan fire at every instant). The run
+    keeps two timers beyond its heap: the owners kept whole are those whose timers come to two, not the owners of
+    the two most recent timers, each with every timer it fired since the advance began (a list that grew with the
+    year: at 1,000 subscribers, 45,000 timers kept)."""
+    from timers.engine import Run
+
+    for m in range(48):
+        arm(f"job_{m % 4}:ask:noop:{m // 4}", at("2026-11-25T09:00Z") + m * (at("2026-11-25T09:01Z")
+                                                                           - at("2026-11-25T09:00Z")))
+    held = []
+    real = Run._drain
+    monkeypatch.setattr(Run, "_drain", lambda run: held.append(len(run._by_key) - len(run._armed)) or real(run))
+    stats = advance(clock.id, at("2026-11-26T00:00Z"))
+    assert stats.fired == 48
+    assert len(held) >= 12
+    assert max(held) <= 2
+
+
+def test_a_firing_lists_as_touched_only_what_changed_since_the_last_batch_was_written(arm, clock, handler,
+                                                                                       small_batches):
+    """A job's close lists its timers as the table has them plus what the run changed and has not written yet
+    (Firing.touched). What earlier batches wrote is in the table: listing it again scanned every timer the run
+    held, the heap's thousands, once a close."""
+    seen = []
+
+    def touched(f):
+        seen.append(sorted(key for key, _, _ in f.touched()))
+
+    handler("t.touched", touched)
+    arm("job_a:ask:look:1", "2026-11-25T09:00Z", handler="t.touched")
+    arm("job_b:ask:look:1", "2026-11-25T10:00Z", handler="t.touched")
+    arm("job_c:ask:look:1", "2026-11-26T09:00Z", handler="t.touched")
+    arm("job_d:ask:look:1", "2026-11-26T10:00Z", handler="t.touched")
+    advance(clock.id, at("2026-11-27T00:00Z"))
+    assert seen == [[], ["job_a:ask:look:1"], [], ["job_c:ask:look:1"]]
+
+
+def test_a_batch_that_holds_too_many_rows_to_write_ends_early(arm, clock, trimmed, settings, monkeypatch):
+    """One fetch of forty noops (the batch's size is 1,000), each two rows to write (its commit and its event),
+    and the run may hold ten rows to write: the batch ends once six have fired, and the next goes on from the
+    heap."""
+    from timers import engine
+
+    settings.KEEPING_TIME = {**settings.KEEPING_TIME, "ADVANCE_BATCH_SIZE": 1000}
+    monkeypatch.setattr(engine, "BATCH_ROWS_LIMIT", 10)
+    monkeypatch.setattr(engine, "BATCH_CLOCK_EVERY", 1)
+    for i in range(40):
+        arm(f"job_{i}:ask:noop:1", at("2026-11-25T09:00Z") + i * (at("2026-11-25T09:01Z") - at("2026-11-25T09:00Z")))
+    flushes = []
+    with observing_flushes(lambda clock_id, at: flushes.append(at)):
+        stats = advance(clock.id, at("2026-11-26T00:00Z"))
+    assert stats.fired == 40
+    assert len(flushes) == 7  # 6 fires a batch; one batch of 40 without the limit
