@@ -198,14 +198,16 @@ class Guard:
         self._passed = 0
 
     def __call__(self) -> bool:
-        return self.send()()
+        decide = self.send()
+        return decide is not None and decide()
 
-    def send(self) -> Callable[[], bool]:
+    def send(self) -> Callable[[], bool] | None:
         """The guard's statement sent, and the function that reads its answer and decides: the Run sends it in
-        one pipeline with the batch's claim (Run._open), which is read only once this says go on."""
+        one pipeline with the batch's claim (Run._open), which is read only once this says go on. None: it
+        stops here without asking the database (the slice is over), and the batch claims nothing."""
         if self.until is not None and self._passed and time.monotonic() >= self.until:
             self.why = "slice"  # the advance yields here: the next slice goes on from this batch boundary
-            return lambda: False
+            return None
         if self.pinned:
             self.held.batches += 1
             return lambda: self._decide(True, True)

@@ -252,7 +252,7 @@ _SUMMED = ("fired", "armed", "held", "superseded", "refused", "failed", "replaye
            "batches")
 
 
-def _passed() -> Callable[[], bool]:
+def _passed() -> Callable[[], bool] | None:
     return lambda: True
 
 
@@ -453,7 +453,7 @@ class Run:
         self.guard = guard  # checked at each batch: False stops the run before it writes anything more
         # A guard that can send its statement and read its answer later (timers.advance.Guard.send) goes in
         # one round trip with the batch's claim (Run._open).
-        self._guard_send: Callable[[], Callable[[], bool]] | None = getattr(guard, "send", None)
+        self._guard_send: Callable[[], Callable[[], bool] | None] | None = getattr(guard, "send", None)
         # What the run may keep in memory from one batch to the next (its timers, and the rows its handlers
         # read) while nobody else writes to the domain: given only while a test clock advances, when its
         # objects refuse outside writes (409 test_clock_advancing). It returns a token of the writes the
@@ -590,12 +590,14 @@ class Run:
                 return False, None
             send = _passed
         if not fetching:
-            return send()(), None
+            decide = send()
+            return decide is not None and decide(), None
         after = None if self._horizon is None else self._horizon[2:]
         with self.store.pipelined():
             decide = send()
-            claimed = self.store.fetch_sent(self.domain, self.to, after, self.batch_size)
-        if not decide():
+            # A guard that stopped without asking (an advance's slice is over) has the batch claim nothing.
+            claimed = None if decide is None else self.store.fetch_sent(self.domain, self.to, after, self.batch_size)
+        if decide is None or not decide():
             return False, None
         return True, claimed
 
