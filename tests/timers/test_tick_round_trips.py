@@ -19,7 +19,7 @@ from timers.advance import advance
 from timers.arming import timer_arm
 from timers.clock import FrozenClock
 from timers.live import live_step
-from timers.models import Commit, Event, Timer
+from timers.models import Commit, Event, TestClock, Timer
 from timers.test_clocks import test_clock_create
 
 pytestmark = [pytest.mark.postgresql("round trips and pipelines are PostgreSQL's"), pytest.mark.django_db]
@@ -146,3 +146,25 @@ def test_a_pipelined_write_that_fails_loses_its_batch_whole(brand, settings):
     clock.refresh_from_db()
     assert clock.frozen_time < second.owed_at
     assert Timer.objects.filter(domain=clock.id).count() == 3  # the connection is usable after the failed pipeline
+
+
+def test_a_slices_last_guard_claims_nothing(brand, settings, monkeypatch):
+    """An advance the API asked for runs in slices: the batch whose guard finds the slice over stops before its
+    claim is sent (the claim goes in the guard's pipeline, and was read whole and thrown away at every slice's end)."""
+    from timers import store
+
+    settings.KEEPING_TIME = {**settings.KEEPING_TIME, "ADVANCE_BATCH_SIZE": 1}
+    clock = test_clock_create(brand=brand, frozen_time=T0 - timedelta(hours=1), name="sliced")
+    _arm(brand, clock.id, 4, "sliced")
+    TestClock.objects.filter(pk=clock.id).update(status=TestClock.Status.ADVANCING, advance_to=T0)  # as requested
+    fetch_sent, claims = store.PostgresStore.fetch_sent, []
+
+    def counted(self, *a, **k):
+        claims.append(a)
+        return fetch_sent(self, *a, **k)
+
+    monkeypatch.setattr(store.PostgresStore, "fetch_sent", counted)
+    stats = advance(clock.id, T0, slice_seconds=1e-9)  # over as soon as the first batch has run
+    assert stats.sliced and stats.fired == 1
+    assert len(claims) == stats.batches == 1
+    assert Timer.objects.filter(domain=clock.id, status="armed").count() == 3
