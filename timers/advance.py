@@ -198,17 +198,31 @@ class Guard:
         self._passed = 0
 
     def __call__(self) -> bool:
+        decide = self.send()
+        return decide is not None and decide()
+
+    def send(self) -> Callable[[], bool] | None:
+        """The guard's statement sent, and the function that reads its answer and decides: the Run sends it in
+        one pipeline with the batch's claim (Run._open), which is read only once this says go on. None: it
+        stops here without asking the database (the slice is over), and the batch claims nothing."""
         if self.until is not None and self._passed and time.monotonic() >= self.until:
             self.why = "slice"  # the advance yields here: the next slice goes on from this batch boundary
-            return False
+            return None
         if self.pinned:
             self.held.batches += 1
-            fenced = alive = True
-        elif self.clock_id is not None:
-            fenced, status = self.held.fence_locking(self.clock_id)
-            alive = status is not None and status not in TestClock.GONE
-        else:
-            fenced, alive = self.held.fence(), True
+            return lambda: self._decide(True, True)
+        if self.clock_id is not None:
+            read_locking = self.held.fence_locking_sent(self.clock_id)
+
+            def locking() -> bool:
+                fenced, status = read_locking()
+                return self._decide(fenced, status is not None and status not in TestClock.GONE)
+
+            return locking
+        read = self.held.fence_sent()
+        return lambda: self._decide(read(), True)
+
+    def _decide(self, fenced: bool, alive: bool) -> bool:
         if not fenced:
             self.why = "lease"
         elif not alive:

@@ -15,6 +15,7 @@ last row the query returned (the horizon): anything still in the database sorts 
 from __future__ import annotations
 
 import bisect
+import contextlib
 import dataclasses
 import heapq
 import itertools
@@ -171,6 +172,14 @@ class Store(Protocol):
 
     def fetch(self, domain: str, to: datetime, after: After | None, limit: int) -> list[Item]: ...
 
+    def fetch_sent(self, domain: str, to: datetime, after: After | None, limit: int) -> Callable[[], list[Item]]:
+        """``fetch`` sent (inside ``pipelined``), its rows read by the function it returns."""
+        ...
+
+    def pipelined(self) -> contextlib.AbstractContextManager[object]:
+        """The statements sent inside go in one round trip, their answers read after it (PostgreSQL)."""
+        ...
+
     def load(self, domain: str, key: str) -> Item | None: ...
 
     def load_owners(self, domain: str, owners: list[str], limit: int) -> list[Item]: ...
@@ -248,6 +257,10 @@ class RunStats:
 
 _SUMMED = ("fired", "armed", "held", "superseded", "refused", "failed", "replayed", "runaways", "instants",
            "batches")
+
+
+def _passed() -> Callable[[], bool] | None:
+    return lambda: True
 
 
 def _capped(caches: dict[str, batches.Cache]) -> dict[str, batches.Cache]:
@@ -445,6 +458,9 @@ class Run:
         self.claim_sends = claim_sends
         self.taken: Taken | None = None
         self.guard = guard  # checked at each batch: False stops the run before it writes anything more
+        # A guard that can send its statement and read its answer later (timers.advance.Guard.send) goes in
+        # one round trip with the batch's claim (Run._open).
+        self._guard_send: Callable[[], Callable[[], bool] | None] | None = getattr(guard, "send", None)
         # What the run may keep in memory from one batch to the next (its timers, and the rows its handlers
         # read) while nobody else writes to the domain: given only while a test clock advances, when its
         # objects refuse outside writes (409 test_clock_advancing). It returns a token of the writes the
@@ -503,14 +519,15 @@ class Run:
         while True:
             try:
                 with gcpause.paused(), transaction.atomic(), batches.batch(keep_writes=self.keep_writes) as self._batch:
-                    if self.guard is not None and not self.guard():
+                    passed, claimed = self._open(need_fetch and not self._complete)
+                    if not passed:
                         self.stats.stopped = True
                         return self.stats
                     self._carry_in(self._batch)
                     if self.now_fn is not None:
                         self.now = self.now_fn()  # read "now" once per batch
-                    if need_fetch and not self._complete:
-                        self._fetch()
+                    if claimed is not None:
+                        self._fetch(claimed())
                     need_fetch = self._drain()
                     self._flush()
                     if self._carry_token is not None:
@@ -591,7 +608,30 @@ class Run:
         if self._carry_ok and carried:
             batch.take(carried)
 
-    def _fetch(self) -> None:
+    def _open(self, fetching: bool) -> tuple[bool, Callable[[], list[Item]] | None]:
+        """A batch's first statements: the guard's, then (``fetching``) the claim of its timers, sent in one
+        pipeline (one round trip on PostgreSQL, where each waited for its answer: a batch of one timer paid it
+        per timer). The claim only reads: its rows are taken only once the guard's answer says go on, and
+        nothing is written before that answer. Returns (go on, the claim's rows to read)."""
+        send = self._guard_send
+        if send is None:
+            if self.guard is not None and not self.guard():
+                return False, None
+            send = _passed
+        if not fetching:
+            decide = send()
+            return decide is not None and decide(), None
+        after = None if self._horizon is None else self._horizon[2:]
+        with self.store.pipelined():
+            decide = send()
+            # A guard that stopped without asking (an advance's slice is over) has the batch claim nothing.
+            claimed = None if decide is None else self.store.fetch_sent(self.domain, self.to, after, self.batch_size)
+        if decide is None or not decide():
+            return False, None
+        return True, claimed
+
+    def _fetch(self, rows: list[Item]) -> None:
+        """Take a batch's claimed rows (Run._open), sorted after what is kept in memory."""
         # Pass-1 items in memory sort after the horizon and are in the database now: the query
         # returns them again, in order. Items of a later pass stay in memory with their pass.
         keep = [e for e in self._heap if e[-1].pass_no > 1 and e[-1].gen == e[-2] and e[-1].status == "armed"]
@@ -608,8 +648,6 @@ class Run:
         self._rest = None
         self._heap = keep
         heapq.heapify(self._heap)
-        after = None if self._horizon is None else self._horizon[2:]
-        rows = self.store.fetch(self.domain, self.to, after, self.batch_size)
         self.stats.batches += 1
         self._take(rows)
         if len(rows) < self.batch_size:

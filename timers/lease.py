@@ -85,20 +85,39 @@ class Held:
     def fence(self) -> bool:
         """Renew under this epoch; False when another took the domain over. Called first in a batch's
         transaction, it keeps the row locked until the batch commits."""
-        ok = leases.fence(domain=self.domain, holder=self.holder, epoch=self.epoch, expires=wall_now() + ttl())
-        if ok:
-            self.batches += 1
-        return ok
+        return self.fence_sent()()
+
+    def fence_sent(self) -> Callable[[], bool]:
+        """fence() sent, its answer read by the function it returns (leases.fence_sent): on PostgreSQL the
+        caller's pipeline carries the batch's claim with it."""
+        read = leases.fence_sent(domain=self.domain, holder=self.holder, epoch=self.epoch, expires=wall_now() + ttl())
+
+        def fenced() -> bool:
+            ok = read()
+            if ok:
+                self.batches += 1
+            return ok
+
+        return fenced
 
     def fence_locking(self, clock_id: str) -> tuple[bool, str | None]:
         """fence(), then ``clock_id``'s test clock status read with its row locked (FOR NO KEY UPDATE) until the
         batch commits, so a delete's mark waits for the batch and never lands between the check and the
         batch's writes. Returns (fenced, the clock's status; None: no such clock)."""
-        ok, status = leases.fence_locking(domain=self.domain, holder=self.holder, epoch=self.epoch,
-                                          expires=wall_now() + ttl(), clock_id=clock_id)
-        if ok:
-            self.batches += 1
-        return ok, status
+        return self.fence_locking_sent(clock_id)()
+
+    def fence_locking_sent(self, clock_id: str) -> Callable[[], tuple[bool, str | None]]:
+        """fence_locking() sent, its answer read by the function it returns (as fence_sent)."""
+        read = leases.fence_locking_sent(domain=self.domain, holder=self.holder, epoch=self.epoch,
+                                         expires=wall_now() + ttl(), clock_id=clock_id)
+
+        def fenced() -> tuple[bool, str | None]:
+            ok, status = read()
+            if ok:
+                self.batches += 1
+            return ok, status
+
+        return fenced
 
     def guard(self, *others: Callable[[], bool] | None) -> Callable[[], bool]:
         """The Run's guard: the fence first (it orders this batch after any taker), then the others."""

@@ -16,6 +16,8 @@ from __future__ import annotations
 import contextlib
 import functools
 import weakref
+from collections.abc import Iterator
+from contextvars import ContextVar
 from typing import Any, Self
 
 import psycopg
@@ -138,3 +140,29 @@ def together(statements: tuple[str, ...]) -> str:
     if len(statements) == 1:
         return statements[0]
     return "WITH " + ", ".join(f"w{n} AS ({sql})" for n, sql in enumerate(statements[:-1])) + " " + statements[-1]
+
+
+# The statement a small batch's write is building (timers/store.py): a write whose answer nobody reads, sent while it
+# is open, goes into it as one more data-modifying WITH (``carried``), where it was a statement of its own.
+_carrying: ContextVar[list[tuple[str, list[Any]]] | None] = ContextVar("kt_carrying", default=None)
+
+
+@contextlib.contextmanager
+def carrying(parts: list[tuple[str, list[Any]]]) -> Iterator[None]:
+    """Writes ``carried`` inside go into ``parts`` (each writing a table none of the others writes)."""
+    token = _carrying.set(parts)
+    try:
+        yield
+    finally:
+        _carrying.reset(token)
+
+
+def carried(sql: str, params: list[Any]) -> bool:
+    """Add a write (``%b`` parameters, no answer read) to the statement being built, if one is (``carrying``):
+    the batch's position goes with the batch's rows, one statement, where it was two on the server and the
+    client. False: send it yourself."""
+    parts = _carrying.get()
+    if parts is None:
+        return False
+    parts.append((sql, params))
+    return True

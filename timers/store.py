@@ -11,6 +11,7 @@ from __future__ import annotations
 import contextlib
 import functools
 import json
+import operator
 from collections.abc import Callable, Iterable, Sequence
 from datetime import datetime
 from typing import Any
@@ -25,7 +26,7 @@ from .engine import TIMER_FIELDS, After, CommitRow, EventRow, Item, SendRow, Tal
 from .failures import email_owners
 from .history import LEFT
 from .models import Commit, Event, Outbox, Timer, is_live
-from .prepared import TickCursor, kept_cursors, new_cursor, together
+from .prepared import TickCursor, carrying, kept_cursors, new_cursor, together
 from .rows import copy_in, insert_rows, probed_by_key
 from .sql.tallies import tally_sql
 from .webhooks import fan_out
@@ -39,6 +40,10 @@ PIPELINED_UP_TO = 64
 # Statements of the one-by-one regime are prepared once per connection on its kept cursors (timers/prepared.py;
 # KT_TICK_PREPARE=0 for a pooler in transaction mode): planning each was most of the server's time for a batch
 # of one. Big batches are left to the planner each time, which sees their arrays' sizes.
+
+# The largest claim whose limit is written into its statement (PostgresStore.fetch_sent): at 64, the generic plan of
+# a new domain's claim, or one under stale statistics, sorted a bitmap scan's rows (tests/timers/test_query_plans.py).
+SMALL_CLAIM = 8
 
 _ENDPOINTS = ("SELECT id, brand_id, livemode, enabled_events FROM timers_webhookendpoint "
               "WHERE brand_id = ANY(%b::varchar[]) AND status = 'enabled'")
@@ -77,22 +82,50 @@ class PostgresStore:
         return out
 
     def fetch(self, domain: str, to: datetime, after: After | None, limit: int) -> list[Item]:
+        return self.fetch_sent(domain, to, after, limit)()
+
+    def fetch_sent(self, domain: str, to: datetime, after: After | None, limit: int) -> Callable[[], list[Item]]:
+        """The claim's read sent (in the caller's pipeline, where it goes with the batch's guard), its rows read
+        by the function it returns. On the kept cursor the guard's statement did not use (the other's answer is
+        read after this one's)."""
         sql = f"SELECT {_COLUMNS} FROM timers_timer WHERE domain = %b AND status = 'armed' AND owed_at <= %b"
         params: list[Any] = [domain, to]
         if after is not None:
             sql += " AND (owed_at, place, opened_at, key) > (%b, %b, %b, %b)"
             params.extend(after)
-        sql += " ORDER BY owed_at, place, opened_at, key LIMIT %b"
-        params.append(limit)
+        sql += " ORDER BY owed_at, place, opened_at, key LIMIT "
         # A live clock's read is prepared whatever its limit: a live turn reads what came due since the last, a
         # timer or a few at each fire, and planning it again was most of the server's time for the read (issue 39).
         if limit > PIPELINED_UP_TO and not is_live(domain):
-            with self._cursor() as cur:
-                cur.execute(sql, params, binary=True)
-                return self._items(cur.fetchall())
-        cur, _, prepare = kept_cursors()
-        cur.execute(sql, params, binary=True, prepare=prepare)
-        return self._items(cur.fetchall())
+            sql += "%b"
+            params.append(limit)
+            cur = self._cursor()
+            cur.execute(sql, params, binary=True)
+
+            def rows() -> list[Item]:
+                with cur:
+                    return self._items(cur.fetchall())
+
+            return rows
+        # A small limit written in: the prepared statement's generic plan then knows how few rows it stops at, and
+        # is used (planned once); with the limit a parameter, the planner costed the generic plan at a tenth of the
+        # armed rows, worse than any custom one, and planned the read anew at every batch, a batch of one timer's
+        # most server time for it (issue 39). One statement for each such limit. A larger one stays a parameter:
+        # a generic plan for thousands of rows sorts what a bitmap scan found (tests/timers/test_query_plans.py).
+        if limit <= SMALL_CLAIM:
+            sql += str(int(limit))
+        else:
+            sql += "%b"
+            params.append(limit)
+        _, read, prepare = kept_cursors()
+        read.execute(sql, params, binary=True, prepare=prepare)
+        return lambda: self._items(read.fetchall())
+
+    def pipelined(self) -> contextlib.AbstractContextManager[object]:
+        """The statements sent inside go in one round trip (psycopg's pipeline on this thread's connection), each
+        answered in turn when read after it."""
+        cur, _, _ = kept_cursors()
+        return cur.connection.pipeline()
 
     def load(self, domain: str, key: str) -> Item | None:
         with self._cursor() as cur:
@@ -153,17 +186,19 @@ class PostgresStore:
                 armed_only = not any(i.was in LEFT for i in changed)
                 params: list[Any]
                 if small:
-                    params = [v for i in changed for v in (i.id, *(getattr(i, c) for c in _CHANGED))]
+                    params = [v for i in changed for v in (i.id, *_changed_of(i))]
                     same: tuple[str, ...] = ()
                 else:
                     # A column whose value is the same in every row (a batch of fires: status, attempt, wakes, the
                     # empty holds …) goes as one value, not an array: building each array element by element was
                     # a tenth of a fire's Python, and the server unnests what is left.
-                    columns: list[list[Any]] = [[getattr(i, c) for i in changed] for c in _CHANGED]
+                    # Each row's values in one C call (attrgetter), the columns by transposing them: a getattr for
+                    # each of a batch's values was the flush's largest share of Python after the COPYs.
+                    columns: list[Sequence[Any]] = list(zip(*map(_changed_of, changed), strict=True))
                     n = len(changed)
                     same = tuple(c for c, col in zip(_CHANGED, columns, strict=True) if col.count(col[0]) == n)
                     params = [[i.id for i in changed],
-                              *(col for c, col in zip(_CHANGED, columns, strict=True) if c not in same),
+                              *(list(col) for c, col in zip(_CHANGED, columns, strict=True) if c not in same),
                               *(col[0] for c, col in zip(_CHANGED, columns, strict=True) if c in same)]
                 with probed_by_key(cur, len(changed)):
                     # The domain too: on tables distributed by it, one shard (docs/scaling.md).
@@ -177,6 +212,11 @@ class PostgresStore:
                         ["varchar"] * 5 + ["timestamptz", "varchar", "jsonb", "timestamptz", "interval"], events)
             if tallies:
                 run(tally_sql(len(tallies), "%b"), [v for row in tallies for v in row])
+            if small and also is not None:
+                # The caller's writes (the clock's position) as more WITHs of the batch's one statement.
+                with carrying(parts):
+                    also()
+                also = None
             if small and (parts or brands):
                 # The webhook endpoints' read is the statement's own query, after the writes' WITHs (on the other
                 # cursor, whose results are read after the pipeline).
@@ -190,7 +230,7 @@ class PostgresStore:
                             f"AS v(id, version) WHERE t.id = v.id AND t.domain = {_DOMAIN}",
                             [[i for i, _ in versions], [v for _, v in versions], domain], binary=True)
             if also is not None:
-                # The caller's statements (the clock's position) on the kept cursor: in this pipeline, when small.
+                # The caller's statements (the clock's position) on the kept cursor: a big batch's, after its COPYs.
                 also()
         endpoints = read.fetchall() if brands else None  # type: ignore[union-attr]
         if events:
@@ -224,6 +264,7 @@ _SEND_TYPES = (["varchar"] * 4 + ["integer", "varchar", "jsonb", "timestamptz", 
 # What the tick's update of changed timers sets, from its values.
 _CHANGED = ("status", "owed_at", "fired_at", "late_by", "attempt", "wakes", "superseded_by", "by", "held_since",
             "held_by", "remaining", "tick_pass")
+_changed_of = operator.attrgetter(*_CHANGED)  # an item's _CHANGED values, as a tuple
 
 
 @functools.lru_cache(maxsize=256)
@@ -300,7 +341,17 @@ def _write_sends(sends: list[SendRow]) -> None:
 class OrmStore:
     """Portable reads and writes for the embedded default; the same contract, row by row where needed."""
 
+    def fetch_sent(self, domain: str, to: datetime, after: After | None, limit: int) -> Callable[[], list[Item]]:
+        # No pipeline here: read when asked, after the guard's answer, as a statement of its own.
+        return lambda: self._fetch(domain, to, after, limit)
+
+    def pipelined(self) -> contextlib.AbstractContextManager[object]:
+        return contextlib.nullcontext()
+
     def fetch(self, domain: str, to: datetime, after: After | None, limit: int) -> list[Item]:
+        return self.fetch_sent(domain, to, after, limit)()
+
+    def _fetch(self, domain: str, to: datetime, after: After | None, limit: int) -> list[Item]:
         qs = Timer.objects.filter(domain=domain, status="armed", owed_at__lte=to)
         if after is not None:
             o, p, op, k = after

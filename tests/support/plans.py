@@ -11,6 +11,7 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 
 import psycopg
+import psycopg.sql
 from django.conf import settings
 from django.db import connection, transaction
 from django.test import override_settings
@@ -23,7 +24,7 @@ from timers import advance, live, outbox, prepared, transports
 from timers.models import Event, TestClock
 from timers.sql import outbox as outbox_sql
 from timers.sql import sessions
-from timers.store import PostgresStore
+from timers.store import SMALL_CLAIM, PostgresStore
 from timers.test_clocks import test_clock_create
 
 START = datetime(2027, 1, 20, 14, tzinfo=UTC)
@@ -90,6 +91,27 @@ def explain(s: Sent, *, verbose: bool = False, analyze: bool = False) -> dict:
         with connection.cursor() as cur:
             cur.execute(head + s.sql, s.params)
             raw = cur.fetchone()[0]
+    return (json.loads(raw) if isinstance(raw, str) else raw)[0]["Plan"]
+
+
+def explain_generic(s: Sent) -> dict:
+    """The generic plan of a statement the tick's kept cursor prepares (``%b`` parameters): the plan the server
+    keeps for it once it prefers it to planning each execution (plan_cache_mode auto picks it after five). PostgreSQL
+    15 has no EXPLAIN (GENERIC_PLAN): the statement is PREPAREd with its parameters' types inferred, and EXPLAINed
+    with plan_cache_mode forcing the generic plan, in a savepoint that undoes the setting."""
+    assert s.binary, "a kept cursor's statement"
+    parts = s.sql.split("%b")
+    sql = "".join(f"{part}${n}" if n < len(parts) else part for n, part in enumerate(parts, 1))
+    with transaction.atomic(), psycopg.Cursor(connection.connection) as cur:
+        cur.execute("SET LOCAL plan_cache_mode = force_generic_plan")
+        cur.execute(f"PREPARE kt_generic AS {sql}")
+        try:
+            # The values as literals, which EXECUTE coerces to the types the PREPARE inferred.
+            args = psycopg.sql.SQL(", ").join(psycopg.sql.Literal(v) for v in s.params)
+            cur.execute(psycopg.sql.SQL("EXPLAIN (FORMAT JSON) EXECUTE kt_generic({})").format(args))
+            raw = cur.fetchone()[0]
+        finally:
+            cur.execute("DEALLOCATE kt_generic")
     return (json.loads(raw) if isinstance(raw, str) else raw)[0]["Plan"]
 
 
@@ -332,6 +354,7 @@ class Hot:
     needles: tuple[str, ...]  # picks the statement out of what its path sent
     index: str
     ordered: bool = False
+    generic: bool = False  # prepared on the tick's kept cursor: its generic plan is checked too (explain_generic)
 
 
 def drive(world: World, monkeypatch, settings) -> dict[str, tuple[Capture, Hot]]:
@@ -348,13 +371,19 @@ def drive(world: World, monkeypatch, settings) -> dict[str, tuple[Capture, Hot]]
     settings.KEEPING_TIME = {**settings.KEEPING_TIME, "BATCH_SIZE": 5}
     run("tick", lambda: advance.advance(hot, world.owed_to),
         Hot("tick: fetch the first batch (store.fetch)", ("FROM timers_timer WHERE domain", "LIMIT"),
-            "timer_tick_order", ordered=True),
+            "timer_tick_order", ordered=True, generic=True),
         Hot("tick: fetch the next batch (store.fetch, keyset)", ("FROM timers_timer WHERE domain", ") > ("),
-            "timer_tick_order", ordered=True),
+            "timer_tick_order", ordered=True, generic=True),
         Hot("tick: flush the batch's timers (store.write)", ("UPDATE timers_timer AS t",), "timers_timer_pkey"),
         Hot("tick: the batch's guard (lease.Held.fence_locking)", ("FROM timers_testclock", "FOR NO KEY UPDATE"),
             "timers_testclock_pkey"))
     store = PostgresStore()
+    # The largest claim whose limit is written in its prepared statement (store.SMALL_CLAIM), on a live clock's domain:
+    # its generic plan is the one the server keeps.
+    run("small claim", lambda: store.fetch(f"live_{world.hot.brand_id}", world.owed_to, None, SMALL_CLAIM),
+        Hot("tick: a small batch's claim (store.fetch, its limit written in)", ("FROM timers_timer WHERE domain",
+                                                                                f"LIMIT {SMALL_CLAIM}"),
+            "timer_tick_order", ordered=True, generic=True))
     run("load", lambda: store.load(hot, "job_hot3:task:plan:2027"),
         Hot("tick: load a timer by (domain, key) (store.load)", ("FROM timers_timer WHERE domain = (SELECT %b::varchar) AND key = %b",),
             "timer_key_unique_per_domain"))

@@ -280,14 +280,19 @@ def test_the_rest_of_the_horizons_instant_fires_in_the_batch_that_read_it_and_is
 
     settings.KEEPING_TIME = {**settings.KEEPING_TIME, "BATCH_SIZE": 3}  # the instant's 7 timers straddle batches
     cls = type(store.get_store())
-    fetch, reads = cls.fetch, []
+    fetch_sent, reads = cls.fetch_sent, []
 
-    def counted(self, *a, **k):
-        rows = fetch(self, *a, **k)
-        reads.append(len(rows))
+    def counted(self, *a, **k):  # every read of armed timers, a batch's claim or not, is sent this way
+        read = fetch_sent(self, *a, **k)
+
+        def rows():
+            got = read()
+            reads.append(len(got))
+            return got
+
         return rows
 
-    monkeypatch.setattr(cls, "fetch", counted)
+    monkeypatch.setattr(cls, "fetch_sent", counted)
     handler("t.across", asks_across_the_instant, atomic=True)
     keys = [f"job_{n}:task:t:1" for n in range(7)]
     for key in keys:
@@ -494,13 +499,13 @@ def test_an_advance_takes_batches_of_advance_batch_size(arm, clock, settings, mo
     from timers import store
 
     cls = type(store.get_store())
-    fetch, limits = cls.fetch, []
+    fetch_sent, limits = cls.fetch_sent, []
 
     def counted(self, domain, to, after, limit):
         limits.append(limit)
-        return fetch(self, domain, to, after, limit)
+        return fetch_sent(self, domain, to, after, limit)
 
-    monkeypatch.setattr(cls, "fetch", counted)
+    monkeypatch.setattr(cls, "fetch_sent", counted)
     for n in range(7):
         arm(f"job_{n}:task:t:1", f"2026-11-25T1{n}:00Z")
     settings.KEEPING_TIME = {**settings.KEEPING_TIME, "BATCH_SIZE": 2, "ADVANCE_BATCH_SIZE": 5}

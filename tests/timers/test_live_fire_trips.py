@@ -1,7 +1,7 @@
 """A live fire's round trips (issue 39: a live fire was ~2.6x a timer committed alone, late_by p99 16-19x a bare
 LISTEN/NOTIFY wake's). A worker's step that fires one timer in a domain whose lease it kept from its last turn is
-six round trips and commits once, with the WAL flush: the look (which reads the position too), the batch (BEGIN,
-its fence, its read, its writes with the turn's position, COMMIT). Where it takes the lease, two more: the take
+five round trips and commits once, with the WAL flush: the look (which reads the position too), the batch (BEGIN,
+its fence with its read in one pipeline, its writes with the turn's position, COMMIT). Where it takes the lease, two more: the take
 (one prepared statement, its own transaction, no flush) and the position read under it; the release is one more
 again, before a longer sleep. A kept lease taken over
 stops the next turn and is let go. A step that finds nothing hands its look to the sleep; the take skips its look
@@ -49,7 +49,7 @@ def _step(worker: Worker) -> list[str]:
     return [x["sql"] for x in q.captured_queries]
 
 
-def test_a_step_that_fires_one_timer_under_its_kept_lease_is_six_round_trips_and_commits_once(db):
+def test_a_step_that_fires_one_timer_under_its_kept_lease_is_five_round_trips_and_commits_once(db):
     brand = brand_get_or_create(name="trips.one")
     worker = Worker(WallClock(), test_clocks=False)
     worker._sender = _Alive()  # as run() starts it: the step leaves the sends to it
@@ -60,10 +60,11 @@ def test_a_step_that_fires_one_timer_under_its_kept_lease_is_six_round_trips_and
     domain = _arm_now(brand)
     trips, _ = traced(worker.step)
     assert Timer.objects.filter(domain=domain, status="fired").count() == 2
-    # The look (with the position, which nobody else could move while the lease was kept), BEGIN, the fence, the
-    # read, the writes, COMMIT. With a take, the position's read and a release around each turn it was 9; with
-    # the take and the release each BEGIN, its statement and COMMIT, 13.
-    assert trips == 6, trips
+    # The look (with the position, which nobody else could move while the lease was kept), BEGIN, the fence with
+    # the read (one pipeline), the writes, COMMIT. With the read apart from the fence it was 6; with a take, the
+    # position's read and a release around each turn, 9; with the take and the release each BEGIN, its statement
+    # and COMMIT, 13.
+    assert trips == 5, trips
     domain = _arm_now(brand, 2)
     sql = _step(worker)
     assert Timer.objects.filter(domain=domain, status="fired").count() == 3
@@ -74,7 +75,7 @@ def test_a_step_that_fires_one_timer_under_its_kept_lease_is_six_round_trips_and
     assert LiveClock.objects.get(pk=domain).position is not None
 
 
-def test_a_turn_that_takes_its_lease_is_eight_round_trips_and_the_release_one(db):
+def test_a_turn_that_takes_its_lease_is_seven_round_trips_and_the_release_one(db):
     brand = brand_get_or_create(name="trips.take")
     worker = Worker(WallClock(), test_clocks=False)
     worker._sender = _Alive()
@@ -85,9 +86,9 @@ def test_a_turn_that_takes_its_lease_is_eight_round_trips_and_the_release_one(db
     assert traced(worker._kept.release)[0] == 0  # nothing kept: nothing sent
     domain = _arm_now(brand)
     trips, _ = traced(worker.step)
-    # The look, the take, the position (read under the lease just taken), BEGIN, the fence, the read, the writes,
-    # COMMIT; the lease kept after.
-    assert trips == 8, trips
+    # The look, the take, the position (read under the lease just taken), BEGIN, the fence with the read (one
+    # pipeline), the writes, COMMIT; the lease kept after.
+    assert trips == 7, trips
     assert Timer.objects.filter(domain=domain, status="fired").count() == 2
     assert traced(worker._kept.release)[0] == 1
     domain = _arm_now(brand, 2)

@@ -33,6 +33,7 @@ from tests.support.plans import (
     check,
     drive,
     explain,
+    explain_generic,
     forget_statistics,
     nodes,
     prepare,
@@ -82,6 +83,11 @@ def test_every_hot_path_is_an_index_scan_on_its_index(brand, state, monkeypatch,
                 check(explain(got.one(*h.needles)), h.index, ordered=h.ordered)
             except AssertionError as exc:
                 failures.append(f"[{state}] {h.name}: {exc}")
+            try:
+                if h.generic:
+                    check(explain_generic(got.one(*h.needles)), h.index, ordered=h.ordered)
+            except AssertionError as exc:
+                failures.append(f"[{state}] {h.name}, its generic plan: {exc}")
     assert not failures, "\n\n".join(failures)
 
 

@@ -16,13 +16,14 @@ from django.db import connection, connections
 from django.db.models import OuterRef, Subquery
 
 from ..models import LiveClock, TestClock, Timer, is_live
-from ..prepared import kept_cursors
+from ..prepared import carried, kept_cursors
 from . import one_row
 from .leases import LAST_HOLDER_LIVE, last_holder
 
 # The frozen time's move, once a batch: forward only, and never on a clock marked gone.
 MOVE_FROZEN = ("UPDATE timers_testclock SET frozen_time = %s WHERE id = %s AND frozen_time < %s AND status NOT IN ("
                + ", ".join(f"'{s}'" for s in TestClock.GONE) + ")")
+_MOVE_FROZEN_B = MOVE_FROZEN.replace("%s", "%b")
 # Whether the domain owes sends (pending, or claimed and not yet settled).
 OWED_SENDS = "SELECT EXISTS (SELECT 1 FROM timers_outbox WHERE domain = %s AND status IN ('pending', 'sending'))"
 # The move and the look at the outbox in one round trip.
@@ -104,9 +105,11 @@ def move_frozen(clock_id: str, at: datetime, *, look: bool = False) -> bool | No
     asked in the same round trip on PostgreSQL (else None). Once a batch: the statement as text, where building
     the queryset cost more than running it."""
     if _kept():
+        if not look and carried(_MOVE_FROZEN_B, [at, clock_id, at]):
+            return None  # in the batch's write statement (timers/store.py)
         cur, _, prepare = kept_cursors()
         if not look:
-            cur.execute(MOVE_FROZEN.replace("%s", "%b"), [at, clock_id, at], prepare=prepare)
+            cur.execute(_MOVE_FROZEN_B, [at, clock_id, at], prepare=prepare)
             return None
         cur.execute(MOVE_FROZEN_LOOK.replace("%s", "%b"), [at, clock_id, at, clock_id], prepare=prepare)
         return bool(one_row(cur)[0])
@@ -122,6 +125,8 @@ def set_live_position(domain: str, at: datetime) -> None:
     """A live clock's position: on PostgreSQL one prepared statement on the tick's cursor, as the live tick's
     batch of one writes it once a batch."""
     if _kept():
+        if carried(LIVE_POSITION, [at, domain]):
+            return  # in the batch's write statement (timers/store.py)
         cur, _, prepare = kept_cursors()
         cur.execute(LIVE_POSITION, [at, domain], prepare=prepare)
         return

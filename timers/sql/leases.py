@@ -8,6 +8,7 @@ tick pays it once a batch. SQLite is one machine and one writer: a dead holder's
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from datetime import datetime
 from typing import Any
 
@@ -147,14 +148,21 @@ def take(*, domain: str, holder: str, now: datetime, expires: datetime, kept: in
 def fence(*, domain: str, holder: str, epoch: int, expires: datetime) -> bool:
     """Renew the lease under ``epoch``; False when another took it over. On PostgreSQL on the tick's kept
     cursor, prepared: the live tick pays it once a batch."""
+    return fence_sent(domain=domain, holder=holder, epoch=epoch, expires=expires)()
+
+
+def fence_sent(*, domain: str, holder: str, epoch: int, expires: datetime) -> Callable[[], bool]:
+    """``fence`` sent, its answer read by the function it returns: on PostgreSQL inside a pipeline the caller
+    opened, the batch's claim goes in the same round trip (timers/engine.py, Run._open). Elsewhere it is
+    answered at once."""
     if named():
         cur, _, prepare = kept_cursors()
         cur.execute(FENCE.replace("%s", "%b"), [expires, domain, holder, epoch], prepare=prepare)
-        return cur.rowcount == 1
+        return lambda: cur.rowcount == 1
     with connection.cursor() as db_cur:
         db_cur.execute(FENCE, [_db(expires), domain, holder, epoch])
-        renewed: int = db_cur.rowcount
-        return renewed == 1
+        renewed = db_cur.rowcount == 1
+    return lambda: renewed
 
 
 def fence_locking(*, domain: str, holder: str, epoch: int, expires: datetime,
@@ -162,15 +170,25 @@ def fence_locking(*, domain: str, holder: str, epoch: int, expires: datetime,
     """``fence``, then ``clock_id``'s test clock status read with its row locked (FOR NO KEY UPDATE): on
     PostgreSQL one statement, as a batch of one timer pays per statement, not per row. Returns (fenced, the
     clock's status; None: no such clock)."""
+    return fence_locking_sent(domain=domain, holder=holder, epoch=epoch, expires=expires, clock_id=clock_id)()
+
+
+def fence_locking_sent(*, domain: str, holder: str, epoch: int, expires: datetime,
+                       clock_id: str) -> Callable[[], tuple[bool, str | None]]:
+    """``fence_locking`` sent, its answer read by the function it returns (as ``fence_sent``)."""
     if not named():
         ok = fence(domain=domain, holder=holder, epoch=epoch, expires=expires)
         status = (TestClock.objects.select_for_update(no_key=True).filter(pk=clock_id)
                   .values_list("status", flat=True).first())
-        return ok, status
+        return lambda: (ok, status)
     cur, _, prepare = kept_cursors()
     cur.execute(FENCE_LOCKING, [expires, domain, holder, epoch, clock_id], binary=True, prepare=prepare)
-    ok, status = one_row(cur)
-    return ok, status
+
+    def read() -> tuple[bool, str | None]:
+        ok, status = one_row(cur)
+        return ok, status
+
+    return read
 
 
 def release(*, domain: str, holder: str, epoch: int, batches: int, now: datetime) -> None:
