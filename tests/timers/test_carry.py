@@ -240,18 +240,8 @@ def test_a_batch_that_holds_too_many_fired_timers_ends_early(arm, clock, trimmed
     """One fetch of forty noops (the batch's size is 1,000), and the run may hold ten beyond its heap: the batch
     ends once eleven have fired, is written and let go of but for the two it keeps, and the next goes on from
     the heap."""
-    from timers import engine
-
-    settings.KEEPING_TIME = {**settings.KEEPING_TIME, "ADVANCE_BATCH_SIZE": 1000}
-    monkeypatch.setattr(engine, "HOLD_LIMIT", 10)
-    monkeypatch.setattr(engine, "BATCH_CLOCK_EVERY", 1)
-    for i in range(40):
-        arm(f"job_{i}:ask:noop:1", at("2026-11-25T09:00Z") + i * (at("2026-11-25T09:01Z") - at("2026-11-25T09:00Z")))
-    flushes = []
-    with observing_flushes(lambda clock_id, at: flushes.append(at)):
-        stats = advance(clock.id, at("2026-11-26T00:00Z"))
-    assert stats.fired == 40
-    assert len(flushes) == 5  # 11 fires, then 9 a batch beside the 2 kept; one batch of 40 without the limit
+    # 11 fires, then 9 a batch beside the 2 kept; one batch of 40 without the limit.
+    assert _forty_noops_flushed(arm, clock, settings, monkeypatch, limit="HOLD_LIMIT") == 5
 
 
 def test_owners_that_fire_at_every_instant_are_kept_to_the_trims_size(arm, clock, trimmed, monkeypatch):
@@ -296,10 +286,17 @@ def test_a_batch_that_holds_too_many_rows_to_write_ends_early(arm, clock, trimme
     """One fetch of forty noops (the batch's size is 1,000), each two rows to write (its commit and its event),
     and the run may hold ten rows to write: the batch ends once six have fired, and the next goes on from the
     heap."""
+    # 6 fires a batch; one batch of 40 without the limit.
+    assert _forty_noops_flushed(arm, clock, settings, monkeypatch, limit="BATCH_ROWS_LIMIT") == 7
+
+
+def _forty_noops_flushed(arm, clock, settings, monkeypatch, *, limit: str) -> int:
+    """Forty noops a minute apart in one fetch (the batch's size is 1,000) with the engine's ``limit`` at 10, a
+    clock look every batch: how many batches the advance wrote."""
     from timers import engine
 
     settings.KEEPING_TIME = {**settings.KEEPING_TIME, "ADVANCE_BATCH_SIZE": 1000}
-    monkeypatch.setattr(engine, "BATCH_ROWS_LIMIT", 10)
+    monkeypatch.setattr(engine, limit, 10)
     monkeypatch.setattr(engine, "BATCH_CLOCK_EVERY", 1)
     for i in range(40):
         arm(f"job_{i}:ask:noop:1", at("2026-11-25T09:00Z") + i * (at("2026-11-25T09:01Z") - at("2026-11-25T09:00Z")))
@@ -307,4 +304,4 @@ def test_a_batch_that_holds_too_many_rows_to_write_ends_early(arm, clock, trimme
     with observing_flushes(lambda clock_id, at: flushes.append(at)):
         stats = advance(clock.id, at("2026-11-26T00:00Z"))
     assert stats.fired == 40
-    assert len(flushes) == 7  # 6 fires a batch; one batch of 40 without the limit
+    return len(flushes)
