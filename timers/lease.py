@@ -91,14 +91,7 @@ class Held:
         """fence() sent, its answer read by the function it returns (leases.fence_sent): on PostgreSQL the
         caller's pipeline carries the batch's claim with it."""
         read = leases.fence_sent(domain=self.domain, holder=self.holder, epoch=self.epoch, expires=wall_now() + ttl())
-
-        def fenced() -> bool:
-            ok = read()
-            if ok:
-                self.batches += 1
-            return ok
-
-        return fenced
+        return lambda: self._counted(read())
 
     def fence_locking(self, clock_id: str) -> tuple[bool, str | None]:
         """fence(), then ``clock_id``'s test clock status read with its row locked (FOR NO KEY UPDATE) until the
@@ -113,10 +106,14 @@ class Held:
 
         def fenced() -> tuple[bool, str | None]:
             ok, status = read()
-            if ok:
-                self.batches += 1
-            return ok, status
+            return self._counted(ok), status
 
+        return fenced
+
+    def _counted(self, fenced: bool) -> bool:
+        """A fence's answer, the batch counted under this term when it renewed."""
+        if fenced:
+            self.batches += 1
         return fenced
 
     def guard(self, *others: Callable[[], bool] | None) -> Callable[[], bool]:
@@ -192,9 +189,7 @@ def lease(domain: str, *, wait: bool = True, look: bool = True) -> Iterator[Held
     try:
         yield got
     finally:
-        del held[domain]
-        with contextlib.suppress(Exception):  # a dead connection: the lease expires by itself
-            got.release()
+        _let_go(got)
 
 
 class Kept:
@@ -234,14 +229,14 @@ class Kept:
         try:
             yield held
         except BaseException:
-            self._let_go(held)
+            _let_go(held)
             raise
         self._kept[domain] = held
 
     def release(self) -> None:
         """Let every kept lease go (each expires at once, for whichever worker is owed there next)."""
-        for held in list(self._kept.values()):
-            self._let_go(held)
+        for held in self._kept.values():
+            _let_go(held)
         self._kept.clear()
 
     def forget(self) -> None:
@@ -250,10 +245,12 @@ class Kept:
             _held().pop(domain, None)
         self._kept.clear()
 
-    def _let_go(self, held: Held) -> None:
-        _held().pop(held.domain, None)
-        with contextlib.suppress(Exception):  # a dead connection: the lease expires by itself
-            held.release()
+
+def _let_go(held: Held) -> None:
+    """No longer this thread's, and released (each expires at once)."""
+    _held().pop(held.domain, None)
+    with contextlib.suppress(Exception):  # a dead connection: the lease expires by itself
+        held.release()
 
 
 def current(domain: str) -> Held | None:
